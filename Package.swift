@@ -1,0 +1,108 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "pushgate",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "pushgate", targets: ["pushgate"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // C libraries from the system (Debian: libnghttp2-dev, libssl-dev). The shim headers wrap
+        // only what Swift cannot import (function-like macros).
+        .systemLibrary(
+            name: "CNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"]), .brew(["nghttp2"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+
+        // TLS on OpenSSL over memory BIOs, as a NIO channel handler.
+        .target(
+            name: "PushgateTLS",
+            dependencies: [
+                "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+            ]
+        ),
+        // Bytes to requests and streaming responses: HTTP/2 on nghttp2 (server and client),
+        // HTTP/1.1 for operator routes, protocol sniffing, listeners, graceful shutdown.
+        .target(
+            name: "PushgateTransport",
+            dependencies: [
+                "CNGHTTP2",
+                "PushgateTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The gateway itself: routing and the APIs on top of the transport.
+        .target(
+            name: "PushgateGateway",
+            dependencies: [
+                "PushgateTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "pushgate",
+            dependencies: [
+                "PushgateGateway",
+                "PushgateTransport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+
+        .testTarget(
+            name: "PushgateTLSTests",
+            dependencies: [
+                "PushgateTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "PushgateTransportTests",
+            dependencies: [
+                "PushgateTransport",
+                "PushgateTLS",
+                "CNGHTTP2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "PushgateGatewayTests",
+            dependencies: [
+                "PushgateGateway",
+                "PushgateTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,30 @@
+import NIOCore
+import PushgateTransport
+import Synchronization
+
+/// Whether the gateway should receive traffic: set once everything is up, cleared when draining.
+public final class Readiness: Sendable {
+    private let ready = Atomic<Bool>(false)
+
+    public init() {}
+
+    public var isReady: Bool { ready.load(ordering: .relaxed) }
+
+    public func set(_ value: Bool) { ready.store(value, ordering: .relaxed) }
+}
+
+/// `GET /healthz` (the process answers) and `GET /readyz` (it should be sent traffic).
+public enum HealthRoutes {
+    public static func register(on router: inout Router, readiness: Readiness) {
+        router.add("GET", "/healthz", protocols: .http1AndHTTP2) { _, responder in
+            responder.respond(HTTPServerResponse(status: 200, text: "ok\n"))
+        }
+        router.add("GET", "/readyz", protocols: .http1AndHTTP2) { _, responder in
+            if readiness.isReady {
+                responder.respond(HTTPServerResponse(status: 200, text: "ready\n"))
+            } else {
+                responder.respond(HTTPServerResponse(status: 503, text: "not ready (starting or draining)\n"))
+            }
+        }
+    }
+}

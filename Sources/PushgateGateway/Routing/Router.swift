@@ -1,0 +1,94 @@
+import NIOCore
+import NIOHTTP1
+import PushgateTransport
+
+/// Which HTTP versions a route may be reached over.
+public enum RouteProtocols: Sendable {
+    /// Operator routes: Prometheus and plain curl speak HTTP/1.1.
+    case http1AndHTTP2
+    /// Provider and device routes: APNs clients and agents speak HTTP/2 only.
+    case http2Only
+}
+
+/// A route's handler: same contract as `HTTPServerHandler`, for one route.
+public typealias RouteHandler = @Sendable (HTTPServerRequest, HTTPResponder) -> Void
+
+/// Maps method and path to a handler. Paths match exactly, or by a prefix ending in `/` for
+/// routes with parameters (the handler parses the rest).
+public struct Router: HTTPServerHandler {
+    private struct Route: Sendable {
+        var method: String
+        var path: String
+        var isPrefix: Bool
+        var protocols: RouteProtocols
+        var handler: RouteHandler
+    }
+
+    private var exact: [String: [Route]] = [:]
+    private var prefixes: [Route] = []
+    /// Path prefixes that belong to HTTP/2-only APIs even where no route is registered yet, so
+    /// that an HTTP/1.1 client learns to switch protocol instead of seeing 404.
+    private var http2OnlyPrefixes: [String] = []
+
+    public init() {}
+
+    public mutating func add(
+        _ method: String,
+        _ path: String,
+        protocols: RouteProtocols,
+        handler: @escaping RouteHandler
+    ) {
+        let route = Route(method: method, path: path, isPrefix: false, protocols: protocols, handler: handler)
+        exact[path, default: []].append(route)
+    }
+
+    public mutating func addPrefix(
+        _ method: String,
+        _ prefix: String,
+        protocols: RouteProtocols,
+        handler: @escaping RouteHandler
+    ) {
+        prefixes.append(Route(method: method, path: prefix, isPrefix: true, protocols: protocols, handler: handler))
+    }
+
+    public mutating func reserveHTTP2Only(prefix: String) {
+        http2OnlyPrefixes.append(prefix)
+    }
+
+    public func handle(_ request: HTTPServerRequest, responder: HTTPResponder) {
+        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        let candidates = exact[path] ?? prefixes.filter { path.hasPrefix($0.path) }
+        let isHTTP1 = request.connection.httpVersion == .http1_1
+
+        if isHTTP1, candidates.contains(where: { $0.protocols == .http2Only })
+            || (candidates.isEmpty && http2OnlyPrefixes.contains(where: { path.hasPrefix($0) }))
+        {
+            responder.respond(
+                .error(
+                    status: 505,
+                    reason: "HTTPVersionNotSupported",
+                    detail: "\(path) is served over HTTP/2 only; use an HTTP/2 client (e.g. curl --http2-prior-knowledge, or https with ALPN h2)"
+                )
+            )
+            return
+        }
+        guard !candidates.isEmpty else {
+            responder.respond(.error(status: 404, reason: "NotFound", detail: "no route for \(path)"))
+            return
+        }
+        guard let route = candidates.first(where: { $0.method == request.method }) else {
+            let allowed = candidates.map(\.method).joined(separator: ", ")
+            var response = HTTPServerResponse.error(
+                status: 405,
+                reason: "MethodNotAllowed",
+                detail: "\(path) accepts \(allowed), not \(request.method)"
+            )
+            response.head.headers.add(name: "allow", value: allowed)
+            responder.respond(response)
+            return
+        }
+        route.handler(request, responder)
+    }
+}
+
+extension RouteProtocols: Equatable {}

@@ -1,0 +1,48 @@
+import COpenSSL
+
+/// A TLS failure: a configuration file OpenSSL would not load, or a handshake or record-layer error.
+///
+/// The description is meant to be read by an operator: it says what Pushgate was doing (naming the
+/// file for configuration errors), followed by OpenSSL's own error strings, oldest first, e.g.
+/// `cannot load TLS private key from /etc/pushgate/key.pem: error:80000002:system library::No such file or directory; ...`.
+public struct TLSError: Error, CustomStringConvertible, Sendable {
+    /// What failed, in words.
+    public var message: String
+    /// OpenSSL's error queue at the time of the failure, as `ERR_error_string_n` renders each entry.
+    public var openSSLErrors: [String]
+
+    public init(_ message: String, openSSLErrors: [String] = []) {
+        self.message = message
+        self.openSSLErrors = openSSLErrors
+    }
+
+    public var description: String {
+        if self.openSSLErrors.isEmpty {
+            return self.message
+        }
+        return "\(self.message): \(self.openSSLErrors.joined(separator: "; "))"
+    }
+}
+
+extension TLSError {
+    /// Builds an error from this thread's OpenSSL error queue, emptying it.
+    ///
+    /// OpenSSL's queue is per thread, and an event loop runs many connections on one thread, so every
+    /// failure must take its entries with it or they would be blamed on the next connection.
+    static func draining(_ message: String) -> TLSError {
+        var entries: [String] = []
+        while case let code = ERR_get_error(), code != 0 {
+            entries.append(Self.render(code))
+        }
+        return TLSError(message, openSSLErrors: entries)
+    }
+
+    private static func render(_ code: UInt) -> String {
+        // 256 bytes is what OpenSSL's own ERR_error_string uses; ERR_error_string_n truncates to fit.
+        var chars = [CChar](repeating: 0, count: 256)
+        return chars.withUnsafeMutableBufferPointer { buffer in
+            ERR_error_string_n(code, buffer.baseAddress, buffer.count)
+            return String(cString: buffer.baseAddress!)
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import NIOCore
+import NIOPosix
+import PushgateTLS
+
+/// One HTTP/2 connection to a server, over TLS or cleartext (prior knowledge), carrying any
+/// number of concurrent requests.
+public final class HTTP2ClientConnection: Sendable {
+    public let channel: any Channel
+    private let handler: NIOLoopBound<HTTP2ClientHandler>
+    /// Completes with the error code of the server's first GOAWAY.
+    public let goAwayReceived: EventLoopFuture<UInt32>
+
+    private init(channel: any Channel, handler: HTTP2ClientHandler) {
+        self.channel = channel
+        self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        self.goAwayReceived = handler.goAwayFuture
+    }
+
+    /// Connects to `host:port`. With `tls`, the handshake (ALPN `h2` unless the context says
+    /// otherwise) runs before any HTTP/2 bytes leave; its failure fails the first request.
+    public static func connect(
+        host: String,
+        port: Int,
+        tls: TLSContext? = nil,
+        serverName: String? = nil,
+        limits: HTTP2SessionLimits = HTTP2SessionLimits(),
+        group: any EventLoopGroup
+    ) async throws -> HTTP2ClientConnection {
+        let channel = try await ClientBootstrap(group: group)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let operations = channel.pipeline.syncOperations
+                    if let tls { try operations.addHandler(TLSHandler(context: tls, serverName: serverName ?? host)) }
+                    try operations.addHandler(HTTP2ClientHandler(limits: limits, eventLoop: channel.eventLoop))
+                }
+            }
+            .connect(host: host, port: port)
+            .get()
+        return try await channel.eventLoop.submit {
+            let handler = try channel.pipeline.syncOperations.handler(type: HTTP2ClientHandler.self)
+            return HTTP2ClientConnection(channel: channel, handler: handler)
+        }.get()
+    }
+
+    /// Sends a request and returns the whole response.
+    public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+        let promise = channel.eventLoop.makePromise(of: HTTPClientResponse.self)
+        let handler = self.handler
+        channel.eventLoop.execute { handler.value.send(request, promise: promise) }
+        return try await promise.futureResult.get()
+    }
+
+    /// Sends a request and returns as soon as the response head arrives; the body follows.
+    public func stream(_ request: HTTPClientRequest) async throws -> HTTPClientStreamingResponse {
+        let promise = channel.eventLoop.makePromise(of: HTTPClientStreamingResponse.self)
+        let handler = self.handler
+        channel.eventLoop.execute { handler.value.stream(request, promise: promise) }
+        return try await promise.futureResult.get()
+    }
+
+    /// Sends GOAWAY and closes.
+    public func close() async {
+        let handler = self.handler
+        channel.eventLoop.execute { handler.value.closeGracefully() }
+        try? await channel.closeFuture.get()
+    }
+}

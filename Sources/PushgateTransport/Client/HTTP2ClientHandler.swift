@@ -1,0 +1,301 @@
+import CNGHTTP2
+import NIOCore
+import NIOHTTP1
+
+/// The client side of one HTTP/2 connection on nghttp2: submits requests and assembles
+/// responses, whole or streamed. Used by the agent, `send` and `bench` commands and the tests.
+final class HTTP2ClientHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private enum Delivery {
+        case whole(EventLoopPromise<HTTPClientResponse>)
+        case streaming(EventLoopPromise<HTTPClientStreamingResponse>)
+    }
+
+    private final class Stream {
+        let delivery: Delivery
+        var status = 0
+        var headers = HTTPHeaders()
+        var body: ByteBuffer?
+        var continuation: AsyncThrowingStream<ByteBuffer, any Error>.Continuation?
+        var done = false
+
+        init(_ delivery: Delivery) { self.delivery = delivery }
+    }
+
+    private let limits: HTTP2SessionLimits
+    private let outputChunkSize = 64 * 1024
+    private var session: NGHTTP2Session!
+    private var context: ChannelHandlerContext?
+    private var streams: [Int32: Stream] = [:]
+    private var receiving = false
+    private var flushScheduled = false
+    private var closed = false
+    private let goAway: EventLoopPromise<UInt32>
+    private var goAwayCompleted = false
+
+    /// Completes with the error code of the first GOAWAY the server sends.
+    var goAwayFuture: EventLoopFuture<UInt32> { goAway.futureResult }
+
+    init(limits: HTTP2SessionLimits, eventLoop: any EventLoop) {
+        self.limits = limits
+        self.goAway = eventLoop.makePromise()
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        do {
+            session = try NGHTTP2Session(role: .client, limits: limits, manualFlowControl: true, delegate: self)
+        } catch {
+            context.fireErrorCaught(error)
+            context.close(promise: nil)
+            return
+        }
+        if context.channel.isActive { flushOutput() }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        flushOutput()
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        failAll(HTTP2ClientError.connectionClosed)
+        completeGoAway(.failure(HTTP2ClientError.connectionClosed))
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        failAll(HTTP2ClientError.connectionClosed)
+        completeGoAway(.failure(HTTP2ClientError.connectionClosed))
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !closed else { return }
+        receiving = true
+        defer { receiving = false }
+        do {
+            try session.receive(unwrapInboundIn(data))
+        } catch {
+            receiving = false
+            flushOutput()
+            context.fireErrorCaught(error)
+            context.close(promise: nil)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flushOutput()
+        context.fireChannelReadComplete()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { flushOutput() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    // MARK: Requests
+
+    func send(_ request: HTTPClientRequest, promise: EventLoopPromise<HTTPClientResponse>) {
+        submit(request, delivery: .whole(promise))
+    }
+
+    func stream(_ request: HTTPClientRequest, promise: EventLoopPromise<HTTPClientStreamingResponse>) {
+        submit(request, delivery: .streaming(promise))
+    }
+
+    private func submit(_ request: HTTPClientRequest, delivery: Delivery) {
+        guard !closed, session != nil else {
+            fail(delivery, HTTP2ClientError.connectionClosed)
+            return
+        }
+        var fields = HTTPHeaders()
+        fields.reserveCapacity(request.headers.count + 4)
+        fields.add(name: ":method", value: request.method)
+        fields.add(name: ":scheme", value: request.scheme)
+        fields.add(name: ":authority", value: request.authority ?? "localhost")
+        fields.add(name: ":path", value: request.path)
+        for (name, value) in request.headers { fields.add(name: name, value: value) }
+        do {
+            let streamID = try session.submitRequest(headers: fields, body: request.body)
+            streams[streamID] = Stream(delivery)
+        } catch {
+            fail(delivery, HTTP2ClientError.submitFailed("\(error)"))
+            return
+        }
+        scheduleFlush()
+    }
+
+    /// The application has processed `count` body bytes of `streamID`: let the server send more.
+    func consumed(streamID: Int32, count: Int) {
+        guard !closed, session != nil else { return }
+        session.consume(streamID: streamID, count: count)
+        scheduleFlush()
+    }
+
+    func closeGracefully() {
+        guard !closed, let context else { return }
+        session.submitGoAway(lastStreamID: 0, errorCode: NGHTTP2_NO_ERROR.rawValue)
+        flushOutput()
+        context.close(promise: nil)
+    }
+
+    // MARK: Output
+
+    private func flushOutput() {
+        guard let context, !closed, !receiving, session != nil else { return }
+        var wrote = false
+        do {
+            while context.channel.isWritable {
+                var buffer = context.channel.allocator.buffer(capacity: 1024)
+                let more = try session.drain(into: &buffer, limit: outputChunkSize)
+                if buffer.readableBytes > 0 {
+                    context.write(wrapOutboundOut(buffer), promise: nil)
+                    wrote = true
+                }
+                if !more { break }
+            }
+        } catch {
+            if wrote { context.flush() }
+            context.fireErrorCaught(error)
+            context.close(promise: nil)
+            return
+        }
+        if wrote { context.flush() }
+    }
+
+    private func scheduleFlush() {
+        guard let context, !flushScheduled, !receiving else { return }
+        flushScheduled = true
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            loopBound.value.flushScheduled = false
+            loopBound.value.flushOutput()
+        }
+    }
+
+    private func completeGoAway(_ result: Result<UInt32, any Error>) {
+        guard !goAwayCompleted else { return }
+        goAwayCompleted = true
+        goAway.completeWith(result)
+    }
+
+    private func fail(_ delivery: Delivery, _ error: any Error) {
+        switch delivery {
+        case .whole(let promise): promise.fail(error)
+        case .streaming(let promise): promise.fail(error)
+        }
+    }
+
+    private func failAll(_ error: any Error) {
+        closed = true
+        let open = streams
+        streams = [:]
+        for stream in open.values where !stream.done {
+            finish(stream, error: error)
+        }
+    }
+
+    private func finish(_ stream: Stream, error: (any Error)?) {
+        stream.done = true
+        if let continuation = stream.continuation {
+            if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+            stream.continuation = nil
+            return
+        }
+        if let error {
+            fail(stream.delivery, error)
+            return
+        }
+        if case .whole(let promise) = stream.delivery {
+            promise.succeed(HTTPClientResponse(status: stream.status, headers: stream.headers, body: stream.body ?? ByteBuffer()))
+        }
+    }
+
+    private func headReceived(_ stream: Stream, streamID: Int32) {
+        guard case .streaming(let promise) = stream.delivery, stream.continuation == nil, let context else { return }
+        let (chunks, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
+        stream.continuation = continuation
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let eventLoop = context.eventLoop
+        let body = HTTPClientResponseBody(chunks: chunks) { count in
+            eventLoop.execute { loopBound.value.consumed(streamID: streamID, count: count) }
+        }
+        promise.succeed(HTTPClientStreamingResponse(status: stream.status, headers: stream.headers, body: body))
+    }
+}
+
+extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
+    func sessionBeginHeaders(streamID: Int32, category: nghttp2_headers_category) -> Bool { true }
+
+    func sessionHeader(
+        streamID: Int32,
+        category: nghttp2_headers_category,
+        name: UnsafeBufferPointer<UInt8>,
+        value: UnsafeBufferPointer<UInt8>
+    ) -> Bool {
+        guard category == NGHTTP2_HCAT_RESPONSE, let stream = streams[streamID] else { return true }
+        if name.first == UInt8(ascii: ":") {
+            if name.elementsEqual(":status".utf8) { stream.status = Int(String(decoding: value, as: UTF8.self)) ?? 0 }
+        } else {
+            stream.headers.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        }
+        return true
+    }
+
+    func sessionHeadersComplete(streamID: Int32, category: nghttp2_headers_category, endStream: Bool) {
+        guard let stream = streams[streamID] else { return }
+        // An informational (1xx) head is followed by the real one.
+        if category == NGHTTP2_HCAT_RESPONSE, stream.status >= 200 { headReceived(stream, streamID: streamID) }
+        if endStream { finish(stream, error: nil) }
+    }
+
+    func sessionData(streamID: Int32, bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let stream = streams[streamID], let context else {
+            session.consume(streamID: streamID, count: bytes.count)
+            return true
+        }
+        if let continuation = stream.continuation {
+            var chunk = context.channel.allocator.buffer(capacity: bytes.count)
+            chunk.writeBytes(bytes)
+            continuation.yield(chunk)
+        } else {
+            if stream.body == nil { stream.body = context.channel.allocator.buffer(capacity: bytes.count) }
+            stream.body!.writeBytes(bytes)
+            session.consume(streamID: streamID, count: bytes.count)
+        }
+        return true
+    }
+
+    func sessionDataEnded(streamID: Int32) {
+        guard let stream = streams[streamID] else { return }
+        finish(stream, error: nil)
+    }
+
+    func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
+        guard let stream = streams.removeValue(forKey: streamID), !stream.done else { return }
+        let error: HTTP2ClientError
+        if errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
+            error = .refusedByGoAway
+        } else if errorCode == NGHTTP2_NO_ERROR.rawValue {
+            error = .connectionClosed
+        } else {
+            error = .streamReset(errorCode: errorCode)
+        }
+        finish(stream, error: error)
+    }
+
+    func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32) {
+        completeGoAway(.success(errorCode))
+    }
+
+    func sessionPingAckReceived() {}
+
+    func sessionBodyDrained(streamID: Int32, remaining: Int) {}
+}
+
+@available(*, unavailable)
+extension HTTP2ClientHandler: Sendable {}

@@ -1,0 +1,83 @@
+import NIOCore
+import NIOHTTP1
+
+public struct HTTPClientRequest: Sendable {
+    public var method: String
+    public var path: String
+    public var authority: String?
+    public var scheme: String
+    public var headers: HTTPHeaders
+    public var body: ByteBuffer?
+
+    public init(
+        method: String = "GET",
+        path: String,
+        authority: String? = nil,
+        scheme: String = "http",
+        headers: HTTPHeaders = [:],
+        body: ByteBuffer? = nil
+    ) {
+        self.method = method
+        self.path = path
+        self.authority = authority
+        self.scheme = scheme
+        self.headers = headers
+        self.body = body
+    }
+}
+
+public struct HTTPClientResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: ByteBuffer
+}
+
+/// A response whose body arrives over time. Iterating the body acknowledges each chunk to the
+/// server (HTTP/2 flow control), so a slow reader slows the server instead of filling memory.
+public struct HTTPClientStreamingResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: HTTPClientResponseBody
+}
+
+public struct HTTPClientResponseBody: AsyncSequence, Sendable {
+    public typealias Element = ByteBuffer
+
+    let chunks: AsyncThrowingStream<ByteBuffer, any Error>
+    let consumed: @Sendable (Int) -> Void
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<ByteBuffer, any Error>.AsyncIterator
+        let consumed: @Sendable (Int) -> Void
+
+        public mutating func next() async throws -> ByteBuffer? {
+            guard let chunk = try await base.next() else { return nil }
+            consumed(chunk.readableBytes)
+            return chunk
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: chunks.makeAsyncIterator(), consumed: consumed)
+    }
+}
+
+public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
+    /// The connection closed before the response was complete.
+    case connectionClosed
+    /// The server reset the stream (HTTP/2 error code).
+    case streamReset(errorCode: UInt32)
+    /// The server's GOAWAY said it will not process this stream; it is safe to retry elsewhere.
+    case refusedByGoAway
+    /// The request could not be submitted.
+    case submitFailed(String)
+
+    public var description: String {
+        switch self {
+        case .connectionClosed: return "the HTTP/2 connection closed before the response was complete"
+        case .streamReset(let code): return "the server reset the stream (HTTP/2 error code \(code))"
+        case .refusedByGoAway: return "the server is going away and did not process the request; retry it"
+        case .submitFailed(let reason): return "the request could not be sent: \(reason)"
+        }
+    }
+}

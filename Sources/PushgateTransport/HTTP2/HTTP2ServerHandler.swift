@@ -1,0 +1,484 @@
+import CNGHTTP2
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Per-connection limits and timeouts of the HTTP/2 server side.
+public struct HTTP2ServerConfiguration: Sendable {
+    public var session = HTTP2SessionLimits()
+    /// A request body larger than this is answered `413` and not buffered further.
+    public var maxRequestBodySize = 1024 * 1024
+    /// A connection with no open stream for this long is sent GOAWAY and closed.
+    public var idleTimeout: TimeAmount? = .seconds(300)
+    /// Serialized frames are handed to the channel in chunks of at most this many bytes; the
+    /// channel's writability then stops further serialization, which bounds output memory.
+    public var outputChunkSize = 64 * 1024
+    /// During graceful shutdown: how long to wait for the PING that follows the shutdown notice
+    /// before sending the final GOAWAY anyway.
+    public var shutdownNoticeTimeout: TimeAmount = .seconds(1)
+
+    public init() {}
+}
+
+/// The server side of one HTTP/2 connection: an nghttp2 session fed from the channel, requests
+/// dispatched to the application, responses written back, whole or streamed.
+///
+/// Back-pressure: frames are serialized only while the channel is writable, and no more bytes
+/// are read from the peer while it is not; a peer that stops reading stops being served.
+final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// A request whose headers and body are still arriving.
+    private struct PendingRequest {
+        var method = ""
+        var path = ""
+        var authority: String?
+        var scheme: String?
+        var headers = HTTPHeaders()
+        var headerListSize = 0
+        var body: ByteBuffer?
+        var rejected = false
+    }
+
+    private enum State {
+        case active
+        /// Shutdown notice and PING sent; the final GOAWAY follows the PING ack or a timeout.
+        case quiescing
+        /// Final GOAWAY sent; the connection closes when the last stream does.
+        case goingAway
+        case closed
+    }
+
+    private let configuration: HTTP2ServerConfiguration
+    private let application: any HTTPServerHandler
+    private let connection: ConnectionInfo
+    private var logger: Logger
+    private var session: NGHTTP2Session!
+    private var context: ChannelHandlerContext!
+    private var state = State.active
+
+    private var requests: [Int32: PendingRequest] = [:]
+    private var writers: [Int32: ResponseBodyWriter] = [:]
+    private var openStreams = 0
+
+    private var receiving = false
+    private var flushNeeded = false
+    private var flushScheduled = false
+    private var readHeld = false
+    private var idleTimer: Scheduled<Void>?
+    private var shutdownTimer: Scheduled<Void>?
+
+    init(
+        configuration: HTTP2ServerConfiguration,
+        application: any HTTPServerHandler,
+        connection: ConnectionInfo,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.application = application
+        self.connection = connection
+        self.logger = logger
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        do {
+            session = try NGHTTP2Session(role: .server, limits: configuration.session, delegate: self)
+        } catch {
+            logger.error("cannot create HTTP/2 session", metadata: ["error": "\(error)"])
+            context.close(promise: nil)
+            return
+        }
+        armIdleTimer()
+        if context.channel.isActive { flushOutput() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        tearDown()
+        self.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        flushOutput()
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        tearDown()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard state != .closed else { return }
+        let buffer = unwrapInboundIn(data)
+        receiving = true
+        do {
+            try session.receive(buffer)
+            receiving = false
+        } catch {
+            receiving = false
+            logger.debug("closing HTTP/2 connection on protocol error", metadata: ["error": "\(error)"])
+            // nghttp2 has queued a GOAWAY for the error; send it before closing.
+            closeAfterFlush()
+            return
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flushOutput()
+        context.fireChannelReadComplete()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            flushOutput()
+            if readHeld {
+                readHeld = false
+                context.read()
+            }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        // Reading more requests while responses cannot leave would only queue them here.
+        if context.channel.isWritable {
+            context.read()
+        } else {
+            readHeld = true
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            beginGracefulShutdown()
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.debug("HTTP/2 connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    // MARK: Output
+
+    /// Serializes pending frames into the channel while it is writable.
+    private func flushOutput() {
+        guard let context, state != .closed, session != nil else { return }
+        if receiving {
+            flushNeeded = true
+            return
+        }
+        flushNeeded = false
+        var wrote = false
+        do {
+            while context.channel.isWritable {
+                var buffer = context.channel.allocator.buffer(capacity: 1024)
+                let more = try session.drain(into: &buffer, limit: configuration.outputChunkSize)
+                if buffer.readableBytes > 0 {
+                    context.write(wrapOutboundOut(buffer), promise: nil)
+                    wrote = true
+                }
+                if !more { break }
+            }
+        } catch {
+            logger.debug("HTTP/2 send failed", metadata: ["error": "\(error)"])
+            if wrote { context.flush() }
+            context.close(promise: nil)
+            return
+        }
+        if wrote { context.flush() }
+        if !session.wantsRead && !session.wantsWrite {
+            close(context: context)
+        }
+    }
+
+    /// Coalesces flushes requested outside a read: many responses completing in one event-loop
+    /// tick go out in one write.
+    private func scheduleFlush() {
+        guard let context, !flushScheduled else { return }
+        if receiving {
+            flushNeeded = true
+            return
+        }
+        flushScheduled = true
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let handler = loopBound.value
+            handler.flushScheduled = false
+            handler.flushOutput()
+        }
+    }
+
+    private func closeAfterFlush() {
+        guard let context, state != .closed else { return }
+        var buffer = context.channel.allocator.buffer(capacity: 256)
+        _ = try? session.drain(into: &buffer, limit: configuration.outputChunkSize)
+        state = .closed
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: promise)
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        promise.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
+    }
+
+    private func close(context: ChannelHandlerContext) {
+        guard state != .closed else { return }
+        state = .closed
+        context.close(promise: nil)
+    }
+
+    private func tearDown() {
+        idleTimer?.cancel()
+        idleTimer = nil
+        shutdownTimer?.cancel()
+        shutdownTimer = nil
+        state = .closed
+        let open = writers
+        writers = [:]
+        requests = [:]
+        for writer in open.values { writer.streamClosed(.connectionClosed) }
+    }
+
+    // MARK: Idle timeout and graceful shutdown
+
+    private func armIdleTimer() {
+        guard let timeout = configuration.idleTimeout, let context, openStreams == 0, state == .active else { return }
+        idleTimer?.cancel()
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idleTimer = context.eventLoop.scheduleTask(in: timeout) {
+            loopBound.value.idleTimeoutFired()
+        }
+    }
+
+    private func idleTimeoutFired() {
+        guard state == .active, openStreams == 0 else { return }
+        logger.debug("closing idle HTTP/2 connection")
+        session.submitGoAway(
+            lastStreamID: session.lastProcessedStreamID,
+            errorCode: NGHTTP2_NO_ERROR.rawValue,
+            debugData: Array(#"{"reason":"IdleTimeout"}"#.utf8)
+        )
+        closeAfterFlush()
+    }
+
+    /// Shutdown notice, PING, then (on its ack) GOAWAY with the last stream we will process:
+    /// the client learns early not to open streams and none already in flight is lost.
+    private func beginGracefulShutdown() {
+        guard state == .active, let context else { return }
+        idleTimer?.cancel()
+        if openStreams == 0 {
+            session.submitGoAway(
+                lastStreamID: session.lastProcessedStreamID,
+                errorCode: NGHTTP2_NO_ERROR.rawValue,
+                debugData: Array(#"{"reason":"Shutdown"}"#.utf8)
+            )
+            closeAfterFlush()
+            return
+        }
+        state = .quiescing
+        session.submitShutdownNotice()
+        session.submitPing()
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        shutdownTimer = context.eventLoop.scheduleTask(in: configuration.shutdownNoticeTimeout) {
+            loopBound.value.sendFinalGoAway()
+        }
+        for writer in writers.values { writer.shutdownRequested() }
+        scheduleFlush()
+    }
+
+    private func sendFinalGoAway() {
+        guard state == .quiescing else { return }
+        shutdownTimer?.cancel()
+        shutdownTimer = nil
+        state = .goingAway
+        session.submitGoAway(
+            lastStreamID: session.lastProcessedStreamID,
+            errorCode: NGHTTP2_NO_ERROR.rawValue,
+            debugData: Array(#"{"reason":"Shutdown"}"#.utf8)
+        )
+        if openStreams == 0 {
+            closeAfterFlush()
+        } else {
+            scheduleFlush()
+        }
+    }
+
+    // MARK: Responses (HTTPResponseSink)
+
+    func sendResponse(_ response: HTTPServerResponse, streamID: Int32) {
+        guard state != .closed else { return }
+        do {
+            try session.submitResponse(
+                streamID: streamID,
+                status: response.head.status,
+                headers: response.head.headers,
+                body: response.body,
+                streaming: false
+            )
+        } catch {
+            logger.debug("response not sent", metadata: ["error": "\(error)", "h2.stream": "\(streamID)"])
+            return
+        }
+        scheduleFlush()
+    }
+
+    func startStreaming(_ head: ResponseHead, streamID: Int32, writer: ResponseBodyWriter) -> Bool {
+        guard state != .closed, requests[streamID] == nil || requests[streamID]?.rejected == false else { return false }
+        do {
+            try session.submitResponse(
+                streamID: streamID,
+                status: head.status,
+                headers: head.headers,
+                body: nil,
+                streaming: true
+            )
+        } catch {
+            return false
+        }
+        writers[streamID] = writer
+        if state == .quiescing || state == .goingAway { writer.shutdownRequested() }
+        scheduleFlush()
+        return true
+    }
+
+    func writeBody(_ buffer: ByteBuffer?, end: Bool, streamID: Int32) -> Bool {
+        guard state != .closed, session.appendBody(streamID: streamID, buffer, end: end) else { return false }
+        scheduleFlush()
+        return true
+    }
+
+    func bufferedBodyBytes(streamID: Int32) -> Int {
+        session?.bufferedBodyBytes(streamID: streamID) ?? 0
+    }
+
+    func cancelStream(streamID: Int32) {
+        guard state != .closed else { return }
+        session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
+        scheduleFlush()
+    }
+
+    // MARK: Requests
+
+    private func dispatch(streamID: Int32) {
+        guard let pending = requests.removeValue(forKey: streamID), !pending.rejected else { return }
+        let request = HTTPServerRequest(
+            method: pending.method,
+            path: pending.path,
+            authority: pending.authority,
+            scheme: pending.scheme,
+            headers: pending.headers,
+            body: pending.body ?? ByteBuffer(),
+            connection: connection
+        )
+        application.handle(request, responder: HTTPResponder(sink: self, streamID: streamID, eventLoop: context.eventLoop))
+    }
+
+    private func reject(streamID: Int32, status: Int, detail: String) {
+        requests[streamID]?.rejected = true
+        requests[streamID]?.body = nil
+        sendResponse(
+            HTTPServerResponse(status: status, text: detail + "\n"),
+            streamID: streamID
+        )
+    }
+}
+
+extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
+    func sessionBeginHeaders(streamID: Int32, category: nghttp2_headers_category) -> Bool {
+        guard category == NGHTTP2_HCAT_REQUEST else { return true }
+        requests[streamID] = PendingRequest()
+        openStreams += 1
+        idleTimer?.cancel()
+        idleTimer = nil
+        return true
+    }
+
+    func sessionHeader(
+        streamID: Int32,
+        category: nghttp2_headers_category,
+        name: UnsafeBufferPointer<UInt8>,
+        value: UnsafeBufferPointer<UInt8>
+    ) -> Bool {
+        // Trailers are accepted by the protocol but carry nothing the gateway uses.
+        guard category == NGHTTP2_HCAT_REQUEST, requests[streamID] != nil else { return true }
+        let size = name.count + value.count + 32
+        requests[streamID]!.headerListSize += size
+        if requests[streamID]!.headerListSize > configuration.session.maxHeaderListSize { return false }
+        let valueString = String(decoding: value, as: UTF8.self)
+        if name.first == UInt8(ascii: ":") {
+            switch String(decoding: name, as: UTF8.self) {
+            case ":method": requests[streamID]!.method = valueString
+            case ":path": requests[streamID]!.path = valueString
+            case ":authority": requests[streamID]!.authority = valueString
+            case ":scheme": requests[streamID]!.scheme = valueString
+            default: break
+            }
+        } else {
+            requests[streamID]!.headers.add(name: String(decoding: name, as: UTF8.self), value: valueString)
+        }
+        return true
+    }
+
+    func sessionHeadersComplete(streamID: Int32, category: nghttp2_headers_category, endStream: Bool) {
+        if endStream { dispatch(streamID: streamID) }
+    }
+
+    func sessionData(streamID: Int32, bytes: UnsafeRawBufferPointer) -> Bool {
+        guard requests[streamID] != nil, !requests[streamID]!.rejected else { return true }
+        let size = (requests[streamID]!.body?.readableBytes ?? 0) + bytes.count
+        if size > configuration.maxRequestBodySize {
+            reject(
+                streamID: streamID,
+                status: 413,
+                detail: "request body larger than \(configuration.maxRequestBodySize) bytes"
+            )
+            return true
+        }
+        if requests[streamID]!.body == nil {
+            var body = context.channel.allocator.buffer(capacity: bytes.count)
+            body.writeBytes(bytes)
+            requests[streamID]!.body = body
+        } else {
+            requests[streamID]!.body!.writeBytes(bytes)
+        }
+        return true
+    }
+
+    func sessionDataEnded(streamID: Int32) {
+        dispatch(streamID: streamID)
+    }
+
+    func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
+        requests[streamID] = nil
+        if let writer = writers.removeValue(forKey: streamID) {
+            writer.streamClosed(errorCode == NGHTTP2_NO_ERROR.rawValue ? .finished : .reset(errorCode: errorCode))
+        }
+        openStreams = max(0, openStreams - 1)
+        if openStreams == 0 {
+            switch state {
+            case .goingAway: closeAfterFlush()
+            case .active: armIdleTimer()
+            case .quiescing, .closed: break
+            }
+        }
+    }
+
+    func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32) {}
+
+    func sessionPingAckReceived() {
+        if state == .quiescing { sendFinalGoAway() }
+    }
+
+    func sessionBodyDrained(streamID: Int32, remaining: Int) {
+        writers[streamID]?.bodyDrained(remaining: remaining)
+    }
+}
+
+@available(*, unavailable)
+extension HTTP2ServerHandler: Sendable {}

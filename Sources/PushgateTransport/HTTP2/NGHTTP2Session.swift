@@ -1,0 +1,414 @@
+import CNGHTTP2
+import NIOCore
+
+/// Receives what an nghttp2 session parses. All calls happen synchronously inside
+/// `NGHTTP2Session.receive(_:)` or `drain(into:)`, on the owning event loop.
+protocol NGHTTP2SessionDelegate: AnyObject {
+    /// A HEADERS frame opens (server: a request; client: a response or trailers). Return false to
+    /// reset the stream.
+    func sessionBeginHeaders(streamID: Int32, category: nghttp2_headers_category) -> Bool
+    /// Return false to reset the stream (e.g. the header list is over its limit).
+    func sessionHeader(
+        streamID: Int32,
+        category: nghttp2_headers_category,
+        name: UnsafeBufferPointer<UInt8>,
+        value: UnsafeBufferPointer<UInt8>
+    ) -> Bool
+    func sessionHeadersComplete(streamID: Int32, category: nghttp2_headers_category, endStream: Bool)
+    /// Return false to reset the stream (e.g. the body is over its limit).
+    func sessionData(streamID: Int32, bytes: UnsafeRawBufferPointer) -> Bool
+    func sessionDataEnded(streamID: Int32)
+    func sessionStreamClosed(streamID: Int32, errorCode: UInt32)
+    func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32)
+    func sessionPingAckReceived()
+    /// nghttp2 took bytes of a streamed body into DATA frames; `remaining` are still queued here.
+    func sessionBodyDrained(streamID: Int32, remaining: Int)
+}
+
+/// Protocol limits and settings for one HTTP/2 session.
+public struct HTTP2SessionLimits: Sendable {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS we advertise.
+    public var maxConcurrentStreams: UInt32 = 1000
+    /// SETTINGS_INITIAL_WINDOW_SIZE we advertise: how much a peer may send on one stream before
+    /// we acknowledge it.
+    public var initialStreamWindowSize: Int32 = 256 * 1024
+    /// Our connection-level receive window.
+    public var connectionWindowSize: Int32 = 1024 * 1024
+    /// SETTINGS_MAX_HEADER_LIST_SIZE we advertise and enforce on each received header block.
+    public var maxHeaderListSize: Int = 32 * 1024
+    /// Largest header block we will send.
+    public var maxSendHeaderBlockLength: Int = 64 * 1024
+    /// Rapid-reset protection (CVE-2023-44487): a token bucket of RST_STREAMs a peer may cause.
+    public var streamResetBurst: UInt64 = 1000
+    public var streamResetRatePerSecond: UInt64 = 33
+    /// CONTINUATION-flood protection (CVE-2024-28182).
+    public var maxContinuations: Int = 8
+    /// SETTINGS-flood protection: entries in one SETTINGS frame.
+    public var maxSettings: Int = 32
+    /// Outbound PING/SETTINGS ACKs queued before the session fails (a peer not reading them).
+    public var maxOutboundAcks: Int = 1000
+
+    public init() {}
+}
+
+/// An error nghttp2 reported, with its code and nghttp2's own text.
+public struct NGHTTP2Error: Error, CustomStringConvertible, Sendable {
+    public var code: Int32
+    public var operation: String
+
+    public var description: String {
+        let text = String(cString: nghttp2_strerror(code))
+        return "HTTP/2 \(operation) failed: \(text) (nghttp2 error \(code))"
+    }
+
+    public var isFatal: Bool { nghttp2_is_fatal(code) != 0 }
+}
+
+/// The C wrapper around one `nghttp2_session` in server or client mode, over memory buffers.
+///
+/// Owns the session and the bodies it sends. Confined to one event loop: nghttp2 is not thread
+/// safe and calls back into `delegate` synchronously.
+final class NGHTTP2Session {
+    enum Role { case server, client }
+
+    /// A body being sent on one stream: queued bytes that nghttp2 pulls into DATA frames.
+    private final class OutboundBody {
+        var chunks = CircularBuffer<ByteBuffer>(initialCapacity: 2)
+        var buffered = 0
+        var ended = false
+        /// The read callback returned DEFERRED: nghttp2 waits for `resume_data`.
+        var deferred = false
+    }
+
+    private var session: OpaquePointer?
+    private unowned(unsafe) let delegate: any NGHTTP2SessionDelegate
+    private var bodies: [Int32: OutboundBody] = [:]
+    private var headerBlock = HeaderBlockBuilder()
+    let role: Role
+
+    /// - Parameter manualFlowControl: when true, received DATA is acknowledged to the peer only
+    ///   through `consume`, so a slow consumer makes the peer wait instead of making us buffer.
+    init(
+        role: Role,
+        limits: HTTP2SessionLimits,
+        manualFlowControl: Bool = false,
+        delegate: any NGHTTP2SessionDelegate
+    ) throws {
+        self.role = role
+        self.delegate = delegate
+
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        Self.install(callbacks: callbacks)
+
+        var options: OpaquePointer?
+        nghttp2_option_new(&options)
+        defer { nghttp2_option_del(options) }
+        nghttp2_option_set_max_send_header_block_length(options, limits.maxSendHeaderBlockLength)
+        nghttp2_option_set_max_settings(options, limits.maxSettings)
+        nghttp2_option_set_max_outbound_ack(options, limits.maxOutboundAcks)
+        nghttp2_option_set_stream_reset_rate_limit(
+            options,
+            limits.streamResetBurst,
+            limits.streamResetRatePerSecond
+        )
+        nghttp2_option_set_max_continuations(options, limits.maxContinuations)
+        // Closed streams are kept only for RFC 7540 priorities, which we turn off: they would
+        // otherwise cost memory on connections that live for days.
+        nghttp2_option_set_no_closed_streams(options, 1)
+        if manualFlowControl { nghttp2_option_set_no_auto_window_update(options, 1) }
+
+        let userData = Unmanaged.passUnretained(self).toOpaque()
+        var created: OpaquePointer?
+        let rc: Int32
+        switch role {
+        case .server: rc = nghttp2_session_server_new2(&created, callbacks, userData, options)
+        case .client: rc = nghttp2_session_client_new2(&created, callbacks, userData, options)
+        }
+        guard rc == 0, let created else { throw NGHTTP2Error(code: rc, operation: "session creation") }
+        self.session = created
+
+        var settings: [nghttp2_settings_entry] = [
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                  value: limits.maxConcurrentStreams),
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
+                  value: UInt32(limits.initialStreamWindowSize)),
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                  value: UInt32(limits.maxHeaderListSize)),
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue), value: 1),
+        ]
+        let settingsRC = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+        guard settingsRC == 0 else { throw NGHTTP2Error(code: settingsRC, operation: "SETTINGS") }
+        let windowRC = nghttp2_session_set_local_window_size(
+            created,
+            UInt8(NGHTTP2_FLAG_NONE.rawValue),
+            0,
+            limits.connectionWindowSize
+        )
+        guard windowRC == 0 else { throw NGHTTP2Error(code: windowRC, operation: "connection window") }
+    }
+
+    deinit {
+        nghttp2_session_del(session)
+        headerBlock.deallocate()
+    }
+
+    // MARK: Bytes in and out
+
+    /// Feeds received bytes to the session. Throws on a fatal protocol error; by then nghttp2 has
+    /// queued a GOAWAY, so drain before closing.
+    func receive(_ buffer: ByteBuffer) throws {
+        let rc = buffer.withUnsafeReadableBytes { bytes -> Int in
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
+            return pg_nghttp2_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        }
+        if rc < 0 { throw NGHTTP2Error(code: Int32(rc), operation: "receive") }
+    }
+
+    /// Appends serialized frames to `buffer` until nghttp2 has nothing more or `buffer` holds
+    /// `limit` bytes. Returns true when nghttp2 may still have frames to send.
+    func drain(into buffer: inout ByteBuffer, limit: Int) throws -> Bool {
+        while buffer.readableBytes < limit {
+            var pointer: UnsafePointer<UInt8>?
+            let n = pg_nghttp2_mem_send(session, &pointer)
+            if n < 0 { throw NGHTTP2Error(code: Int32(n), operation: "send") }
+            if n == 0 { return false }
+            buffer.writeBytes(UnsafeRawBufferPointer(start: pointer, count: n))
+        }
+        return true
+    }
+
+    var wantsRead: Bool { nghttp2_session_want_read(session) != 0 }
+    var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
+    var lastProcessedStreamID: Int32 { nghttp2_session_get_last_proc_stream_id(session) }
+
+    // MARK: Submitting
+
+    /// Submits response headers; `body` nil means headers only (END_STREAM on HEADERS).
+    /// `streaming` keeps the stream open for later `appendBody` calls.
+    func submitResponse(streamID: Int32, status: Int, headers: HTTPFieldList, body: ByteBuffer?, streaming: Bool) throws {
+        let hasBody = streaming || (body.map { $0.readableBytes > 0 } ?? false)
+        if hasBody {
+            let outbound = OutboundBody()
+            if let body, body.readableBytes > 0 {
+                outbound.chunks.append(body)
+                outbound.buffered = body.readableBytes
+            }
+            outbound.ended = !streaming
+            bodies[streamID] = outbound
+        }
+        let rc = headerBlock.withResponse(status: status, headers: headers) { nva, count -> Int32 in
+            if hasBody {
+                var provider = nghttp2_data_provider(
+                    source: nghttp2_data_source(ptr: nil),
+                    read_callback: NGHTTP2Session.readCallback
+                )
+                return nghttp2_submit_response(session, streamID, nva, count, &provider)
+            }
+            return nghttp2_submit_response(session, streamID, nva, count, nil)
+        }
+        if rc != 0 {
+            bodies[streamID] = nil
+            throw NGHTTP2Error(code: rc, operation: "response submission")
+        }
+    }
+
+    /// Submits a request; returns its stream id. `body` nil sends END_STREAM on HEADERS.
+    func submitRequest(headers: HTTPFieldList, body: ByteBuffer?) throws -> Int32 {
+        let hasBody = body.map { $0.readableBytes > 0 } ?? false
+        let streamID = headerBlock.withFields(headers) { nva, count -> Int32 in
+            if hasBody {
+                var provider = nghttp2_data_provider(
+                    source: nghttp2_data_source(ptr: nil),
+                    read_callback: NGHTTP2Session.readCallback
+                )
+                return nghttp2_submit_request(session, nil, nva, count, &provider, nil)
+            }
+            return nghttp2_submit_request(session, nil, nva, count, nil, nil)
+        }
+        guard streamID > 0 else { throw NGHTTP2Error(code: streamID, operation: "request submission") }
+        if let body, hasBody {
+            let outbound = OutboundBody()
+            outbound.chunks.append(body)
+            outbound.buffered = body.readableBytes
+            outbound.ended = true
+            // nghttp2 pulls the body only during `drain`, so registering it now is in time.
+            bodies[streamID] = outbound
+        }
+        return streamID
+    }
+
+    /// Queues bytes (and/or the end) of a streamed body. Returns false when the stream has no
+    /// open body (closed or reset).
+    func appendBody(streamID: Int32, _ buffer: ByteBuffer?, end: Bool) -> Bool {
+        guard let outbound = bodies[streamID], !outbound.ended else { return false }
+        if let buffer, buffer.readableBytes > 0 {
+            outbound.chunks.append(buffer)
+            outbound.buffered += buffer.readableBytes
+        }
+        outbound.ended = end
+        if outbound.deferred {
+            outbound.deferred = false
+            if nghttp2_session_resume_data(session, streamID) != 0 {
+                bodies[streamID] = nil
+                return false
+            }
+        }
+        return true
+    }
+
+    func bufferedBodyBytes(streamID: Int32) -> Int { bodies[streamID]?.buffered ?? 0 }
+
+    func resetStream(_ streamID: Int32, errorCode: UInt32) {
+        bodies[streamID] = nil
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode)
+    }
+
+    /// First half of a graceful shutdown: tells the client no new streams will be accepted soon.
+    func submitShutdownNotice() {
+        _ = nghttp2_submit_shutdown_notice(session)
+    }
+
+    func submitGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8] = []) {
+        _ = debugData.withUnsafeBufferPointer { data in
+            nghttp2_submit_goaway(
+                session,
+                UInt8(NGHTTP2_FLAG_NONE.rawValue),
+                lastStreamID,
+                errorCode,
+                data.baseAddress,
+                data.count
+            )
+        }
+    }
+
+    func submitPing() {
+        _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+    }
+
+    /// Acknowledges `count` received body bytes to the peer (only meaningful with manual window
+    /// updates; harmless otherwise).
+    func consume(streamID: Int32, count: Int) {
+        _ = nghttp2_session_consume(session, streamID, count)
+    }
+
+    // MARK: C callbacks
+
+    private static func from(_ userData: UnsafeMutableRawPointer?) -> NGHTTP2Session {
+        Unmanaged<NGHTTP2Session>.fromOpaque(userData!).takeUnretainedValue()
+    }
+
+    private static let readCallback: nghttp2_data_source_read_callback = {
+        _, streamID, buffer, length, flags, _, userData in
+        NGHTTP2Session.from(userData).readBody(streamID: streamID, into: buffer!, length: length, flags: flags!)
+    }
+
+    private func readBody(
+        streamID: Int32,
+        into destination: UnsafeMutablePointer<UInt8>,
+        length: Int,
+        flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
+        guard let outbound = bodies[streamID] else {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            return 0
+        }
+        var written = 0
+        while written < length, var chunk = outbound.chunks.first {
+            let n = min(length - written, chunk.readableBytes)
+            chunk.withUnsafeReadableBytes { bytes in
+                (destination + written).update(
+                    from: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    count: n
+                )
+            }
+            written += n
+            if n == chunk.readableBytes {
+                outbound.chunks.removeFirst()
+            } else {
+                chunk.moveReaderIndex(forwardBy: n)
+                outbound.chunks[outbound.chunks.startIndex] = chunk
+            }
+        }
+        outbound.buffered -= written
+        if outbound.chunks.isEmpty {
+            if outbound.ended {
+                flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+                bodies[streamID] = nil
+            } else if written == 0 {
+                outbound.deferred = true
+                return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+            }
+        }
+        if written > 0 {
+            delegate.sessionBodyDrained(streamID: streamID, remaining: outbound.buffered)
+        }
+        return written
+    }
+
+    private static func install(callbacks: OpaquePointer?) {
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
+            let frame = frame!.pointee
+            let ok = NGHTTP2Session.from(userData).delegate.sessionBeginHeaders(
+                streamID: frame.hd.stream_id,
+                category: frame.headers.cat
+            )
+            return ok ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) {
+            _, frame, name, nameLength, value, valueLength, _, userData in
+            let frame = frame!.pointee
+            let ok = NGHTTP2Session.from(userData).delegate.sessionHeader(
+                streamID: frame.hd.stream_id,
+                category: frame.headers.cat,
+                name: UnsafeBufferPointer(start: name, count: nameLength),
+                value: UnsafeBufferPointer(start: value, count: valueLength)
+            )
+            return ok ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) {
+            _, _, streamID, data, length, userData in
+            let ok = NGHTTP2Session.from(userData).delegate.sessionData(
+                streamID: streamID,
+                bytes: UnsafeRawBufferPointer(start: data, count: length)
+            )
+            return ok ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            let frame = frame!.pointee
+            let delegate = NGHTTP2Session.from(userData).delegate
+            let endStream = frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            switch UInt32(frame.hd.type) {
+            case NGHTTP2_HEADERS.rawValue:
+                delegate.sessionHeadersComplete(
+                    streamID: frame.hd.stream_id,
+                    category: frame.headers.cat,
+                    endStream: endStream
+                )
+            case NGHTTP2_DATA.rawValue:
+                if endStream { delegate.sessionDataEnded(streamID: frame.hd.stream_id) }
+            case NGHTTP2_GOAWAY.rawValue:
+                delegate.sessionGoAwayReceived(
+                    lastStreamID: frame.goaway.last_stream_id,
+                    errorCode: frame.goaway.error_code
+                )
+            case NGHTTP2_PING.rawValue:
+                if frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { delegate.sessionPingAckReceived() }
+            default:
+                break
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
+            let session = NGHTTP2Session.from(userData)
+            session.bodies[streamID] = nil
+            session.delegate.sessionStreamClosed(streamID: streamID, errorCode: errorCode)
+            return 0
+        }
+    }
+}
+
+@available(*, unavailable)
+extension NGHTTP2Session: Sendable {}

@@ -1,0 +1,156 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import PushgateTLS
+
+/// One address to listen on, cleartext (h2c + HTTP/1.1 by sniffing) or TLS.
+public struct ListenerConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    public var tls: TLSContext?
+
+    public init(host: String, port: Int, tls: TLSContext? = nil) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+    }
+}
+
+public struct HTTPServerConfiguration: Sendable {
+    public var http2 = HTTP2ServerConfiguration()
+    /// Largest request body accepted over HTTP/1.1 (operator routes only need small ones).
+    public var maxHTTP1RequestBodySize = 64 * 1024
+    /// Time a new connection has to finish TLS and show which protocol it speaks.
+    public var connectionSetupTimeout: TimeAmount = .seconds(10)
+    public var backlog: Int32 = 1024
+
+    public init() {}
+}
+
+/// Listens on every configured address and serves the application on each connection.
+public final class HTTPServer: Sendable {
+    public enum ServerError: Error, CustomStringConvertible {
+        case bindFailed(host: String, port: Int, underlying: any Error)
+        case alreadyStarted
+
+        public var description: String {
+            switch self {
+            case .bindFailed(let host, let port, let error):
+                return "cannot listen on \(host):\(port): \(error) (is another process using the port, or is the address not local?)"
+            case .alreadyStarted:
+                return "the server was already started"
+            }
+        }
+    }
+
+    private let listeners: [ListenerConfiguration]
+    private let configuration: HTTPServerConfiguration
+    private let application: any HTTPServerHandler
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let tracker = ConnectionTracker()
+    private let serverChannels = NIOLockedValueBox<[any Channel]?>(nil)
+
+    public init(
+        listeners: [ListenerConfiguration],
+        configuration: HTTPServerConfiguration = .init(),
+        application: any HTTPServerHandler,
+        group: any EventLoopGroup,
+        logger: Logger
+    ) {
+        self.listeners = listeners
+        self.configuration = configuration
+        self.application = application
+        self.group = group
+        self.logger = logger
+    }
+
+    /// Binds every listener; returns the bound addresses in listener order (port 0 resolved).
+    @discardableResult
+    public func start() async throws -> [SocketAddress] {
+        var bound: [any Channel] = []
+        do {
+            for listener in listeners {
+                let channel: any Channel
+                do {
+                    channel = try await bootstrap(for: listener).bind(host: listener.host, port: listener.port).get()
+                } catch {
+                    throw ServerError.bindFailed(host: listener.host, port: listener.port, underlying: error)
+                }
+                bound.append(channel)
+                logger.info(
+                    "listening",
+                    metadata: [
+                        "listener.address": "\(channel.localAddress.map { "\($0)" } ?? "?")",
+                        "listener.tls": "\(listener.tls != nil)",
+                    ]
+                )
+            }
+        } catch {
+            for channel in bound { try? await channel.close() }
+            throw error
+        }
+        let started = serverChannels.withLockedValue { current -> Bool in
+            guard current == nil else { return false }
+            current = bound
+            return true
+        }
+        guard started else {
+            for channel in bound { try? await channel.close() }
+            throw ServerError.alreadyStarted
+        }
+        return bound.compactMap(\.localAddress)
+    }
+
+    public var openConnections: Int { tracker.count }
+
+    /// Stops accepting, asks every connection to finish what is in flight (HTTP/2: shutdown
+    /// notice, then GOAWAY), waits up to `deadline` for them to close, then closes the rest.
+    public func shutdownGracefully(deadline: TimeAmount) async {
+        let channels = serverChannels.withLockedValue { $0 ?? [] }
+        for channel in channels { try? await channel.close() }
+        let connections = tracker.beginDraining()
+        logger.info("draining connections", metadata: ["connections": "\(connections.count)"])
+        for connection in connections {
+            connection.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        }
+        let loop = group.next()
+        let timeout = loop.scheduleTask(in: deadline) {
+            for connection in connections where connection.isActive {
+                connection.close(promise: nil)
+            }
+        }
+        for connection in connections {
+            try? await connection.closeFuture.get()
+        }
+        timeout.cancel()
+    }
+
+    private func bootstrap(for listener: ListenerConfiguration) -> ServerBootstrap {
+        let configuration = self.configuration
+        let application = self.application
+        let tracker = self.tracker
+        let logger = self.logger
+        return ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: configuration.backlog)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                guard let id = tracker.register(channel) else {
+                    return channel.close()
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    try ServerConnectionPipeline(
+                        id: id,
+                        tls: listener.tls,
+                        configuration: configuration,
+                        application: application,
+                        logger: logger
+                    ).configure(channel.pipeline.syncOperations, channel: channel)
+                }
+            }
+    }
+}

@@ -1,0 +1,69 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import PushgateTLS
+
+/// Assembles a new server connection's pipeline: optional TLS, protocol selection, then either
+/// HTTP/2 or HTTP/1.1 in front of the application.
+struct ServerConnectionPipeline {
+    let id: UInt64
+    let tls: TLSContext?
+    let configuration: HTTPServerConfiguration
+    let application: any HTTPServerHandler
+    let logger: Logger
+
+    func configure(_ pipeline: ChannelPipeline.SynchronousOperations, channel: any Channel) throws {
+        var logger = self.logger
+        logger[metadataKey: "connection.id"] = "\(id)"
+        if let remote = channel.remoteAddress { logger[metadataKey: "connection.peer"] = "\(remote)" }
+
+        let tlsHandler = tls.map { TLSHandler(context: $0) }
+        if let tlsHandler { try pipeline.addHandler(tlsHandler) }
+
+        let id = self.id
+        let configuration = self.configuration
+        let application = self.application
+        let selection = ProtocolSelectionHandler(
+            awaitingTLS: tlsHandler != nil,
+            setupTimeout: configuration.connectionSetupTimeout
+        ) { selected, outcome, context in
+            let info = ConnectionInfo(
+                id: id,
+                remoteAddress: context.channel.remoteAddress,
+                localAddress: context.channel.localAddress,
+                httpVersion: selected == .http2 ? .http2 : .http1_1,
+                isTLS: tlsHandler != nil,
+                negotiatedProtocol: outcome?.negotiatedProtocol,
+                peerCertificate: tlsHandler?.peerCertificate
+            )
+            let operations = context.pipeline.syncOperations
+            switch selected {
+            case .http2:
+                try operations.addHandler(
+                    HTTP2ServerHandler(
+                        configuration: configuration.http2,
+                        application: application,
+                        connection: info,
+                        logger: logger
+                    ),
+                    position: .after(context.handler)
+                )
+            case .http1:
+                let handlers: [any ChannelHandler] = [
+                    HTTPResponseEncoder(),
+                    ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
+                    HTTPServerPipelineHandler(),
+                    HTTPServerProtocolErrorHandler(),
+                    HTTP1ServerHandler(
+                        application: application,
+                        connection: info,
+                        maxBodySize: configuration.maxHTTP1RequestBodySize,
+                        logger: logger
+                    ),
+                ]
+                try operations.addHandlers(handlers, position: .after(context.handler))
+            }
+        }
+        try pipeline.addHandler(selection)
+    }
+}
