@@ -42,7 +42,8 @@ public struct TLSClientConfiguration: Sendable {
     public var privateKeyPath: String?
     /// The host name sent as SNI and matched against the server certificate. An IP literal is matched
     /// against the certificate's IP addresses instead and sends no SNI (RFC 6066 forbids IPs there).
-    /// ``TLSHandler/init(context:serverName:)`` can override it per connection.
+    /// Without a name only the certificate chain is verified. ``TLSHandler/init(context:serverName:)``
+    /// can override it per connection.
     public var serverName: String?
     /// ALPN protocols to offer, in preference order; empty sends no ALPN extension at all.
     public var alpnProtocols: [String]

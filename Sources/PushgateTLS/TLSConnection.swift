@@ -229,9 +229,11 @@ final class TLSConnection {
     }
 
     /// A fresh BIO holding what is left in `bio` (at most a partial record), if `bio` has grown past
-    /// ``retainedBufferLimit``.
+    /// ``retainedBufferLimit`` and is mostly empty. The second condition stops a record arriving in
+    /// many small reads from being copied to a new BIO on each of them.
     private static func replacement(for bio: OpaquePointer) -> OpaquePointer? {
         guard let memory = Self.memory(of: bio), memory.pointee.max > Self.retainedBufferLimit,
+            memory.pointee.length <= memory.pointee.max / 4,
             let fresh = BIO_new(BIO_s_mem())
         else {
             return nil

@@ -204,32 +204,24 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if plaintext.readableBytes > 0 {
             context.fireChannelRead(self.wrapInboundOut(plaintext))
         }
-        switch outcome {
-        case .needsMoreInput:
+        switch (outcome, self.state) {
+        case (_, .closed):
+            // Whoever got the plaintext closed the channel; what follows it no longer matters.
             break
-        case .peerClosed:
-            self.peerClosed(context: context)
-        case .failed(let error):
+        case (.needsMoreInput, _):
+            break
+        case (.peerClosed, let state):
+            self.state = .closed
+            if case .active = state {
+                // Answer in kind, so the peer knows it got everything we sent.
+                connection.shutdown()
+                self.flushCiphertext(context: context)
+            }
+            context.fireUserInboundEventTriggered(TLSUserEvent.shutdownCompleted)
+            context.close(promise: nil)
+        case (.failed(let error), _):
             self.fail(error, context: context)
         }
-    }
-
-    private func peerClosed(context: ChannelHandlerContext) {
-        let previous = self.state
-        self.state = .closed
-        switch previous {
-        case .active:
-            // Answer in kind so the peer knows it got everything we sent.
-            self.connection?.shutdown()
-            self.flushCiphertext(context: context)
-        case .outputClosed:
-            break
-        case .idle, .handshaking, .closed:
-            // Delivering the plaintext that came before close_notify may already have closed us.
-            return
-        }
-        context.fireUserInboundEventTriggered(TLSUserEvent.shutdownCompleted)
-        context.close(promise: nil)
     }
 
     private func writeFlushedPlaintext(context: ChannelHandlerContext) {

@@ -59,6 +59,12 @@ public final class HTTP2ClientConnection: Sendable {
         return try await promise.futureResult.get()
     }
 
+    /// Abandons a streamed response: the server sees RST_STREAM (CANCEL).
+    public func reset(streamID: Int32) {
+        let handler = self.handler
+        channel.eventLoop.execute { handler.value.reset(streamID: streamID) }
+    }
+
     /// Sends GOAWAY and closes.
     public func close() async {
         let handler = self.handler

@@ -136,6 +136,16 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         scheduleFlush()
     }
 
+    /// Resets a stream (RST_STREAM CANCEL): the response is abandoned.
+    func reset(streamID: Int32) {
+        guard !closed, session != nil else { return }
+        session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
+        if let stream = streams.removeValue(forKey: streamID), !stream.done {
+            finish(stream, error: HTTP2ClientError.streamReset(errorCode: NGHTTP2_CANCEL.rawValue))
+        }
+        scheduleFlush()
+    }
+
     func closeGracefully() {
         guard !closed, let context else { return }
         session.submitGoAway(lastStreamID: 0, errorCode: NGHTTP2_NO_ERROR.rawValue)
@@ -224,7 +234,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         let body = HTTPClientResponseBody(chunks: chunks) { count in
             eventLoop.execute { loopBound.value.consumed(streamID: streamID, count: count) }
         }
-        promise.succeed(HTTPClientStreamingResponse(status: stream.status, headers: stream.headers, body: body))
+        promise.succeed(HTTPClientStreamingResponse(streamID: streamID, status: stream.status, headers: stream.headers, body: body))
     }
 }
 

@@ -35,6 +35,8 @@ public struct HTTPClientResponse: Sendable {
 /// A response whose body arrives over time. Iterating the body acknowledges each chunk to the
 /// server (HTTP/2 flow control), so a slow reader slows the server instead of filling memory.
 public struct HTTPClientStreamingResponse: Sendable {
+    /// The HTTP/2 stream, for `HTTP2ClientConnection.reset(streamID:)`.
+    public var streamID: Int32
     public var status: Int
     public var headers: HTTPHeaders
     public var body: HTTPClientResponseBody

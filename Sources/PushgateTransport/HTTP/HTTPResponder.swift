@@ -9,6 +9,8 @@ protocol HTTPResponseSink: AnyObject {
     /// Queues body bytes (and/or the end) of a streamed response. False if the stream is gone.
     func writeBody(_ buffer: ByteBuffer?, end: Bool, streamID: Int32) -> Bool
     func bufferedBodyBytes(streamID: Int32) -> Int
+    /// Bytes the connection has handed to the channel and the kernel has not yet taken.
+    var connectionBufferedBytes: Int { get }
     func cancelStream(streamID: Int32)
 }
 

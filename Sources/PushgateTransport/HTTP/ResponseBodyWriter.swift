@@ -66,6 +66,13 @@ public final class ResponseBodyWriter: @unchecked Sendable {
         return closed ? 0 : sink.bufferedBodyBytes(streamID: streamID)
     }
 
+    /// Bytes of the whole connection waiting in the channel for the socket: bounded by the
+    /// channel's writability, whatever the application writes.
+    public var connectionBufferedBytes: Int {
+        eventLoop.preconditionInEventLoop()
+        return sink.connectionBufferedBytes
+    }
+
     public var isWritable: Bool { !isClosed && bufferedBytes < highWatermark }
 
     @discardableResult

@@ -46,6 +46,13 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         context.fireChannelInactive()
     }
 
+    /// Parse errors were already answered `400` by NIO's protocol error handler; any error ends
+    /// the connection, since the byte stream can no longer be trusted.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.debug("closing HTTP/1.1 connection on error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable { writer?.bodyDrained(remaining: 0) }
         context.fireChannelWritabilityChanged()
@@ -137,6 +144,11 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         // its high watermark.
         guard let context, let writer else { return 0 }
         return context.channel.isWritable ? 0 : writer.highWatermark
+    }
+
+    var connectionBufferedBytes: Int {
+        guard let context else { return 0 }
+        return (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
     }
 
     func cancelStream(streamID: Int32) {

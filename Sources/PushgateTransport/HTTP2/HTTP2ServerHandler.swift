@@ -168,7 +168,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
 
     // MARK: Output
 
-    /// Serializes pending frames into the channel while it is writable.
+    /// Serializes pending frames into the channel while it is writable. When nghttp2 has nothing
+    /// left to read or write (GOAWAY exchanged, last stream done), closes the connection once
+    /// the final bytes are written. Never called from inside an nghttp2 callback.
     private func flushOutput() {
         guard let context, state != .closed, session != nil else { return }
         if receiving {
@@ -176,27 +178,37 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
             return
         }
         flushNeeded = false
-        var wrote = false
+        var pending: ByteBuffer?
         do {
             while context.channel.isWritable {
                 var buffer = context.channel.allocator.buffer(capacity: 1024)
                 let more = try session.drain(into: &buffer, limit: configuration.outputChunkSize)
                 if buffer.readableBytes > 0 {
-                    context.write(wrapOutboundOut(buffer), promise: nil)
-                    wrote = true
+                    if let previous = pending { context.write(wrapOutboundOut(previous), promise: nil) }
+                    pending = buffer
                 }
                 if !more { break }
             }
         } catch {
             logger.debug("HTTP/2 send failed", metadata: ["error": "\(error)"])
-            if wrote { context.flush() }
+            if let pending { context.write(wrapOutboundOut(pending), promise: nil) }
+            state = .closed
+            context.flush()
             context.close(promise: nil)
             return
         }
-        if wrote { context.flush() }
-        if !session.wantsRead && !session.wantsWrite {
-            close(context: context)
+        let finished = !session.wantsRead && !session.wantsWrite
+        guard finished else {
+            if let pending { context.writeAndFlush(wrapOutboundOut(pending), promise: nil) }
+            return
         }
+        logger.trace("HTTP/2 session finished")
+        state = .closed
+        // Closing fails writes still queued in the channel: close only once the last is out.
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(pending ?? context.channel.allocator.buffer(capacity: 0)), promise: written)
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
     }
 
     /// Coalesces flushes requested outside a read: many responses completing in one event-loop
@@ -217,6 +229,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
     }
 
     private func closeAfterFlush() {
+        logger.trace("closing after flush", metadata: ["h2.open_streams": "\(openStreams)"])
         guard let context, state != .closed else { return }
         var buffer = context.channel.allocator.buffer(capacity: 256)
         _ = try? session.drain(into: &buffer, limit: configuration.outputChunkSize)
@@ -225,12 +238,6 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
         context.writeAndFlush(wrapOutboundOut(buffer), promise: promise)
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         promise.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
-    }
-
-    private func close(context: ChannelHandlerContext) {
-        guard state != .closed else { return }
-        state = .closed
-        context.close(promise: nil)
     }
 
     private func tearDown() {
@@ -259,17 +266,20 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
     private func idleTimeoutFired() {
         guard state == .active, openStreams == 0 else { return }
         logger.debug("closing idle HTTP/2 connection")
+        // With no stream open, nghttp2 is done once this GOAWAY is out; flushOutput then closes.
         session.submitGoAway(
             lastStreamID: session.lastProcessedStreamID,
             errorCode: NGHTTP2_NO_ERROR.rawValue,
             debugData: Array(#"{"reason":"IdleTimeout"}"#.utf8)
         )
-        closeAfterFlush()
+        state = .goingAway
+        scheduleFlush()
     }
 
     /// Shutdown notice, PING, then (on its ack) GOAWAY with the last stream we will process:
     /// the client learns early not to open streams and none already in flight is lost.
     private func beginGracefulShutdown() {
+        logger.trace("graceful shutdown requested", metadata: ["h2.open_streams": "\(openStreams)"])
         guard state == .active, let context else { return }
         idleTimer?.cancel()
         if openStreams == 0 {
@@ -278,7 +288,8 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
                 errorCode: NGHTTP2_NO_ERROR.rawValue,
                 debugData: Array(#"{"reason":"Shutdown"}"#.utf8)
             )
-            closeAfterFlush()
+            state = .goingAway
+            scheduleFlush()
             return
         }
         state = .quiescing
@@ -302,11 +313,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
             errorCode: NGHTTP2_NO_ERROR.rawValue,
             debugData: Array(#"{"reason":"Shutdown"}"#.utf8)
         )
-        if openStreams == 0 {
-            closeAfterFlush()
-        } else {
-            scheduleFlush()
-        }
+        // Called from the PING-ack callback or a timer: let flushOutput send it and close once
+        // nghttp2 reports the session done.
+        scheduleFlush()
     }
 
     // MARK: Responses (HTTPResponseSink)
@@ -355,6 +364,11 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
 
     func bufferedBodyBytes(streamID: Int32) -> Int {
         session?.bufferedBodyBytes(streamID: streamID) ?? 0
+    }
+
+    var connectionBufferedBytes: Int {
+        guard let context else { return 0 }
+        return (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
     }
 
     func cancelStream(streamID: Int32) {
@@ -460,13 +474,9 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
             writer.streamClosed(errorCode == NGHTTP2_NO_ERROR.rawValue ? .finished : .reset(errorCode: errorCode))
         }
         openStreams = max(0, openStreams - 1)
-        if openStreams == 0 {
-            switch state {
-            case .goingAway: closeAfterFlush()
-            case .active: armIdleTimer()
-            case .quiescing, .closed: break
-            }
-        }
+        // In .goingAway the connection closes from flushOutput once nghttp2 reports the session
+        // done; closing here, inside an nghttp2 callback, would cut off frames not yet written.
+        if openStreams == 0, state == .active { armIdleTimer() }
     }
 
     func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32) {}

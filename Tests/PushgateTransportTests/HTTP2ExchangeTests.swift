@@ -1,0 +1,166 @@
+import NIOCore
+import NIOHTTP1
+import PushgateTransport
+import Testing
+
+@Suite("HTTP/2 exchanges over real sockets", .timeLimit(.minutes(2)))
+struct HTTP2ExchangeTests {
+    @Test("2,000 concurrent requests on one connection, more than the 1,000-stream limit")
+    func manyConcurrentStreams() async throws {
+        try await withTestServer { server in
+            let connection = try await server.connect()
+            let statuses = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                for i in 0..<2000 {
+                    group.addTask {
+                        let path = i % 2 == 0 ? "/hello" : "/bytes?n=\(i)"
+                        let response = try await connection.send(HTTPClientRequest(path: path))
+                        let expected = i % 2 == 0 ? "hello" : String(buffer: TestApplication.pattern(i))
+                        return (response.status, String(buffer: response.body) == expected ? "ok" : "mismatch \(i)")
+                    }
+                }
+                var results: [(Int, String)] = []
+                for try await result in group { results.append(result) }
+                return results
+            }
+            #expect(statuses.count == 2000)
+            #expect(statuses.allSatisfy { $0.0 == 200 && $0.1 == "ok" })
+            await connection.close()
+        }
+    }
+
+    @Test("4 MiB request and response bodies")
+    func largeBodiesBothWays() async throws {
+        try await withTestServer(configure: { $0.http2.maxRequestBodySize = 8 * 1024 * 1024 }) { server in
+            let connection = try await server.connect()
+            let upload = TestApplication.pattern(4 * 1024 * 1024)
+            let echoed = try await connection.send(HTTPClientRequest(method: "POST", path: "/echo", body: upload))
+            #expect(echoed.status == 200)
+            #expect(echoed.body == upload)
+            let download = try await connection.send(HTTPClientRequest(path: "/bytes?n=\(4 * 1024 * 1024)"))
+            #expect(download.body == upload)
+            await connection.close()
+        }
+    }
+
+    @Test("a request body over the limit gets 413 and the connection keeps working")
+    func requestBodyOverLimit() async throws {
+        try await withTestServer(configure: { $0.http2.maxRequestBodySize = 1024 }) { server in
+            let connection = try await server.connect()
+            let response = try await connection.send(
+                HTTPClientRequest(method: "POST", path: "/echo", body: TestApplication.pattern(64 * 1024))
+            )
+            #expect(response.status == 413)
+            #expect(String(buffer: response.body).contains("larger than 1024 bytes"))
+            let next = try await connection.send(HTTPClientRequest(path: "/hello"))
+            #expect(next.status == 200)
+            await connection.close()
+        }
+    }
+
+    @Test("a long-lived response sends chunks as the application produces them")
+    func streamedResponse() async throws {
+        try await withTestServer { server in
+            let connection = try await server.connect()
+            let response = try await connection.stream(HTTPClientRequest(path: "/stream"))
+            #expect(response.status == 200)
+            #expect(response.headers.first(name: "content-type") == "text/event-stream")
+            let writer = try await server.hooks.streamWriter.futureResult.get()
+            var body = response.body.makeAsyncIterator()
+
+            for event in ["id: 1\n\n", "id: 2\n\n"] {
+                try await writer.eventLoop.submit { #expect(writer.write(ByteBuffer(string: event)) == .accepted) }.get()
+                let chunk = try await body.next()
+                #expect(chunk.map { String(buffer: $0) } == event)
+            }
+            try await writer.eventLoop.submit { writer.finish() }.get()
+            #expect(try await body.next() == nil)
+            #expect(try await server.hooks.streamClosed.futureResult.get() == .finished)
+            await connection.close()
+        }
+    }
+
+    @Test("a peer resetting a stream mid-response closes only that stream")
+    func peerResetsStream() async throws {
+        try await withTestServer { server in
+            let connection = try await server.connect()
+            let response = try await connection.stream(HTTPClientRequest(path: "/stream"))
+            let writer = try await server.hooks.streamWriter.futureResult.get()
+            try await writer.eventLoop.submit { _ = writer.write(ByteBuffer(string: "first\n")) }.get()
+            var body = response.body.makeAsyncIterator()
+            _ = try await body.next()
+
+            connection.reset(streamID: response.streamID)
+            let reason = try await server.hooks.streamClosed.futureResult.get()
+            #expect(reason == .reset(errorCode: 8))  // CANCEL
+            let afterReset = try await writer.eventLoop.submit { writer.write(ByteBuffer(string: "late\n")) }.get()
+            #expect(afterReset == .closed)
+
+            let other = try await connection.send(HTTPClientRequest(path: "/hello"))
+            #expect(other.status == 200)
+            await connection.close()
+        }
+    }
+
+    @Test("graceful shutdown: GOAWAY, in-flight requests finish, new ones are refused")
+    func goAwayDuringShutdown() async throws {
+        try await withTestServer { server in
+            let connection = try await server.connect()
+            let inFlight = (0..<5).map { _ in
+                Task { try await connection.send(HTTPClientRequest(path: "/slow")) }
+            }
+            try await server.hooks.waitForSlowRequests(5, on: server.group.next())
+
+            let shutdown = Task { await server.server.shutdownGracefully(deadline: .seconds(30)) }
+            let code = try await connection.goAwayReceived.get()
+            #expect(code == 0)  // NO_ERROR
+
+            server.hooks.releaseSlowRequests()
+            for request in inFlight {
+                let response = try await request.value
+                #expect(response.status == 200)
+                #expect(String(buffer: response.body) == "slow done")
+            }
+            await shutdown.value
+            #expect(server.server.openConnections == 0)
+            await #expect(throws: (any Error).self) {
+                try await connection.send(HTTPClientRequest(path: "/hello"))
+            }
+        }
+    }
+
+    @Test("a peer that stops reading does not make the server buffer without bound")
+    func stalledReaderIsBounded() async throws {
+        let total = 64 * 1024 * 1024
+        try await withTestServer { server in
+            var limits = HTTP2SessionLimits()
+            // Flow control must not be what stops the server: only the peer's not reading.
+            limits.initialStreamWindowSize = Int32.max
+            limits.connectionWindowSize = Int32.max
+            let connection = try await HTTP2ClientConnection.connect(
+                host: "127.0.0.1",
+                port: server.port,
+                limits: limits,
+                group: server.group
+            )
+            let response = try await connection.stream(HTTPClientRequest(path: "/firehose?n=\(total)"))
+            try await connection.channel.setOption(ChannelOptions.autoRead, value: false).get()
+
+            try await server.hooks.firehoseBlocked.futureResult.get()
+            let whileStalled = server.hooks.firehose.withLockedValue { $0 }
+            #expect(whileStalled.accepted < total)
+            #expect(whileStalled.maxStreamBuffered <= 256 * 1024 + 16 * 1024)
+            #expect(whileStalled.maxConnectionBuffered <= 512 * 1024)
+
+            try await connection.channel.setOption(ChannelOptions.autoRead, value: true).get()
+            connection.channel.read()
+            var received = 0
+            for try await chunk in response.body { received += chunk.readableBytes }
+            #expect(received == total)
+            let final = try await server.hooks.firehoseDone.futureResult.get()
+            #expect(final.accepted == total)
+            #expect(final.maxStreamBuffered <= 256 * 1024 + 16 * 1024)
+            #expect(final.maxConnectionBuffered <= 512 * 1024)
+            await connection.close()
+        }
+    }
+}

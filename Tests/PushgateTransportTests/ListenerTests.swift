@@ -1,0 +1,115 @@
+import NIOCore
+import PushgateTransport
+import Testing
+
+@Suite("Listeners: TLS, ALPN, sniffing, bad input", .timeLimit(.minutes(2)))
+struct ListenerTests {
+    @Test("TLS with ALPN h2")
+    func tlsWithALPN() async throws {
+        try await withTestServer(tls: [try Fixtures.serverContext()], cleartext: false) { server in
+            let connection = try await server.connect(tls: try Fixtures.clientContext())
+            let response = try await connection.send(HTTPClientRequest(path: "/conn", scheme: "https"))
+            #expect(String(buffer: response.body) == "version=HTTP/2 tls=true alpn=h2 uid=none")
+            await connection.close()
+        }
+    }
+
+    @Test("a TLS client that offers no ALPN and speaks HTTP/2 is served by sniffing")
+    func tlsWithoutALPN() async throws {
+        try await withTestServer(tls: [try Fixtures.serverContext()], cleartext: false) { server in
+            let connection = try await server.connect(tls: try Fixtures.clientContext(alpn: []))
+            let response = try await connection.send(HTTPClientRequest(path: "/conn", scheme: "https"))
+            #expect(String(buffer: response.body) == "version=HTTP/2 tls=true alpn=none uid=none")
+            await connection.close()
+        }
+    }
+
+    @Test("a client certificate from the configured CA is accepted and visible to the application")
+    func clientCertificateAccepted() async throws {
+        try await withTestServer(tls: [try Fixtures.serverContext(clientCA: true)], cleartext: false) { server in
+            let connection = try await server.connect(tls: try Fixtures.clientContext(certificate: "client"))
+            let response = try await connection.send(HTTPClientRequest(path: "/conn", scheme: "https"))
+            #expect(String(buffer: response.body) == "version=HTTP/2 tls=true alpn=h2 uid=com.example.app")
+            await connection.close()
+        }
+    }
+
+    @Test("a client certificate from another CA is refused; the listener keeps serving")
+    func clientCertificateRefused() async throws {
+        try await withTestServer(tls: [try Fixtures.serverContext(clientCA: true)], cleartext: false) { server in
+            let refused = try await server.connect(tls: try Fixtures.clientContext(certificate: "untrusted-client"))
+            await #expect(throws: (any Error).self) {
+                try await refused.send(HTTPClientRequest(path: "/conn", scheme: "https"))
+            }
+            let accepted = try await server.connect(tls: try Fixtures.clientContext(certificate: "client"))
+            let response = try await accepted.send(HTTPClientRequest(path: "/hello", scheme: "https"))
+            #expect(response.status == 200)
+            await accepted.close()
+        }
+    }
+
+    @Test("HTTP/1.1 on the cleartext listener")
+    func http1BySniffing() async throws {
+        try await withTestServer { server in
+            let raw = try await RawConnection.connect(port: server.port, group: server.group)
+            try await raw.send("GET /conn HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            let text = String(buffer: try await raw.receiveUntilClosed())
+            #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            #expect(text.hasSuffix("version=HTTP/1.1 tls=false alpn=none uid=none"))
+        }
+    }
+
+    @Test("garbage bytes get a 400 and a closed connection; others are unaffected")
+    func garbageClosesOnlyThatConnection() async throws {
+        try await withTestServer { server in
+            let healthy = try await server.connect()
+            #expect(try await healthy.send(HTTPClientRequest(path: "/hello")).status == 200)
+
+            let raw = try await RawConnection.connect(port: server.port, group: server.group)
+            try await raw.send([0x16, 0x03, 0x01, 0xFF, 0x00, 0x13, 0x37] + Array("\r\n\r\n\u{0}garbage\r\n\r\n".utf8))
+            let text = String(buffer: try await raw.receiveUntilClosed())
+            #expect(text.hasPrefix("HTTP/1.1 400"))
+
+            #expect(try await healthy.send(HTTPClientRequest(path: "/hello")).status == 200)
+            await healthy.close()
+        }
+    }
+
+    @Test("a truncated HTTP/2 preface is closed after the setup timeout; others are unaffected")
+    func truncatedPreface() async throws {
+        try await withTestServer(configure: { $0.connectionSetupTimeout = .seconds(1) }) { server in
+            let healthy = try await server.connect()
+            #expect(try await healthy.send(HTTPClientRequest(path: "/hello")).status == 200)
+            let raw = try await RawConnection.connect(port: server.port, group: server.group)
+            // On a loaded machine the timeout may already have closed the connection.
+            try? await raw.send("PRI * HTTP/2.0\r\n\r\n")
+            let received = try await raw.receiveUntilClosed()
+            #expect(received.readableBytes == 0)
+            #expect(try await healthy.send(HTTPClientRequest(path: "/hello")).status == 200)
+            await healthy.close()
+        }
+    }
+
+    @Test("garbage after a valid preface gets GOAWAY and a closed connection")
+    func garbageAfterPreface() async throws {
+        try await withTestServer { server in
+            let healthy = try await server.connect()
+            let raw = try await RawConnection.connect(port: server.port, group: server.group)
+            // A valid preface, then a frame header claiming a 16 MiB HEADERS frame on stream 0.
+            try await raw.send(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0xFF, 0xFF, 0xFF, 0x01, 0x04, 0, 0, 0, 0] + Array(repeating: 0x41, count: 64))
+            var received = try await raw.receiveUntilClosed()
+            // Server SETTINGS first, then a GOAWAY frame (type 7) somewhere after it.
+            var sawGoAway = false
+            while received.readableBytes >= 9 {
+                let length = Int(received.getInteger(at: received.readerIndex, as: UInt16.self)!) << 8
+                    | Int(received.getInteger(at: received.readerIndex + 2, as: UInt8.self)!)
+                let type = received.getInteger(at: received.readerIndex + 3, as: UInt8.self)!
+                if type == 7 { sawGoAway = true }
+                received.moveReaderIndex(forwardBy: min(received.readableBytes, 9 + length))
+            }
+            #expect(sawGoAway)
+            #expect(try await healthy.send(HTTPClientRequest(path: "/hello")).status == 200)
+            await healthy.close()
+        }
+    }
+}
