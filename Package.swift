@@ -76,6 +76,7 @@ let package = Package(
             name: "PushgateTLSTests",
             dependencies: [
                 "PushgateTLS",
+                "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
@@ -101,6 +102,14 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Runs the real `pushgate` binary against clients nobody here wrote (curl, nghttp, h2load).
+        .testTarget(
+            name: "PushgateCLITests",
+            dependencies: [
+                "pushgate",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
     ],

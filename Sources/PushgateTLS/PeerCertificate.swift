@@ -6,7 +6,8 @@ import COpenSSL
 /// certificate the topic it may push to is ``userID``.
 public struct PeerCertificate: Sendable, Equatable {
     /// The subject on one line in RFC 2253 form (most specific attribute first), with non-ASCII text
-    /// kept as UTF-8, e.g. `UID=com.example.app,CN=Apple Push Services: com.example.app,OU=TEAM123456,O=Example Inc,C=US`.
+    /// kept as UTF-8, e.g.
+    /// `UID=com.example.app,CN=Apple Push Services: com.example.app,OU=TEAM123456,O=Example Inc,C=US`.
     public var subject: String
     /// The subject's first CN attribute.
     public var commonName: String?

@@ -26,9 +26,9 @@ final class TLSConnection {
     }
 
     /// Memory BIOs never shrink: one 1 MiB response would pin 1.4 MB to the connection for the rest
-    /// of its life. A BIO that grew past this is replaced once drained (``releaseOversizedBuffers()``),
-    /// as `SSL_MODE_RELEASE_BUFFERS` does for OpenSSL's own buffers. Below it (handshake flights,
-    /// small frames) the buffer is kept and reused.
+    /// of its life. A BIO that grew past this is replaced once (nearly) drained
+    /// (``releaseOversizedBuffers()``), as `SSL_MODE_RELEASE_BUFFERS` does for OpenSSL's own buffers.
+    /// Below it (handshake flights, small frames) the buffer is kept and reused.
     static let retainedBufferLimit = 8 * 1024
 
     /// Keeps the `SSL_CTX` and the ALPN callback's argument alive as long as this `SSL`.
@@ -42,7 +42,12 @@ final class TLSConnection {
         guard let ssl = SSL_new(context.sslContext) else {
             throw TLSError.draining("cannot create an OpenSSL SSL")
         }
-        guard let networkIn = BIO_new(BIO_s_mem()), let networkOut = BIO_new(BIO_s_mem()) else {
+        let networkIn = BIO_new(BIO_s_mem())
+        let networkOut = BIO_new(BIO_s_mem())
+        guard let networkIn, let networkOut else {
+            // BIO_free(NULL) does nothing, so whichever was created is freed.
+            BIO_free(networkIn)
+            BIO_free(networkOut)
             SSL_free(ssl)
             throw TLSError.draining("cannot create OpenSSL memory BIOs")
         }

@@ -4,7 +4,8 @@ import COpenSSL
 ///
 /// The description is meant to be read by an operator: it says what Pushgate was doing (naming the
 /// file for configuration errors), followed by OpenSSL's own error strings, oldest first, e.g.
-/// `cannot load TLS private key from /etc/pushgate/key.pem: error:80000002:system library::No such file or directory; ...`.
+/// `cannot load TLS private key from /etc/pushgate/key.pem: error:80000002:system library::No such
+/// file or directory; ...`.
 public struct TLSError: Error, CustomStringConvertible, Sendable {
     /// What failed, in words.
     public var message: String

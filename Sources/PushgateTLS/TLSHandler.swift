@@ -96,15 +96,17 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .idle = self.state {
+            // Only a channel that never became active (an EmbeddedChannel never connected) delivers
+            // bytes first; they can only be the start of a handshake.
             self.startHandshake(context: context)
-        }
-        guard let connection = self.connection else {
-            return
         }
         switch self.state {
         case .handshaking, .active, .outputClosed:
             break
         case .idle, .closed:
+            return
+        }
+        guard let connection = self.connection else {
             return
         }
         do {
@@ -259,8 +261,11 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Writes and flushes whatever OpenSSL has produced for the peer. With a promise, also when that
     /// is nothing, so the promise completes in order with the writes before it.
     private func flushCiphertext(context: ChannelHandlerContext, promise: EventLoopPromise<Void>? = nil) {
-        let ciphertext = self.connection?.drainCiphertext(allocator: context.channel.allocator)
-        guard let ciphertext = ciphertext ?? promise.map({ _ in context.channel.allocator.buffer(capacity: 0) }) else {
+        var ciphertext = self.connection?.drainCiphertext(allocator: context.channel.allocator)
+        if ciphertext == nil && promise != nil {
+            ciphertext = context.channel.allocator.buffer(capacity: 0)
+        }
+        guard let ciphertext else {
             return
         }
         context.writeAndFlush(self.wrapOutboundOut(ciphertext), promise: promise)
@@ -281,7 +286,10 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    private static func combine(_ promises: [EventLoopPromise<Void>], on eventLoop: any EventLoop) -> EventLoopPromise<Void>? {
+    private static func combine(
+        _ promises: [EventLoopPromise<Void>],
+        on eventLoop: any EventLoop
+    ) -> EventLoopPromise<Void>? {
         guard promises.count > 1 else {
             return promises.first
         }

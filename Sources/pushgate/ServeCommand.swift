@@ -1,4 +1,7 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import NIOCore
 import NIOPosix
@@ -105,12 +108,21 @@ struct ServeCommand: AsyncParsableCommand {
             group: group,
             logger: logger
         )
+        let schemes = listeners.map { $0.tls == nil ? "http" : "https" }
         let gateway = GatewayService(
             server: server,
             readiness: readiness,
             shutdownDeadline: .seconds(Int64(shutdownTimeout)),
             logger: logger
-        )
+        ) { addresses in
+            // One line per listener on stdout, so scripts (and tests binding port 0) learn the
+            // real addresses.
+            for (scheme, address) in zip(schemes, addresses) {
+                let host = address.ipAddress.map { address.protocol == .inet6 ? "[\($0)]" : $0 } ?? "?"
+                print("listening \(scheme)://\(host):\(address.port ?? 0)")
+            }
+            fflush(nil)  // all streams: `stdout` itself is not concurrency-safe to name
+        }
         let services = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [.init(service: gateway)],

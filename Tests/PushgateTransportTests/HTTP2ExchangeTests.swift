@@ -144,6 +144,7 @@ struct HTTP2ExchangeTests {
             )
             let response = try await connection.stream(HTTPClientRequest(path: "/firehose?n=\(total)"))
             try await connection.channel.setOption(ChannelOptions.autoRead, value: false).get()
+            server.hooks.firehoseGo.succeed()
 
             try await server.hooks.firehoseBlocked.futureResult.get()
             let whileStalled = server.hooks.firehose.withLockedValue { $0 }

@@ -46,6 +46,8 @@ final class TestHooks: Sendable {
     let slowResponders = NIOLockedValueBox<[HTTPResponder]>([])
     let slowArrived: NIOLockedValueBox<(count: Int, waiter: EventLoopPromise<Void>?, target: Int)>
     let firehose = NIOLockedValueBox(FirehoseStats())
+    /// The firehose starts writing only once the test has stopped reading.
+    let firehoseGo: EventLoopPromise<Void>
     let firehoseBlocked: EventLoopPromise<Void>
     let firehoseDone: EventLoopPromise<FirehoseStats>
 
@@ -59,6 +61,7 @@ final class TestHooks: Sendable {
     init(eventLoop: any EventLoop) {
         streamWriter = eventLoop.makePromise()
         streamClosed = eventLoop.makePromise()
+        firehoseGo = eventLoop.makePromise()
         firehoseBlocked = eventLoop.makePromise()
         firehoseDone = eventLoop.makePromise()
         slowArrived = NIOLockedValueBox((0, nil, 0))
@@ -88,6 +91,7 @@ final class TestHooks: Sendable {
     func cancelAll() {
         streamWriter.fail(CancellationError())
         streamClosed.fail(CancellationError())
+        firehoseGo.fail(CancellationError())
         firehoseBlocked.fail(CancellationError())
         firehoseDone.fail(CancellationError())
         let waiter = slowArrived.withLockedValue { $0.waiter }
@@ -132,7 +136,9 @@ struct TestApplication: HTTPServerHandler {
             let total = Int(query.dropFirst(2)) ?? 0
             let hooks = self.hooks
             responder.startStream(ResponseHead(status: 200)).whenSuccess { writer in
-                Firehose(writer: writer, total: total, hooks: hooks).start()
+                hooks.firehoseGo.futureResult.hop(to: writer.eventLoop).whenSuccess {
+                    Firehose(writer: writer, total: total, hooks: hooks).start()
+                }
             }
         default:
             responder.respond(HTTPServerResponse(status: 404, text: "no such test route"))

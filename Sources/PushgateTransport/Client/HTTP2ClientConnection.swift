@@ -26,21 +26,19 @@ public final class HTTP2ClientConnection: Sendable {
         limits: HTTP2SessionLimits = HTTP2SessionLimits(),
         group: any EventLoopGroup
     ) async throws -> HTTP2ClientConnection {
-        let channel = try await ClientBootstrap(group: group)
+        try await ClientBootstrap(group: group)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
+            .connect(host: host, port: port) { channel in
+                // The handler is captured here, not looked up later: a refused handshake may
+                // already have torn the pipeline down by the time the caller resumes.
                 channel.eventLoop.makeCompletedFuture {
                     let operations = channel.pipeline.syncOperations
                     if let tls { try operations.addHandler(TLSHandler(context: tls, serverName: serverName ?? host)) }
-                    try operations.addHandler(HTTP2ClientHandler(limits: limits, eventLoop: channel.eventLoop))
+                    let handler = HTTP2ClientHandler(limits: limits, eventLoop: channel.eventLoop)
+                    try operations.addHandler(handler)
+                    return HTTP2ClientConnection(channel: channel, handler: handler)
                 }
             }
-            .connect(host: host, port: port)
-            .get()
-        return try await channel.eventLoop.submit {
-            let handler = try channel.pipeline.syncOperations.handler(type: HTTP2ClientHandler.self)
-            return HTTP2ClientConnection(channel: channel, handler: handler)
-        }.get()
     }
 
     /// Sends a request and returns the whole response.

@@ -1,0 +1,109 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+enum Fixtures {
+    static let tlsDirectory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent()
+        .deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/tls")
+
+    static func tls(_ name: String) -> String { tlsDirectory.appendingPathComponent(name).path }
+}
+
+struct ToolMissing: Error, CustomStringConvertible {
+    var tool: String
+    var description: String { "\(tool) is not installed; .ci/run installs it (apt-get install curl nghttp2-client)" }
+}
+
+/// The result of running an external program to completion.
+struct ToolRun {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs `tool` with `arguments`, waiting for it to exit. Fails if the tool is not installed:
+/// these tests exist to run code nobody here wrote against the gateway.
+func run(_ tool: String, _ arguments: [String]) throws -> ToolRun {
+    guard let path = ["/usr/bin/\(tool)", "/usr/sbin/\(tool)", "/usr/local/bin/\(tool)"]
+        .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+    else { throw ToolMissing(tool: tool) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    // Read both pipes to the end before waiting, so a chatty tool cannot block on a full pipe.
+    let errData = NIOLockedValueBox(Data())
+    let errDone = DispatchSemaphore(value: 0)
+    Thread {
+        errData.withLockedValue { $0 = err.fileHandleForReading.readDataToEndOfFile() }
+        errDone.signal()
+    }.start()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    errDone.wait()
+    return ToolRun(
+        status: process.terminationStatus,
+        stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData.withLockedValue { $0 }, as: UTF8.self)
+    )
+}
+
+/// A `pushgate serve` process on ephemeral ports.
+final class GatewayProcess: @unchecked Sendable {
+    let process = Process()
+    /// Base URLs in listener order, as the process printed them.
+    private(set) var urls: [String] = []
+    private let stdout = Pipe()
+    private let stderr = Pipe()
+
+    static var executable: URL {
+        // The test bundle sits beside the package's products in the build directory.
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pushgate")
+    }
+
+    init(arguments: [String], listeners: Int) throws {
+        process.executableURL = Self.executable
+        process.arguments = ["serve", "--log-level", "warning"] + arguments
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        // Blocks until the process has printed one line per listener (it does so once bound).
+        var buffer = Data()
+        let handle = stdout.fileHandleForReading
+        while urls.count < listeners {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+            let lines = String(decoding: buffer, as: UTF8.self).split(separator: "\n")
+            urls = lines.filter { $0.hasPrefix("listening ") }.map { String($0.dropFirst("listening ".count)) }
+        }
+        if urls.count < listeners {
+            let errors = String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self)
+            throw GatewayFailed(message: "pushgate serve did not start: \(errors)")
+        }
+    }
+
+    struct GatewayFailed: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    /// Sends `signal` and waits for the exit status.
+    func stop(signal: Int32 = SIGTERM) -> Int32 {
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import Logging
+import NIOCore
+import NIOPosix
+import PushgateGateway
+import PushgateTransport
+import Testing
+
+@Suite("Gateway routing over both HTTP versions", .timeLimit(.minutes(1)))
+struct RouterTests {
+    @Test("health and readiness over HTTP/2; readiness follows the gateway's state")
+    func healthAndReadiness() async throws {
+        try await withGateway { gateway in
+            let connection = try await gateway.connect()
+            let health = try await connection.send(HTTPClientRequest(path: "/healthz"))
+            #expect(health.status == 200)
+            #expect(String(buffer: health.body) == "ok\n")
+
+            #expect(try await connection.send(HTTPClientRequest(path: "/readyz")).status == 503)
+            gateway.readiness.set(true)
+            #expect(try await connection.send(HTTPClientRequest(path: "/readyz")).status == 200)
+            gateway.readiness.set(false)
+            #expect(try await connection.send(HTTPClientRequest(path: "/readyz")).status == 503)
+            await connection.close()
+        }
+    }
+
+    @Test("HTTP/1.1 to an HTTP/2-only API gets 505 with a hint; operator routes answer")
+    func http1Routes() async throws {
+        try await withGateway { gateway in
+            for path in ["/3/device/abc", "/v1/devices", "/v1/devices/x/events"] {
+                let text = try await gateway.http1("GET \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                #expect(text.hasPrefix("HTTP/1.1 505"))
+                #expect(text.contains(#""reason":"HTTPVersionNotSupported""#))
+                #expect(text.contains("--http2-prior-knowledge"))
+            }
+            let health = try await gateway.http1("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(health.hasPrefix("HTTP/1.1 200 OK"))
+            #expect(health.hasSuffix("ok\n"))
+        }
+    }
+
+    @Test("unknown route 404 and wrong method 405, as JSON with reason and detail")
+    func unknownRouteAndMethod() async throws {
+        try await withGateway { gateway in
+            let connection = try await gateway.connect()
+            let missing = try await connection.send(HTTPClientRequest(path: "/nope?x=1"))
+            #expect(missing.status == 404)
+            #expect(missing.headers.first(name: "content-type") == "application/json")
+            #expect(String(buffer: missing.body) == #"{"reason":"NotFound","detail":"no route for /nope"}"#)
+
+            let wrongMethod = try await connection.send(HTTPClientRequest(method: "POST", path: "/healthz"))
+            #expect(wrongMethod.status == 405)
+            #expect(wrongMethod.headers.first(name: "allow") == "GET")
+            await connection.close()
+        }
+    }
+}
+
+struct RunningGateway {
+    let group: MultiThreadedEventLoopGroup
+    let readiness: Readiness
+    let port: Int
+
+    func connect() async throws -> HTTP2ClientConnection {
+        try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: port, group: group)
+    }
+
+    /// Sends raw HTTP/1.1 and returns everything the server sent until it closed.
+    func http1(_ request: String) async throws -> String {
+        let collected = CollectedBytes()
+        let channel = try await ClientBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collected) }
+            }
+            .connect(host: "127.0.0.1", port: port)
+            .get()
+        try await channel.writeAndFlush(ByteBuffer(string: request)).get()
+        try await channel.closeFuture.get()
+        return try await channel.eventLoop.submit { collected.text }.get()
+    }
+}
+
+private final class CollectedBytes: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    var text = ""
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        text += String(buffer: unwrapInboundIn(data))
+    }
+}
+
+func withGateway(_ body: (RunningGateway) async throws -> Void) async throws {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let readiness = Readiness()
+    var logger = Logger(label: "test")
+    logger.logLevel = .critical
+    let server = HTTPServer(
+        listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
+        application: Gateway.makeRouter(readiness: readiness),
+        group: group,
+        logger: logger
+    )
+    let addresses = try await server.start()
+    let gateway = RunningGateway(group: group, readiness: readiness, port: addresses[0].port!)
+    do {
+        try await body(gateway)
+    } catch {
+        await server.shutdownGracefully(deadline: .milliseconds(100))
+        try await group.shutdownGracefully()
+        throw error
+    }
+    await server.shutdownGracefully(deadline: .milliseconds(100))
+    try await group.shutdownGracefully()
+}
