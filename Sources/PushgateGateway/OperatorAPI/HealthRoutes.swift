@@ -15,16 +15,17 @@ public final class Readiness: Sendable {
 
 /// `GET /healthz` (the process answers) and `GET /readyz` (it should be sent traffic).
 public enum HealthRoutes {
+    // Built once: probes hit these constantly, and the buffers are shared copy-on-write.
+    private static let healthy = HTTPServerResponse(status: 200, text: "ok\n")
+    private static let ready = HTTPServerResponse(status: 200, text: "ready\n")
+    private static let notReady = HTTPServerResponse(status: 503, text: "not ready (starting or draining)\n")
+
     public static func register(on router: inout Router, readiness: Readiness) {
         router.add("GET", "/healthz", protocols: .http1AndHTTP2) { _, responder in
-            responder.respond(HTTPServerResponse(status: 200, text: "ok\n"))
+            responder.respond(healthy)
         }
         router.add("GET", "/readyz", protocols: .http1AndHTTP2) { _, responder in
-            if readiness.isReady {
-                responder.respond(HTTPServerResponse(status: 200, text: "ready\n"))
-            } else {
-                responder.respond(HTTPServerResponse(status: 503, text: "not ready (starting or draining)\n"))
-            }
+            responder.respond(readiness.isReady ? ready : notReady)
         }
     }
 }

@@ -56,7 +56,12 @@ public struct Router: HTTPServerHandler {
     }
 
     public func handle(_ request: HTTPServerRequest, responder: HTTPResponder) {
-        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        let path: String
+        if let query = request.path.utf8.firstIndex(of: UInt8(ascii: "?")) {
+            path = String(request.path[..<query])
+        } else {
+            path = request.path
+        }
         let candidates = exact[path] ?? prefixes.filter { path.hasPrefix($0.path) }
         let isHTTP1 = request.connection.httpVersion == .http1_1
 

@@ -31,7 +31,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
     typealias OutboundOut = ByteBuffer
 
     /// A request whose headers and body are still arriving.
-    private struct PendingRequest {
+    private final class PendingRequest {
         var method = ""
         var path = ""
         var authority: String?
@@ -60,6 +60,10 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
     private var state = State.active
 
     private var requests: [Int32: PendingRequest] = [:]
+    /// The stream whose header block is being received: a block arrives in one piece (HEADERS +
+    /// CONTINUATION), so this saves a dictionary lookup per header field.
+    private var headerStreamID: Int32 = 0
+    private var headerRequest: PendingRequest?
     private var writers: [Int32: ResponseBodyWriter] = [:]
     private var openStreams = 0
 
@@ -338,7 +342,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
     }
 
     func startStreaming(_ head: ResponseHead, streamID: Int32, writer: ResponseBodyWriter) -> Bool {
-        guard state != .closed, requests[streamID] == nil || requests[streamID]?.rejected == false else { return false }
+        guard state != .closed, requests[streamID]?.rejected != true else { return false }
         do {
             try session.submitResponse(
                 streamID: streamID,
@@ -393,9 +397,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
         application.handle(request, responder: HTTPResponder(sink: self, streamID: streamID, eventLoop: context.eventLoop))
     }
 
-    private func reject(streamID: Int32, status: Int, detail: String) {
-        requests[streamID]?.rejected = true
-        requests[streamID]?.body = nil
+    private func reject(_ pending: PendingRequest, streamID: Int32, status: Int, detail: String) {
+        pending.rejected = true
+        pending.body = nil
         sendResponse(
             HTTPServerResponse(status: status, text: detail + "\n"),
             streamID: streamID
@@ -404,9 +408,17 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
 }
 
 extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
+    private static let methodName = Array(":method".utf8)
+    private static let pathName = Array(":path".utf8)
+    private static let authorityName = Array(":authority".utf8)
+    private static let schemeName = Array(":scheme".utf8)
+
     func sessionBeginHeaders(streamID: Int32, category: nghttp2_headers_category) -> Bool {
         guard category == NGHTTP2_HCAT_REQUEST else { return true }
-        requests[streamID] = PendingRequest()
+        let pending = PendingRequest()
+        requests[streamID] = pending
+        headerStreamID = streamID
+        headerRequest = pending
         openStreams += 1
         idleTimer?.cancel()
         idleTimer = nil
@@ -420,46 +432,58 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         value: UnsafeBufferPointer<UInt8>
     ) -> Bool {
         // Trailers are accepted by the protocol but carry nothing the gateway uses.
-        guard category == NGHTTP2_HCAT_REQUEST, requests[streamID] != nil else { return true }
-        let size = name.count + value.count + 32
-        requests[streamID]!.headerListSize += size
-        if requests[streamID]!.headerListSize > configuration.session.maxHeaderListSize { return false }
-        let valueString = String(decoding: value, as: UTF8.self)
+        guard category == NGHTTP2_HCAT_REQUEST else { return true }
+        let pending: PendingRequest
+        if streamID == headerStreamID, let current = headerRequest {
+            pending = current
+        } else if let found = requests[streamID] {
+            pending = found
+        } else {
+            return true
+        }
+        pending.headerListSize += name.count + value.count + 32
+        if pending.headerListSize > configuration.session.maxHeaderListSize { return false }
         if name.first == UInt8(ascii: ":") {
-            switch String(decoding: name, as: UTF8.self) {
-            case ":method": requests[streamID]!.method = valueString
-            case ":path": requests[streamID]!.path = valueString
-            case ":authority": requests[streamID]!.authority = valueString
-            case ":scheme": requests[streamID]!.scheme = valueString
-            default: break
+            let text = String(decoding: value, as: UTF8.self)
+            if name.elementsEqual(Self.methodName) {
+                pending.method = text
+            } else if name.elementsEqual(Self.pathName) {
+                pending.path = text
+            } else if name.elementsEqual(Self.authorityName) {
+                pending.authority = text
+            } else if name.elementsEqual(Self.schemeName) {
+                pending.scheme = text
             }
         } else {
-            requests[streamID]!.headers.add(name: String(decoding: name, as: UTF8.self), value: valueString)
+            pending.headers.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
         }
         return true
     }
 
     func sessionHeadersComplete(streamID: Int32, category: nghttp2_headers_category, endStream: Bool) {
+        headerRequest = nil
+        headerStreamID = 0
         if endStream { dispatch(streamID: streamID) }
     }
 
     func sessionData(streamID: Int32, bytes: UnsafeRawBufferPointer) -> Bool {
-        guard requests[streamID] != nil, !requests[streamID]!.rejected else { return true }
-        let size = (requests[streamID]!.body?.readableBytes ?? 0) + bytes.count
+        guard let pending = requests[streamID], !pending.rejected else { return true }
+        let size = (pending.body?.readableBytes ?? 0) + bytes.count
         if size > configuration.maxRequestBodySize {
             reject(
+                pending,
                 streamID: streamID,
                 status: 413,
                 detail: "request body larger than \(configuration.maxRequestBodySize) bytes"
             )
             return true
         }
-        if requests[streamID]!.body == nil {
+        if pending.body == nil {
             var body = context.channel.allocator.buffer(capacity: bytes.count)
             body.writeBytes(bytes)
-            requests[streamID]!.body = body
+            pending.body = body
         } else {
-            requests[streamID]!.body!.writeBytes(bytes)
+            pending.body!.writeBytes(bytes)
         }
         return true
     }

@@ -88,12 +88,18 @@ struct HeaderBlockBuilder {
         }
     }
 
-    private static let commonStatus: [Int: String] = [
-        200: "200", 201: "201", 204: "204", 400: "400", 401: "401", 403: "403", 404: "404",
-        405: "405", 410: "410", 413: "413", 429: "429", 500: "500", 503: "503", 505: "505",
-    ]
-
-    private static func statusText(_ status: Int) -> String { commonStatus[status] ?? String(status) }
+    private static func statusText(_ status: Int) -> String {
+        switch status {
+        case 200: return "200"
+        case 201: return "201"
+        case 204: return "204"
+        case 400: return "400"
+        case 403: return "403"
+        case 404: return "404"
+        case 410: return "410"
+        default: return String(status)
+        }
+    }
 }
 
 extension HTTPHeaders {

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Transport benchmark: the same h2load command against `pushgate serve` (release build) and
+# against nghttpd (nghttp2's own server) in one run, h2c and TLS, and the ratio of requests/s.
+#
+#   bash Benchmarks/transport.sh            # both servers with 1 and with 2 event-loop threads
+#   DURATION=20 THREADS="1" bash Benchmarks/transport.sh
+#
+# Both servers answer GET /healthz with the same 3-byte body ("ok\n"; nghttpd serves it as a
+# static file). h2load runs on the same machine, so client and server share the cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+THREADS=${THREADS:-"1 2"}
+H2LOAD_ARGS=(-c 16 -m 100 -t 1 -D "$DURATION" --warm-up-time "$WARMUP")
+
+if ! command -v h2load >/dev/null || [ ! -x /usr/sbin/nghttpd ]; then
+    apt-get install -y --no-install-recommends nghttp2-client nghttp2-server >/dev/null
+fi
+swift build -c release --product pushgate >/dev/null
+BIN=$(swift build -c release --show-bin-path)/pushgate
+
+work=$(mktemp -d)
+cleanup() { pkill -P $$ 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+printf 'ok\n' > "$work/healthz"
+CERT=Tests/Fixtures/tls/server.pem
+KEY=Tests/Fixtures/tls/server-key.pem
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Prints requests/s of one h2load run, and fails loudly if any request failed.
+measure() {
+    local out
+    out=$(h2load "${H2LOAD_ARGS[@]}" "$1")
+    if ! grep -q " 0 failed, 0 errored, 0 timeout" <<<"$out"; then
+        echo "h2load reported failures against $1:" >&2
+        echo "$out" >&2
+        exit 1
+    fi
+    sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out"
+}
+
+wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+
+printf '%-8s %-5s %14s %14s %7s\n' threads proto pushgate_req/s nghttpd_req/s ratio
+for threads in $THREADS; do
+    for proto in h2c tls; do
+        pg_port=$(free_port)
+        if [ "$proto" = h2c ]; then
+            "$BIN" serve --listen "127.0.0.1:$pg_port" --threads "$threads" --log-level error >/dev/null &
+            url_pg="http://127.0.0.1:$pg_port/healthz"
+        else
+            "$BIN" serve --tls-listen "127.0.0.1:$pg_port" --tls-cert "$CERT" --tls-key "$KEY" \
+                --threads "$threads" --log-level error >/dev/null &
+            url_pg="https://127.0.0.1:$pg_port/healthz"
+        fi
+        pg_pid=$!
+        wait_port "$pg_port"
+        pg=$(measure "$url_pg")
+        kill -TERM "$pg_pid"; wait "$pg_pid" || true
+
+        ng_port=$(free_port)
+        if [ "$proto" = h2c ]; then
+            /usr/sbin/nghttpd --no-tls -n "$threads" -d "$work" "$ng_port" >/dev/null 2>&1 &
+            url_ng="http://127.0.0.1:$ng_port/healthz"
+        else
+            /usr/sbin/nghttpd -n "$threads" -d "$work" "$ng_port" "$KEY" "$CERT" >/dev/null 2>&1 &
+            url_ng="https://127.0.0.1:$ng_port/healthz"
+        fi
+        ng_pid=$!
+        wait_port "$ng_port"
+        ng=$(measure "$url_ng")
+        kill "$ng_pid"; wait "$ng_pid" 2>/dev/null || true
+
+        ratio=$(python3 -c "print(f'{$pg/$ng:.2f}')")
+        printf '%-8s %-5s %14.0f %14.0f %7s\n' "$threads" "$proto" "$pg" "$ng" "$ratio"
+    done
+done
+echo "h2load ${H2LOAD_ARGS[*]} <url>; pushgate $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores"
