@@ -111,8 +111,8 @@ struct HTTP2ExchangeTests {
             try await server.hooks.waitForSlowRequests(5, on: server.group.next())
 
             let shutdown = Task { await server.server.shutdownGracefully(deadline: .seconds(30)) }
-            let code = try await connection.goAwayReceived.get()
-            #expect(code == 0)  // NO_ERROR
+            let goAway = try await connection.goAwayReceived.get()
+            #expect(goAway.errorCode == 0)  // NO_ERROR
 
             server.hooks.releaseSlowRequests()
             for request in inFlight {
@@ -161,6 +161,34 @@ struct HTTP2ExchangeTests {
             #expect(final.accepted == total)
             #expect(final.maxStreamBuffered <= 256 * 1024 + 16 * 1024)
             #expect(final.maxConnectionBuffered <= 512 * 1024)
+            await connection.close()
+        }
+    }
+}
+
+@Suite("HTTP/2 connection limits", .timeLimit(.minutes(1)))
+struct HTTP2LimitTests {
+    @Test("an idle connection gets GOAWAY with an IdleTimeout reason and is closed")
+    func idleTimeout() async throws {
+        try await withTestServer(configure: { $0.http2.idleTimeout = .milliseconds(200) }) { server in
+            let connection = try await server.connect()
+            #expect(try await connection.send(HTTPClientRequest(path: "/hello")).status == 200)
+            let goAway = try await connection.goAwayReceived.get()
+            #expect(goAway.errorCode == 0)
+            #expect(goAway.debugData == #"{"reason":"IdleTimeout"}"#)
+            try await connection.channel.closeFuture.get()
+        }
+    }
+
+    @Test("a header list over the limit resets that stream only")
+    func oversizedHeaderList() async throws {
+        try await withTestServer { server in
+            let connection = try await server.connect()
+            let huge = String(repeating: "a", count: 40 * 1024)
+            await #expect(throws: HTTP2ClientError.streamReset(errorCode: 2)) {  // INTERNAL_ERROR
+                try await connection.send(HTTPClientRequest(path: "/hello", headers: ["x-huge": huge]))
+            }
+            #expect(try await connection.send(HTTPClientRequest(path: "/hello")).status == 200)
             await connection.close()
         }
     }

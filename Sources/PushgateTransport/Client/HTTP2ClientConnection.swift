@@ -7,8 +7,8 @@ import PushgateTLS
 public final class HTTP2ClientConnection: Sendable {
     public let channel: any Channel
     private let handler: NIOLoopBound<HTTP2ClientHandler>
-    /// Completes with the error code of the server's first GOAWAY.
-    public let goAwayReceived: EventLoopFuture<UInt32>
+    /// Completes with the server's first GOAWAY; fails if the connection closes without one.
+    public let goAwayReceived: EventLoopFuture<HTTP2GoAway>
 
     private init(channel: any Channel, handler: HTTP2ClientHandler) {
         self.channel = channel

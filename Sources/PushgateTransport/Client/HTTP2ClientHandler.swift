@@ -33,11 +33,11 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     private var receiving = false
     private var flushScheduled = false
     private var closed = false
-    private let goAway: EventLoopPromise<UInt32>
+    private let goAway: EventLoopPromise<HTTP2GoAway>
     private var goAwayCompleted = false
 
-    /// Completes with the error code of the first GOAWAY the server sends.
-    var goAwayFuture: EventLoopFuture<UInt32> { goAway.futureResult }
+    /// Completes with the first GOAWAY the server sends.
+    var goAwayFuture: EventLoopFuture<HTTP2GoAway> { goAway.futureResult }
 
     init(limits: HTTP2SessionLimits, eventLoop: any EventLoop) {
         self.limits = limits
@@ -187,7 +187,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         }
     }
 
-    private func completeGoAway(_ result: Result<UInt32, any Error>) {
+    private func completeGoAway(_ result: Result<HTTP2GoAway, any Error>) {
         guard !goAwayCompleted else { return }
         goAwayCompleted = true
         goAway.completeWith(result)
@@ -298,8 +298,16 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
         finish(stream, error: error)
     }
 
-    func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32) {
-        completeGoAway(.success(errorCode))
+    func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer) {
+        completeGoAway(
+            .success(
+                HTTP2GoAway(
+                    lastStreamID: lastStreamID,
+                    errorCode: errorCode,
+                    debugData: String(decoding: debugData, as: UTF8.self)
+                )
+            )
+        )
     }
 
     func sessionPingAckReceived() {}

@@ -64,6 +64,16 @@ public struct HTTPClientResponseBody: AsyncSequence, Sendable {
     }
 }
 
+/// A GOAWAY frame from the server.
+public struct HTTP2GoAway: Sendable, Equatable {
+    /// The highest stream the server will still process.
+    public var lastStreamID: Int32
+    /// HTTP/2 error code (0 = NO_ERROR).
+    public var errorCode: UInt32
+    /// The frame's debug data as text (Pushgate sends APNs-style JSON: `{"reason":"..."}`).
+    public var debugData: String
+}
+
 public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
     /// The connection closed before the response was complete.
     case connectionClosed

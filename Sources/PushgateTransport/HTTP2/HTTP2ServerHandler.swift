@@ -503,7 +503,7 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         if openStreams == 0, state == .active { armIdleTimer() }
     }
 
-    func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32) {}
+    func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer) {}
 
     func sessionPingAckReceived() {
         if state == .quiescing { sendFinalGoAway() }

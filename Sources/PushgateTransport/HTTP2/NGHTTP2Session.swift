@@ -19,7 +19,7 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     func sessionData(streamID: Int32, bytes: UnsafeRawBufferPointer) -> Bool
     func sessionDataEnded(streamID: Int32)
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32)
-    func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32)
+    func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer)
     func sessionPingAckReceived()
     /// nghttp2 took bytes of a streamed body into DATA frames; `remaining` are still queued here.
     func sessionBodyDrained(streamID: Int32, remaining: Int)
@@ -189,6 +189,11 @@ final class NGHTTP2Session {
     /// Submits response headers; `body` nil means headers only (END_STREAM on HEADERS).
     /// `streaming` keeps the stream open for later `appendBody` calls.
     func submitResponse(streamID: Int32, status: Int, headers: HTTPFieldList, body: ByteBuffer?, streaming: Bool) throws {
+        // nghttp2 would queue a response for a stream that is already gone and drop it only when
+        // sending; checking here keeps its body from lingering in `bodies`.
+        guard nghttp2_session_find_stream(session, streamID) != nil else {
+            throw NGHTTP2Error(code: NGHTTP2_ERR_STREAM_CLOSED.rawValue, operation: "response submission")
+        }
         let hasBody = streaming || (body.map { $0.readableBytes > 0 } ?? false)
         if hasBody {
             let outbound = OutboundBody()
@@ -392,7 +397,8 @@ final class NGHTTP2Session {
             case NGHTTP2_GOAWAY.rawValue:
                 delegate.sessionGoAwayReceived(
                     lastStreamID: frame.goaway.last_stream_id,
-                    errorCode: frame.goaway.error_code
+                    errorCode: frame.goaway.error_code,
+                    debugData: UnsafeRawBufferPointer(start: frame.goaway.opaque_data, count: frame.goaway.opaque_data_len)
                 )
             case NGHTTP2_PING.rawValue:
                 if frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { delegate.sessionPingAckReceived() }

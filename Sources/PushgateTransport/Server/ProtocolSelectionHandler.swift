@@ -60,6 +60,11 @@ final class ProtocolSelectionHandler: ChannelInboundHandler, RemovableChannelHan
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // Nothing is in flight before a protocol is chosen: a draining server just closes.
+        if event is ChannelShouldQuiesceEvent {
+            context.close(promise: nil)
+            return
+        }
         guard state == .awaitingHandshake, let tlsEvent = event as? TLSUserEvent,
               case .handshakeCompleted(let negotiated) = tlsEvent
         else {
