@@ -12,6 +12,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // C libraries from the system (Debian: libnghttp2-dev, libssl-dev). The shim headers wrap
@@ -47,6 +48,24 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Domain words shared by the APIs, the scheduler and the store.
+        .target(name: "PushgateCore"),
+        // The APNs provider API: request validation (pure) and, later, its route.
+        .target(
+            name: "PushgateProviderAPI",
+            dependencies: [
+                "PushgateCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // Durable state: SQLite (WAL, fsync'd group commit) behind the NotificationStore protocol.
+        .target(
+            name: "PushgateStore",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -103,6 +122,18 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .testTarget(
+            name: "PushgateProviderAPITests",
+            dependencies: [
+                "PushgateProviderAPI",
+                "PushgateCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "PushgateStoreTests",
+            dependencies: ["PushgateStore"]
         ),
         // Runs the real `pushgate` binary against clients nobody here wrote (curl, nghttp, h2load).
         .testTarget(

@@ -1,0 +1,160 @@
+/// Durable records. Times are UNIX milliseconds.
+
+public struct DeviceRecord: Sendable, Equatable {
+    public var id: String
+    /// SHA-256 of the device secret (the secret itself is never stored).
+    public var secretHash: [UInt8]
+    public var createdAt: Int64
+    /// Highest sequence number the agent has acknowledged; sequence numbers continue above it.
+    public var ackedSeq: UInt64
+
+    public init(id: String, secretHash: [UInt8], createdAt: Int64, ackedSeq: UInt64 = 0) {
+        self.id = id
+        self.secretHash = secretHash
+        self.createdAt = createdAt
+        self.ackedSeq = ackedSeq
+    }
+}
+
+public struct RegistrationRecord: Sendable, Equatable {
+    /// 64 lowercase hex characters.
+    public var token: String
+    public var deviceID: String
+    public var topic: String
+    public var createdAt: Int64
+    /// Set when unregistered (or its device deleted): providers get 410 with this time.
+    public var unregisteredAt: Int64?
+
+    public init(token: String, deviceID: String, topic: String, createdAt: Int64, unregisteredAt: Int64? = nil) {
+        self.token = token
+        self.deviceID = deviceID
+        self.topic = topic
+        self.createdAt = createdAt
+        self.unregisteredAt = unregisteredAt
+    }
+}
+
+/// An accepted notification that is not yet acknowledged by its device.
+public struct NotificationRecord: Sendable, Equatable {
+    /// Acceptance order, unique across the gateway; assigned by the caller.
+    public var acceptanceID: UInt64
+    public var deviceID: String
+    public var token: String
+    public var topic: String
+    public var apnsID: String
+    public var pushType: String
+    public var priority: UInt8
+    public var collapseID: String?
+    public var payload: [UInt8]
+    public var acceptedAt: Int64
+    /// Never delivered after this time.
+    public var expiresAt: Int64
+    /// The device sequence number, assigned when the notification becomes deliverable
+    /// (delivered now, or stored for an offline device). Nil while the scheduler holds it.
+    public var seq: UInt64?
+
+    public init(
+        acceptanceID: UInt64,
+        deviceID: String,
+        token: String,
+        topic: String,
+        apnsID: String,
+        pushType: String,
+        priority: UInt8,
+        collapseID: String?,
+        payload: [UInt8],
+        acceptedAt: Int64,
+        expiresAt: Int64,
+        seq: UInt64?
+    ) {
+        self.acceptanceID = acceptanceID
+        self.deviceID = deviceID
+        self.token = token
+        self.topic = topic
+        self.apnsID = apnsID
+        self.pushType = pushType
+        self.priority = priority
+        self.collapseID = collapseID
+        self.payload = payload
+        self.acceptedAt = acceptedAt
+        self.expiresAt = expiresAt
+        self.seq = seq
+    }
+}
+
+/// One change to durable state. A batch of commands is applied atomically.
+public enum StoreCommand: Sendable, Equatable {
+    case createDevice(DeviceRecord)
+    /// Deletes the device and its notifications; its registrations are kept, marked
+    /// unregistered at `at`, so that providers get 410 for its tokens.
+    case deleteDevice(id: String, at: Int64)
+    case register(RegistrationRecord)
+    case unregister(token: String, at: Int64)
+    case enqueue(NotificationRecord)
+    /// A held notification becomes deliverable with this sequence number.
+    case assignSeq(acceptanceID: UInt64, seq: UInt64)
+    /// Removes notifications that will never be delivered (expired, coalesced, overflow, ...).
+    case remove(acceptanceIDs: [UInt64])
+    /// Cumulative acknowledgement: deletes the device's notifications with seq <= upTo and
+    /// records upTo (never lowering it).
+    case ack(deviceID: String, upTo: UInt64)
+}
+
+/// Everything durable, as loaded at start.
+public struct StoreSnapshot: Sendable, Equatable {
+    public var devices: [DeviceRecord]
+    public var registrations: [RegistrationRecord]
+    /// Ordered by acceptanceID.
+    public var notifications: [NotificationRecord]
+    /// Highest acceptanceID ever stored (0 if none), so new ones continue above it.
+    public var maxAcceptanceID: UInt64
+
+    public init(devices: [DeviceRecord], registrations: [RegistrationRecord], notifications: [NotificationRecord], maxAcceptanceID: UInt64) {
+        self.devices = devices
+        self.registrations = registrations
+        self.notifications = notifications
+        self.maxAcceptanceID = maxAcceptanceID
+    }
+}
+
+public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// More commands are waiting than the store accepts; retry later (maps to 503).
+        case overloaded
+        /// The database could not be opened, migrated, read or written.
+        case database
+        case closed
+    }
+
+    public var kind: Kind
+    public var message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// Durable state behind an interface, so that a PostgreSQL implementation shared by several
+/// gateway nodes can replace SQLite later.
+public protocol NotificationStore: Sendable {
+    /// Applies `commands` atomically. `completion` runs (on a store thread) once they are on
+    /// disk: committed and fsync'd. Concurrent calls share one transaction and one fsync (group
+    /// commit). Never blocks the caller.
+    func commit(_ commands: [StoreCommand], completion: @escaping @Sendable (Result<Void, StoreError>) -> Void)
+    /// Reads everything; used once at start.
+    func load() throws(StoreError) -> StoreSnapshot
+    /// Finishes what was submitted, then closes. Later commits fail with `.closed`.
+    func close() async
+}
+
+extension NotificationStore {
+    public func commit(_ commands: [StoreCommand]) async throws(StoreError) {
+        let result = await withCheckedContinuation { continuation in
+            commit(commands) { continuation.resume(returning: $0) }
+        }
+        try result.get()
+    }
+}
