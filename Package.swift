@@ -51,6 +51,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Secure randomness, hashing (and later JWT signatures) on libcrypto.
+        .target(name: "PushgateCrypto", dependencies: ["COpenSSL"]),
         // Domain words shared by the APIs, the scheduler and the store.
         .target(name: "PushgateCore"),
         // The APNs provider API: request validation (pure) and, later, its route.
@@ -130,6 +132,10 @@ let package = Package(
                 "PushgateCore",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
+        ),
+        .testTarget(
+            name: "PushgateCryptoTests",
+            dependencies: ["PushgateCrypto"]
         ),
         .testTarget(
             name: "PushgateStoreTests",

@@ -1,0 +1,34 @@
+import PushgateCrypto
+import Testing
+
+@Suite("libcrypto helpers")
+struct CryptoTests {
+    @Test("SHA-256 matches the FIPS 180-2 test vectors")
+    func sha256Vectors() {
+        #expect(SHA256.hash(Array("abc".utf8)).hexString == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256.hash([UInt8]()).hexString == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hash("abc".utf8).hexString == SHA256.hash(Array("abc".utf8)).hexString)
+    }
+
+    @Test("random bytes have the asked length and differ between calls")
+    func randomBytes() throws {
+        let a = try SecureRandom.bytes(32)
+        let b = try SecureRandom.bytes(32)
+        #expect(a.count == 32)
+        #expect(a != b)
+        #expect(try SecureRandom.bytes(0).isEmpty)
+    }
+
+    @Test("constant-time comparison")
+    func comparison() {
+        #expect(constantTimeEquals([1, 2, 3], [1, 2, 3]))
+        #expect(!constantTimeEquals([1, 2, 3], [1, 2, 4]))
+        #expect(!constantTimeEquals([1, 2, 3], [1, 2]))
+        #expect(constantTimeEquals([], []))
+    }
+
+    @Test("hex is lowercase, two digits per byte")
+    func hex() {
+        #expect([0x00, 0x0f, 0xa0, 0xff].hexString == "000fa0ff")
+    }
+}
