@@ -71,10 +71,44 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The gateway itself: routing and the APIs on top of the transport.
+        // Devices, registrations and queues sharded over the event loops; delivery to event
+        // streams; the store behind them.
+        .target(
+            name: "PushgateDelivery",
+            dependencies: [
+                "PushgateCore",
+                "PushgateCrypto",
+                "PushgateProviderAPI",
+                "PushgateStore",
+                "PushgateTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Method and path to handler; the one JSON error format.
+        .target(
+            name: "PushgateRouting",
+            dependencies: [
+                "PushgateTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // The device agents' API: devices, registrations, event stream, acks.
+        .target(
+            name: "PushgateDeviceAPI",
+            dependencies: [
+                "PushgateCore",
+                "PushgateDelivery",
+                "PushgateRouting",
+                "PushgateTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // The gateway itself: composes the APIs, operator routes and lifecycle.
         .target(
             name: "PushgateGateway",
             dependencies: [
+                "PushgateRouting",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

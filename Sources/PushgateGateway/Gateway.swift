@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import PushgateRouting
 import PushgateTransport
 
 /// Assembles the gateway's routes. Each API registers its own routes here.

@@ -113,3 +113,101 @@ struct ListenerTests {
         }
     }
 }
+
+@Suite("Abuse: clients that would make the server hold resources", .timeLimit(.minutes(1)))
+struct AbuseTests {
+    @Test("HTTP/1.1 CONNECT is answered and the connection closed, not parsed forever")
+    func http1Connect() async throws {
+        try await withTestServer { server in
+            let raw = try await RawConnection.connect(port: server.port, group: server.group)
+            try await raw.send("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+            try? await raw.send(String(repeating: "x", count: 64 * 1024))
+            let text = String(buffer: try await raw.receiveUntilClosed())
+            #expect(text.hasPrefix("HTTP/1.1 404"))
+            #expect(text.lowercased().contains("connection: close"))
+        }
+    }
+
+    @Test("an HTTP/1.1 client stalled mid-request is closed after the idle timeout")
+    func http1Stalled() async throws {
+        try await withTestServer(configure: { $0.http2.idleTimeout = .milliseconds(200) }) { server in
+            let raw = try await RawConnection.connect(port: server.port, group: server.group)
+            try await raw.send("GET /hel")
+            #expect(try await raw.receiveUntilClosed().readableBytes == 0)
+        }
+    }
+
+    @Test("an HTTP/2 request that never finishes is reset after the request timeout")
+    func http2RequestTimeout() async throws {
+        try await withTestServer(configure: {
+            $0.http2.requestTimeout = .milliseconds(200)
+            $0.http2.idleTimeout = .milliseconds(200)
+        }) { server in
+            let raw = try await RawConnection.connect(port: server.port, group: server.group)
+            // Preface, empty SETTINGS, then HEADERS (END_HEADERS, no END_STREAM) for POST /echo.
+            let block: [UInt8] = [0x83, 0x86, 0x44, 0x05] + Array("/echo".utf8) + [0x01, 0x09] + Array("localhost".utf8)
+            let headers: [UInt8] = [0, 0, UInt8(block.count), 0x01, 0x04, 0, 0, 0, 1] + block
+            try await raw.send(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 0x04, 0, 0, 0, 0, 0] + headers)
+            var received = try await raw.receiveUntilClosed()
+            var resetStream1 = false
+            while received.readableBytes >= 9 {
+                let length = Int(received.getInteger(at: received.readerIndex, as: UInt16.self)!) << 8
+                    | Int(received.getInteger(at: received.readerIndex + 2, as: UInt8.self)!)
+                let type = received.getInteger(at: received.readerIndex + 3, as: UInt8.self)!
+                let stream = received.getInteger(at: received.readerIndex + 5, as: UInt32.self)! & 0x7FFF_FFFF
+                if type == 3, stream == 1 { resetStream1 = true }
+                received.moveReaderIndex(forwardBy: min(received.readableBytes, 9 + length))
+            }
+            #expect(resetStream1)
+        }
+    }
+
+    @Test("request bodies over the connection's budget are refused; the connection survives")
+    func http2BodyBudget() async throws {
+        try await withTestServer(configure: {
+            $0.http2.maxBufferedRequestBytes = 100 * 1024
+            // Small stream windows make the client interleave the bodies instead of sending them
+            // one after another, so they are buffered at the same time.
+            $0.http2.session.initialStreamWindowSize = 16 * 1024
+        }) { server in
+            let connection = try await server.connect()
+            let body = TestApplication.pattern(60 * 1024)
+            let outcomes = await withTaskGroup(of: String.self) { group in
+                for _ in 0..<10 {
+                    group.addTask {
+                        do {
+                            let response = try await connection.send(HTTPClientRequest(method: "POST", path: "/echo", body: body))
+                            return response.status == 200 && response.body == body ? "ok" : "bad \(response.status)"
+                        } catch HTTP2ClientError.refused {
+                            return "refused"
+                        } catch {
+                            return "error \(error)"
+                        }
+                    }
+                }
+                var outcomes: [String] = []
+                for await outcome in group { outcomes.append(outcome) }
+                return outcomes
+            }
+            #expect(outcomes.allSatisfy { $0 == "ok" || $0 == "refused" }, "\(outcomes)")
+            #expect(outcomes.contains("refused"))
+            #expect(try await connection.send(HTTPClientRequest(path: "/hello")).status == 200)
+            await connection.close()
+        }
+    }
+
+    @Test("a client that abandons streamed bodies does not exhaust its connection window")
+    func abandonedStreams() async throws {
+        try await withTestServer { server in
+            let connection = try await server.connect()
+            for _ in 0..<6 {
+                let response = try await connection.stream(HTTPClientRequest(path: "/bytes?n=\(512 * 1024)"))
+                var body = response.body.makeAsyncIterator()
+                _ = try await body.next()
+            }
+            let after = try await connection.send(HTTPClientRequest(path: "/bytes?n=\(512 * 1024)"))
+            #expect(after.body.readableBytes == 512 * 1024)
+            await connection.close()
+        }
+    }
+}

@@ -1,4 +1,5 @@
 import NIOCore
+import PushgateRouting
 import PushgateTransport
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import PushgateRouting
 import PushgateTransport
 import ServiceLifecycle
 

@@ -24,6 +24,7 @@ public final class HTTP2ClientConnection: Sendable {
         tls: TLSContext? = nil,
         serverName: String? = nil,
         limits: HTTP2SessionLimits = HTTP2SessionLimits(),
+        maxResponseBodySize: Int = 64 * 1024 * 1024,
         group: any EventLoopGroup
     ) async throws -> HTTP2ClientConnection {
         try await ClientBootstrap(group: group)
@@ -34,7 +35,11 @@ public final class HTTP2ClientConnection: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let operations = channel.pipeline.syncOperations
                     if let tls { try operations.addHandler(TLSHandler(context: tls, serverName: serverName ?? host)) }
-                    let handler = HTTP2ClientHandler(limits: limits, eventLoop: channel.eventLoop)
+                    let handler = HTTP2ClientHandler(
+                        limits: limits,
+                        maxResponseBodySize: maxResponseBodySize,
+                        eventLoop: channel.eventLoop
+                    )
                     try operations.addHandler(handler)
                     return HTTP2ClientConnection(channel: channel, handler: handler)
                 }

@@ -21,11 +21,15 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         var body: ByteBuffer?
         var continuation: AsyncThrowingStream<ByteBuffer, any Error>.Continuation?
         var done = false
+        /// Body bytes handed to the application and not yet credited back to the server.
+        var unconsumed = 0
 
         init(_ delivery: Delivery) { self.delivery = delivery }
     }
 
     private let limits: HTTP2SessionLimits
+    /// A whole (not streamed) response body larger than this fails the request.
+    private let maxResponseBodySize: Int
     private let outputChunkSize = 64 * 1024
     private var session: NGHTTP2Session!
     private var context: ChannelHandlerContext?
@@ -39,8 +43,9 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     /// Completes with the first GOAWAY the server sends.
     var goAwayFuture: EventLoopFuture<HTTP2GoAway> { goAway.futureResult }
 
-    init(limits: HTTP2SessionLimits, eventLoop: any EventLoop) {
+    init(limits: HTTP2SessionLimits, maxResponseBodySize: Int, eventLoop: any EventLoop) {
         self.limits = limits
+        self.maxResponseBodySize = maxResponseBodySize
         self.goAway = eventLoop.makePromise()
     }
 
@@ -130,19 +135,28 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     }
 
     /// The application has processed `count` body bytes of `streamID`: let the server send more.
+    /// Bytes of a stream that is gone were already credited when it went.
     func consumed(streamID: Int32, count: Int) {
-        guard !closed, session != nil else { return }
+        guard !closed, session != nil, let stream = streams[streamID] else { return }
+        stream.unconsumed -= count
         session.consume(streamID: streamID, count: count)
         scheduleFlush()
     }
 
+    /// Credits what the application will now never read, so the connection window does not
+    /// shrink for good.
+    private func creditUnconsumed(_ stream: Stream, streamID: Int32) {
+        guard stream.unconsumed > 0, session != nil else { return }
+        session.consume(streamID: streamID, count: stream.unconsumed)
+        stream.unconsumed = 0
+    }
+
     /// Resets a stream (RST_STREAM CANCEL): the response is abandoned.
     func reset(streamID: Int32) {
-        guard !closed, session != nil else { return }
+        guard !closed, session != nil, let stream = streams.removeValue(forKey: streamID) else { return }
         session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
-        if let stream = streams.removeValue(forKey: streamID), !stream.done {
-            finish(stream, error: HTTP2ClientError.streamReset(errorCode: NGHTTP2_CANCEL.rawValue))
-        }
+        creditUnconsumed(stream, streamID: streamID)
+        if !stream.done { finish(stream, error: HTTP2ClientError.streamReset(errorCode: NGHTTP2_CANCEL.rawValue)) }
         scheduleFlush()
     }
 
@@ -231,9 +245,13 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         stream.continuation = continuation
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let eventLoop = context.eventLoop
-        let body = HTTPClientResponseBody(chunks: chunks) { count in
-            eventLoop.execute { loopBound.value.consumed(streamID: streamID, count: count) }
-        }
+        let body = HTTPClientResponseBody(
+            chunks: chunks,
+            consumed: { count in eventLoop.execute { loopBound.value.consumed(streamID: streamID, count: count) } },
+            // A consumer that stops iterating early abandons the stream: reset it so the server
+            // stops sending, and credit what was never read.
+            abandoned: { eventLoop.execute { loopBound.value.reset(streamID: streamID) } }
+        )
         promise.succeed(HTTPClientStreamingResponse(streamID: streamID, status: stream.status, headers: stream.headers, body: body))
     }
 }
@@ -271,11 +289,18 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
         if let continuation = stream.continuation {
             var chunk = context.channel.allocator.buffer(capacity: bytes.count)
             chunk.writeBytes(bytes)
+            stream.unconsumed += bytes.count
             continuation.yield(chunk)
         } else {
+            session.consume(streamID: streamID, count: bytes.count)
+            if (stream.body?.readableBytes ?? 0) + bytes.count > maxResponseBodySize {
+                session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
+                streams[streamID] = nil
+                finish(stream, error: HTTP2ClientError.responseTooLarge(limit: maxResponseBodySize))
+                return true
+            }
             if stream.body == nil { stream.body = context.channel.allocator.buffer(capacity: bytes.count) }
             stream.body!.writeBytes(bytes)
-            session.consume(streamID: streamID, count: bytes.count)
         }
         return true
     }
@@ -286,10 +311,12 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
     }
 
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
-        guard let stream = streams.removeValue(forKey: streamID), !stream.done else { return }
+        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        creditUnconsumed(stream, streamID: streamID)
+        guard !stream.done else { return }
         let error: HTTP2ClientError
         if errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
-            error = .refusedByGoAway
+            error = .refused
         } else if errorCode == NGHTTP2_NO_ERROR.rawValue {
             error = .connectionClosed
         } else {
@@ -313,6 +340,8 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
     func sessionPingAckReceived() {}
 
     func sessionBodyDrained(streamID: Int32, remaining: Int) {}
+
+    func sessionEndStreamSent(streamID: Int32) {}
 }
 
 @available(*, unavailable)

@@ -47,20 +47,42 @@ public struct HTTPClientResponseBody: AsyncSequence, Sendable {
 
     let chunks: AsyncThrowingStream<ByteBuffer, any Error>
     let consumed: @Sendable (Int) -> Void
+    /// Called when an iterator is dropped before the body ended: the stream is reset and what
+    /// was received but never read is credited back to the server.
+    let abandoned: @Sendable () -> Void
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncThrowingStream<ByteBuffer, any Error>.AsyncIterator
         let consumed: @Sendable (Int) -> Void
+        let lifetime: Lifetime
 
         public mutating func next() async throws -> ByteBuffer? {
-            guard let chunk = try await base.next() else { return nil }
-            consumed(chunk.readableBytes)
-            return chunk
+            do {
+                guard let chunk = try await base.next() else {
+                    lifetime.ended = true
+                    return nil
+                }
+                consumed(chunk.readableBytes)
+                return chunk
+            } catch {
+                lifetime.ended = true
+                throw error
+            }
         }
     }
 
+    /// Shared by an iterator's copies; when the last one goes, an unfinished body is abandoned.
+    final class Lifetime: @unchecked Sendable {
+        var ended = false
+        private let abandoned: @Sendable () -> Void
+
+        init(abandoned: @escaping @Sendable () -> Void) { self.abandoned = abandoned }
+
+        deinit { if !ended { abandoned() } }
+    }
+
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: chunks.makeAsyncIterator(), consumed: consumed)
+        AsyncIterator(base: chunks.makeAsyncIterator(), consumed: consumed, lifetime: Lifetime(abandoned: abandoned))
     }
 }
 
@@ -79,17 +101,21 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
     case connectionClosed
     /// The server reset the stream (HTTP/2 error code).
     case streamReset(errorCode: UInt32)
-    /// The server's GOAWAY said it will not process this stream; it is safe to retry elsewhere.
-    case refusedByGoAway
+    /// The server refused the stream without processing it (REFUSED_STREAM, or above a GOAWAY's
+    /// last stream id): safe to retry.
+    case refused
     /// The request could not be submitted.
     case submitFailed(String)
+    /// A whole response's body was over the connection's limit; the stream was reset.
+    case responseTooLarge(limit: Int)
 
     public var description: String {
         switch self {
         case .connectionClosed: return "the HTTP/2 connection closed before the response was complete"
         case .streamReset(let code): return "the server reset the stream (HTTP/2 error code \(code))"
-        case .refusedByGoAway: return "the server is going away and did not process the request; retry it"
+        case .refused: return "the server refused the stream without processing it (going away or over a limit); retry it"
         case .submitFailed(let reason): return "the request could not be sent: \(reason)"
+        case .responseTooLarge(let limit): return "the response body is larger than \(limit) bytes; use a streamed request"
         }
     }
 }

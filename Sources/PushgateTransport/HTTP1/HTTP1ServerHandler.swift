@@ -5,7 +5,8 @@ import NIOHTTP1
 /// Serves the application over HTTP/1.1 (for operators: Prometheus, curl without flags).
 ///
 /// Sits behind NIO's HTTP/1 pipeline, which parses, serializes, and orders pipelined requests so
-/// that exactly one is answered at a time.
+/// that exactly one is answered at a time. Responses are whole: nothing served over HTTP/1.1
+/// streams.
 final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -13,6 +14,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     private let application: any HTTPServerHandler
     private let connection: ConnectionInfo
     private let maxBodySize: Int
+    private let idleTimeout: TimeAmount
     private let logger: Logger
     private var context: ChannelHandlerContext!
 
@@ -23,27 +25,26 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     private var requestID: Int32 = 0
     private var answered = true
     private var keepAlive = true
-    private var writer: ResponseBodyWriter?
+    /// The connection closes after the current response; nothing more is dispatched.
+    private var closing = false
+    private var idleTimer: Scheduled<Void>?
 
-    init(application: any HTTPServerHandler, connection: ConnectionInfo, maxBodySize: Int, logger: Logger) {
+    init(application: any HTTPServerHandler, connection: ConnectionInfo, maxBodySize: Int, idleTimeout: TimeAmount, logger: Logger) {
         self.application = application
         self.connection = connection
         self.maxBodySize = maxBodySize
+        self.idleTimeout = idleTimeout
         self.logger = logger
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        armIdleTimer()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        closeWriter(.connectionClosed)
+        idleTimer?.cancel()
         self.context = nil
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        closeWriter(.connectionClosed)
-        context.fireChannelInactive()
     }
 
     /// Parse errors were already answered `400` by NIO's protocol error handler; any error ends
@@ -53,12 +54,9 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         context.close(promise: nil)
     }
 
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { writer?.bodyDrained(remaining: 0) }
-        context.fireChannelWritabilityChanged()
-    }
-
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        armIdleTimer()
+        guard !closing else { return }
         switch unwrapInboundIn(data) {
         case .head(let requestHead):
             head = requestHead
@@ -84,7 +82,10 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
             head = nil
             requestID &+= 1
             answered = false
-            keepAlive = requestHead.isKeepAlive
+            // After CONNECT or an Upgrade request NIO's parser stops parsing and would buffer
+            // every later byte: answer, then close.
+            keepAlive = requestHead.isKeepAlive && requestHead.method != .CONNECT
+                && !requestHead.headers.contains(name: "upgrade")
             var headers = requestHead.headers
             let authority = headers.first(name: "host")
             headers.remove(name: "host")
@@ -102,6 +103,17 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         }
     }
 
+    /// Closes a connection that has sent nothing for `idleTimeout`, including one stalled in the
+    /// middle of a request.
+    private func armIdleTimer() {
+        idleTimer?.cancel()
+        guard let context else { return }
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        idleTimer = context.eventLoop.scheduleTask(in: idleTimeout) {
+            loopBound.value.close(promise: nil)
+        }
+    }
+
     // MARK: HTTPResponseSink
 
     func sendResponse(_ response: HTTPServerResponse, streamID: Int32) {
@@ -110,61 +122,19 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         var headers = response.head.headers
         headers.replaceOrAdd(name: "content-length", value: String(response.body?.readableBytes ?? 0))
         if !keepAlive { headers.replaceOrAdd(name: "connection", value: "close") }
-        context.write(wrapOutboundOut(.head(responseHead(response.head.status, headers))), promise: nil)
+        let head = NIOHTTP1.HTTPResponseHead(
+            version: .http1_1,
+            status: HTTPResponseStatus(statusCode: response.head.status),
+            headers: headers
+        )
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
         if let body = response.body, body.readableBytes > 0 {
             context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         }
-        finishResponse(context: context)
-    }
-
-    func startStreaming(_ head: ResponseHead, streamID: Int32, writer: ResponseBodyWriter) -> Bool {
-        guard let context, streamID == requestID, !answered else { return false }
-        answered = true
-        self.writer = writer
-        var headers = head.headers
-        headers.remove(name: "content-length")
-        context.writeAndFlush(wrapOutboundOut(.head(responseHead(head.status, headers))), promise: nil)
-        return true
-    }
-
-    func writeBody(_ buffer: ByteBuffer?, end: Bool, streamID: Int32) -> Bool {
-        guard let context, streamID == requestID, writer != nil else { return false }
-        if let buffer, buffer.readableBytes > 0 {
-            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
-        }
-        if end {
-            finishResponse(context: context)
-            closeWriter(.finished)
-        }
-        return true
-    }
-
-    func bufferedBodyBytes(streamID: Int32) -> Int {
-        // NIO's channel buffer holds what is not yet written; writability tells whether it is over
-        // its high watermark.
-        guard let context, let writer else { return 0 }
-        return context.channel.isWritable ? 0 : writer.highWatermark
-    }
-
-    var connectionBufferedBytes: Int {
-        guard let context else { return 0 }
-        return (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
-    }
-
-    func cancelStream(streamID: Int32) {
-        guard let context, streamID == requestID else { return }
-        closeWriter(.reset(errorCode: 0))
-        context.close(promise: nil)
-    }
-
-    private func responseHead(_ status: Int, _ headers: HTTPHeaders) -> NIOHTTP1.HTTPResponseHead {
-        NIOHTTP1.HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status), headers: headers)
-    }
-
-    private func finishResponse(context: ChannelHandlerContext) {
         if keepAlive {
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         } else {
+            closing = true
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
                 loopBound.value.close(promise: nil)
@@ -172,11 +142,18 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         }
     }
 
-    private func closeWriter(_ reason: ResponseBodyWriter.CloseReason) {
-        let current = writer
-        writer = nil
-        current?.streamClosed(reason)
+    func startStreaming(_ head: ResponseHead, streamID: Int32, writer: ResponseBodyWriter) -> Bool { false }
+
+    func writeBody(_ buffer: ByteBuffer?, end: Bool, streamID: Int32) -> Bool { false }
+
+    func bufferedBodyBytes(streamID: Int32) -> Int { 0 }
+
+    var connectionBufferedBytes: Int {
+        guard let context else { return 0 }
+        return (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
     }
+
+    func cancelStream(streamID: Int32) {}
 }
 
 @available(*, unavailable)

@@ -3,23 +3,6 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-/// Per-connection limits and timeouts of the HTTP/2 server side.
-public struct HTTP2ServerConfiguration: Sendable {
-    public var session = HTTP2SessionLimits()
-    /// A request body larger than this is answered `413` and not buffered further.
-    public var maxRequestBodySize = 1024 * 1024
-    /// A connection with no open stream for this long is sent GOAWAY and closed.
-    public var idleTimeout: TimeAmount? = .seconds(300)
-    /// Serialized frames are handed to the channel in chunks of at most this many bytes; the
-    /// channel's writability then stops further serialization, which bounds output memory.
-    public var outputChunkSize = 64 * 1024
-    /// During graceful shutdown: how long to wait for the PING that follows the shutdown notice
-    /// before sending the final GOAWAY anyway.
-    public var shutdownNoticeTimeout: TimeAmount = .seconds(1)
-
-    public init() {}
-}
-
 /// The server side of one HTTP/2 connection: an nghttp2 session fed from the channel, requests
 /// dispatched to the application, responses written back, whole or streamed.
 ///
@@ -40,6 +23,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
         var headerListSize = 0
         var body: ByteBuffer?
         var rejected = false
+        let startedAt = NIODeadline.now()
     }
 
     private enum State {
@@ -70,9 +54,21 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
     private var receiving = false
     private var flushNeeded = false
     private var flushScheduled = false
+    private var flushing = false
+    private var flushAgain = false
     private var readHeld = false
+    /// Streams that have been answered (a second answer is dropped, not spliced into the first).
+    private var answered: Set<Int32> = []
+    /// Streams answered 413 while their body was still arriving: reset once the answer is out.
+    private var rejectedStreams: Set<Int32> = []
+    /// Request body bytes held across all streams of this connection.
+    private var bufferedRequestBytes = 0
+
     private var idleTimer: Scheduled<Void>?
     private var shutdownTimer: Scheduled<Void>?
+    private var requestTimer: Scheduled<Void>?
+    private var stallTimer: Scheduled<Void>?
+    private var closeTimer: Scheduled<Void>?
 
     init(
         configuration: HTTP2ServerConfiguration,
@@ -94,6 +90,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
             session = try NGHTTP2Session(role: .server, limits: configuration.session, delegate: self)
         } catch {
             logger.error("cannot create HTTP/2 session", metadata: ["error": "\(error)"])
+            state = .closed
             context.close(promise: nil)
             return
         }
@@ -126,7 +123,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
         } catch {
             receiving = false
             logger.debug("closing HTTP/2 connection on protocol error", metadata: ["error": "\(error)"])
-            // nghttp2 has queued a GOAWAY for the error; send it before closing.
+            // For protocol errors nghttp2 has queued a GOAWAY; send whatever it has, then close.
             closeAfterFlush()
             return
         }
@@ -139,10 +136,19 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {
+            stallTimer?.cancel()
+            stallTimer = nil
             flushOutput()
             if readHeld {
                 readHeld = false
                 context.read()
+            }
+        } else if stallTimer == nil, state != .closed {
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            let logger = self.logger
+            stallTimer = context.eventLoop.scheduleTask(in: configuration.writeStallTimeout) {
+                logger.debug("closing HTTP/2 connection: the peer has read nothing for too long")
+                loopBound.value.close(promise: nil)
             }
         }
         context.fireChannelWritabilityChanged()
@@ -175,43 +181,55 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
     /// Serializes pending frames into the channel while it is writable. When nghttp2 has nothing
     /// left to read or write (GOAWAY exchanged, last stream done), closes the connection once
     /// the final bytes are written. Never called from inside an nghttp2 callback.
+    ///
+    /// Writing can change writability synchronously, which calls back in here: a nested call
+    /// only asks the running one to go round again, so bytes leave in the order nghttp2 made them.
     private func flushOutput() {
         guard let context, state != .closed, session != nil else { return }
         if receiving {
             flushNeeded = true
             return
         }
+        if flushing {
+            flushAgain = true
+            return
+        }
         flushNeeded = false
-        var pending: ByteBuffer?
-        do {
-            while context.channel.isWritable {
-                var buffer = context.channel.allocator.buffer(capacity: 1024)
-                let more = try session.drain(into: &buffer, limit: configuration.outputChunkSize)
-                if buffer.readableBytes > 0 {
-                    if let previous = pending { context.write(wrapOutboundOut(previous), promise: nil) }
-                    pending = buffer
+        flushing = true
+        defer { flushing = false }
+        repeat {
+            flushAgain = false
+            do {
+                while context.channel.isWritable, state != .closed {
+                    var buffer = context.channel.allocator.buffer(capacity: 1024)
+                    let more = try session.drain(into: &buffer, limit: configuration.outputChunkSize)
+                    // Flushing each chunk lets a TLS handler below encrypt and send it now, so the
+                    // channel's writability reflects it before the next chunk is serialized.
+                    if buffer.readableBytes > 0 { context.writeAndFlush(wrapOutboundOut(buffer), promise: nil) }
+                    if !more { break }
                 }
-                if !more { break }
+            } catch {
+                logger.debug("HTTP/2 send failed", metadata: ["error": "\(error)"])
+                state = .closed
+                context.close(promise: nil)
+                return
             }
-        } catch {
-            logger.debug("HTTP/2 send failed", metadata: ["error": "\(error)"])
-            if let pending { context.write(wrapOutboundOut(pending), promise: nil) }
-            state = .closed
-            context.flush()
-            context.close(promise: nil)
-            return
-        }
-        let finished = !session.wantsRead && !session.wantsWrite
-        guard finished else {
-            if let pending { context.writeAndFlush(wrapOutboundOut(pending), promise: nil) }
-            return
-        }
+        } while flushAgain && state != .closed
+        guard state != .closed, !session.wantsRead, !session.wantsWrite else { return }
         logger.trace("HTTP/2 session finished")
+        closeWhenWritten(context.channel.allocator.buffer(capacity: 0), context: context)
+    }
+
+    /// Closing fails writes still queued in the channel: close once the last bytes are out, or
+    /// after `closeTimeout` if the peer does not take them.
+    private func closeWhenWritten(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
         state = .closed
-        // Closing fails writes still queued in the channel: close only once the last is out.
         let written = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(wrapOutboundOut(pending ?? context.channel.allocator.buffer(capacity: 0)), promise: written)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: written)
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        closeTimer = context.eventLoop.scheduleTask(in: configuration.closeTimeout) {
+            loopBound.value.close(promise: nil)
+        }
         written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
     }
 
@@ -232,23 +250,24 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
         }
     }
 
+    /// Sends whatever nghttp2 still has queued (e.g. the GOAWAY for a protocol error), then
+    /// closes. Never called from inside an nghttp2 callback.
     private func closeAfterFlush() {
         logger.trace("closing after flush", metadata: ["h2.open_streams": "\(openStreams)"])
         guard let context, state != .closed else { return }
         var buffer = context.channel.allocator.buffer(capacity: 256)
-        _ = try? session.drain(into: &buffer, limit: configuration.outputChunkSize)
-        state = .closed
-        let promise = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: promise)
-        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        promise.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
+        // A fatal session error leaves nghttp2 unable to serialize more; send what it produced.
+        while (try? session.drain(into: &buffer, limit: buffer.readableBytes + configuration.outputChunkSize)) == true {}
+        closeWhenWritten(buffer, context: context)
     }
 
     private func tearDown() {
-        idleTimer?.cancel()
+        for timer in [idleTimer, shutdownTimer, requestTimer, stallTimer, closeTimer] { timer?.cancel() }
         idleTimer = nil
-        shutdownTimer?.cancel()
         shutdownTimer = nil
+        requestTimer = nil
+        stallTimer = nil
+        closeTimer = nil
         state = .closed
         let open = writers
         writers = [:]
@@ -325,7 +344,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
     // MARK: Responses (HTTPResponseSink)
 
     func sendResponse(_ response: HTTPServerResponse, streamID: Int32) {
-        guard state != .closed else { return }
+        guard state != .closed, answered.insert(streamID).inserted else { return }
         do {
             try session.submitResponse(
                 streamID: streamID,
@@ -342,7 +361,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
     }
 
     func startStreaming(_ head: ResponseHead, streamID: Int32, writer: ResponseBodyWriter) -> Bool {
-        guard state != .closed, requests[streamID]?.rejected != true else { return false }
+        guard state != .closed, answered.insert(streamID).inserted else { return false }
         do {
             try session.submitResponse(
                 streamID: streamID,
@@ -383,8 +402,34 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
 
     // MARK: Requests
 
+    /// Resets requests that have been arriving for longer than `requestTimeout` (a peer that
+    /// opens streams and never finishes them), then re-arms for the oldest remaining one.
+    private func armRequestTimer() {
+        guard requestTimer == nil, let context, let oldest = requests.values.lazy.map(\.startedAt).min() else { return }
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        requestTimer = context.eventLoop.scheduleTask(deadline: oldest + configuration.requestTimeout) {
+            loopBound.value.requestTimerFired()
+        }
+    }
+
+    private func requestTimerFired() {
+        requestTimer = nil
+        guard state != .closed else { return }
+        let cutoff = NIODeadline.now() - configuration.requestTimeout
+        for (streamID, pending) in requests where pending.startedAt <= cutoff && !pending.rejected {
+            logger.debug("resetting a request that did not arrive in time", metadata: ["h2.stream": "\(streamID)"])
+            bufferedRequestBytes -= pending.body?.readableBytes ?? 0
+            pending.body = nil
+            pending.rejected = true
+            session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
+        }
+        armRequestTimer()
+        scheduleFlush()
+    }
+
     private func dispatch(streamID: Int32) {
         guard let pending = requests.removeValue(forKey: streamID), !pending.rejected else { return }
+        bufferedRequestBytes -= pending.body?.readableBytes ?? 0
         let request = HTTPServerRequest(
             method: pending.method,
             path: pending.path,
@@ -399,7 +444,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
 
     private func reject(_ pending: PendingRequest, streamID: Int32, status: Int, detail: String) {
         pending.rejected = true
+        bufferedRequestBytes -= pending.body?.readableBytes ?? 0
         pending.body = nil
+        rejectedStreams.insert(streamID)
         sendResponse(
             HTTPServerResponse(status: status, text: detail + "\n"),
             streamID: streamID
@@ -422,6 +469,7 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         openStreams += 1
         idleTimer?.cancel()
         idleTimer = nil
+        armRequestTimer()
         return true
     }
 
@@ -478,6 +526,15 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
             )
             return true
         }
+        if bufferedRequestBytes + bytes.count > configuration.maxBufferedRequestBytes {
+            logger.debug("refusing a stream: the connection holds too many request bytes", metadata: ["h2.stream": "\(streamID)"])
+            bufferedRequestBytes -= pending.body?.readableBytes ?? 0
+            pending.body = nil
+            pending.rejected = true
+            session.resetStream(streamID, errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
+            return true
+        }
+        bufferedRequestBytes += bytes.count
         if pending.body == nil {
             var body = context.channel.allocator.buffer(capacity: bytes.count)
             body.writeBytes(bytes)
@@ -493,7 +550,11 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
     }
 
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
-        requests[streamID] = nil
+        if let pending = requests.removeValue(forKey: streamID) {
+            bufferedRequestBytes -= pending.body?.readableBytes ?? 0
+        }
+        answered.remove(streamID)
+        rejectedStreams.remove(streamID)
         if let writer = writers.removeValue(forKey: streamID) {
             writer.streamClosed(errorCode == NGHTTP2_NO_ERROR.rawValue ? .finished : .reset(errorCode: errorCode))
         }
@@ -511,6 +572,13 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
 
     func sessionBodyDrained(streamID: Int32, remaining: Int) {
         writers[streamID]?.bodyDrained(remaining: remaining)
+    }
+
+    /// A 413 went out while the request body was still arriving: RST_STREAM(NO_ERROR) tells the
+    /// client to stop sending it (RFC 9113 section 8.1).
+    func sessionEndStreamSent(streamID: Int32) {
+        guard rejectedStreams.remove(streamID) != nil else { return }
+        session.resetStream(streamID, errorCode: NGHTTP2_NO_ERROR.rawValue)
     }
 }
 

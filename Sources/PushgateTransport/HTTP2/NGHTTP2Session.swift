@@ -23,6 +23,8 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     func sessionPingAckReceived()
     /// nghttp2 took bytes of a streamed body into DATA frames; `remaining` are still queued here.
     func sessionBodyDrained(streamID: Int32, remaining: Int)
+    /// A frame carrying END_STREAM for `streamID` was serialized: our side of it is done.
+    func sessionEndStreamSent(streamID: Int32)
 }
 
 /// Protocol limits and settings for one HTTP/2 session.
@@ -404,6 +406,16 @@ final class NGHTTP2Session {
                 if frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { delegate.sessionPingAckReceived() }
             default:
                 break
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
+            let header = frame!.pointee.hd
+            let type = UInt32(header.type)
+            if (type == NGHTTP2_DATA.rawValue || type == NGHTTP2_HEADERS.rawValue),
+               header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            {
+                NGHTTP2Session.from(userData).delegate.sessionEndStreamSent(streamID: header.stream_id)
             }
             return 0
         }

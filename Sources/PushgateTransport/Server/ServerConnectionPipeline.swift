@@ -51,13 +51,16 @@ struct ServerConnectionPipeline {
             case .http1:
                 let handlers: [any ChannelHandler] = [
                     HTTPResponseEncoder(),
-                    ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
+                    // Operator requests are small; the cap keeps a client from making the decoder
+                    // buffer without bound.
+                    ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes), maximumBufferSize: 256 * 1024),
                     HTTPServerPipelineHandler(),
                     HTTPServerProtocolErrorHandler(),
                     HTTP1ServerHandler(
                         application: application,
                         connection: info,
                         maxBodySize: configuration.maxHTTP1RequestBodySize,
+                        idleTimeout: configuration.http2.idleTimeout ?? .seconds(300),
                         logger: logger
                     ),
                 ]

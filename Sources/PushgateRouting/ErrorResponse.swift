@@ -18,8 +18,8 @@ extension HTTPServerResponse {
 }
 
 /// Minimal JSON text for small, flat, string-valued objects (error bodies), without Foundation.
-enum JSONText {
-    static func object(_ fields: KeyValuePairs<String, String>) -> String {
+public enum JSONText {
+    public static func object(_ fields: KeyValuePairs<String, String>) -> String {
         var out = "{"
         var first = true
         for (key, value) in fields {
@@ -30,7 +30,7 @@ enum JSONText {
         return out + "}"
     }
 
-    static func quote(_ string: String) -> String {
+    public static func quote(_ string: String) -> String {
         var out = "\""
         for scalar in string.unicodeScalars {
             switch scalar {

@@ -17,7 +17,8 @@ public typealias RouteHandler = @Sendable (HTTPServerRequest, HTTPResponder) -> 
 /// routes with parameters (the handler parses the rest).
 public struct Router: HTTPServerHandler {
     private struct Route: Sendable {
-        var method: String
+        /// Nil: any method (the handler answers wrong methods itself, e.g. in APNs' format).
+        var method: String?
         var path: String
         var isPrefix: Bool
         var protocols: RouteProtocols
@@ -43,7 +44,7 @@ public struct Router: HTTPServerHandler {
     }
 
     public mutating func addPrefix(
-        _ method: String,
+        _ method: String?,
         _ prefix: String,
         protocols: RouteProtocols,
         handler: @escaping RouteHandler
@@ -81,8 +82,8 @@ public struct Router: HTTPServerHandler {
             responder.respond(.error(status: 404, reason: "NotFound", detail: "no route for \(path)"))
             return
         }
-        guard let route = candidates.first(where: { $0.method == request.method }) else {
-            let allowed = candidates.map(\.method).joined(separator: ", ")
+        guard let route = candidates.first(where: { $0.method == nil || $0.method == request.method }) else {
+            let allowed = candidates.compactMap(\.method).joined(separator: ", ")
             var response = HTTPServerResponse.error(
                 status: 405,
                 reason: "MethodNotAllowed",

@@ -1,0 +1,205 @@
+import Logging
+import NIOCore
+import PushgateCrypto
+import PushgateProviderAPI
+import PushgateStore
+import PushgateTransport
+import Synchronization
+
+/// Devices, registrations and per-device queues, sharded over the event loops; the durable
+/// store behind them. Entry point for the provider and device APIs.
+public final class DeliveryCore: Sendable {
+    private let shards: [DeviceShard]
+    private let store: any NotificationStore
+    private let configuration: DeliveryConfiguration
+    private let acceptanceIDs = AcceptanceIDs()
+    private let maintenance = Mutex<[RepeatedTask]>([])
+    public let counters = DeliveryCounters()
+
+    public init(
+        group: any EventLoopGroup,
+        store: any NotificationStore,
+        clock: any DeliveryClock = SystemClock(),
+        configuration: DeliveryConfiguration = DeliveryConfiguration(),
+        logger: Logger
+    ) {
+        self.store = store
+        self.configuration = configuration
+        let ids = self.acceptanceIDs
+        var shards: [DeviceShard] = []
+        let counters = self.counters
+        for loop in group.makeIterator() {
+            shards.append(
+                DeviceShard(
+                    eventLoop: loop,
+                    store: store,
+                    clock: clock,
+                    configuration: configuration,
+                    counters: counters,
+                    logger: logger,
+                    nextAcceptanceID: { ids.next() }
+                )
+            )
+        }
+        self.shards = shards
+    }
+
+    /// Restores every device, registration and queued notification from the store. Call once,
+    /// before serving.
+    public func restore() async throws {
+        let snapshot = try store.load()
+        acceptanceIDs.continue(after: snapshot.maxAcceptanceID)
+        var devices = Array(repeating: [DeviceRecord](), count: shards.count)
+        var registrations = Array(repeating: [RegistrationRecord](), count: shards.count)
+        var notifications = Array(repeating: [NotificationRecord](), count: shards.count)
+        for record in snapshot.devices { if let i = shardIndex(of: record.id) { devices[i].append(record) } }
+        for record in snapshot.registrations { if let i = shardIndex(of: record.token) { registrations[i].append(record) } }
+        for record in snapshot.notifications { if let i = shardIndex(of: record.deviceID) { notifications[i].append(record) } }
+        for (index, shard) in shards.enumerated() {
+            let (d, r, n) = (devices[index], registrations[index], notifications[index])
+            try await shard.eventLoop.submit {
+                shard.load(devices: d)
+                shard.load(registrations: r)
+                shard.load(notifications: n)
+            }.get()
+        }
+    }
+
+    /// Starts heartbeats and the expiry sweep on every shard.
+    public func startMaintenance() {
+        let heartbeat = TimeAmount.milliseconds(configuration.heartbeatIntervalMillis / 2)
+        let sweep = TimeAmount.milliseconds(configuration.expirySweepIntervalMillis)
+        var tasks: [RepeatedTask] = []
+        for shard in shards {
+            tasks.append(shard.eventLoop.scheduleRepeatedTask(initialDelay: heartbeat, delay: heartbeat) { _ in shard.heartbeat() })
+            tasks.append(shard.eventLoop.scheduleRepeatedTask(initialDelay: sweep, delay: sweep) { _ in shard.sweepExpired() })
+        }
+        maintenance.withLock { $0 += tasks }
+    }
+
+    public func stopMaintenance() {
+        let tasks = maintenance.withLock { tasks in
+            defer { tasks = [] }
+            return tasks
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    /// Runs the expiry sweep now on every shard (the periodic one runs on its own).
+    public func sweepExpired() async throws {
+        for shard in shards { try await shard.eventLoop.submit { shard.sweepExpired() }.get() }
+    }
+
+    // MARK: Device API
+
+    public func createDevice() -> EventLoopFuture<(deviceID: String, secret: String)> {
+        let loop = shards[0].eventLoop
+        let id: String
+        let secret: String
+        do {
+            id = try Identifiers.newDeviceID()
+            secret = try Identifiers.newSecret()
+        } catch {
+            return loop.makeFailedFuture(DeviceRequestError(status: 500, reason: "InternalServerError", detail: "\(error)"))
+        }
+        let shard = self.shard(of: id)!
+        let promise = shard.eventLoop.makePromise(of: Void.self)
+        let hash = SHA256.hash(secret.utf8)
+        shard.eventLoop.execute { shard.createDevice(id: id, secretHash: hash, promise: promise) }
+        return promise.futureResult.map { (id, secret) }
+    }
+
+    public func register(deviceID: String, secret: String, topic: String) -> EventLoopFuture<String> {
+        onShard(of: deviceID, String.self) { shard, promise in
+            shard.register(deviceID: deviceID, secret: secret, topic: topic, promise: promise)
+        }
+    }
+
+    public func unregister(deviceID: String, secret: String, token: String) -> EventLoopFuture<Void> {
+        onShard(of: deviceID, Void.self) { shard, promise in
+            shard.unregister(deviceID: deviceID, secret: secret, token: token, promise: promise)
+        }
+    }
+
+    public func deleteDevice(deviceID: String, secret: String) -> EventLoopFuture<Void> {
+        onShard(of: deviceID, Void.self) { shard, promise in
+            shard.deleteDevice(deviceID: deviceID, secret: secret, promise: promise)
+        }
+    }
+
+    public func ack(deviceID: String, secret: String, upTo: UInt64) -> EventLoopFuture<Void> {
+        onShard(of: deviceID, Void.self) { shard, promise in
+            shard.ack(deviceID: deviceID, secret: secret, upTo: upTo, promise: promise)
+        }
+    }
+
+    /// Checks the device's secret (before an event stream's head is sent).
+    public func authenticate(deviceID: String, secret: String) -> EventLoopFuture<Void> {
+        onShard(of: deviceID, Void.self) { shard, promise in
+            if shard.authenticate(deviceID: deviceID, secret: secret) != nil {
+                promise.succeed()
+            } else {
+                promise.fail(DeviceRequestError.unauthorized)
+            }
+        }
+    }
+
+    /// Makes `writer` the device's event stream (ending any older one) and sends it everything
+    /// not yet acknowledged. `lastEventID` acknowledges up to that sequence number first.
+    /// The caller calls `detach` from the writer's `onClose`.
+    public func attach(deviceID: String, writer: ResponseBodyWriter, lastEventID: UInt64?) {
+        guard let shard = shard(of: deviceID) else { return }
+        shard.eventLoop.execute { shard.attach(deviceID: deviceID, writer: writer, lastEventID: lastEventID) }
+    }
+
+    public func detach(deviceID: String, writer: ResponseBodyWriter) {
+        guard let shard = shard(of: deviceID) else { return }
+        shard.eventLoop.execute { shard.detach(deviceID: deviceID, writer: writer) }
+    }
+
+    // MARK: Provider API
+
+    /// Routes a validated push to its device: 200 dispositions, or the APNs refusal.
+    public func accept(_ push: ValidatedPush) -> EventLoopFuture<Disposition> {
+        guard let shard = shard(of: push.deviceToken) else {
+            return shards[0].eventLoop.makeFailedFuture(
+                PushRefusal(status: 400, reason: "BadDeviceToken", detail: "no device has the token \(push.deviceToken)")
+            )
+        }
+        let promise = shard.eventLoop.makePromise(of: Disposition.self)
+        shard.eventLoop.execute { shard.accept(push, promise: promise) }
+        return promise.futureResult
+    }
+
+    // MARK: Routing
+
+    private func shardIndex(of hexID: String) -> Int? {
+        Identifiers.virtualShard(ofHex: hexID).map { $0 % shards.count }
+    }
+
+    private func shard(of hexID: String) -> DeviceShard? {
+        shardIndex(of: hexID).map { shards[$0] }
+    }
+
+    private func onShard<T: Sendable>(
+        of deviceID: String,
+        _ type: T.Type,
+        _ body: @escaping @Sendable (DeviceShard, EventLoopPromise<T>) -> Void
+    ) -> EventLoopFuture<T> {
+        guard Identifiers.isDeviceID(deviceID), let shard = shard(of: deviceID) else {
+            return shards[0].eventLoop.makeFailedFuture(DeviceRequestError.unauthorized)
+        }
+        let promise = shard.eventLoop.makePromise(of: T.self)
+        shard.eventLoop.execute { body(shard, promise) }
+        return promise.futureResult
+    }
+}
+
+/// Acceptance order across all shards: one atomic increment per push.
+final class AcceptanceIDs: Sendable {
+    private let last = Atomic<UInt64>(0)
+
+    func next() -> UInt64 { last.add(1, ordering: .relaxed).newValue }
+
+    func `continue`(after value: UInt64) { last.store(value, ordering: .relaxed) }
+}

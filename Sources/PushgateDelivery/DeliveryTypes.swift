@@ -1,0 +1,98 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import PushgateCore
+
+/// Milliseconds since the UNIX epoch, from a clock the tests can set.
+public protocol DeliveryClock: Sendable {
+    func nowMillis() -> Int64
+}
+
+public struct SystemClock: DeliveryClock {
+    public init() {}
+
+    public func nowMillis() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+}
+
+/// What happened to an accepted push (the `pushgate-disposition` header).
+public enum Disposition: String, Sendable {
+    /// Committed and written (or about to be) to the device's open event stream.
+    case delivered
+    /// Committed; the device is offline and gets it when it reconnects.
+    case stored
+    /// `apns-expiration: 0` and the device could not take it now: not kept.
+    case discarded
+}
+
+/// How a notification reached the device (the `delivery` field of an event).
+public enum DeliveryKind: String, Sendable {
+    /// Written while the device was connected when the push was accepted.
+    case immediate
+    /// Kept while the device was offline and sent when it came back.
+    case stored
+}
+
+/// A refused provider push, in APNs terms.
+public struct PushRefusal: Error, Sendable, Equatable {
+    public var status: Int
+    public var reason: String
+    public var detail: String
+    /// Milliseconds; only for 410 `Unregistered`.
+    public var timestamp: Int64?
+
+    public init(status: Int, reason: String, detail: String, timestamp: Int64? = nil) {
+        self.status = status
+        self.reason = reason
+        self.detail = detail
+        self.timestamp = timestamp
+    }
+}
+
+/// A refused device API request.
+public struct DeviceRequestError: Error, Sendable, Equatable {
+    public var status: Int
+    public var reason: String
+    public var detail: String
+
+    public init(status: Int, reason: String, detail: String) {
+        self.status = status
+        self.reason = reason
+        self.detail = detail
+    }
+
+    /// The same answer for a wrong secret and an unknown device: the response never tells
+    /// whether a device id exists.
+    public static let unauthorized = DeviceRequestError(
+        status: 401,
+        reason: "Unauthorized",
+        detail: "missing or wrong device secret: send authorization: bearer <secret> as returned by POST /v1/devices"
+    )
+
+    static func storeFailed(_ error: some Error) -> DeviceRequestError {
+        DeviceRequestError(status: 503, reason: "ServiceUnavailable", detail: "could not persist the change: \(error); retry")
+    }
+}
+
+/// Limits and timings of the delivery core.
+public struct DeliveryConfiguration: Sendable {
+    /// Lifetime of a push sent without `apns-expiration` (APNs stores for 30 days).
+    public var defaultLifetimeMillis: Int64 = 30 * 24 * 3600 * 1000
+    /// A push with `apns-expiration: 0` for a connected device: how long it may take to be
+    /// written before it counts as expired (it is never stored for an offline device).
+    public var immediateGraceMillis: Int64 = 10_000
+    /// Bytes of events written to a device's stream and not yet acknowledged; more waits in the
+    /// queue until the agent acks. This bounds what a stalled agent costs.
+    public var unackedWindowBytes = 256 * 1024
+    /// Heartbeat comment on a stream that has been silent this long.
+    public var heartbeatIntervalMillis: Int64 = 25_000
+    /// How often expired notifications are swept out of the queues.
+    public var expirySweepIntervalMillis: Int64 = 60_000
+    /// Most notifications queued for one device; more are refused with 429 TooManyRequests.
+    public var maxQueuedPerDevice = 10_000
+
+    public init() {}
+}

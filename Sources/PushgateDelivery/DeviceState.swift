@@ -1,0 +1,64 @@
+import NIOCore
+import PushgateStore
+import PushgateTransport
+
+/// One notification in a device's queue: committed to the store or on its way there.
+struct QueuedNotification {
+    var record: NotificationRecord
+    /// Written to disk: only committed notifications are delivered, so a device never sees a
+    /// push its provider was not told was accepted.
+    var committed: Bool
+    var delivery: DeliveryKind
+    /// Bytes of its event on the current stream, counted against the unacked window.
+    var eventSize = 0
+
+    var seq: UInt64 { record.seq ?? 0 }
+}
+
+/// The device's open event stream.
+final class StreamBinding {
+    let writer: ResponseBodyWriter
+    var lastWriteMillis: Int64
+
+    init(writer: ResponseBodyWriter, now: Int64) {
+        self.writer = writer
+        self.lastWriteMillis = now
+    }
+}
+
+/// A registration as the router of provider pushes needs it.
+struct RegistrationState {
+    let deviceID: String
+    let topic: String
+    var unregisteredAt: Int64?
+}
+
+/// Everything the gateway keeps in memory for one device. Confined to its shard's event loop.
+final class DeviceState {
+    let id: String
+    let secretHash: [UInt8]
+    var tokensByTopic: [String: String] = [:]
+    /// Unacknowledged notifications in sequence order.
+    var queue = CircularBuffer<QueuedNotification>(initialCapacity: 0)
+    /// The next sequence number to assign.
+    var nextSeq: UInt64
+    var ackedSeq: UInt64
+    var stream: StreamBinding?
+    /// How many queue entries (from the front) were written on the current stream.
+    var deliveredCount = 0
+    var unackedBytes = 0
+
+    init(id: String, secretHash: [UInt8], ackedSeq: UInt64) {
+        self.id = id
+        self.secretHash = secretHash
+        self.ackedSeq = ackedSeq
+        self.nextSeq = ackedSeq + 1
+    }
+
+    /// Forgets what the current stream was sent: the next stream starts again after the last ack.
+    func resetStreamProgress() {
+        deliveredCount = 0
+        unackedBytes = 0
+        for index in queue.indices { queue[index].eventSize = 0 }
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import PushgateCore
+import PushgateDelivery
+import PushgateRouting
+import PushgateTransport
+
+/// The device agents' API (PRODUCT.md section 3), HTTP/2 only.
+///
+/// Every route but device creation needs `authorization: bearer <device secret>`; a missing or
+/// wrong secret and an unknown device id get the same 401, so the answer never tells whether a
+/// device exists.
+public enum DeviceRoutes {
+    public static func register(on router: inout Router, core: DeliveryCore) {
+        router.add("POST", "/v1/devices", protocols: .http2Only) { _, responder in
+            core.createDevice().whenComplete { result in
+                switch result {
+                case .success(let created):
+                    responder.respond(
+                        .json(status: 201, JSONText.object(["deviceId": created.deviceID, "secret": created.secret]))
+                    )
+                case .failure(let error):
+                    responder.respond(errorResponse(error))
+                }
+            }
+        }
+        router.addPrefix(nil, "/v1/devices/", protocols: .http2Only) { request, responder in
+            route(request, responder, core: core)
+        }
+    }
+
+    private static func route(_ request: HTTPServerRequest, _ responder: HTTPResponder, core: DeliveryCore) {
+        let path = request.path.split(separator: "?", maxSplits: 1)[0]
+        let parts = path.dropFirst("/v1/devices/".count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard let deviceID = parts.first, !deviceID.isEmpty else {
+            responder.respond(.error(status: 404, reason: "NotFound", detail: "no route for \(path)"))
+            return
+        }
+        guard let secret = bearerSecret(request.headers) else {
+            responder.respond(errorResponse(DeviceRequestError.unauthorized))
+            return
+        }
+        let method = request.method
+        switch (method, Array(parts.dropFirst())) {
+        case ("DELETE", []):
+            complete(core.deleteDevice(deviceID: deviceID, secret: secret), responder) { .init(status: 204) }
+        case ("POST", ["registrations"]):
+            guard let topic = decode(TopicBody.self, request, responder)?.topic else { return }
+            guard TopicRules.isValid(topic) else {
+                responder.respond(.error(status: 400, reason: "BadTopic", detail: TopicRules.explain(topic)))
+                return
+            }
+            complete(core.register(deviceID: deviceID, secret: secret, topic: topic), responder) { token in
+                .json(status: 201, JSONText.object(["token": token, "topic": topic]))
+            }
+        case ("DELETE", let rest) where rest.count == 2 && rest[0] == "registrations":
+            complete(core.unregister(deviceID: deviceID, secret: secret, token: rest[1]), responder) { .init(status: 204) }
+        case ("POST", ["ack"]):
+            guard let body = decode(AckBody.self, request, responder) else { return }
+            complete(core.ack(deviceID: deviceID, secret: secret, upTo: body.upTo), responder) { .init(status: 204) }
+        case ("POST", ["keepalive"]):
+            // The scheduler (not built yet) releases held pushes here; until then a keep-alive
+            // only proves the secret and releases nothing.
+            complete(core.authenticate(deviceID: deviceID, secret: secret), responder) {
+                .json(#"{"notifications":[]}"#)
+            }
+        case ("GET", ["events"]):
+            openEventStream(request, responder, core: core, deviceID: deviceID, secret: secret)
+        case (_, let rest) where knownRoute(rest):
+            responder.respond(.error(status: 405, reason: "MethodNotAllowed", detail: "\(path) does not accept \(method)"))
+        default:
+            responder.respond(.error(status: 404, reason: "NotFound", detail: "no route for \(path)"))
+        }
+    }
+
+    private static func knownRoute(_ rest: [String]) -> Bool {
+        rest.isEmpty || rest == ["registrations"] || rest == ["ack"] || rest == ["keepalive"] || rest == ["events"]
+            || (rest.count == 2 && rest[0] == "registrations")
+    }
+
+    private static func openEventStream(
+        _ request: HTTPServerRequest,
+        _ responder: HTTPResponder,
+        core: DeliveryCore,
+        deviceID: String,
+        secret: String
+    ) {
+        var lastEventID: UInt64?
+        if let header = request.headers.first(name: "last-event-id") {
+            guard let value = UInt64(header.trimmingCharacters(in: .whitespaces)) else {
+                responder.respond(
+                    .error(status: 400, reason: "BadLastEventId", detail: "last-event-id must be a sequence number, got \"\(header.prefix(40))\"")
+                )
+                return
+            }
+            lastEventID = value
+        }
+        core.authenticate(deviceID: deviceID, secret: secret).whenComplete { result in
+            if case .failure(let error) = result {
+                responder.respond(errorResponse(error))
+                return
+            }
+            let head = ResponseHead(
+                status: 200,
+                headers: ["content-type": "text/event-stream", "cache-control": "no-store"]
+            )
+            responder.startStream(head).whenSuccess { writer in
+                writer.onClose = { _ in core.detach(deviceID: deviceID, writer: writer) }
+                // Ending the stream lets the agent reconnect elsewhere while the server drains.
+                writer.onShutdown = { writer.finish() }
+                core.attach(deviceID: deviceID, writer: writer, lastEventID: lastEventID)
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    private struct TopicBody: Decodable { var topic: String }
+    private struct AckBody: Decodable { var upTo: UInt64 }
+
+    private static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPServerRequest, _ responder: HTTPResponder) -> T? {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(request.body.readableBytesView))
+        } catch {
+            responder.respond(.error(status: 400, reason: "BadRequest", detail: "request body is not the expected JSON: \(describe(error))"))
+            return nil
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): return "missing field \"\(key.stringValue)\""
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            return "wrong type for \"\(context.codingPath.map(\.stringValue).joined(separator: "."))\""
+        case DecodingError.dataCorrupted: return "not valid JSON"
+        default: return "\(error)"
+        }
+    }
+
+    private static func bearerSecret(_ headers: HTTPHeaders) -> String? {
+        guard let value = headers.first(name: "authorization") else { return nil }
+        let prefix = "bearer "
+        guard value.count > prefix.count, value.prefix(prefix.count).lowercased() == prefix else { return nil }
+        return String(value.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
+    }
+
+    private static func complete<T>(
+        _ future: EventLoopFuture<T>,
+        _ responder: HTTPResponder,
+        _ success: @escaping @Sendable (T) -> HTTPServerResponse
+    ) {
+        future.whenComplete { result in
+            switch result {
+            case .success(let value): responder.respond(success(value))
+            case .failure(let error): responder.respond(errorResponse(error))
+            }
+        }
+    }
+
+    static func errorResponse(_ error: any Error) -> HTTPServerResponse {
+        if let error = error as? DeviceRequestError {
+            return .error(status: error.status, reason: error.reason, detail: error.detail)
+        }
+        return .error(status: 500, reason: "InternalServerError", detail: "\(error)")
+    }
+}

@@ -1,0 +1,430 @@
+import NIOCore
+import PushgateCore
+
+/// The verdict on one provider request.
+public enum ValidationOutcome: Sendable, Equatable {
+    case accepted(ValidatedPush)
+    /// Answer with `rejection` and this `apns-id`: the request's own (normalized) when it sent a
+    /// single valid one, otherwise a generated one.
+    case rejected(ProviderRejection, apnsID: String)
+
+    /// The `apns-id` to put on the response, whatever the verdict.
+    public var apnsID: String {
+        switch self {
+        case .accepted(let push): return push.apnsID
+        case .rejected(_, let apnsID): return apnsID
+        }
+    }
+}
+
+/// Pure, synchronous validation of one APNs provider request (`POST /3/device/<token>`): method,
+/// path, headers and payload. No clock, no I/O; the only randomness (generated `apns-id`s) is
+/// injected. Safe to share between threads.
+///
+/// ## Order of the rules
+/// A request with several faults is rejected for the first fault in this order:
+///
+///  1. `:method` is not `POST` → 405 `MethodNotAllowed`.
+///  2. `:path`:
+///     a query (`?`) or fragment (`#`) → 404 `BadPath`;
+///     not `/3/device` or `/3/device/...` → 404 `BadPath`;
+///     `/3/device` or `/3/device/` → 400 `MissingDeviceToken`;
+///     a further `/` after the token → 404 `BadPath`;
+///     token not exactly 64 hex digits → 400 `BadDeviceToken`.
+///  3. A header name that occurs twice → 400 `DuplicateHeaders`, naming the first name (in arrival
+///     order) to repeat. `cookie` is exempt: HTTP/2 splits it on purpose (RFC 9113 8.2.3).
+///  4. `apns-id` not a canonical UUID → 400 `BadMessageId`.
+///  5. `apns-topic` absent → 400 `MissingTopic`; empty, over 255 bytes, or anything but ASCII letters,
+///     digits, `.`, `-`, `_` (PushgateCore's `TopicRules`) → 400 `BadTopic`.
+///  6. `apns-push-type` not one of ``PushType``'s raw values → 400 `InvalidPushType`; topic does not
+///     fit the type (missing suffix, or another type's suffix) → 400 `BadTopic`.
+///  7. `apns-priority` not `1`, `5` or `10` → 400 `BadPriority`.
+///  8. `apns-expiration` not unsigned decimal digits fitting Int64 → 400 `BadExpirationDate`.
+///  9. `apns-collapse-id` over 64 bytes → 400 `BadCollapseId`.
+/// 10. `content-encoding` present and not `identity` (any case) → 400 `BadPayload` (payloads are never compressed).
+/// 11. Body empty → 400 `PayloadEmpty`; over the type's limit → 413 `PayloadTooLarge`. Checked before
+///     any parsing.
+/// 12. Body not one RFC 8259 JSON object in UTF-8 → 400 `BadPayload` (with the byte offset).
+/// 13. `aps` present but not an object → 400 `BadPayload`.
+/// 14. Push type: `apns-push-type`, else the topic's suffix, else inferred from `aps`; nothing to infer
+///     from → 400 `BadPayload`.
+/// 15. Background pushes: no `aps` or no `content-available` → 400 `BadPayload`; `content-available`
+///     not exactly the integer `1` → 400 `BadPayload`; `alert`, `badge` or `sound` in `aps` →
+///     400 `BadPayload`; `apns-priority: 10` → 400 `BadPriority`.
+///
+/// ## Push type inference (no `apns-push-type`)
+/// 1. The topic ends with a type's suffix (`.voip`, `.complication`, ...) → that type.
+/// 2. `aps` has `alert`, `badge` or `sound` → `alert`.
+/// 3. `aps` has `content-available` equal to the integer `1` (and, by 2, none of those) → `background`.
+/// 4. Otherwise → 400 `BadPayload`: "cannot infer the push type ...; send apns-push-type".
+///
+/// ## Decisions where APNs documents nothing
+/// - Device tokens are accepted in either case and normalized to lowercase; percent-escapes are not
+///   decoded (a `%` is simply not a hex digit).
+/// - `apns-id` is accepted in either case (any version/variant, including the nil UUID) and echoed in
+///   lowercase. When the request has no `apns-id`, several, or an invalid one, a random v4 UUID is
+///   generated for the response.
+/// - Header values are taken exactly as sent: no trimming, no case folding (`apns-push-type: Alert`
+///   is invalid). Header names are expected in lowercase, as HTTP/2 requires; other headers are
+///   ignored (as APNs ignores unknown headers), except for duplicates.
+/// - `apns-expiration` may have leading zeros (`000` is `0`, i.e. `.immediately`); times in the past
+///   are syntactically valid and passed on as `.at`.
+/// - An empty `apns-collapse-id` means "no collapse id".
+/// - Topics follow PushgateCore's `TopicRules` (the rule device registration uses), nothing stricter:
+///   `com..x` or `x.` are accepted.
+/// - Topic suffixes are compared case-sensitively; the part before the suffix must be non-empty.
+///   Push types without a suffix (`alert`, `background`, `mdm`) may not use a topic that ends in
+///   another type's suffix.
+/// - `aps` may be absent except on background pushes (and when the type must be inferred from it).
+/// - `apns-priority` absent: ``defaultPriority`` (10) — except on a background push, where 10 is not
+///   allowed: there an absent header means 5 (or ``defaultPriority`` when that is 5 or 1). Only an
+///   explicit `10` on a background push is `BadPriority`.
+/// - JSON duplicate keys are allowed, last one wins (see ``PayloadScanner``).
+public struct ProviderRequestValidator: Sendable {
+    /// Priority of a push without `apns-priority` (APNs: 10).
+    public var defaultPriority: PushPriority
+    private let uuidBits: @Sendable () -> (UInt64, UInt64)
+
+    /// - Parameters:
+    ///   - defaultPriority: priority when `apns-priority` is absent (see the type's notes on
+    ///     background pushes).
+    ///   - uuidGenerator: 128 random bits for a generated `apns-id` (called at most once per
+    ///     request, and only when one is needed); version and variant bits are overwritten.
+    public init(
+        defaultPriority: PushPriority = .high,
+        uuidGenerator: @escaping @Sendable () -> (UInt64, UInt64) = {
+            var rng = SystemRandomNumberGenerator()
+            return (rng.next(), rng.next())
+        }
+    ) {
+        self.defaultPriority = defaultPriority
+        self.uuidBits = uuidGenerator
+    }
+
+    /// Fields with a meaning for the provider API, first occurrence of each.
+    private struct Fields {
+        var apnsID: String?
+        var apnsIDCount = 0
+        var topic: String?
+        var pushType: String?
+        var priority: String?
+        var expiration: String?
+        var collapseID: String?
+        var contentEncoding: String?
+        /// First header name, in arrival order, that had already occurred.
+        var duplicate: String?
+    }
+
+    /// Validates one request.
+    ///
+    /// - Parameters:
+    ///   - method: `:method`.
+    ///   - path: `:path` exactly as sent.
+    ///   - headers: the regular header fields in arrival order, lowercase names, duplicates kept.
+    ///   - body: the raw request body (the `payload` of an accepted push shares its storage).
+    public func validate(
+        method: String,
+        path: String,
+        headers: [(name: String, value: String)],
+        body: ByteBuffer
+    ) -> ValidationOutcome {
+        var fields = Fields()
+        for index in headers.indices {
+            let (name, value) = headers[index]
+            switch name {
+            case "apns-id":
+                fields.apnsIDCount += 1
+                if fields.apnsID == nil { fields.apnsID = value }
+            case "apns-topic": if fields.topic == nil { fields.topic = value }
+            case "apns-push-type": if fields.pushType == nil { fields.pushType = value }
+            case "apns-priority": if fields.priority == nil { fields.priority = value }
+            case "apns-expiration": if fields.expiration == nil { fields.expiration = value }
+            case "apns-collapse-id": if fields.collapseID == nil { fields.collapseID = value }
+            case "content-encoding": if fields.contentEncoding == nil { fields.contentEncoding = value }
+            default: break
+            }
+            if fields.duplicate == nil, name != "cookie" {
+                for earlier in headers.startIndex..<index where headers[earlier].name == name {
+                    fields.duplicate = name
+                    break
+                }
+            }
+        }
+
+        // The apns-id the response will carry, whatever happens.
+        let requestID: String? = fields.apnsIDCount == 1 ? fields.apnsID.flatMap(FieldSyntax.canonicalUUID) : nil
+        func reject(_ status: Int, _ reason: String, _ detail: String) -> ValidationOutcome {
+            .rejected(
+                ProviderRejection(status: status, reason: reason, detail: detail),
+                apnsID: requestID ?? FieldSyntax.uuidV4(uuidBits())
+            )
+        }
+
+        // 1. Method.
+        guard method == "POST" else {
+            return reject(405, "MethodNotAllowed", ":method must be POST, got \(Detail.quote(method))")
+        }
+
+        // 2. Path and device token.
+        let deviceToken: String
+        switch Self.parsePath(path) {
+        case .token(let token): deviceToken = token
+        case .failure(let status, let reason, let detail): return reject(status, reason, detail)
+        }
+
+        // 3. Duplicate headers.
+        if let name = fields.duplicate {
+            return reject(400, "DuplicateHeaders", "header \(Detail.quote(name)) appears more than once; send each header once")
+        }
+
+        // 4. apns-id.
+        if let raw = fields.apnsID, requestID == nil {
+            return reject(
+                400, "BadMessageId",
+                "apns-id must be a UUID written 8-4-4-4-12 in hex, e.g. \"123e4567-e89b-12d3-a456-4266554400a0\"; got \(Detail.quote(raw))"
+            )
+        }
+
+        // 5. apns-topic.
+        guard let topic = fields.topic else {
+            return reject(400, "MissingTopic", "apns-topic is required: send the app's bundle id, e.g. \"com.example.app\"")
+        }
+        if let problem = FieldSyntax.topicProblem(topic) {
+            return reject(400, "BadTopic", problem)
+        }
+        let topicType = FieldSyntax.pushTypeImplied(byTopic: topic)
+
+        // 6. apns-push-type, and the topic it requires.
+        var declaredType: PushType?
+        if let raw = fields.pushType {
+            guard let type = PushType(rawValue: raw) else {
+                return reject(
+                    400, "InvalidPushType",
+                    "apns-push-type must be one of \(Self.pushTypeList), got \(Detail.quote(raw))"
+                )
+            }
+            if let suffix = type.topicSuffix {
+                guard FieldSyntax.hasProperSuffix(topic, suffix) else {
+                    return reject(
+                        400, "BadTopic",
+                        "apns-push-type \(type.rawValue) needs apns-topic <bundle id>\(suffix), got \(Detail.quote(topic))"
+                    )
+                }
+            } else if let other = topicType, let otherSuffix = other.topicSuffix {
+                return reject(
+                    400, "BadTopic",
+                    "apns-topic \(Detail.quote(topic)) ends with \"\(otherSuffix)\", the suffix of \(other.rawValue) pushes; \(type.rawValue) pushes go to \(type == .mdm ? "the MDM certificate's topic" : "the bare bundle id")"
+                )
+            }
+            declaredType = type
+        }
+
+        // 7. apns-priority.
+        var explicitPriority: PushPriority?
+        if let raw = fields.priority {
+            guard let priority = FieldSyntax.priority(raw) else {
+                return reject(400, "BadPriority", "apns-priority must be 1, 5 or 10, got \(Detail.quote(raw))")
+            }
+            explicitPriority = priority
+        }
+
+        // 8. apns-expiration.
+        var expiration = Expiration.defaultLifetime
+        if let raw = fields.expiration {
+            guard let seconds = FieldSyntax.expirationSeconds(raw) else {
+                return reject(
+                    400, "BadExpirationDate",
+                    "apns-expiration must be a UNIX time in seconds (digits only, 0 = deliver now or never), got \(Detail.quote(raw))"
+                )
+            }
+            expiration = seconds == 0 ? .immediately : .at(epochSeconds: seconds)
+        }
+
+        // 9. apns-collapse-id.
+        var collapseID: String?
+        if let raw = fields.collapseID, !raw.isEmpty {
+            let bytes = raw.utf8.count
+            guard bytes <= Self.maxCollapseIDBytes else {
+                return reject(
+                    400, "BadCollapseId",
+                    "apns-collapse-id is \(bytes) bytes, at most \(Self.maxCollapseIDBytes) are allowed: \(Detail.quote(raw))"
+                )
+            }
+            collapseID = raw
+        }
+
+        // 10. content-encoding.
+        if let encoding = fields.contentEncoding, encoding.lowercased() != "identity" {
+            return reject(400, "BadPayload", "the payload must not be compressed, got content-encoding \(Detail.quote(encoding))")
+        }
+
+        // 11. Size, before any parsing.
+        let size = body.readableBytes
+        if size == 0 {
+            return reject(400, "PayloadEmpty", "the payload is empty; send a JSON object, e.g. {\"aps\":{\"alert\":\"Hello\"}}")
+        }
+        let sizeType = declaredType ?? topicType
+        let limit = sizeType?.maxPayloadBytes ?? Self.defaultMaxPayloadBytes
+        if size > limit {
+            let whose = sizeType.map { "\($0.rawValue) pushes" } ?? "pushes without apns-push-type (voip: 5120)"
+            return reject(413, "PayloadTooLarge", "the payload is \(size) bytes; the limit for \(whose) is \(limit) bytes")
+        }
+
+        // 12-15. The payload.
+        let payloadVerdict: Result<(PushType, PushPriority), ProviderRejection> = body.withUnsafeReadableBytes { bytes in
+            Self.checkPayload(
+                bytes, declaredType: declaredType ?? topicType, explicitPriority: explicitPriority,
+                defaultPriority: defaultPriority
+            )
+        }
+        switch payloadVerdict {
+        case .failure(let rejection):
+            return reject(rejection.status, rejection.reason, rejection.detail)
+        case .success(let (pushType, priority)):
+            return .accepted(
+                ValidatedPush(
+                    deviceToken: deviceToken,
+                    apnsID: requestID ?? FieldSyntax.uuidV4(uuidBits()),
+                    topic: topic,
+                    pushType: pushType,
+                    priority: priority,
+                    expiration: expiration,
+                    collapseID: collapseID,
+                    payload: body
+                )
+            )
+        }
+    }
+
+    /// Longest `apns-collapse-id`, in UTF-8 bytes.
+    public static let maxCollapseIDBytes = 64
+    /// Size limit while the push type is unknown (and the topic does not say `voip`).
+    public static let defaultMaxPayloadBytes = 4096
+
+    private static let pushTypeList = PushType.allCases.map(\.rawValue).joined(separator: ", ")
+
+    // MARK: path
+
+    private enum PathVerdict {
+        case token(String)
+        case failure(status: Int, reason: String, detail: String)
+    }
+
+    private static let devicePrefix = "/3/device"
+
+    private static func parsePath(_ path: String) -> PathVerdict {
+        let expected = "expected /3/device/<64 hex digit device token>"
+        if let mark = path.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
+            return .failure(
+                status: 404, reason: "BadPath",
+                detail: ":path must not carry a query or fragment, got \(Detail.quote(path[mark...])); \(expected)"
+            )
+        }
+        guard path.utf8.starts(with: devicePrefix.utf8) else {
+            return .failure(status: 404, reason: "BadPath", detail: ":path \(Detail.quote(path)) is not an APNs path; \(expected)")
+        }
+        let rest = path.utf8.dropFirst(devicePrefix.utf8.count)
+        if rest.isEmpty || rest.elementsEqual(CollectionOfOne(UInt8(ascii: "/"))) {
+            return .failure(status: 400, reason: "MissingDeviceToken", detail: ":path \(Detail.quote(path)) has no device token; \(expected)")
+        }
+        guard rest.first == UInt8(ascii: "/") else {
+            return .failure(status: 404, reason: "BadPath", detail: ":path \(Detail.quote(path)) is not an APNs path; \(expected)")
+        }
+        let tokenBytes = rest.dropFirst()
+        if tokenBytes.contains(UInt8(ascii: "/")) {
+            return .failure(status: 404, reason: "BadPath", detail: ":path \(Detail.quote(path)) has more than one segment after /3/device/; \(expected)")
+        }
+        let token = Substring(tokenBytes)
+        if let problem = FieldSyntax.deviceTokenProblem(token) {
+            return .failure(status: 400, reason: "BadDeviceToken", detail: problem)
+        }
+        return .token(FieldSyntax.lowercasingHex(token))
+    }
+
+    // MARK: payload
+
+    private static func badPayload(_ detail: String) -> Result<(PushType, PushPriority), ProviderRejection> {
+        .failure(ProviderRejection(status: 400, reason: "BadPayload", detail: detail))
+    }
+
+    /// Rules 12-15, on the raw bytes. `declaredType` is the header's type or the topic's.
+    private static func checkPayload(
+        _ bytes: UnsafeRawBufferPointer,
+        declaredType: PushType?,
+        explicitPriority: PushPriority?,
+        defaultPriority: PushPriority
+    ) -> Result<(PushType, PushPriority), ProviderRejection> {
+        // 12. JSON.
+        let facts: APSFacts
+        switch PayloadScanner.scan(bytes) {
+        case .success(let f): facts = f
+        case .failure(let error): return badPayload("the payload is not a valid JSON object: \(error)")
+        }
+
+        // 13. aps, if present, is an object.
+        if let kind = facts.aps, kind != .object {
+            return badPayload("\"aps\" must be a JSON object, got \(kind.article)")
+        }
+
+        let contentAvailableIsOne: Bool = facts.contentAvailable.map { token in
+            token.kind == .number && token.end - token.start == 1 && bytes[token.start] == UInt8(ascii: "1")
+        } ?? false
+
+        // 14. The push type.
+        let pushType: PushType
+        if let declared = declaredType {
+            pushType = declared
+        } else if facts.aps == nil {
+            return badPayload("cannot infer the push type: the payload has no \"aps\"; send apns-push-type")
+        } else if facts.isUserVisible {
+            pushType = .alert
+        } else if contentAvailableIsOne {
+            pushType = .background
+        } else if let token = facts.contentAvailable {
+            return badPayload(
+                "cannot infer the push type: \"aps\" has no alert, badge or sound, and content-available is \(Detail.token(bytes, token)), not the integer 1; send apns-push-type"
+            )
+        } else {
+            return badPayload(
+                "cannot infer the push type: \"aps\" has none of alert, badge, sound or content-available: 1; send apns-push-type"
+            )
+        }
+
+        // 15. Background rules.
+        guard pushType == .background else {
+            return .success((pushType, explicitPriority ?? defaultPriority))
+        }
+        guard facts.aps != nil else {
+            return badPayload("a background push needs \"aps\": {\"content-available\": 1}; the payload has no \"aps\"")
+        }
+        guard let token = facts.contentAvailable else {
+            return badPayload("a background push needs \"content-available\": 1 in \"aps\"; it is missing")
+        }
+        guard contentAvailableIsOne else {
+            return badPayload(
+                "a background push needs \"content-available\" to be exactly the integer 1, got \(Detail.token(bytes, token))"
+            )
+        }
+        if facts.isUserVisible {
+            var keys: [String] = []
+            if facts.hasAlert { keys.append("alert") }
+            if facts.hasBadge { keys.append("badge") }
+            if facts.hasSound { keys.append("sound") }
+            return badPayload(
+                "a background push must not carry alert, badge or sound; \"aps\" has \(keys.joined(separator: ", ")) (send apns-push-type alert instead)"
+            )
+        }
+        if let priority = explicitPriority {
+            guard priority != .high else {
+                return .failure(
+                    ProviderRejection(
+                        status: 400, reason: "BadPriority",
+                        detail: "background pushes must use apns-priority 5 or 1, got 10"
+                    )
+                )
+            }
+            return .success((.background, priority))
+        }
+        return .success((.background, defaultPriority == .high ? .normal : defaultPriority))
+    }
+}

@@ -1,0 +1,66 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `mkdir -p`, with POSIX calls (no Foundation in the store).
+enum Directory {
+    /// Creates `path` and its missing parents (mode 0700: the store is the gateway's private
+    /// state). An existing directory is left as it is.
+    static func create(_ path: String) throws(StoreError) {
+        guard !path.isEmpty else {
+            throw StoreError(.database, "the store directory path is empty")
+        }
+        try create(path, for: path)
+    }
+
+    private static func create(_ path: String, for target: String) throws(StoreError) {
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw StoreError(.database, "cannot use \(target) as the store directory: \(path) exists and is not a directory")
+            }
+            return
+        }
+        let parent = parentPath(of: path)
+        if let parent {
+            try create(parent, for: target)
+        }
+        defer { sync(parent ?? ".") }  // make the new entry durable
+        if mkdir(path, 0o700) != 0 {
+            let code = errno
+            // Lost a race with another creator: fine if it is a directory now.
+            if code == EEXIST, stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return }
+            let reason = String(cString: strerror(code))
+            let detail = path == target ? "" : " (creating \(path))"
+            throw StoreError(.database, "cannot create the store directory \(target)\(detail): \(reason) (errno \(code))")
+        }
+    }
+
+    /// fsyncs a directory so that entries created in it survive a power loss. Best effort.
+    static func sync(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        _ = close(fd)
+    }
+
+    /// The path without its last component; nil for "/", "." and single-component relative paths.
+    static func parentPath(of path: String) -> String? {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return nil }
+        var parent = trimmed[..<slash]
+        while parent.count > 1, parent.hasSuffix("/") { parent = parent.dropLast() }
+        if parent.isEmpty { return trimmed.count > 1 ? "/" : nil }
+        return String(parent)
+    }
+
+    /// `directory/name`, without a doubled slash.
+    static func join(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+}

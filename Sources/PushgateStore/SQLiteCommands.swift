@@ -1,0 +1,141 @@
+import struct Foundation.Data
+import GRDB
+
+/// Applies `StoreCommand`s on the writer's connection with cached prepared statements.
+/// Runs only on the database queue, inside the group transaction.
+enum SQLiteCommands {
+    /// A command that could not be applied; its batch fails with this message.
+    struct Failure: Error {
+        var message: String
+    }
+
+    /// True when the command is exactly one SQL statement: alone in its batch it needs no
+    /// savepoint, because SQLite undoes a failing statement by itself (statement atomicity).
+    static func isSingleStatement(_ command: StoreCommand) -> Bool {
+        switch command {
+        case .createDevice, .register, .unregister, .enqueue, .assignSeq:
+            return true
+        case .remove(let ids):
+            return ids.count <= 1
+        case .deleteDevice, .ack:
+            return false
+        }
+    }
+
+    /// The largest acceptance id a command stores, if it stores one.
+    static func acceptanceID(of command: StoreCommand) -> UInt64? {
+        if case .enqueue(let notification) = command { return notification.acceptanceID }
+        return nil
+    }
+
+    static func apply(_ command: StoreCommand, _ db: Database) throws(Failure) {
+        do {
+            try applyUnchecked(command, db)
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure(message: "\(describe(command)): \(SQLiteStore.describe(error))")
+        }
+    }
+
+    private static func applyUnchecked(_ command: StoreCommand, _ db: Database) throws {
+        switch command {
+        case .createDevice(let device):
+            try db.cachedStatement(sql: """
+                INSERT INTO devices (id, secret_hash, created_at, acked_seq) VALUES (?, ?, ?, ?)
+                """).execute(arguments: [
+                device.id, Data(device.secretHash), device.createdAt, try int64(device.ackedSeq, "ackedSeq", command),
+            ])
+
+        case .deleteDevice(let id, let at):
+            try db.cachedStatement(sql: "DELETE FROM notifications WHERE device_id = ?")
+                .execute(arguments: [id])
+            try db.cachedStatement(sql: """
+                UPDATE registrations SET unregistered_at = ? WHERE device_id = ? AND unregistered_at IS NULL
+                """).execute(arguments: [at, id])
+            try db.cachedStatement(sql: "DELETE FROM devices WHERE id = ?")
+                .execute(arguments: [id])
+
+        case .register(let registration):
+            try db.cachedStatement(sql: """
+                INSERT INTO registrations (token, device_id, topic, created_at, unregistered_at) \
+                VALUES (?, ?, ?, ?, ?)
+                """).execute(arguments: [
+                registration.token, registration.deviceID, registration.topic,
+                registration.createdAt, registration.unregisteredAt,
+            ])
+
+        case .unregister(let token, let at):
+            try db.cachedStatement(sql: """
+                UPDATE registrations SET unregistered_at = ? WHERE token = ? AND unregistered_at IS NULL
+                """).execute(arguments: [at, token])
+
+        case .enqueue(let n):
+            try db.cachedStatement(sql: """
+                INSERT INTO notifications (acceptance_id, device_id, token, topic, apns_id, push_type, \
+                priority, collapse_id, payload, accepted_at, expires_at, seq) \
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """).execute(arguments: [
+                try int64(n.acceptanceID, "acceptanceID", command), n.deviceID, n.token, n.topic, n.apnsID,
+                n.pushType, Int64(n.priority), n.collapseID, Data(n.payload), n.acceptedAt, n.expiresAt,
+                try n.seq.map { seq throws(Failure) in try int64(seq, "seq", command) },
+            ])
+
+        case .assignSeq(let acceptanceID, let seq):
+            try db.cachedStatement(sql: "UPDATE notifications SET seq = ? WHERE acceptance_id = ?")
+                .execute(arguments: [try int64(seq, "seq", command), try int64(acceptanceID, "acceptanceID", command)])
+
+        case .remove(let acceptanceIDs):
+            let statement = try db.cachedStatement(sql: "DELETE FROM notifications WHERE acceptance_id = ?")
+            for id in acceptanceIDs {
+                // Ids beyond Int64 cannot have been stored: nothing to remove.
+                guard let id = Int64(exactly: id) else { continue }
+                try statement.execute(arguments: [id])
+            }
+
+        case .ack(let deviceID, let upTo):
+            // Everything up to Int64.max is "everything": clamp rather than fail.
+            let upTo = Int64(clamping: upTo)
+            try db.cachedStatement(sql: "DELETE FROM notifications WHERE device_id = ? AND seq <= ?")
+                .execute(arguments: [deviceID, upTo])
+            try db.cachedStatement(sql: "UPDATE devices SET acked_seq = max(acked_seq, ?) WHERE id = ?")
+                .execute(arguments: [upTo, deviceID])
+        }
+    }
+
+    /// Records the highest acceptance id committed in this transaction (never lowering it).
+    static func raiseMaxAcceptanceID(to value: UInt64, _ db: Database) throws {
+        try db.cachedStatement(sql: "UPDATE meta SET value = max(value, ?) WHERE key = ?")
+            .execute(arguments: [Int64(clamping: value), SQLiteSchema.maxAcceptanceIDKey])
+    }
+
+    /// SQLite integers are signed 64-bit: larger values are refused, not wrapped.
+    private static func int64(_ value: UInt64, _ field: String, _ command: StoreCommand) throws(Failure) -> Int64 {
+        guard let result = Int64(exactly: value) else {
+            throw Failure(message: "\(describe(command)): \(field) \(value) exceeds the largest storable value \(Int64.max)")
+        }
+        return result
+    }
+
+    /// A short description of a command for error messages (never the payload or secrets).
+    static func describe(_ command: StoreCommand) -> String {
+        switch command {
+        case .createDevice(let device):
+            return "createDevice \(device.id)"
+        case .deleteDevice(let id, _):
+            return "deleteDevice \(id)"
+        case .register(let registration):
+            return "register token \(registration.token) (device \(registration.deviceID), topic \(registration.topic))"
+        case .unregister(let token, _):
+            return "unregister token \(token)"
+        case .enqueue(let n):
+            return "enqueue acceptance id \(n.acceptanceID) (device \(n.deviceID), apns-id \(n.apnsID))"
+        case .assignSeq(let acceptanceID, let seq):
+            return "assignSeq \(seq) to acceptance id \(acceptanceID)"
+        case .remove(let ids):
+            return "remove \(ids.count) notification(s)"
+        case .ack(let deviceID, let upTo):
+            return "ack device \(deviceID) up to \(upTo)"
+        }
+    }
+}

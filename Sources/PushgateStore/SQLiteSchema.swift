@@ -1,0 +1,75 @@
+import GRDB
+
+/// The SQLite schema, as GRDB migrations. Migrations are append-only: never edit one that has
+/// shipped; add the next one ("v2", ...) below.
+///
+/// Room left for the scheduler (a later migration):
+/// - held state lives on `notifications` (`seq IS NULL` means held); hold reasons, deadlines
+///   (`hold_until`) and the like are `ALTER TABLE notifications ADD COLUMN ...` with defaults;
+/// - token-bucket levels are a new table keyed by registration token / device id, with no
+///   change to the tables below.
+///
+/// Every table is STRICT (SQLite checks column types), so reads can trust the types.
+enum SQLiteSchema {
+    static let databaseFileName = "pushgate.sqlite"
+    static let maxAcceptanceIDKey = "max_acceptance_id"
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: v1)
+        }
+        return migrator
+    }
+
+    private static let v1 = """
+        CREATE TABLE devices (
+            id          TEXT    NOT NULL PRIMARY KEY,
+            secret_hash BLOB    NOT NULL,
+            created_at  INTEGER NOT NULL,
+            acked_seq   INTEGER NOT NULL DEFAULT 0 CHECK (acked_seq >= 0)
+        ) STRICT, WITHOUT ROWID;
+
+        -- Kept after the device is deleted (unregistered_at set) so that providers get 410:
+        -- hence no foreign key to devices.
+        CREATE TABLE registrations (
+            token           TEXT    NOT NULL PRIMARY KEY,
+            device_id       TEXT    NOT NULL,
+            topic           TEXT    NOT NULL,
+            created_at      INTEGER NOT NULL,
+            unregistered_at INTEGER
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX registrations_device ON registrations(device_id);
+        -- At most one active registration per app on a device.
+        CREATE UNIQUE INDEX registrations_active_topic
+            ON registrations(device_id, topic) WHERE unregistered_at IS NULL;
+
+        -- acceptance_id is the rowid: rows are stored in acceptance order.
+        -- seq IS NULL while the scheduler holds the notification.
+        CREATE TABLE notifications (
+            acceptance_id INTEGER NOT NULL PRIMARY KEY CHECK (acceptance_id >= 0),
+            device_id     TEXT    NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+            token         TEXT    NOT NULL,
+            topic         TEXT    NOT NULL,
+            apns_id       TEXT    NOT NULL,
+            push_type     TEXT    NOT NULL,
+            priority      INTEGER NOT NULL CHECK (priority BETWEEN 0 AND 255),
+            collapse_id   TEXT,
+            payload       BLOB    NOT NULL,
+            accepted_at   INTEGER NOT NULL,
+            expires_at    INTEGER NOT NULL,
+            seq           INTEGER CHECK (seq >= 0)
+        ) STRICT;
+        -- Serves ack (device_id, seq <= ?), deleteDevice and the foreign key; a device's
+        -- sequence numbers are unique (NULLs, i.e. held notifications, are distinct).
+        CREATE UNIQUE INDEX notifications_device_seq ON notifications(device_id, seq);
+
+        -- Small durable facts, e.g. the highest acceptance id ever stored (kept when every
+        -- notification has been deleted, so that acceptance ids are never reused).
+        CREATE TABLE meta (
+            key   TEXT    NOT NULL PRIMARY KEY,
+            value INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID;
+        INSERT INTO meta (key, value) VALUES ('\(maxAcceptanceIDKey)', 0);
+        """
+}

@@ -1,0 +1,28 @@
+import NIOCore
+
+/// Per-connection limits and timeouts of the HTTP/2 server side.
+public struct HTTP2ServerConfiguration: Sendable {
+    public var session = HTTP2SessionLimits()
+    /// A request body larger than this is answered `413` and not buffered further.
+    public var maxRequestBodySize = 1024 * 1024
+    /// Request body bytes one connection may hold at once, across all its streams. A stream that
+    /// would go over is refused (RST_STREAM REFUSED_STREAM): without this, 1,000 streams each
+    /// sending just under `maxRequestBodySize` would cost a gigabyte.
+    public var maxBufferedRequestBytes = 8 * 1024 * 1024
+    /// A request whose headers and body have not fully arrived this long after it began is reset.
+    public var requestTimeout: TimeAmount = .seconds(30)
+    /// A connection with no open stream for this long is sent GOAWAY and closed.
+    public var idleTimeout: TimeAmount? = .seconds(300)
+    /// A connection whose socket stays unwritable this long (the peer reads nothing) is closed.
+    public var writeStallTimeout: TimeAmount = .seconds(60)
+    /// Once a connection is closing, how long its last bytes get to leave before it is cut.
+    public var closeTimeout: TimeAmount = .seconds(5)
+    /// Serialized frames are handed to the channel in chunks of at most this many bytes; the
+    /// channel's writability then stops further serialization, which bounds output memory.
+    public var outputChunkSize = 64 * 1024
+    /// During graceful shutdown: how long to wait for the PING that follows the shutdown notice
+    /// before sending the final GOAWAY anyway.
+    public var shutdownNoticeTimeout: TimeAmount = .seconds(1)
+
+    public init() {}
+}

@@ -1,0 +1,48 @@
+import ArgumentParser
+import PushgateTLS
+import PushgateTransport
+
+/// `http://HOST:PORT` (h2c, prior knowledge) or `https://HOST:PORT` (TLS, ALPN h2).
+struct ServerURL: ExpressibleByArgument, CustomStringConvertible {
+    var isTLS: Bool
+    var host: String
+    var port: Int
+
+    init?(argument: String) {
+        let rest: Substring
+        if argument.hasPrefix("http://") {
+            isTLS = false
+            rest = argument.dropFirst("http://".count)
+        } else if argument.hasPrefix("https://") {
+            isTLS = true
+            rest = argument.dropFirst("https://".count)
+        } else {
+            return nil
+        }
+        let authority = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        guard let address = ListenAddress(argument: String(authority)) ?? (authority.isEmpty ? nil : ListenAddress(argument: "\(authority):\(isTLS ? 443 : 2197)"))
+        else { return nil }
+        host = address.host
+        port = address.port
+    }
+
+    var description: String { "\(isTLS ? "https" : "http")://\(ListenAddress(host: host, port: port))" }
+    var scheme: String { isTLS ? "https" : "http" }
+    var authority: String { ListenAddress(host: host, port: port).description }
+
+    static var defaultValueDescription: String { "http://127.0.0.1:2197" }
+}
+
+/// Options every client command shares.
+struct ClientOptions: ParsableArguments {
+    @Option(help: "Gateway URL: http://HOST:PORT (h2c) or https://HOST:PORT (TLS).")
+    var server: ServerURL = ServerURL(argument: "http://127.0.0.1:2197")!
+
+    @Option(name: .customLong("cacert"), help: "PEM CA file to verify the gateway's certificate (https).")
+    var caFile: String?
+
+    func tlsContext() throws -> TLSContext? {
+        guard server.isTLS else { return nil }
+        return try TLSContext.client(TLSClientConfiguration(trustRootsPath: caFile, serverName: server.host))
+    }
+}

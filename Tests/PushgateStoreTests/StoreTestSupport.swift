@@ -1,0 +1,130 @@
+import Foundation
+import Logging
+@_spi(Testing) import PushgateStore
+
+/// A fresh directory under the system temp directory, removed by `remove()`.
+struct TempDirectory {
+    let path: String
+
+    init() throws {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pushgate-store-tests-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        path = url.path
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+let quietLogger = Logger(label: "pushgate.store.tests") { _ in SwiftLogNoOpLogHandler() }
+
+func openStore(_ directory: String, maxPendingCommands: Int = 100_000) throws -> SQLiteStore {
+    try SQLiteStore(directory: directory, maxPendingCommands: maxPendingCommands, logger: quietLogger)
+}
+
+/// Runs `body` with a store in a fresh directory, then closes it and removes the directory.
+func withStore(
+    maxPendingCommands: Int = 100_000,
+    _ body: (SQLiteStore, String) async throws -> Void
+) async throws {
+    let directory = try TempDirectory()
+    defer { directory.remove() }
+    let store = try openStore(directory.path, maxPendingCommands: maxPendingCommands)
+    do {
+        try await body(store, directory.path)
+    } catch {
+        await store.close()
+        throw error
+    }
+    await store.close()
+}
+
+/// Collects the results of callback-style commits, so that a test can submit several batches
+/// synchronously (e.g. while the writer is paused) and await them afterwards.
+final class Outcomes: Sendable {
+    typealias Outcome = Result<Void, StoreError>
+    private let stream: AsyncStream<(Int, Outcome)>
+    private let continuation: AsyncStream<(Int, Outcome)>.Continuation
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream()
+    }
+
+    /// Submits batch number `index`; returns when the batch is queued (or refused).
+    func submit(_ store: SQLiteStore, _ index: Int, _ commands: [StoreCommand]) {
+        store.commit(commands) { [continuation] result in
+            continuation.yield((index, result))
+        }
+    }
+
+    /// Waits for `count` results, keyed by batch number.
+    func collect(_ count: Int) async -> [Int: Outcome] {
+        var results: [Int: Outcome] = [:]
+        if count == 0 { return results }
+        for await (index, result) in stream {
+            results[index] = result
+            if results.count == count { break }
+        }
+        return results
+    }
+}
+
+extension Result where Success == Void, Failure == StoreError {
+    var errorKind: StoreError.Kind? {
+        if case .failure(let error) = self { return error.kind }
+        return nil
+    }
+
+    var isSuccess: Bool {
+        if case .success = self { return true }
+        return false
+    }
+}
+
+// MARK: - Records
+
+func device(_ id: String, createdAt: Int64 = 1_000, ackedSeq: UInt64 = 0) -> DeviceRecord {
+    DeviceRecord(id: id, secretHash: Array(repeating: 0xAB, count: 32) + Array(id.utf8), createdAt: createdAt, ackedSeq: ackedSeq)
+}
+
+func token(_ n: Int) -> String {
+    let hex = String(n, radix: 16)
+    return String(repeating: "0", count: 64 - hex.count) + hex
+}
+
+func registration(_ tokenNumber: Int, device: String, topic: String, createdAt: Int64 = 2_000, unregisteredAt: Int64? = nil) -> RegistrationRecord {
+    RegistrationRecord(token: token(tokenNumber), deviceID: device, topic: topic, createdAt: createdAt, unregisteredAt: unregisteredAt)
+}
+
+func notification(
+    _ acceptanceID: UInt64,
+    device: String,
+    tokenNumber: Int = 1,
+    topic: String = "com.example.news",
+    collapseID: String? = nil,
+    payloadSize: Int = 40,
+    seq: UInt64? = nil
+) -> NotificationRecord {
+    NotificationRecord(
+        acceptanceID: acceptanceID,
+        deviceID: device,
+        token: token(tokenNumber),
+        topic: topic,
+        apnsID: "00000000-0000-0000-0000-\(String(format: "%012d", acceptanceID))",
+        pushType: seq == nil ? "background" : "alert",
+        priority: seq == nil ? 5 : 10,
+        collapseID: collapseID,
+        payload: payload(acceptanceID, size: payloadSize),
+        acceptedAt: 10_000 &+ Int64(truncatingIfNeeded: acceptanceID),
+        expiresAt: 99_000_000 &+ Int64(truncatingIfNeeded: acceptanceID),
+        seq: seq
+    )
+}
+
+/// A JSON object of exactly `size` bytes (when `size` is large enough), padded with spaces.
+func payload(_ n: UInt64, size: Int) -> [UInt8] {
+    let json = Array("{\"aps\":{\"content-available\":1},\"n\":\(n)}".utf8)
+    return json + Array(repeating: UInt8(ascii: " "), count: max(0, size - json.count))
+}
