@@ -54,15 +54,11 @@ let package = Package(
         // Secure randomness, hashing (and later JWT signatures) on libcrypto.
         .target(name: "PushgateCrypto", dependencies: ["COpenSSL"]),
         // Domain words shared by the APIs, the scheduler and the store.
-        .target(name: "PushgateCore"),
-        // The APNs provider API: request validation (pure) and, later, its route.
         .target(
-            name: "PushgateProviderAPI",
-            dependencies: [
-                "PushgateCore",
-                .product(name: "NIOCore", package: "swift-nio"),
-            ]
+            name: "PushgateCore",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")]
         ),
+
         // Durable state: SQLite (WAL, fsync'd group commit) behind the NotificationStore protocol.
         .target(
             name: "PushgateStore",
@@ -78,7 +74,6 @@ let package = Package(
             dependencies: [
                 "PushgateCore",
                 "PushgateCrypto",
-                "PushgateProviderAPI",
                 "PushgateStore",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -91,6 +86,19 @@ let package = Package(
             dependencies: [
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // The APNs provider API: request validation (pure) and its route.
+        .target(
+            name: "PushgateProviderAPI",
+            dependencies: [
+                "PushgateCore",
+                "PushgateDelivery",
+                "PushgateRouting",
+                "PushgateTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // The device agents' API: devices, registrations, event stream, acks.
@@ -102,12 +110,17 @@ let package = Package(
                 "PushgateRouting",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // The gateway itself: composes the APIs, operator routes and lifecycle.
         .target(
             name: "PushgateGateway",
             dependencies: [
+                "PushgateDelivery",
+                "PushgateDeviceAPI",
+                "PushgateProviderAPI",
+                "PushgateStore",
                 "PushgateRouting",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -153,6 +166,8 @@ let package = Package(
             name: "PushgateGatewayTests",
             dependencies: [
                 "PushgateGateway",
+                "PushgateDelivery",
+                "PushgateStore",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -173,7 +188,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PushgateStoreTests",
-            dependencies: ["PushgateStore"]
+            dependencies: [
+                "PushgateStore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // Runs the real `pushgate` binary against clients nobody here wrote (curl, nghttp, h2load).
         .testTarget(

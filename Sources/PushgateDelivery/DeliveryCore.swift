@@ -1,7 +1,8 @@
 import Logging
 import NIOCore
+import PushgateCore
 import PushgateCrypto
-import PushgateProviderAPI
+
 import PushgateStore
 import PushgateTransport
 import Synchronization

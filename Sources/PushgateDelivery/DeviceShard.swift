@@ -2,7 +2,7 @@ import Logging
 import NIOCore
 import PushgateCore
 import PushgateCrypto
-import PushgateProviderAPI
+
 import PushgateStore
 import PushgateTransport
 

@@ -1,16 +1,22 @@
 import Logging
 import NIOCore
+import PushgateDelivery
+import PushgateDeviceAPI
+import PushgateProviderAPI
 import PushgateRouting
 import PushgateTransport
 
 /// Assembles the gateway's routes. Each API registers its own routes here.
 public enum Gateway {
-    public static func makeRouter(readiness: Readiness) -> Router {
+    public static func makeRouter(
+        readiness: Readiness,
+        core: DeliveryCore,
+        validator: ProviderRequestValidator = ProviderRequestValidator()
+    ) -> Router {
         var router = Router()
         HealthRoutes.register(on: &router, readiness: readiness)
-        // Provider (APNs) and device APIs are HTTP/2 only.
-        router.reserveHTTP2Only(prefix: "/3/")
-        router.reserveHTTP2Only(prefix: "/v1/devices")
+        ProviderRoute.register(on: &router, core: core, validator: validator)
+        DeviceRoutes.register(on: &router, core: core)
         return router
     }
 }

@@ -5,7 +5,9 @@ import Glibc
 import Logging
 import NIOCore
 import NIOPosix
+import PushgateDelivery
 import PushgateGateway
+import PushgateStore
 import PushgateTLS
 import PushgateTransport
 import ServiceLifecycle
@@ -37,6 +39,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Flag(name: .customLong("tls-require-client-cert"), help: "Refuse TLS clients without a certificate (needs --tls-client-ca).")
     var tlsRequireClientCert = false
+
+    @Option(name: .customLong("data-dir"), help: "Directory of the SQLite store (created if missing).")
+    var dataDirectory: String = "./pushgate-data"
 
     @Option(name: .customLong("idle-timeout"), help: "Seconds a connection with no open stream is kept.")
     var idleTimeout: Int = 300
@@ -99,18 +104,22 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration = HTTPServerConfiguration()
         configuration.http2.idleTimeout = .seconds(Int64(idleTimeout))
 
+        let store = try SQLiteStore(directory: dataDirectory, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let readiness = Readiness()
+        let core = DeliveryCore(group: group, store: store, logger: logger)
         let server = HTTPServer(
             listeners: listeners,
             configuration: configuration,
-            application: Gateway.makeRouter(readiness: readiness),
+            application: Gateway.makeRouter(readiness: readiness, core: core),
             group: group,
             logger: logger
         )
         let schemes = listeners.map { $0.tls == nil ? "http" : "https" }
         let gateway = GatewayService(
             server: server,
+            core: core,
+            store: store,
             readiness: readiness,
             shutdownDeadline: .seconds(Int64(shutdownTimeout)),
             logger: logger

@@ -1,7 +1,10 @@
+import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import PushgateDelivery
 import PushgateGateway
+import PushgateStore
 import PushgateTransport
 import Testing
 
@@ -59,6 +62,7 @@ struct RouterTests {
 struct RunningGateway {
     let group: MultiThreadedEventLoopGroup
     let readiness: Readiness
+    let core: DeliveryCore
     let port: Int
 
     func connect() async throws -> HTTP2ClientConnection {
@@ -89,26 +93,39 @@ private final class CollectedBytes: ChannelInboundHandler, @unchecked Sendable {
     }
 }
 
-func withGateway(_ body: (RunningGateway) async throws -> Void) async throws {
-    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+/// A gateway on an ephemeral port with a store in a fresh temporary directory (or `directory`,
+/// to test a restart).
+func withGateway(
+    directory: String? = nil,
+    clock: any DeliveryClock = SystemClock(),
+    _ body: (RunningGateway) async throws -> Void
+) async throws {
+    let dataDirectory = directory ?? FileManager.default.temporaryDirectory
+        .appendingPathComponent("pushgate-test-\(UUID().uuidString)").path
+    defer { if directory == nil { try? FileManager.default.removeItem(atPath: dataDirectory) } }
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
     let readiness = Readiness()
     var logger = Logger(label: "test")
-    logger.logLevel = .critical
+    logger.logLevel = ProcessInfo.processInfo.environment["PUSHGATE_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+    let store = try SQLiteStore(directory: dataDirectory, logger: logger)
+    let core = DeliveryCore(group: group, store: store, clock: clock, logger: logger)
+    try await core.restore()
     let server = HTTPServer(
         listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
-        application: Gateway.makeRouter(readiness: readiness),
+        application: Gateway.makeRouter(readiness: readiness, core: core),
         group: group,
         logger: logger
     )
     let addresses = try await server.start()
-    let gateway = RunningGateway(group: group, readiness: readiness, port: addresses[0].port!)
+    let gateway = RunningGateway(group: group, readiness: readiness, core: core, port: addresses[0].port!)
+    var failure: (any Error)?
     do {
         try await body(gateway)
     } catch {
-        await server.shutdownGracefully(deadline: .milliseconds(100))
-        try await group.shutdownGracefully()
-        throw error
+        failure = error
     }
-    await server.shutdownGracefully(deadline: .milliseconds(100))
+    await server.shutdownGracefully(deadline: TimeAmount.milliseconds(100))
+    await store.close()
     try await group.shutdownGracefully()
+    if let failure { throw failure }
 }
