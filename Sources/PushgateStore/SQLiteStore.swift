@@ -9,7 +9,8 @@ import Synchronization
 ///
 /// Threads:
 /// - callers of `commit` only take a short lock to append their batch to the pending queue;
-/// - the writer is GRDB's serial database queue: a drain loop that takes everything pending,
+/// - the writer is GRDB's serial database queue: a drain loop that takes what is pending (up to
+///   `maxGroupCommands` commands),
 ///   applies it in one transaction (a savepoint per batch), commits (one fsync), and repeats
 ///   while more is pending;
 /// - completions run on a separate serial queue (in commit order), so the writer starts the
@@ -237,6 +238,9 @@ public final class SQLiteStore: NotificationStore {
         var completion: @Sendable (Result<Void, StoreError>) -> Void
     }
 
+    /// Commands in one transaction at most (a single larger batch still goes in whole).
+    static let maxGroupCommands = 4096
+
     private struct WriterState {
         var pending: [Batch] = []
         var pendingCommands = 0
@@ -274,8 +278,21 @@ public final class SQLiteStore: NotificationStore {
         while true {
             let step: WriterStep = state.withLock { s in
                 if !s.pending.isEmpty, !s.paused {
-                    swap(&group, &s.pending)
-                    s.pendingCommands = 0
+                    // A backlog is cut into groups of about maxGroupCommands, so that the first
+                    // batch of a burst waits for one bounded transaction, not for the whole burst.
+                    var taken = 0
+                    var count = 0
+                    while count < s.pending.count, taken < Self.maxGroupCommands {
+                        taken += s.pending[count].commands.count
+                        count += 1
+                    }
+                    if count == s.pending.count {
+                        swap(&group, &s.pending)
+                    } else {
+                        group = Array(s.pending[..<count])
+                        s.pending.removeFirst(count)
+                    }
+                    s.pendingCommands -= taken
                     return .write
                 }
                 s.writerScheduled = false
