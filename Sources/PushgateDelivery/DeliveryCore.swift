@@ -101,7 +101,7 @@ public final class DeliveryCore: Sendable {
             id = try Identifiers.newDeviceID()
             secret = try Identifiers.newSecret()
         } catch {
-            return loop.makeFailedFuture(DeviceRequestError(status: 500, reason: "InternalServerError", detail: "\(error)"))
+            return loop.makeFailedFuture(Refusal(status: 500, reason: "InternalServerError", detail: "\(error)"))
         }
         let shard = self.shard(of: id)!
         let promise = shard.eventLoop.makePromise(of: Void.self)
@@ -140,7 +140,7 @@ public final class DeliveryCore: Sendable {
             if shard.authenticate(deviceID: deviceID, secret: secret) != nil {
                 promise.succeed()
             } else {
-                promise.fail(DeviceRequestError.unauthorized)
+                promise.fail(Refusal.unauthorized)
             }
         }
     }
@@ -164,7 +164,7 @@ public final class DeliveryCore: Sendable {
     public func accept(_ push: ValidatedPush) -> EventLoopFuture<Disposition> {
         guard let shard = shard(of: push.deviceToken) else {
             return shards[0].eventLoop.makeFailedFuture(
-                PushRefusal(status: 400, reason: "BadDeviceToken", detail: "no device has the token \(push.deviceToken)")
+                Refusal(status: 400, reason: "BadDeviceToken", detail: "no device has the token \(push.deviceToken)")
             )
         }
         let promise = shard.eventLoop.makePromise(of: Disposition.self)
@@ -188,7 +188,7 @@ public final class DeliveryCore: Sendable {
         _ body: @escaping @Sendable (DeviceShard, EventLoopPromise<T>) -> Void
     ) -> EventLoopFuture<T> {
         guard Identifiers.isDeviceID(deviceID), let shard = shard(of: deviceID) else {
-            return shards[0].eventLoop.makeFailedFuture(DeviceRequestError.unauthorized)
+            return shards[0].eventLoop.makeFailedFuture(Refusal.unauthorized)
         }
         let promise = shard.eventLoop.makePromise(of: T.self)
         shard.eventLoop.execute { body(shard, promise) }

@@ -36,44 +36,9 @@ public enum DeliveryKind: String, Sendable {
     case stored
 }
 
-/// A refused provider push, in APNs terms.
-public struct PushRefusal: Error, Sendable, Equatable {
-    public var status: Int
-    public var reason: String
-    public var detail: String
-    /// Milliseconds; only for 410 `Unregistered`.
-    public var timestamp: Int64?
-
-    public init(status: Int, reason: String, detail: String, timestamp: Int64? = nil) {
-        self.status = status
-        self.reason = reason
-        self.detail = detail
-        self.timestamp = timestamp
-    }
-}
-
-/// A refused device API request.
-public struct DeviceRequestError: Error, Sendable, Equatable {
-    public var status: Int
-    public var reason: String
-    public var detail: String
-
-    public init(status: Int, reason: String, detail: String) {
-        self.status = status
-        self.reason = reason
-        self.detail = detail
-    }
-
-    /// The same answer for a wrong secret and an unknown device: the response never tells
-    /// whether a device id exists.
-    public static let unauthorized = DeviceRequestError(
-        status: 401,
-        reason: "Unauthorized",
-        detail: "missing or wrong device secret: send authorization: bearer <secret> as returned by POST /v1/devices"
-    )
-
-    static func storeFailed(_ error: some Error) -> DeviceRequestError {
-        DeviceRequestError(status: 503, reason: "ServiceUnavailable", detail: "could not persist the change: \(error); retry")
+extension Refusal {
+    static func storeFailed(_ error: some Error) -> Refusal {
+        Refusal(status: 503, reason: "ServiceUnavailable", detail: "could not persist the change: \(error); retry")
     }
 }
 

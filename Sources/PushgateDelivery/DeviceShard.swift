@@ -84,7 +84,7 @@ final class DeviceShard: @unchecked Sendable {
         devices[id] = DeviceState(id: id, secretHash: secretHash, ackedSeq: 0)
         commit([.createDevice(record)]) { [self] result in
             if case .failure = result { devices[id] = nil }
-            promise.completeWith(result.mapError { DeviceRequestError.storeFailed($0) as any Error })
+            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
     }
 
@@ -96,7 +96,7 @@ final class DeviceShard: @unchecked Sendable {
 
     func register(deviceID: String, secret: String, topic: String, promise: EventLoopPromise<String>) {
         guard let device = authenticate(deviceID: deviceID, secret: secret) else {
-            promise.fail(DeviceRequestError.unauthorized)
+            promise.fail(Refusal.unauthorized)
             return
         }
         if let token = device.tokensByTopic[topic] {
@@ -107,7 +107,7 @@ final class DeviceShard: @unchecked Sendable {
         do {
             token = try Identifiers.newToken(forDevice: deviceID)
         } catch {
-            promise.fail(DeviceRequestError(status: 500, reason: "InternalServerError", detail: "\(error)"))
+            promise.fail(Refusal(status: 500, reason: "InternalServerError", detail: "\(error)"))
             return
         }
         let record = RegistrationRecord(token: token, deviceID: deviceID, topic: topic, createdAt: clock.nowMillis())
@@ -120,21 +120,21 @@ final class DeviceShard: @unchecked Sendable {
             case .failure(let error):
                 registrations[token] = nil
                 if device.tokensByTopic[topic] == token { device.tokensByTopic[topic] = nil }
-                promise.fail(DeviceRequestError.storeFailed(error))
+                promise.fail(Refusal.storeFailed(error))
             }
         }
     }
 
     func unregister(deviceID: String, secret: String, token: String, promise: EventLoopPromise<Void>) {
         guard let device = authenticate(deviceID: deviceID, secret: secret) else {
-            promise.fail(DeviceRequestError.unauthorized)
+            promise.fail(Refusal.unauthorized)
             return
         }
         guard var registration = registrations[token], registration.deviceID == deviceID,
               registration.unregisteredAt == nil
         else {
             promise.fail(
-                DeviceRequestError(status: 404, reason: "NotFound", detail: "no active registration \(token) on this device")
+                Refusal(status: 404, reason: "NotFound", detail: "no active registration \(token) on this device")
             )
             return
         }
@@ -150,13 +150,13 @@ final class DeviceShard: @unchecked Sendable {
         var commands: [StoreCommand] = [.unregister(token: token, at: now)]
         if !dropped.isEmpty { commands.append(.remove(acceptanceIDs: dropped)) }
         commit(commands) { result in
-            promise.completeWith(result.mapError { DeviceRequestError.storeFailed($0) as any Error })
+            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
     }
 
     func deleteDevice(deviceID: String, secret: String, promise: EventLoopPromise<Void>) {
         guard let device = authenticate(deviceID: deviceID, secret: secret) else {
-            promise.fail(DeviceRequestError.unauthorized)
+            promise.fail(Refusal.unauthorized)
             return
         }
         let now = clock.nowMillis()
@@ -167,7 +167,7 @@ final class DeviceShard: @unchecked Sendable {
         online[deviceID] = nil
         withQueue.remove(deviceID)
         commit([.deleteDevice(id: deviceID, at: now)]) { result in
-            promise.completeWith(result.mapError { DeviceRequestError.storeFailed($0) as any Error })
+            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
     }
 
@@ -175,12 +175,12 @@ final class DeviceShard: @unchecked Sendable {
 
     func accept(_ push: ValidatedPush, promise: EventLoopPromise<Disposition>) {
         guard let registration = registrations[push.deviceToken], let device = devices[registration.deviceID] else {
-            promise.fail(PushRefusal(status: 400, reason: "BadDeviceToken", detail: "no device has the token \(push.deviceToken)"))
+            promise.fail(Refusal(status: 400, reason: "BadDeviceToken", detail: "no device has the token \(push.deviceToken)"))
             return
         }
         if let at = registration.unregisteredAt {
             promise.fail(
-                PushRefusal(
+                Refusal(
                     status: 410,
                     reason: "Unregistered",
                     detail: "the token was unregistered; stop sending to it",
@@ -191,7 +191,7 @@ final class DeviceShard: @unchecked Sendable {
         }
         guard registration.topic == push.topic else {
             promise.fail(
-                PushRefusal(
+                Refusal(
                     status: 400,
                     reason: "DeviceTokenNotForTopic",
                     detail: "the token is registered for \(registration.topic), not \(push.topic)"
@@ -221,7 +221,7 @@ final class DeviceShard: @unchecked Sendable {
         }
         guard device.queue.count < configuration.maxQueuedPerDevice else {
             promise.fail(
-                PushRefusal(
+                Refusal(
                     status: 429,
                     reason: "TooManyRequests",
                     detail: "\(device.queue.count) notifications are already waiting for this device; retry later"
@@ -257,7 +257,7 @@ final class DeviceShard: @unchecked Sendable {
                 promise.succeed(disposition)
             case .failure(let error):
                 promise.fail(
-                    PushRefusal(
+                    Refusal(
                         status: error.kind == .overloaded ? 503 : 500,
                         reason: error.kind == .overloaded ? "ServiceUnavailable" : "InternalServerError",
                         detail: "the notification could not be stored: \(error); retry"
@@ -307,7 +307,7 @@ final class DeviceShard: @unchecked Sendable {
 
     func ack(deviceID: String, secret: String, upTo: UInt64, promise: EventLoopPromise<Void>) {
         guard let device = authenticate(deviceID: deviceID, secret: secret) else {
-            promise.fail(DeviceRequestError.unauthorized)
+            promise.fail(Refusal.unauthorized)
             return
         }
         acknowledge(device, upTo: upTo, promise: promise)
@@ -335,7 +335,7 @@ final class DeviceShard: @unchecked Sendable {
         if device.queue.isEmpty { withQueue.remove(device.id) }
         device.ackedSeq = upTo
         commit([.ack(deviceID: device.id, upTo: upTo)]) { result in
-            promise?.completeWith(result.mapError { DeviceRequestError.storeFailed($0) as any Error })
+            promise?.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
         pump(device)
     }

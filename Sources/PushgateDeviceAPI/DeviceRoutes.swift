@@ -38,7 +38,7 @@ public enum DeviceRoutes {
             return
         }
         guard let secret = bearerSecret(request.headers) else {
-            responder.respond(errorResponse(DeviceRequestError.unauthorized))
+            responder.respond(errorResponse(Refusal.unauthorized))
             return
         }
         let method = request.method
@@ -159,7 +159,7 @@ public enum DeviceRoutes {
     }
 
     static func errorResponse(_ error: any Error) -> HTTPServerResponse {
-        if let error = error as? DeviceRequestError {
+        if let error = error as? Refusal {
             return .error(status: error.status, reason: error.reason, detail: error.detail)
         }
         return .error(status: 500, reason: "InternalServerError", detail: "\(error)")

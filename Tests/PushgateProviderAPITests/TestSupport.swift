@@ -103,7 +103,7 @@ func plainPayload(size: Int) -> String {
 func expectRejected(
     _ outcome: ValidationOutcome, _ status: Int, _ reason: String, detailContains fragments: [String],
     sourceLocation: SourceLocation = #_sourceLocation
-) -> ProviderRejection? {
+) -> Refusal? {
     guard case .rejected(let rejection, _) = outcome else {
         Issue.record("expected \(status) \(reason), got \(outcome)", sourceLocation: sourceLocation)
         return nil

@@ -36,7 +36,7 @@ public enum ProviderRoute {
                     headers.add(name: "apns-id", value: push.apnsID)
                     headers.add(name: "pushgate-disposition", value: disposition.rawValue)
                     responder.respond(HTTPServerResponse(status: 200, headers: headers))
-                case .failure(let refusal as PushRefusal):
+                case .failure(let refusal as Refusal):
                     responder.respond(
                         response(
                             status: refusal.status,

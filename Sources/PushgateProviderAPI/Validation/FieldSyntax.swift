@@ -161,7 +161,7 @@ enum FieldSyntax {
     }
 }
 
-/// Formatting for `ProviderRejection.detail`: values are quoted, escaped and cut short.
+/// Formatting for `Refusal.detail`: values are quoted, escaped and cut short.
 enum Detail {
     /// Longest part of a client-supplied value quoted in a detail, in Unicode scalars.
     static let maxQuotedScalars = 64

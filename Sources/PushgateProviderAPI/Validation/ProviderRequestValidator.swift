@@ -6,7 +6,7 @@ public enum ValidationOutcome: Sendable, Equatable {
     case accepted(ValidatedPush)
     /// Answer with `rejection` and this `apns-id`: the request's own (normalized) when it sent a
     /// single valid one, otherwise a generated one.
-    case rejected(ProviderRejection, apnsID: String)
+    case rejected(Refusal, apnsID: String)
 
     /// The `apns-id` to put on the response, whatever the verdict.
     public var apnsID: String {
@@ -155,7 +155,7 @@ public struct ProviderRequestValidator: Sendable {
         let requestID: String? = fields.apnsIDCount == 1 ? fields.apnsID.flatMap(FieldSyntax.canonicalUUID) : nil
         func reject(_ status: Int, _ reason: String, _ detail: String) -> ValidationOutcome {
             .rejected(
-                ProviderRejection(status: status, reason: reason, detail: detail),
+                Refusal(status: status, reason: reason, detail: detail),
                 apnsID: requestID ?? FieldSyntax.uuidV4(uuidBits())
             )
         }
@@ -271,7 +271,7 @@ public struct ProviderRequestValidator: Sendable {
         }
 
         // 12-15. The payload.
-        let payloadVerdict: Result<(PushType, PushPriority), ProviderRejection> = body.withUnsafeReadableBytes { bytes in
+        let payloadVerdict: Result<(PushType, PushPriority), Refusal> = body.withUnsafeReadableBytes { bytes in
             Self.checkPayload(
                 bytes, declaredType: declaredType ?? topicType, explicitPriority: explicitPriority,
                 defaultPriority: defaultPriority
@@ -343,8 +343,8 @@ public struct ProviderRequestValidator: Sendable {
 
     // MARK: payload
 
-    private static func badPayload(_ detail: String) -> Result<(PushType, PushPriority), ProviderRejection> {
-        .failure(ProviderRejection(status: 400, reason: "BadPayload", detail: detail))
+    private static func badPayload(_ detail: String) -> Result<(PushType, PushPriority), Refusal> {
+        .failure(Refusal(status: 400, reason: "BadPayload", detail: detail))
     }
 
     /// Rules 12-15, on the raw bytes. `declaredType` is the header's type or the topic's.
@@ -353,7 +353,7 @@ public struct ProviderRequestValidator: Sendable {
         declaredType: PushType?,
         explicitPriority: PushPriority?,
         defaultPriority: PushPriority
-    ) -> Result<(PushType, PushPriority), ProviderRejection> {
+    ) -> Result<(PushType, PushPriority), Refusal> {
         // 12. JSON.
         let facts: APSFacts
         switch PayloadScanner.scan(bytes) {
@@ -417,7 +417,7 @@ public struct ProviderRequestValidator: Sendable {
         if let priority = explicitPriority {
             guard priority != .high else {
                 return .failure(
-                    ProviderRejection(
+                    Refusal(
                         status: 400, reason: "BadPriority",
                         detail: "background pushes must use apns-priority 5 or 1, got 10"
                     )

@@ -1,0 +1,28 @@
+/// Why a request was refused: an HTTP status, a stable `reason` word (APNs' own where one
+/// exists, e.g. `BadDeviceToken`), and a `detail` that tells a person what exactly to fix.
+public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+    /// HTTP status (400, 401, 403, 404, 405, 410, 413, 429, 500, 503).
+    public var status: Int
+    public var reason: String
+    /// What exactly was wrong, e.g. "apns-priority must be 1, 5 or 10, got \"7\"".
+    public var detail: String
+    /// Milliseconds since the epoch; only on 410 `Unregistered` (when the token was unregistered).
+    public var timestamp: Int64?
+
+    public init(status: Int, reason: String, detail: String, timestamp: Int64? = nil) {
+        self.status = status
+        self.reason = reason
+        self.detail = detail
+        self.timestamp = timestamp
+    }
+
+    public var description: String { "\(status) \(reason): \(detail)" }
+
+    /// The same answer for a wrong secret and an unknown device: it never tells whether a device
+    /// id exists.
+    public static let unauthorized = Refusal(
+        status: 401,
+        reason: "Unauthorized",
+        detail: "missing or wrong device secret: send authorization: bearer <secret> as returned by POST /v1/devices"
+    )
+}
