@@ -1,0 +1,338 @@
+import ArgumentParser
+import Foundation
+import Histogram
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import PushgateTransport
+import Synchronization
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "End-to-end load: devices holding event streams, providers sending pushes.",
+        discussion: """
+            Creates --devices devices (one HTTP/2 connection and event stream each, acking what
+            they receive), then sends --pushes pushes over --providers provider connections,
+            spread evenly over the devices, at --rate pushes/s or flat out. Measures accept latency
+            (request to 200) and delivery latency (request to receipt on the device's stream),
+            counts lost pushes (accepted, never received) and duplicates. A progress line goes to
+            stderr every second; the result is a table and one JSON line on stdout.
+            """
+    )
+
+    @OptionGroup var client: ClientOptions
+
+    @Option(help: "Devices holding an event stream.")
+    var devices: Int = 1000
+
+    @Option(help: "Provider connections.")
+    var providers: Int = 4
+
+    @Option(help: "Pushes to send.")
+    var pushes: Int = 100_000
+
+    @Option(help: "Target pushes per second over all providers (default: flat out).")
+    var rate: Int?
+
+    @Option(name: .customLong("in-flight"), help: "Concurrent requests per provider connection.")
+    var inFlight: Int = 128
+
+    @Option(help: "Topic the devices register.")
+    var topic: String = "com.example.bench"
+
+    @Option(name: .customLong("payload-bytes"), help: "Approximate payload size.")
+    var payloadBytes: Int = 128
+
+    @Option(name: .customLong("drain-seconds"), help: "How long to wait for the last deliveries.")
+    var drainSeconds: Int = 15
+
+    func validate() throws {
+        guard devices >= 1, providers >= 1, pushes >= 1, inFlight >= 1 else {
+            throw ValidationError("--devices, --providers, --pushes and --in-flight must be at least 1")
+        }
+        if let rate, rate < 1 { throw ValidationError("--rate must be at least 1") }
+    }
+
+    func run() async throws {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let tls = try client.tlsContext()
+        let connect: @Sendable () async throws -> HTTP2ClientConnection = { [client] in
+            try await HTTP2ClientConnection.connect(host: client.server.host, port: client.server.port, tls: tls, group: group)
+        }
+        let bench = BenchRun(options: self, connect: connect)
+        try await bench.run()
+    }
+}
+
+/// Shared measurements, behind one lock: three short critical sections per push.
+final class BenchLedger: Sendable {
+    struct State {
+        var sentAt: [UInt64]
+        var received: [UInt8]
+        var accepted = 0
+        var refused = 0
+        var receivedTotal = 0
+        var duplicates = 0
+        var acceptLatency = Histogram<UInt64>(highestTrackableValue: 60_000_000)
+        var deliveryLatency = Histogram<UInt64>(highestTrackableValue: 60_000_000)
+        var firstRefusal: String?
+    }
+
+    let state: Mutex<State>
+    let streamsOpen = Atomic<Int>(0)
+    let stopped = Atomic<Bool>(false)
+    let nextIndex = Atomic<Int>(0)
+
+    init(pushes: Int) {
+        state = Mutex(State(sentAt: Array(repeating: 0, count: pushes), received: Array(repeating: 0, count: pushes)))
+    }
+
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+}
+
+struct BenchRun: Sendable {
+    let options: BenchCommand
+    let connect: @Sendable () async throws -> HTTP2ClientConnection
+
+    private func request(_ method: String, _ path: String, secret: String? = nil, headers extra: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
+        var headers = extra
+        if let secret { headers.add(name: "authorization", value: "bearer \(secret)") }
+        return HTTPClientRequest(
+            method: method,
+            path: path,
+            authority: options.client.server.authority,
+            scheme: options.client.server.scheme,
+            headers: headers,
+            body: body
+        )
+    }
+
+    struct Device: Sendable {
+        var id: String
+        var secret: String
+        var token: String
+    }
+
+    func run() async throws {
+        let ledger = BenchLedger(pushes: options.pushes)
+        log("creating \(options.devices) devices")
+        let devices = try await createDevices()
+        log("opening \(devices.count) event streams")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for device in devices {
+                group.addTask { try await receive(device, ledger: ledger) }
+            }
+            while ledger.streamsOpen.load(ordering: .relaxed) < devices.count {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            log("sending \(options.pushes) pushes over \(options.providers) connections" + (options.rate.map { " at \($0)/s" } ?? " flat out"))
+            let started = BenchLedger.now()
+            let progress = Task { await reportProgress(ledger, started: started) }
+            try await send(devices, ledger: ledger)
+            let sendSeconds = Double(BenchLedger.now() - started) / 1e9
+            let deadline = BenchLedger.now() + UInt64(options.drainSeconds) * 1_000_000_000
+            while BenchLedger.now() < deadline {
+                let (accepted, received) = ledger.state.withLock { ($0.accepted, $0.receivedTotal - $0.duplicates) }
+                if received >= accepted { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            progress.cancel()
+            ledger.stopped.store(true, ordering: .relaxed)
+            group.cancelAll()
+            report(ledger, sendSeconds: sendSeconds)
+        }
+    }
+
+    private func createDevices() async throws -> [Device] {
+        let connections = try await (0..<4).asyncMap { _ in try await connect() }
+        let devices = try await withThrowingTaskGroup(of: Device.self) { group in
+            var created: [Device] = []
+            var next = 0
+            func add() {
+                let connection = connections[next % connections.count]
+                next += 1
+                group.addTask { try await createDevice(on: connection) }
+            }
+            for _ in 0..<min(64, options.devices) { add() }
+            while let device = try await group.next() {
+                created.append(device)
+                if next < options.devices { add() }
+            }
+            return created
+        }
+        for connection in connections { await connection.close() }
+        return devices
+    }
+
+    private func createDevice(on connection: HTTP2ClientConnection) async throws -> Device {
+        struct Created: Decodable { var deviceId: String; var secret: String }
+        struct Registered: Decodable { var token: String }
+        let created = try await connection.send(request("POST", "/v1/devices"))
+        guard created.status == 201, let device = try? JSONDecoder().decode(Created.self, from: Data(created.body.readableBytesView)) else {
+            throw AgentFailure(description: "device creation failed: \(created.status) \(String(buffer: created.body))")
+        }
+        let registered = try await connection.send(
+            request("POST", "/v1/devices/\(device.deviceId)/registrations", secret: device.secret, body: ByteBuffer(string: "{\"topic\":\"\(options.topic)\"}"))
+        )
+        guard registered.status == 201, let token = try? JSONDecoder().decode(Registered.self, from: Data(registered.body.readableBytesView)) else {
+            throw AgentFailure(description: "registration failed: \(registered.status) \(String(buffer: registered.body))")
+        }
+        return Device(id: device.deviceId, secret: device.secret, token: token.token)
+    }
+
+    /// One device: its own connection and event stream; records each push's arrival and acks.
+    private func receive(_ device: Device, ledger: BenchLedger) async throws {
+        let connection = try await connect()
+        defer { Task { await connection.close() } }
+        let response = try await connection.stream(request("GET", "/v1/devices/\(device.id)/events", secret: device.secret))
+        guard response.status == 200 else { throw AgentFailure(description: "event stream refused: \(response.status)") }
+        ledger.streamsOpen.add(1, ordering: .relaxed)
+        var parser = EventStreamParser()
+        for try await chunk in response.body {
+            let now = BenchLedger.now()
+            var newest: UInt64?
+            let events = parser.feed(chunk)
+            ledger.state.withLock { state in
+                for event in events where event.type == "notification" {
+                    if let seq = event.id.flatMap(UInt64.init) { newest = seq }
+                    guard let index = BenchRun.pushIndex(inEvent: event.data), index < state.received.count else { continue }
+                    state.receivedTotal += 1
+                    state.received[index] &+= 1
+                    if state.received[index] > 1 {
+                        state.duplicates += 1
+                    } else if state.sentAt[index] > 0 {
+                        _ = state.deliveryLatency.record((now - state.sentAt[index]) / 1000)
+                    }
+                }
+            }
+            if let newest, !ledger.stopped.load(ordering: .relaxed) {
+                _ = try await connection.send(
+                    request("POST", "/v1/devices/\(device.id)/ack", secret: device.secret, body: ByteBuffer(string: "{\"upTo\":\(newest)}"))
+                )
+            }
+        }
+    }
+
+    /// The bench's apns-ids carry the push index in their last 12 hex digits.
+    static func apnsID(for index: Int) -> String {
+        let hex = String(index, radix: 16)
+        return "00000000-0000-4000-8000-" + String(repeating: "0", count: 12 - hex.count) + hex
+    }
+
+    static func pushIndex(inEvent data: String) -> Int? {
+        guard let range = data.range(of: "\"apnsId\":\"00000000-0000-4000-8000-") else { return nil }
+        let digits = data[range.upperBound...].prefix(12)
+        return Int(digits, radix: 16)
+    }
+
+    private func send(_ devices: [Device], ledger: BenchLedger) async throws {
+        let padding = String(repeating: "x", count: max(0, options.payloadBytes - 40))
+        let body = ByteBuffer(string: "{\"aps\":{\"alert\":\"bench\"},\"pad\":\"\(padding)\"}")
+        let started = BenchLedger.now()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<options.providers {
+                let connection = try await connect()
+                group.addTask {
+                    defer { Task { await connection.close() } }
+                    try await withThrowingTaskGroup(of: Void.self) { inFlight in
+                        var running = 0
+                        while true {
+                            let index = ledger.nextIndex.add(1, ordering: .relaxed).oldValue
+                            guard index < options.pushes else { break }
+                            if let rate = options.rate {
+                                let due = started + UInt64(index) * 1_000_000_000 / UInt64(rate)
+                                let now = BenchLedger.now()
+                                if due > now + 1_000_000 { try await Task.sleep(for: .nanoseconds(Int(due - now))) }
+                            }
+                            if running >= options.inFlight {
+                                try await inFlight.next()
+                                running -= 1
+                            }
+                            running += 1
+                            let device = devices[index % devices.count]
+                            inFlight.addTask {
+                                try await push(index, to: device, body: body, on: connection, ledger: ledger)
+                            }
+                        }
+                        try await inFlight.waitForAll()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    private func push(_ index: Int, to device: Device, body: ByteBuffer, on connection: HTTP2ClientConnection, ledger: BenchLedger) async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "apns-topic", value: options.topic)
+        headers.add(name: "apns-push-type", value: "alert")
+        headers.add(name: "apns-id", value: BenchRun.apnsID(for: index))
+        let sentAt = BenchLedger.now()
+        ledger.state.withLock { $0.sentAt[index] = sentAt }
+        let response = try await connection.send(request("POST", "/3/device/\(device.token)", headers: headers, body: body))
+        let latency = (BenchLedger.now() - sentAt) / 1000
+        ledger.state.withLock { state in
+            if response.status == 200 {
+                state.accepted += 1
+                _ = state.acceptLatency.record(latency)
+            } else {
+                state.refused += 1
+                if state.firstRefusal == nil { state.firstRefusal = "\(response.status) \(String(buffer: response.body))" }
+            }
+        }
+    }
+
+    private func reportProgress(_ ledger: BenchLedger, started: UInt64) async {
+        var last = (accepted: 0, received: 0)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            let (accepted, received, refused) = ledger.state.withLock { ($0.accepted, $0.receivedTotal, $0.refused) }
+            let seconds = Double(BenchLedger.now() - started) / 1e9
+            log(String(format: "%6.1fs accepted %d (%d/s) received %d (%d/s) refused %d", seconds, accepted, accepted - last.accepted, received, received - last.received, refused))
+            last = (accepted, received)
+        }
+    }
+
+    private func report(_ ledger: BenchLedger, sendSeconds: Double) {
+        let state = ledger.state.withLock { $0 }
+        var lost = 0
+        for index in 0..<state.sentAt.count where state.sentAt[index] > 0 && state.received[index] == 0 { lost += 1 }
+        lost -= state.refused
+        let ms = { (value: UInt64) in Double(value) / 1000 }
+        let acceptRate = Double(state.accepted) / sendSeconds
+        let rows: [(String, String)] = [
+            ("devices", "\(options.devices)"),
+            ("pushes sent", "\(options.pushes)"),
+            ("accepted (200)", "\(state.accepted)"),
+            ("refused", "\(state.refused)" + (state.firstRefusal.map { " (first: \($0.prefix(120)))" } ?? "")),
+            ("accepted per second", String(format: "%.0f", acceptRate)),
+            ("accept latency p50 / p99 / max ms", String(format: "%.2f / %.2f / %.2f", ms(state.acceptLatency.valueAtPercentile(50)), ms(state.acceptLatency.valueAtPercentile(99)), ms(state.acceptLatency.max))),
+            ("delivery latency p50 / p99 / max ms", String(format: "%.2f / %.2f / %.2f", ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)), ms(state.deliveryLatency.max))),
+            ("received", "\(state.receivedTotal - state.duplicates)"),
+            ("lost (accepted, never received)", "\(max(0, lost))"),
+            ("duplicated", "\(state.duplicates)"),
+        ]
+        for (name, value) in rows { print(name.padding(toLength: 38, withPad: " ", startingAt: 0) + value) }
+        let json = String(
+            format: "{\"devices\":%d,\"pushes\":%d,\"accepted\":%d,\"refused\":%d,\"acceptedPerSecond\":%.0f,\"acceptP50Ms\":%.3f,\"acceptP99Ms\":%.3f,\"deliveryP50Ms\":%.3f,\"deliveryP99Ms\":%.3f,\"deliveryMaxMs\":%.3f,\"lost\":%d,\"duplicated\":%d}",
+            options.devices, options.pushes, state.accepted, state.refused, acceptRate,
+            ms(state.acceptLatency.valueAtPercentile(50)), ms(state.acceptLatency.valueAtPercentile(99)),
+            ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)), ms(state.deliveryLatency.max),
+            max(0, lost), state.duplicates
+        )
+        print(json)
+    }
+
+    private func log(_ message: String) {
+        FileHandle.standardError.write(Data("pushgate bench: \(message)\n".utf8))
+    }
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for element in self { out.append(try await transform(element)) }
+        return out
+    }
+}
