@@ -50,7 +50,12 @@ final class DeviceShard: @unchecked Sendable {
 
     func load(devices records: [DeviceRecord]) {
         for record in records {
-            devices[record.id] = DeviceState(id: record.id, secretHash: record.secretHash, ackedSeq: record.ackedSeq)
+            devices[record.id] = DeviceState(
+                id: record.id,
+                secretHash: record.secretHash,
+                ackedSeq: record.ackedSeq,
+                lastSeq: record.lastSeq
+            )
         }
     }
 
@@ -81,7 +86,7 @@ final class DeviceShard: @unchecked Sendable {
 
     func createDevice(id: String, secretHash: [UInt8], promise: EventLoopPromise<Void>) {
         let record = DeviceRecord(id: id, secretHash: secretHash, createdAt: clock.nowMillis())
-        devices[id] = DeviceState(id: id, secretHash: secretHash, ackedSeq: 0)
+        devices[id] = DeviceState(id: id, secretHash: secretHash, ackedSeq: 0, lastSeq: 0)
         commit([.createDevice(record)]) { [self] result in
             if case .failure = result { devices[id] = nil }
             promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
@@ -161,7 +166,10 @@ final class DeviceShard: @unchecked Sendable {
         }
         let now = clock.nowMillis()
         for token in device.tokensByTopic.values { registrations[token]?.unregisteredAt = now }
-        if let stream = device.stream { finish(stream.writer) }
+        if let stream = device.stream {
+            finish(stream.writer)
+            counters.connected(-1)
+        }
         counters.add(queued: -device.queue.count)
         devices[deviceID] = nil
         online[deviceID] = nil
@@ -174,10 +182,11 @@ final class DeviceShard: @unchecked Sendable {
     // MARK: Provider pushes
 
     func accept(_ push: ValidatedPush, promise: EventLoopPromise<Disposition>) {
-        guard let registration = registrations[push.deviceToken], let device = devices[registration.deviceID] else {
+        guard let registration = registrations[push.deviceToken] else {
             promise.fail(Refusal(status: 400, reason: "BadDeviceToken", detail: "no device has the token \(push.deviceToken)"))
             return
         }
+        // Checked before the device: a deleted device's tokens are unregistered, not unknown.
         if let at = registration.unregisteredAt {
             promise.fail(
                 Refusal(
@@ -187,6 +196,10 @@ final class DeviceShard: @unchecked Sendable {
                     timestamp: at
                 )
             )
+            return
+        }
+        guard let device = devices[registration.deviceID] else {
+            promise.fail(Refusal(status: 400, reason: "BadDeviceToken", detail: "no device has the token \(push.deviceToken)"))
             return
         }
         guard registration.topic == push.topic else {
@@ -288,11 +301,14 @@ final class DeviceShard: @unchecked Sendable {
             finish(writer)
             return
         }
-        if let old = device.stream { finish(old.writer) }
+        if let old = device.stream {
+            finish(old.writer)
+        } else {
+            counters.connected(1)
+        }
         device.stream = StreamBinding(writer: writer, now: clock.nowMillis())
         device.resetStreamProgress()
         online[deviceID] = device
-        counters.connected(1)
         if let lastEventID { acknowledge(device, upTo: lastEventID, promise: nil) }
         pump(device)
     }

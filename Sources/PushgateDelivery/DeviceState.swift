@@ -48,11 +48,11 @@ final class DeviceState {
     var deliveredCount = 0
     var unackedBytes = 0
 
-    init(id: String, secretHash: [UInt8], ackedSeq: UInt64) {
+    init(id: String, secretHash: [UInt8], ackedSeq: UInt64, lastSeq: UInt64) {
         self.id = id
         self.secretHash = secretHash
         self.ackedSeq = ackedSeq
-        self.nextSeq = ackedSeq + 1
+        self.nextSeq = max(ackedSeq, lastSeq) + 1
     }
 
     /// Forgets what the current stream was sent: the next stream starts again after the last ack.

@@ -80,10 +80,19 @@ enum SQLiteCommands {
                 n.pushType, Int64(n.priority), n.collapseID, Data(n.payload), n.acceptedAt, n.expiresAt,
                 try n.seq.map { seq throws(Failure) in try int64(seq, "seq", command) },
             ])
+            if let seq = n.seq {
+                try db.cachedStatement(sql: "UPDATE devices SET last_seq = max(last_seq, ?) WHERE id = ?")
+                    .execute(arguments: [try int64(seq, "seq", command), n.deviceID])
+            }
 
         case .assignSeq(let acceptanceID, let seq):
+            let seqValue = try int64(seq, "seq", command)
+            let idValue = try int64(acceptanceID, "acceptanceID", command)
             try db.cachedStatement(sql: "UPDATE notifications SET seq = ? WHERE acceptance_id = ?")
-                .execute(arguments: [try int64(seq, "seq", command), try int64(acceptanceID, "acceptanceID", command)])
+                .execute(arguments: [seqValue, idValue])
+            try db.cachedStatement(sql: """
+                UPDATE devices SET last_seq = max(last_seq, ?)                 WHERE id = (SELECT device_id FROM notifications WHERE acceptance_id = ?)
+                """).execute(arguments: [seqValue, idValue])
 
         case .remove(let acceptanceIDs):
             let statement = try db.cachedStatement(sql: "DELETE FROM notifications WHERE acceptance_id = ?")

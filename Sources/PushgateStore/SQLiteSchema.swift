@@ -27,7 +27,10 @@ enum SQLiteSchema {
             id          TEXT    NOT NULL PRIMARY KEY,
             secret_hash BLOB    NOT NULL,
             created_at  INTEGER NOT NULL,
-            acked_seq   INTEGER NOT NULL DEFAULT 0 CHECK (acked_seq >= 0)
+            acked_seq   INTEGER NOT NULL DEFAULT 0 CHECK (acked_seq >= 0),
+            -- Highest seq ever assigned: seqs are never reused, even after the notifications
+            -- that had them expired and were deleted.
+            last_seq    INTEGER NOT NULL DEFAULT 0 CHECK (last_seq >= 0)
         ) STRICT, WITHOUT ROWID;
 
         -- Kept after the device is deleted (unregistered_at set) so that providers get 410:

@@ -443,12 +443,13 @@ public final class SQLiteStore: NotificationStore {
     private static func readSnapshot(_ db: Database) throws -> StoreSnapshot {
         var devices: [DeviceRecord] = []
         let deviceRows = try Row.fetchCursor(db, sql: """
-            SELECT id, secret_hash, created_at, acked_seq FROM devices ORDER BY id
+            SELECT id, secret_hash, created_at, acked_seq, last_seq FROM devices ORDER BY id
             """)
         while let row = try deviceRows.next() {
             let secret: Data = row[1]
             devices.append(DeviceRecord(
-                id: row[0], secretHash: [UInt8](secret), createdAt: row[2], ackedSeq: UInt64(row[3] as Int64)
+                id: row[0], secretHash: [UInt8](secret), createdAt: row[2], ackedSeq: UInt64(row[3] as Int64),
+                lastSeq: UInt64(row[4] as Int64)
             ))
         }
 

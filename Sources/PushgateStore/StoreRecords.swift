@@ -5,14 +5,18 @@ public struct DeviceRecord: Sendable, Equatable {
     /// SHA-256 of the device secret (the secret itself is never stored).
     public var secretHash: [UInt8]
     public var createdAt: Int64
-    /// Highest sequence number the agent has acknowledged; sequence numbers continue above it.
+    /// Highest sequence number the agent has acknowledged.
     public var ackedSeq: UInt64
+    /// Highest sequence number ever assigned (kept up to date by `enqueue` and `assignSeq`):
+    /// new ones continue above it, so a seq an agent has seen is never reused.
+    public var lastSeq: UInt64
 
-    public init(id: String, secretHash: [UInt8], createdAt: Int64, ackedSeq: UInt64 = 0) {
+    public init(id: String, secretHash: [UInt8], createdAt: Int64, ackedSeq: UInt64 = 0, lastSeq: UInt64 = 0) {
         self.id = id
         self.secretHash = secretHash
         self.createdAt = createdAt
         self.ackedSeq = ackedSeq
+        self.lastSeq = lastSeq
     }
 }
 

@@ -101,7 +101,10 @@ struct SQLiteStoreTests {
             try await store.commit([.enqueue(n1), .enqueue(n2)])
 
             let snapshot = try store.load()
-            #expect(snapshot.devices == [d1, d2])
+            // Enqueueing seq 8 raised dev-2's lastSeq; dev-1's push is held (no seq).
+            var d2AfterEnqueue = d2
+            d2AfterEnqueue.lastSeq = 8
+            #expect(snapshot.devices == [d1, d2AfterEnqueue])
             #expect(snapshot.registrations == [r1, r2])
             #expect(snapshot.notifications == [n2, n1])  // by acceptance id
             #expect(snapshot.maxAcceptanceID == 5)
@@ -201,6 +204,23 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("enqueue and assignSeq raise the device's lastSeq, never lower it")
+    func lastSeq() async throws {
+        try await withStore { store, _ in
+            try await store.commit([
+                .createDevice(device("d")),
+                .enqueue(notification(1, device: "d", seq: 5)),
+                .enqueue(notification(2, device: "d", seq: nil)),
+                .enqueue(notification(3, device: "d", seq: 3)),
+            ])
+            #expect(try store.load().devices.first?.lastSeq == 5)
+            try await store.commit([.assignSeq(acceptanceID: 2, seq: 9), .ack(deviceID: "d", upTo: 9)])
+            let snapshot = try store.load()
+            #expect(snapshot.devices.first?.lastSeq == 9)
+            #expect(snapshot.notifications.isEmpty)
+        }
+    }
+
     @Test("deleteDevice deletes the device and its notifications and marks its registrations unregistered at `at`")
     func deleteDevice() async throws {
         try await withStore { store, _ in
@@ -215,7 +235,9 @@ struct SQLiteStoreTests {
             ])
             try await store.commit([.deleteDevice(id: "d", at: 9_000)])
             let snapshot = try store.load()
-            #expect(snapshot.devices == [device("keep")])
+            var kept = device("keep")
+            kept.lastSeq = 1
+            #expect(snapshot.devices == [kept])
             #expect(snapshot.registrations == [
                 registration(1, device: "d", topic: "a", unregisteredAt: 9_000),
                 registration(2, device: "d", topic: "b", unregisteredAt: 100),
