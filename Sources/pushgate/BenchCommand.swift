@@ -47,6 +47,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("drain-seconds"), help: "How long to wait for the last deliveries.")
     var drainSeconds: Int = 15
 
+    @Option(name: .customLong("idle-seconds"), help: "Hold the open, idle streams this long before sending (to measure the gateway's memory per idle device).")
+    var idleSeconds: Int = 0
+
     func validate() throws {
         guard devices >= 1, providers >= 1, pushes >= 1, inFlight >= 1 else {
             throw ValidationError("--devices, --providers, --pushes and --in-flight must be at least 1")
@@ -125,6 +128,10 @@ struct BenchRun: Sendable {
             }
             while ledger.streamsOpen.load(ordering: .relaxed) < devices.count {
                 try await Task.sleep(for: .milliseconds(20))
+            }
+            if options.idleSeconds > 0 {
+                log("\(devices.count) streams open and idle for \(options.idleSeconds) s")
+                try await Task.sleep(for: .seconds(options.idleSeconds))
             }
             log("sending \(options.pushes) pushes over \(options.providers) connections" + (options.rate.map { " at \($0)/s" } ?? " flat out"))
             let started = BenchLedger.now()
