@@ -12,7 +12,7 @@ enum Fixtures {
 
 struct ToolMissing: Error, CustomStringConvertible {
     var tool: String
-    var description: String { "\(tool) is not installed; .ci/run installs it (apt-get install curl nghttp2-client)" }
+    var description: String { "\(tool) is not installed; .ci/run installs it (apt-get install curl nghttp2-client python3-httpx python3-h2)" }
 }
 
 /// The result of running an external program to completion.
@@ -85,6 +85,11 @@ final class GatewayProcess: @unchecked Sendable {
         if urls.count < listeners {
             let errors = String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self)
             throw GatewayFailed(message: "pushgate serve did not start: \(errors)")
+        }
+        // Keep draining both pipes, so a chatty gateway never blocks on a full one.
+        for pipe in [stdout, stderr] {
+            let handle = pipe.fileHandleForReading
+            Thread { while !handle.availableData.isEmpty {} }.start()
         }
     }
 
