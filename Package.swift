@@ -201,7 +201,8 @@ let package = Package(
             dependencies: [
                 "pushgate",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ]
+            ],
+            exclude: ["python"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -49,10 +49,10 @@ for threads in $THREADS; do
     for proto in h2c tls; do
         pg_port=$(free_port)
         if [ "$proto" = h2c ]; then
-            "$BIN" serve --listen "127.0.0.1:$pg_port" --threads "$threads" --log-level error >/dev/null &
+            "$BIN" serve --listen "127.0.0.1:$pg_port" --data-dir "$work/data-$threads-$proto" --threads "$threads" --log-level error >/dev/null &
             url_pg="http://127.0.0.1:$pg_port/healthz"
         else
-            "$BIN" serve --tls-listen "127.0.0.1:$pg_port" --tls-cert "$CERT" --tls-key "$KEY" \
+            "$BIN" serve --tls-listen "127.0.0.1:$pg_port" --data-dir "$work/data-$threads-$proto" --tls-cert "$CERT" --tls-key "$KEY" \
                 --threads "$threads" --log-level error >/dev/null &
             url_pg="https://127.0.0.1:$pg_port/healthz"
         fi

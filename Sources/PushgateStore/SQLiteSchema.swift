@@ -19,18 +19,27 @@ enum SQLiteSchema {
         migrator.registerMigration("v1") { db in
             try db.execute(sql: v1)
         }
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: v2)
+        }
         return migrator
     }
+
+    /// The highest seq ever assigned per device: seqs are never reused, even after the
+    /// notifications that had them expired and were deleted. Existing devices start from the
+    /// highest seq still stored (or their ack).
+    private static let v2 = """
+        ALTER TABLE devices ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0 CHECK (last_seq >= 0);
+        UPDATE devices SET last_seq = max(acked_seq,
+            coalesce((SELECT max(seq) FROM notifications WHERE notifications.device_id = devices.id), 0));
+        """
 
     private static let v1 = """
         CREATE TABLE devices (
             id          TEXT    NOT NULL PRIMARY KEY,
             secret_hash BLOB    NOT NULL,
             created_at  INTEGER NOT NULL,
-            acked_seq   INTEGER NOT NULL DEFAULT 0 CHECK (acked_seq >= 0),
-            -- Highest seq ever assigned: seqs are never reused, even after the notifications
-            -- that had them expired and were deleted.
-            last_seq    INTEGER NOT NULL DEFAULT 0 CHECK (last_seq >= 0)
+            acked_seq   INTEGER NOT NULL DEFAULT 0 CHECK (acked_seq >= 0)
         ) STRICT, WITHOUT ROWID;
 
         -- Kept after the device is deleted (unregistered_at set) so that providers get 410:

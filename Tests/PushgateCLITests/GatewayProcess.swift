@@ -66,7 +66,16 @@ final class GatewayProcess: @unchecked Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pushgate")
     }
 
+    /// The store directory when the caller gave none: a fresh one, removed at the end.
+    private var ownDataDirectory: String?
+
     init(arguments: [String], listeners: Int) throws {
+        var arguments = arguments
+        if !arguments.contains("--data-dir") {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-cli-\(UUID().uuidString)").path
+            ownDataDirectory = directory
+            arguments += ["--data-dir", directory]
+        }
         process.executableURL = Self.executable
         process.arguments = ["serve", "--log-level", "warning"] + arguments
         process.standardOutput = stdout
@@ -110,5 +119,6 @@ final class GatewayProcess: @unchecked Sendable {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        if let ownDataDirectory { try? FileManager.default.removeItem(atPath: ownDataDirectory) }
     }
 }

@@ -381,6 +381,52 @@ struct DeliveryTests {
         }
     }
 
+    @Test("at most 256 KiB of events are outstanding without an ack; an ack lets the rest through, in order")
+    func unackedWindow() async throws {
+        try await withGateway(clock: TestClock(Self.start)) { gateway in
+            let api = try await API(gateway)
+            let agent = try await API(gateway)
+            let device = try await api.createDevice()
+            let token = try await api.registeredToken(device, topic: Self.news)
+            let stream = try await agent.openEvents(device)
+
+            let count = 80
+            let pad = String(repeating: "a", count: 3_800)
+            var apnsIDs: [String] = []
+            for n in 1...count {
+                let response = try await api.push(token: token, topic: Self.news, payload: #"{"aps":{"alert":"w\#(n)"},"pad":"\#(pad)"}"#)
+                try #require(response.status == 200, "push \(n): \(response.text)")
+                apnsIDs.append(try #require(response.apnsID))
+            }
+            // Each 200 comes after its push was committed and pumped: the count is final.
+            let written = gateway.core.counters.deliveries(.immediate)
+            try #require(written > 0 && written < count, "\(written) of \(count) events (~4 KiB each) written without an ack")
+
+            var bytes = 0
+            var last = 0
+            for n in 1...written {
+                let event = try #require(try await stream.nextEvent())
+                let notification = PushEvent(event)
+                #expect(notification.seq == n)
+                #expect(notification.apnsID == apnsIDs[n - 1])
+                last = "id: \(event.id ?? "")\nevent: \(event.type)\ndata: \(event.data)\n\n".utf8.count
+                bytes += last
+            }
+            #expect(bytes >= 256 * 1024, "the window was not full (\(bytes) bytes) yet more events were held back")
+            #expect(bytes - last < 256 * 1024, "\(bytes) bytes were outstanding before the last event was written")
+
+            #expect(try await api.ack(device, upTo: UInt64(written)).status == 204)
+            for n in (written + 1)...count {
+                let event = try await stream.nextNotification()
+                #expect(event.seq == n)
+                #expect(event.apnsID == apnsIDs[n - 1])
+            }
+            #expect(gateway.core.counters.deliveries(.immediate) == count)
+            await api.close()
+            await agent.close()
+        }
+    }
+
     // MARK: 6. One stream per device
 
     @Test("a second event stream replaces the first, which ends cleanly; new pushes go to the second")

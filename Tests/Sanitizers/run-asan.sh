@@ -11,10 +11,10 @@ ROUNDS=${1:-30}
 swift build --sanitize=address --scratch-path .build-asan --product pushgate >/dev/null
 BIN=.build-asan/debug/pushgate
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -rf "$log" "$log.data"' EXIT
 
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=0:exitcode=23
-"$BIN" serve --listen 127.0.0.1:0 --tls-listen 127.0.0.1:0 \
+"$BIN" serve --listen 127.0.0.1:0 --tls-listen 127.0.0.1:0 --data-dir "$log.data" \
     --tls-cert Tests/Fixtures/tls/server.pem --tls-key Tests/Fixtures/tls/server-key.pem \
     --log-level error > "$log.out" 2> "$log" &
 pid=$!
