@@ -11,7 +11,7 @@
 # The load generator runs on the same 2 cores as the server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ulimit -n 65536
+ulimit -n "$(ulimit -Hn)"  # 10,000 connections need as many descriptors on each side
 
 swift build -c release --product pushgate >/dev/null
 BIN=$(swift build -c release --show-bin-path)/pushgate

@@ -9,9 +9,10 @@ import Testing
 /// End-to-end delivery through a real gateway (PRODUCT.md sections 2, 3, 4 "Offline"/"Expiry", 8):
 /// providers push over HTTP/2, device agents register, hold an event stream, ack, reconnect.
 ///
-/// No sleeps for synchronisation: every wait is for an event on the stream (with a generous
-/// timeout so that a missing event fails the test instead of hanging it), and time moves only
-/// on the injected clock.
+/// No sleeps for synchronisation: every wait is for a response or an event on the stream (with a
+/// generous timeout so that a missing event fails the test instead of hanging it; an event
+/// stream counts as attached once a no-op ack on its connection was answered, see
+/// `API.openEvents`), and time moves only on the injected clock.
 @Suite("Delivery: tokens, event streams, store-and-forward, expiry, acks, restart", .serialized, .timeLimit(.minutes(2)))
 struct DeliveryTests {
     static let news = "com.example.news"
@@ -423,6 +424,40 @@ struct DeliveryTests {
             }
             #expect(gateway.core.counters.deliveries(.immediate) == count)
             await api.close()
+            await agent.close()
+        }
+    }
+
+    @Test("a push sent after the agent has its event stream's 200 head finds the device connected")
+    func streamIsAttachedWhenItsHeadArrives() async throws {
+        try await withGateway(clock: TestClock(Self.start)) { gateway in
+            let provider = try await API(gateway)
+            let agent = try await API(gateway)
+            let iterations = 1_000
+            var stored: [Int] = []
+            var shards: Set<Int> = []
+            // Fresh devices (a replaced stream would take the push), on both shards.
+            for iteration in 0..<iterations {
+                let device = try await agent.createDevice()
+                shards.insert(Int(device.id.prefix(2), radix: 16)! % 2)
+                let token = try await agent.registeredToken(device, topic: Self.news)
+                let stream = try await agent.openEventsWithoutBarrier(device)
+                let response = try await provider.push(token: token, topic: Self.news)
+                #expect(response.status == 200)
+                if response.disposition != "delivered" { stored.append(iteration) }
+                let event = try await stream.nextNotification()
+                #expect(event.apnsID == response.apnsID)
+                agent.connection.reset(streamID: stream.streamID)
+            }
+            #expect(shards.count == 2, "the devices should cover both event loops")
+            #expect(
+                stored.isEmpty,
+                """
+                \(stored.count) of \(iterations) pushes sent after the event stream's 200 head were stored, not \
+                delivered (iterations \(stored.prefix(10))...): the head went out before the stream was attached
+                """
+            )
+            await provider.close()
             await agent.close()
         }
     }
@@ -852,8 +887,22 @@ private final class API: @unchecked Sendable {
         return try await send("POST", "/3/device/\(token)", headers: all, body: payload)
     }
 
-    /// Opens the device's event stream; returns once the response head is in.
+    /// Opens the device's event stream and returns once the gateway has attached it, so that a
+    /// push sent afterwards finds the device connected.
+    ///
+    /// The 200 head alone does not prove that: the gateway can send the head before it attaches
+    /// the stream (see `streamIsAttachedWhenItsHeadArrives`). A no-op ack (`upTo: 0`) on the same
+    /// connection is the barrier: its answer leaves the device's shard after the stream's attach
+    /// was queued there, and the connection's loop writes it after the attach was handed over.
     func openEvents(_ device: Device, lastEventID: UInt64? = nil) async throws -> EventStream {
+        let stream = try await openEventsWithoutBarrier(device, lastEventID: lastEventID)
+        let barrier = try await ack(device, upTo: 0)
+        try #require(barrier.status == 204, "ack 0: \(barrier.status) \(barrier.text)")
+        return stream
+    }
+
+    /// Opens the device's event stream; returns as soon as the response head is in.
+    func openEventsWithoutBarrier(_ device: Device, lastEventID: UInt64? = nil) async throws -> EventStream {
         var request = HTTPClientRequest(method: "GET", path: "/v1/devices/\(device.id)/events")
         request.headers.add(name: "authorization", value: "bearer \(device.secret)")
         request.headers.add(name: "accept", value: "text/event-stream")
