@@ -145,17 +145,24 @@ public final class DeliveryCore: Sendable {
         }
     }
 
-    /// Makes `writer` the device's event stream (ending any older one) and sends it everything
-    /// not yet acknowledged. `lastEventID` acknowledges up to that sequence number first.
-    /// The caller calls `detach` from the writer's `onClose`.
-    public func attach(deviceID: String, writer: ResponseBodyWriter, lastEventID: UInt64?) {
-        guard let shard = shard(of: deviceID) else { return }
-        shard.eventLoop.execute { shard.attach(deviceID: deviceID, writer: writer, lastEventID: lastEventID) }
+    /// Opens the device's event stream (ending any older one) before its head is sent, so that
+    /// a push accepted once the agent sees the head finds the device connected. `lastEventID`
+    /// acknowledges up to that seq first. Then `bindStream` with the writer once the head is
+    /// out; `closeStream` when the stream ends or its head could not be sent.
+    public func openStream(deviceID: String, secret: String, lastEventID: UInt64?) -> EventLoopFuture<UInt64> {
+        onShard(of: deviceID, UInt64.self) { shard, promise in
+            shard.openStream(deviceID: deviceID, secret: secret, lastEventID: lastEventID, promise: promise)
+        }
     }
 
-    public func detach(deviceID: String, writer: ResponseBodyWriter) {
+    public func bindStream(deviceID: String, generation: UInt64, writer: ResponseBodyWriter) {
         guard let shard = shard(of: deviceID) else { return }
-        shard.eventLoop.execute { shard.detach(deviceID: deviceID, writer: writer) }
+        shard.eventLoop.execute { shard.bind(deviceID: deviceID, generation: generation, writer: writer) }
+    }
+
+    public func closeStream(deviceID: String, generation: UInt64) {
+        guard let shard = shard(of: deviceID) else { return }
+        shard.eventLoop.execute { shard.close(deviceID: deviceID, generation: generation) }
     }
 
     // MARK: Provider API

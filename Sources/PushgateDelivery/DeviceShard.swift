@@ -27,6 +27,7 @@ final class DeviceShard: @unchecked Sendable {
     private var online: [String: DeviceState] = [:]
     /// Devices with queued notifications (for the expiry sweep).
     private var withQueue: Set<String> = []
+    private var streamGenerations: UInt64 = 0
 
     init(
         eventLoop: any EventLoop,
@@ -167,7 +168,7 @@ final class DeviceShard: @unchecked Sendable {
         let now = clock.nowMillis()
         for token in device.tokensByTopic.values { registrations[token]?.unregisteredAt = now }
         if let stream = device.stream {
-            finish(stream.writer)
+            if let writer = stream.writer { finish(writer) }
             counters.connected(-1)
         }
         counters.add(queued: -device.queue.count)
@@ -296,28 +297,47 @@ final class DeviceShard: @unchecked Sendable {
 
     // MARK: Event streams
 
-    func attach(deviceID: String, writer: ResponseBodyWriter, lastEventID: UInt64?) {
-        guard let device = devices[deviceID] else {
-            finish(writer)
+    /// Makes a new stream the device's current one (ending any older one) before its head is
+    /// sent; `lastEventID` acknowledges up to that seq first. Succeeds with the stream's
+    /// generation, which `bind` and `abandon` name.
+    func openStream(deviceID: String, secret: String, lastEventID: UInt64?, promise: EventLoopPromise<UInt64>) {
+        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
             return
         }
         if let old = device.stream {
-            finish(old.writer)
+            if let writer = old.writer { finish(writer) }
         } else {
             counters.connected(1)
         }
-        device.stream = StreamBinding(writer: writer, now: clock.nowMillis())
+        streamGenerations += 1
+        device.stream = StreamBinding(generation: streamGenerations, now: clock.nowMillis())
         device.resetStreamProgress()
         online[deviceID] = device
         if let lastEventID { acknowledge(device, upTo: lastEventID, promise: nil) }
+        promise.succeed(streamGenerations)
+    }
+
+    /// The stream's head is out: events can be written to it.
+    func bind(deviceID: String, generation: UInt64, writer: ResponseBodyWriter) {
+        guard let device = devices[deviceID], let stream = device.stream, stream.generation == generation else {
+            finish(writer)
+            return
+        }
+        stream.writer = writer
         pump(device)
     }
 
-    func detach(deviceID: String, writer: ResponseBodyWriter) {
-        guard let device = devices[deviceID], let stream = device.stream, stream.writer === writer else { return }
+    /// The stream ended, or its head could not be sent. A newer stream is left alone.
+    func close(deviceID: String, generation: UInt64) {
+        guard let device = devices[deviceID], let stream = device.stream, stream.generation == generation else { return }
+        disconnect(device)
+    }
+
+    private func disconnect(_ device: DeviceState) {
         device.stream = nil
         device.resetStreamProgress()
-        online[deviceID] = nil
+        online[device.id] = nil
         counters.connected(-1)
     }
 
@@ -359,7 +379,7 @@ final class DeviceShard: @unchecked Sendable {
     /// Writes what the device may receive now: committed, unexpired, in sequence order, within
     /// the unacked window.
     private func pump(_ device: DeviceState) {
-        guard let stream = device.stream else { return }
+        guard let stream = device.stream, let writer = stream.writer else { return }
         let now = clock.nowMillis()
         var buffer: ByteBuffer?
         var expired: [UInt64] = []
@@ -387,7 +407,7 @@ final class DeviceShard: @unchecked Sendable {
         }
         guard let buffer else { return }
         stream.lastWriteMillis = now
-        write(buffer, to: stream.writer)
+        write(buffer, to: writer)
     }
 
     // MARK: Maintenance
@@ -396,9 +416,11 @@ final class DeviceShard: @unchecked Sendable {
     func heartbeat() {
         let now = clock.nowMillis()
         for device in online.values {
-            guard let stream = device.stream, now - stream.lastWriteMillis >= configuration.heartbeatIntervalMillis else { continue }
+            guard let stream = device.stream, let writer = stream.writer,
+                  now - stream.lastWriteMillis >= configuration.heartbeatIntervalMillis
+            else { continue }
             stream.lastWriteMillis = now
-            write(EventStreamEncoder.heartbeat, to: stream.writer)
+            write(EventStreamEncoder.heartbeat, to: writer)
         }
     }
 

@@ -15,13 +15,15 @@ struct QueuedNotification {
     var seq: UInt64 { record.seq ?? 0 }
 }
 
-/// The device's open event stream.
+/// The device's event stream. It exists before its response head is sent (`writer` nil until
+/// then), so a push accepted after the agent has seen the head finds the device connected.
 final class StreamBinding {
-    let writer: ResponseBodyWriter
+    let generation: UInt64
+    var writer: ResponseBodyWriter?
     var lastWriteMillis: Int64
 
-    init(writer: ResponseBodyWriter, now: Int64) {
-        self.writer = writer
+    init(generation: UInt64, now: Int64) {
+        self.generation = generation
         self.lastWriteMillis = now
     }
 }

@@ -96,8 +96,11 @@ public enum DeviceRoutes {
             }
             lastEventID = value
         }
-        core.authenticate(deviceID: deviceID, secret: secret).whenComplete { result in
-            if case .failure(let error) = result {
+        core.openStream(deviceID: deviceID, secret: secret, lastEventID: lastEventID).whenComplete { result in
+            let generation: UInt64
+            switch result {
+            case .success(let opened): generation = opened
+            case .failure(let error):
                 responder.respond(errorResponse(error))
                 return
             }
@@ -105,11 +108,16 @@ public enum DeviceRoutes {
                 status: 200,
                 headers: ["content-type": "text/event-stream", "cache-control": "no-store"]
             )
-            responder.startStream(head).whenSuccess { writer in
-                writer.onClose = { _ in core.detach(deviceID: deviceID, writer: writer) }
-                // Ending the stream lets the agent reconnect elsewhere while the server drains.
-                writer.onShutdown = { writer.finish() }
-                core.attach(deviceID: deviceID, writer: writer, lastEventID: lastEventID)
+            responder.startStream(head).whenComplete { started in
+                switch started {
+                case .success(let writer):
+                    writer.onClose = { _ in core.closeStream(deviceID: deviceID, generation: generation) }
+                    // Ending the stream lets the agent reconnect elsewhere while the server drains.
+                    writer.onShutdown = { writer.finish() }
+                    core.bindStream(deviceID: deviceID, generation: generation, writer: writer)
+                case .failure:
+                    core.closeStream(deviceID: deviceID, generation: generation)
+                }
             }
         }
     }
