@@ -890,10 +890,12 @@ private final class API: @unchecked Sendable {
     /// Opens the device's event stream and returns once the gateway has attached it, so that a
     /// push sent afterwards finds the device connected.
     ///
-    /// The 200 head alone does not prove that: the gateway can send the head before it attaches
-    /// the stream (see `streamIsAttachedWhenItsHeadArrives`). A no-op ack (`upTo: 0`) on the same
-    /// connection is the barrier: its answer leaves the device's shard after the stream's attach
-    /// was queued there, and the connection's loop writes it after the attach was handed over.
+    /// The gateway registers the stream before it sends the head, so the head should be enough;
+    /// `streamIsAttachedWhenItsHeadArrives` checks exactly that. The other tests do not rely on
+    /// it: a no-op ack (`upTo: 0`) on the same connection is a barrier. Its answer leaves the
+    /// device's shard after the stream's attachment was queued there (the shard runs one task at
+    /// a time, and the stream's head was sent from a task queued before), and the connection's
+    /// loop writes it after anything the stream queued there earlier.
     func openEvents(_ device: Device, lastEventID: UInt64? = nil) async throws -> EventStream {
         let stream = try await openEventsWithoutBarrier(device, lastEventID: lastEventID)
         let barrier = try await ack(device, upTo: 0)
@@ -915,11 +917,6 @@ private final class API: @unchecked Sendable {
 
 // MARK: - Event stream
 
-private struct SSEEvent: Sendable, Equatable {
-    var id: String?
-    var type: String
-    var data: String
-}
 
 private struct TimedOut: Error, CustomStringConvertible {
     var what: String
@@ -932,8 +929,8 @@ private final class EventStream: @unchecked Sendable {
     let streamID: Int32
     let contentType: String?
     private var iterator: HTTPClientResponseBody.AsyncIterator
-    private var parser = SSEParser()
-    private var pending: [SSEEvent] = []
+    private var parser = EventStreamParser()
+    private var pending: [EventStreamParser.Event] = []
     private var ended = false
 
     init(_ response: HTTPClientStreamingResponse) {
@@ -945,8 +942,8 @@ private final class EventStream: @unchecked Sendable {
 
     /// The next event; nil when the body ended cleanly. Throws if the stream was reset or the
     /// connection closed, or if nothing arrives within `seconds`.
-    func nextEvent(within seconds: Int = 30) async throws -> SSEEvent? {
-        try await withThrowingTaskGroup(of: SSEEvent?.self) { group in
+    func nextEvent(within seconds: Int = 30) async throws -> EventStreamParser.Event? {
+        try await withThrowingTaskGroup(of: EventStreamParser.Event?.self) { group in
             group.addTask { try await self.readEvent() }
             group.addTask {
                 try await Task.sleep(for: .seconds(seconds))
@@ -964,7 +961,7 @@ private final class EventStream: @unchecked Sendable {
         return notification
     }
 
-    private func readEvent() async throws -> SSEEvent? {
+    private func readEvent() async throws -> EventStreamParser.Event? {
         while pending.isEmpty {
             if ended { return nil }
             var it = iterator
@@ -980,60 +977,6 @@ private final class EventStream: @unchecked Sendable {
     }
 }
 
-/// A minimal `text/event-stream` parser (as in the `pushgate` executable's EventStreamParser).
-private struct SSEParser {
-    private var line: [UInt8] = []
-    private var id: String?
-    private var type = ""
-    private var data: [String] = []
-    private var lastWasCR = false
-
-    mutating func feed(_ buffer: ByteBuffer) -> [SSEEvent] {
-        var events: [SSEEvent] = []
-        for byte in buffer.readableBytesView {
-            if byte == 0x0A, lastWasCR {
-                lastWasCR = false
-                continue
-            }
-            lastWasCR = byte == 0x0D
-            if byte == 0x0A || byte == 0x0D {
-                if let event = endLine() { events.append(event) }
-            } else {
-                line.append(byte)
-            }
-        }
-        return events
-    }
-
-    private mutating func endLine() -> SSEEvent? {
-        defer { line.removeAll(keepingCapacity: true) }
-        if line.isEmpty {
-            defer {
-                id = nil
-                type = ""
-                data = []
-            }
-            guard !data.isEmpty else { return nil }
-            return SSEEvent(id: id, type: type.isEmpty ? "message" : type, data: data.joined(separator: "\n"))
-        }
-        if line.first == UInt8(ascii: ":") { return nil }
-        let text = String(decoding: line, as: UTF8.self)
-        var field = Substring(text)
-        var value: Substring = ""
-        if let colon = text.firstIndex(of: ":") {
-            field = text[..<colon]
-            value = text[text.index(after: colon)...]
-            if value.first == " " { value = value.dropFirst() }
-        }
-        switch field {
-        case "id": id = String(value)
-        case "event": type = String(value)
-        case "data": data.append(String(value))
-        default: break
-        }
-        return nil
-    }
-}
 
 /// A notification event, decoded.
 private struct PushEvent: Sendable {
@@ -1058,7 +1001,7 @@ private struct PushEvent: Sendable {
     /// Fields beyond the contract's (`carrier` is allowed only as null: nothing piggybacks here).
     var unexpectedKeys: Set<String>
 
-    init(_ event: SSEEvent) {
+    init(_ event: EventStreamParser.Event) {
         eventType = event.type
         idField = event.id
         let json = (try? JSONSerialization.jsonObject(with: Data(event.data.utf8))) as? [String: Any] ?? [:]

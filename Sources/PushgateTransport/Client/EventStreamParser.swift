@@ -1,11 +1,20 @@
 import NIOCore
 
-/// Parses a `text/event-stream` body as it arrives, chunk by chunk.
-struct EventStreamParser {
-    struct Event: Equatable {
-        var id: String?
-        var type: String
-        var data: String
+/// Parses a `text/event-stream` body (server-sent events) as it arrives, chunk by chunk: for
+/// the agent, the bench and the tests reading device event streams.
+public struct EventStreamParser: Sendable {
+    public struct Event: Equatable, Sendable {
+        public init(id: String?, type: String, data: String) {
+            self.id = id
+            self.type = type
+            self.data = data
+        }
+
+        public var id: String?
+        /// `event:`; "message" when absent.
+        public var type: String
+        /// The `data:` lines joined with newlines.
+        public var data: String
     }
 
     private var line: [UInt8] = []
@@ -14,8 +23,10 @@ struct EventStreamParser {
     private var data: [String] = []
     private var lastWasCR = false
 
+    public init() {}
+
     /// Feeds bytes; returns the events they complete.
-    mutating func feed(_ buffer: ByteBuffer) -> [Event] {
+    public mutating func feed(_ buffer: ByteBuffer) -> [Event] {
         var events: [Event] = []
         for byte in buffer.readableBytesView {
             if byte == 0x0A, lastWasCR {
