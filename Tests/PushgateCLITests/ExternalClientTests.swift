@@ -6,15 +6,7 @@ import Testing
 struct ExternalClientTests {
     @Test("curl: h2c with prior knowledge, HTTP/1.1, and HTTP/2 over TLS with the test CA")
     func curl() throws {
-        let gateway = try GatewayProcess(
-            arguments: [
-                "--listen", "127.0.0.1:0",
-                "--tls-listen", "127.0.0.1:0",
-                "--tls-cert", Fixtures.tls("server.pem"),
-                "--tls-key", Fixtures.tls("server-key.pem"),
-            ],
-            listeners: 2
-        )
+        let gateway = try GatewayProcess.cleartextAndTLS()
         let h2c = try run("curl", ["-sS", "-i", "--http2-prior-knowledge", gateway.urls[0] + "/healthz"])
         #expect(h2c.status == 0, "\(h2c.stderr)")
         #expect(h2c.stdout.hasPrefix("HTTP/2 200"))
@@ -52,15 +44,7 @@ struct ExternalClientTests {
 
     @Test("h2load: 100,000 requests over h2c and 20,000 over TLS, none failed")
     func h2load() throws {
-        let gateway = try GatewayProcess(
-            arguments: [
-                "--listen", "127.0.0.1:0",
-                "--tls-listen", "127.0.0.1:0",
-                "--tls-cert", Fixtures.tls("server.pem"),
-                "--tls-key", Fixtures.tls("server-key.pem"),
-            ],
-            listeners: 2
-        )
+        let gateway = try GatewayProcess.cleartextAndTLS()
         let h2c = try run("h2load", ["-n", "100000", "-c", "16", "-m", "100", gateway.urls[0] + "/healthz"])
         #expect(h2c.status == 0, "\(h2c.stderr)")
         #expect(h2c.stdout.contains("100000 succeeded, 0 failed, 0 errored, 0 timeout"), "\(h2c.stdout)")

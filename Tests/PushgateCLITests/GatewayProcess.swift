@@ -102,6 +102,19 @@ final class GatewayProcess: @unchecked Sendable {
         }
     }
 
+    /// A cleartext listener (`urls[0]`) and a TLS one with the test certificate (`urls[1]`).
+    static func cleartextAndTLS() throws -> GatewayProcess {
+        try GatewayProcess(
+            arguments: [
+                "--listen", "127.0.0.1:0",
+                "--tls-listen", "127.0.0.1:0",
+                "--tls-cert", Fixtures.tls("server.pem"),
+                "--tls-key", Fixtures.tls("server-key.pem"),
+            ],
+            listeners: 2
+        )
+    }
+
     struct GatewayFailed: Error, CustomStringConvertible {
         var message: String
         var description: String { message }
