@@ -458,11 +458,16 @@ final class DeviceShard: @unchecked Sendable {
 
     // MARK: Plumbing
 
-    /// Commits, then runs `then` back on this shard's loop.
+    /// Commits, then runs `then` back on this shard's loop. A failure is logged here once; the
+    /// caller undoes its in-memory change and answers the request.
     private func commit(_ commands: [StoreCommand], then: @escaping (Result<Void, StoreError>) -> Void) {
         let loop = eventLoop
         let continuation = NIOLoopBound(then, eventLoop: loop)
+        let logger = self.logger
         store.commit(commands) { result in
+            if case .failure(let error) = result {
+                logger.error("store commit failed", metadata: ["error": "\(error)", "store.commands": "\(commands.count)"])
+            }
             loop.execute { continuation.value(result) }
         }
     }

@@ -41,11 +41,6 @@ enum Identifiers {
         }
     }
 
-    /// 64 lowercase hex characters.
-    static func isToken(_ text: String) -> Bool {
-        text.utf8.count == 64 && text.utf8.allSatisfy { hexValue($0) != nil }
-    }
-
     /// 32 lowercase hex characters.
     static func isDeviceID(_ text: String) -> Bool {
         text.utf8.count == 32 && text.utf8.allSatisfy { hexValue($0) != nil }

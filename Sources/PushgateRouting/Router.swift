@@ -27,9 +27,6 @@ public struct Router: HTTPServerHandler {
 
     private var exact: [String: [Route]] = [:]
     private var prefixes: [Route] = []
-    /// Path prefixes that belong to HTTP/2-only APIs even where no route is registered yet, so
-    /// that an HTTP/1.1 client learns to switch protocol instead of seeing 404.
-    private var http2OnlyPrefixes: [String] = []
 
     public init() {}
 
@@ -52,10 +49,6 @@ public struct Router: HTTPServerHandler {
         prefixes.append(Route(method: method, path: prefix, isPrefix: true, protocols: protocols, handler: handler))
     }
 
-    public mutating func reserveHTTP2Only(prefix: String) {
-        http2OnlyPrefixes.append(prefix)
-    }
-
     public func handle(_ request: HTTPServerRequest, responder: HTTPResponder) {
         let path: String
         if let query = request.path.utf8.firstIndex(of: UInt8(ascii: "?")) {
@@ -66,9 +59,7 @@ public struct Router: HTTPServerHandler {
         let candidates = exact[path] ?? prefixes.filter { path.hasPrefix($0.path) }
         let isHTTP1 = request.connection.httpVersion == .http1_1
 
-        if isHTTP1, candidates.contains(where: { $0.protocols == .http2Only })
-            || (candidates.isEmpty && http2OnlyPrefixes.contains(where: { path.hasPrefix($0) }))
-        {
+        if isHTTP1, candidates.contains(where: { $0.protocols == .http2Only }) {
             responder.respond(
                 .error(
                     status: 505,

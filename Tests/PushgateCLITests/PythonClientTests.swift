@@ -9,9 +9,7 @@ import Testing
 struct PythonClientTests {
     @Test("curl as a provider: 200 with apns-id and pushgate-disposition, 400 BadDeviceToken with a JSON body")
     func curlProvider() throws {
-        let dataDirectory = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
-        let gateway = try GatewayProcess(arguments: ["--data-dir", dataDirectory, "--listen", "127.0.0.1:0"], listeners: 1)
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
         let url = gateway.urls[0]
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [url, "com.example.curl"])
 
@@ -52,9 +50,7 @@ struct PythonClientTests {
 
     @Test("httpx (HTTP/2 prior knowledge) as a provider: statuses, apns-id, disposition and APNs error bodies")
     func httpxProvider() throws {
-        let dataDirectory = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
-        let gateway = try GatewayProcess(arguments: ["--data-dir", dataDirectory, "--listen", "127.0.0.1:0"], listeners: 1)
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
         let result = try PythonClient.json(ProviderChecks.self, "provider_checks.py", [gateway.urls[0]])
         let cases = result.cases
 
@@ -117,9 +113,7 @@ struct PythonClientTests {
 
     @Test("httpx as a device agent: SSE events for curl's pushes, ack, reconnect with and without last-event-id")
     func httpxDeviceStream() throws {
-        let dataDirectory = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
-        let gateway = try GatewayProcess(arguments: ["--data-dir", dataDirectory, "--listen", "127.0.0.1:0"], listeners: 1)
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
         let url = gateway.urls[0]
         let topic = "com.example.stream"
         let pushes = (0..<5).map { _ in UUID().uuidString.lowercased() }
