@@ -15,9 +15,7 @@ enum SQLiteCommands {
         switch command {
         case .createDevice, .register, .unregister, .enqueue, .assignSeq:
             return true
-        case .remove(let ids):
-            return ids.count <= 1
-        case .deleteDevice, .ack:
+        case .remove, .deleteDevice, .ack:
             return false
         }
     }
@@ -80,26 +78,26 @@ enum SQLiteCommands {
                 n.pushType, Int64(n.priority), n.collapseID, Data(n.payload), n.acceptedAt, n.expiresAt,
                 try n.seq.map { seq throws(Failure) in try int64(seq, "seq", command) },
             ])
-            if let seq = n.seq {
-                try db.cachedStatement(sql: "UPDATE devices SET last_seq = max(last_seq, ?) WHERE id = ?")
-                    .execute(arguments: [try int64(seq, "seq", command), n.deviceID])
-            }
 
         case .assignSeq(let acceptanceID, let seq):
             let seqValue = try int64(seq, "seq", command)
             let idValue = try int64(acceptanceID, "acceptanceID", command)
             try db.cachedStatement(sql: "UPDATE notifications SET seq = ? WHERE acceptance_id = ?")
                 .execute(arguments: [seqValue, idValue])
-            try db.cachedStatement(sql: """
-                UPDATE devices SET last_seq = max(last_seq, ?)                 WHERE id = (SELECT device_id FROM notifications WHERE acceptance_id = ?)
-                """).execute(arguments: [seqValue, idValue])
 
         case .remove(let acceptanceIDs):
-            let statement = try db.cachedStatement(sql: "DELETE FROM notifications WHERE acceptance_id = ?")
+            // A stored row's seq is itself the record of the highest seq assigned; only when a
+            // row leaves without an ack must `last_seq` take it over, so that seqs are never
+            // reused. (Enqueue and assignSeq therefore need no second write per push.)
+            let keepSeq = try db.cachedStatement(sql: """
+                UPDATE devices SET last_seq = max(last_seq, n.seq)                 FROM (SELECT device_id, seq FROM notifications WHERE acceptance_id = ? AND seq IS NOT NULL) AS n                 WHERE devices.id = n.device_id
+                """)
+            let delete = try db.cachedStatement(sql: "DELETE FROM notifications WHERE acceptance_id = ?")
             for id in acceptanceIDs {
                 // Ids beyond Int64 cannot have been stored: nothing to remove.
                 guard let id = Int64(exactly: id) else { continue }
-                try statement.execute(arguments: [id])
+                try keepSeq.execute(arguments: [id])
+                try delete.execute(arguments: [id])
             }
 
         case .ack(let deviceID, let upTo):

@@ -443,7 +443,10 @@ public final class SQLiteStore: NotificationStore {
     private static func readSnapshot(_ db: Database) throws -> StoreSnapshot {
         var devices: [DeviceRecord] = []
         let deviceRows = try Row.fetchCursor(db, sql: """
-            SELECT id, secret_hash, created_at, acked_seq, last_seq FROM devices ORDER BY id
+            SELECT id, secret_hash, created_at, acked_seq,
+                max(last_seq, acked_seq,
+                    coalesce((SELECT max(seq) FROM notifications WHERE device_id = devices.id), 0))
+            FROM devices ORDER BY id
             """)
         while let row = try deviceRows.next() {
             let secret: Data = row[1]

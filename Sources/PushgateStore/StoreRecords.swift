@@ -7,8 +7,9 @@ public struct DeviceRecord: Sendable, Equatable {
     public var createdAt: Int64
     /// Highest sequence number the agent has acknowledged.
     public var ackedSeq: UInt64
-    /// Highest sequence number ever assigned (kept up to date by `enqueue` and `assignSeq`):
-    /// new ones continue above it, so a seq an agent has seen is never reused.
+    /// Highest sequence number ever assigned: new ones continue above it, so a seq an agent has
+    /// seen is never reused. Derived on load from the stored notifications, the ack, and the
+    /// `last_seq` column that `remove` raises when a notification leaves without an ack.
     public var lastSeq: UInt64
 
     public init(id: String, secretHash: [UInt8], createdAt: Int64, ackedSeq: UInt64 = 0, lastSeq: UInt64 = 0) {

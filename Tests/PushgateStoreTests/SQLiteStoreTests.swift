@@ -204,7 +204,7 @@ struct SQLiteStoreTests {
         }
     }
 
-    @Test("enqueue and assignSeq raise the device's lastSeq, never lower it")
+    @Test("lastSeq is the highest seq ever assigned: stored, acked, or removed unacked")
     func lastSeq() async throws {
         try await withStore { store, _ in
             try await store.commit([
@@ -218,6 +218,9 @@ struct SQLiteStoreTests {
             let snapshot = try store.load()
             #expect(snapshot.devices.first?.lastSeq == 9)
             #expect(snapshot.notifications.isEmpty)
+            // An expired (removed, never acked) notification's seq is not given out again.
+            try await store.commit([.enqueue(notification(4, device: "d", seq: 12)), .remove(acceptanceIDs: [4])])
+            #expect(try store.load().devices.first?.lastSeq == 12)
         }
     }
 
