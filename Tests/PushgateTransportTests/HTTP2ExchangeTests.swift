@@ -179,6 +179,44 @@ struct HTTP2LimitTests {
         }
     }
 
+    @Test("a gated connection may open one stream until the application grants it the full limit")
+    func streamGating() async throws {
+        try await withTestServer(configure: { $0.http2.streamsUntilAuthorized = 1 }) { server in
+            let connection = try await server.connect()
+            #expect(try await connection.send(HTTPClientRequest(method: "GET", path: "/hello")).status == 200)
+            #expect(try await connection.serverMaxConcurrentStreams() == 1)
+            #expect(try await connection.send(HTTPClientRequest(method: "GET", path: "/grant")).status == 200)
+            #expect(try await connection.serverMaxConcurrentStreams() == 1000)
+
+            // While gated, requests beyond the limit wait in the client for their turn once it
+            // has seen the SETTINGS (before that, a racing client gets REFUSED_STREAM, as from
+            // APNs).
+            let queued = try await server.connect()
+            #expect(try await queued.send(HTTPClientRequest(method: "GET", path: "/hello")).status == 200)
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<20 { group.addTask { try await queued.send(HTTPClientRequest(method: "GET", path: "/hello")).status } }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 200, count: 20))
+            #expect(try await queued.serverMaxConcurrentStreams() == 1)
+            await connection.close()
+            await queued.close()
+        }
+    }
+
+    @Test("the application can end a connection with an APNs-style GOAWAY reason")
+    func goAwayWithReason() async throws {
+        try await withTestServer { server in
+            let connection = try await server.connect()
+            let response = try await connection.send(HTTPClientRequest(method: "GET", path: "/goaway?r=TooMany\"Errors"))
+            #expect(response.status == 200)
+            let goAway = try await connection.goAwayReceived.get()
+            #expect(goAway.errorCode == 0)
+            #expect(goAway.debugData == #"{"reason":"TooMany\"Errors"}"#)
+            try await connection.channel.closeFuture.get()
+        }
+    }
+
     @Test("a header list over the limit resets that stream only")
     func oversizedHeaderList() async throws {
         try await withTestServer { server in

@@ -123,6 +123,12 @@ struct TestApplication: HTTPServerHandler {
                 writer.onClose = { hooks.streamClosed.succeed($0) }
                 hooks.streamWriter.succeed(writer)
             }
+        case ("GET", "/grant"):
+            request.connection.grantFullConcurrency()
+            responder.respond(HTTPServerResponse(status: 200, text: "granted"))
+        case ("GET", "/goaway"):
+            responder.respond(HTTPServerResponse(status: 200, text: "bye"))
+            request.connection.goAway(reason: String(query.dropFirst(2)))
         case ("GET", "/slow"):
             hooks.slowResponders.withLockedValue { $0.append(responder) }
             let waiter = hooks.slowArrived.withLockedValue { state -> EventLoopPromise<Void>? in
@@ -261,7 +267,7 @@ final class RawConnection: Sendable {
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             var bytes = unwrapInboundIn(data)
-            received.withLockedValue { $0.writeBuffer(&bytes) }
+            received.withLockedValue { _ = $0.writeBuffer(&bytes) }
         }
     }
 

@@ -62,6 +62,12 @@ public final class HTTP2ClientConnection: Sendable {
         return try await promise.futureResult.get()
     }
 
+    /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS (gated connections start low).
+    public func serverMaxConcurrentStreams() async throws -> UInt32 {
+        let handler = self.handler
+        return try await channel.eventLoop.submit { handler.value.serverMaxConcurrentStreams }.get()
+    }
+
     /// Abandons a streamed response: the server sees RST_STREAM (CANCEL).
     public func reset(streamID: Int32) {
         let handler = self.handler

@@ -152,6 +152,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     }
 
     /// Resets a stream (RST_STREAM CANCEL): the response is abandoned.
+    var serverMaxConcurrentStreams: UInt32 { session?.remoteMaxConcurrentStreams ?? 0 }
+
     func reset(streamID: Int32) {
         guard !closed, session != nil, let stream = streams.removeValue(forKey: streamID) else { return }
         session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)

@@ -18,6 +18,10 @@ public final class ConnectionInfo: Sendable {
     public let negotiatedProtocol: String?
     /// The client certificate, present only when one was presented and verified.
     public let peerCertificate: PeerCertificate?
+    /// The loop the connection lives on: request handlers are called here, and `attachment`
+    /// may only be used here.
+    public let eventLoop: any EventLoop
+    private let local: NIOLoopBound<LocalState>
 
     public init(
         id: UInt64,
@@ -26,7 +30,8 @@ public final class ConnectionInfo: Sendable {
         httpVersion: HTTPVersion,
         isTLS: Bool,
         negotiatedProtocol: String?,
-        peerCertificate: PeerCertificate?
+        peerCertificate: PeerCertificate?,
+        eventLoop: any EventLoop
     ) {
         self.id = id
         self.remoteAddress = remoteAddress
@@ -35,5 +40,56 @@ public final class ConnectionInfo: Sendable {
         self.isTLS = isTLS
         self.negotiatedProtocol = negotiatedProtocol
         self.peerCertificate = peerCertificate
+        self.eventLoop = eventLoop
+        self.local = NIOLoopBound(LocalState(), eventLoop: eventLoop)
     }
+
+    /// Per-connection state of the application (for example a provider's verified tokens),
+    /// created on first use and dropped with the connection. Only on `eventLoop`.
+    public func attachment<T: AnyObject>(_ type: T.Type = T.self, orInsert make: () -> T) -> T {
+        let state = local.value
+        if let existing = state.attachments[ObjectIdentifier(type)] as? T { return existing }
+        let created = make()
+        state.attachments[ObjectIdentifier(type)] = created
+        return created
+    }
+
+    /// Lifts the stream limit of a connection that started gated
+    /// (`HTTP2ServerConfiguration.streamsUntilAuthorized`): the peer has proven who it is. From
+    /// any thread; idempotent; nothing on HTTP/1.1.
+    public func grantFullConcurrency() {
+        onLoop { $0.control?.grantFullConcurrency() }
+    }
+
+    /// Ends the connection as APNs does: GOAWAY whose debug data is `{"reason": reason}`;
+    /// streams already open finish, then the connection closes. From any thread; nothing on
+    /// HTTP/1.1 (the routes that need it are HTTP/2 only).
+    public func goAway(reason: String) {
+        onLoop { $0.control?.goAway(reason: reason) }
+    }
+
+    /// The protocol handler registers itself here when it is added to the pipeline.
+    func install(control: any ConnectionControl) {
+        local.value.control = control
+    }
+
+    private func onLoop(_ body: @escaping @Sendable (LocalState) -> Void) {
+        if eventLoop.inEventLoop {
+            body(local.value)
+        } else {
+            let local = self.local
+            eventLoop.execute { body(local.value) }
+        }
+    }
+
+    private final class LocalState {
+        var attachments: [ObjectIdentifier: AnyObject] = [:]
+        weak var control: (any ConnectionControl)?
+    }
+}
+
+/// What the application may ask of the connection's protocol handler. On its event loop.
+protocol ConnectionControl: AnyObject {
+    func grantFullConcurrency()
+    func goAway(reason: String)
 }

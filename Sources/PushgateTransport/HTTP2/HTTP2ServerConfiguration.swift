@@ -23,6 +23,11 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// During graceful shutdown: how long to wait for the PING that follows the shutdown notice
     /// before sending the final GOAWAY anyway.
     public var shutdownNoticeTimeout: TimeAmount = .seconds(1)
+    /// When set, a new connection may have only this many streams open until the application
+    /// calls `ConnectionInfo.grantFullConcurrency()`; then SETTINGS raise the limit to
+    /// `session.maxConcurrentStreams`. APNs allows one stream until a valid provider token has
+    /// been seen. A connection with a verified client certificate starts with the full limit.
+    public var streamsUntilAuthorized: UInt32?
 
     public init() {}
 }

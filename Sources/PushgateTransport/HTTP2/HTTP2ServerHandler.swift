@@ -8,7 +8,7 @@ import NIOHTTP1
 ///
 /// Back-pressure: frames are serialized only while the channel is writable, and no more bytes
 /// are read from the peer while it is not; a peer that stops reading stops being served.
-final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
+final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, ConnectionControl {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -64,6 +64,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
     /// Request body bytes held across all streams of this connection.
     private var bufferedRequestBytes = 0
 
+    /// Still limited to `streamsUntilAuthorized` streams.
+    private var gated = false
+
     private var idleTimer: Scheduled<Void>?
     private var shutdownTimer: Scheduled<Void>?
     private var requestTimer: Scheduled<Void>?
@@ -87,13 +90,20 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         do {
-            session = try NGHTTP2Session(role: .server, limits: configuration.session, delegate: self)
+            gated = configuration.streamsUntilAuthorized != nil && connection.peerCertificate == nil
+            session = try NGHTTP2Session(
+                role: .server,
+                limits: configuration.session,
+                initialMaxConcurrentStreams: gated ? configuration.streamsUntilAuthorized : nil,
+                delegate: self
+            )
         } catch {
             logger.error("cannot create HTTP/2 session", metadata: ["error": "\(error)"])
             state = .closed
             context.close(promise: nil)
             return
         }
+        connection.install(control: self)
         armIdleTimer()
         if context.channel.isActive { flushOutput() }
     }
@@ -293,7 +303,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
         session.submitGoAway(
             lastStreamID: session.lastProcessedStreamID,
             errorCode: NGHTTP2_NO_ERROR.rawValue,
-            debugData: Array(#"{"reason":"IdleTimeout"}"#.utf8)
+            debugData: Self.reasonJSON("IdleTimeout")
         )
         state = .goingAway
         scheduleFlush()
@@ -309,7 +319,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
             session.submitGoAway(
                 lastStreamID: session.lastProcessedStreamID,
                 errorCode: NGHTTP2_NO_ERROR.rawValue,
-                debugData: Array(#"{"reason":"Shutdown"}"#.utf8)
+                debugData: Self.reasonJSON("Shutdown")
             )
             state = .goingAway
             scheduleFlush()
@@ -334,11 +344,46 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink {
         session.submitGoAway(
             lastStreamID: session.lastProcessedStreamID,
             errorCode: NGHTTP2_NO_ERROR.rawValue,
-            debugData: Array(#"{"reason":"Shutdown"}"#.utf8)
+            debugData: Self.reasonJSON("Shutdown")
         )
         // Called from the PING-ack callback or a timer: let flushOutput send it and close once
         // nghttp2 reports the session done.
         scheduleFlush()
+    }
+
+    // MARK: Application requests (ConnectionControl)
+
+    func grantFullConcurrency() {
+        guard gated, state == .active, session != nil else { return }
+        gated = false
+        session.submitMaxConcurrentStreams(configuration.session.maxConcurrentStreams)
+        scheduleFlush()
+    }
+
+    func goAway(reason: String) {
+        guard state == .active || state == .quiescing, session != nil else { return }
+        logger.debug("closing HTTP/2 connection", metadata: ["h2.goaway_reason": "\(reason)"])
+        shutdownTimer?.cancel()
+        shutdownTimer = nil
+        idleTimer?.cancel()
+        state = .goingAway
+        session.submitGoAway(
+            lastStreamID: session.lastProcessedStreamID,
+            errorCode: NGHTTP2_NO_ERROR.rawValue,
+            debugData: Self.reasonJSON(reason)
+        )
+        scheduleFlush()
+    }
+
+    /// `{"reason":"..."}` as APNs puts it in GOAWAY debug data.
+    static func reasonJSON(_ reason: String) -> [UInt8] {
+        var out = Array(#"{"reason":""#.utf8)
+        for byte in reason.utf8 {
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+            if byte >= 0x20 { out.append(byte) }
+        }
+        out.append(contentsOf: #""}"#.utf8)
+        return out
     }
 
     // MARK: Responses (HTTPResponseSink)

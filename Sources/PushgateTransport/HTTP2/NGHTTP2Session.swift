@@ -94,6 +94,7 @@ final class NGHTTP2Session {
         role: Role,
         limits: HTTP2SessionLimits,
         manualFlowControl: Bool = false,
+        initialMaxConcurrentStreams: UInt32? = nil,
         delegate: any NGHTTP2SessionDelegate
     ) throws {
         self.role = role
@@ -133,7 +134,7 @@ final class NGHTTP2Session {
 
         var settings: [nghttp2_settings_entry] = [
             .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
-                  value: limits.maxConcurrentStreams),
+                  value: initialMaxConcurrentStreams ?? limits.maxConcurrentStreams),
             .init(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
                   value: UInt32(limits.initialStreamWindowSize)),
             .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
@@ -289,6 +290,20 @@ final class NGHTTP2Session {
                 data.count
             )
         }
+    }
+
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS as last received.
+    var remoteMaxConcurrentStreams: UInt32 {
+        nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+    }
+
+    /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2 enforces it once acknowledged).
+    func submitMaxConcurrentStreams(_ value: UInt32) {
+        var entry = nghttp2_settings_entry(
+            settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+            value: value
+        )
+        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1)
     }
 
     func submitPing() {

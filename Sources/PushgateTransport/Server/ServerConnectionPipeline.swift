@@ -34,7 +34,8 @@ struct ServerConnectionPipeline {
                 httpVersion: selected == .http2 ? .http2 : .http1_1,
                 isTLS: tlsHandler != nil,
                 negotiatedProtocol: outcome?.negotiatedProtocol,
-                peerCertificate: tlsHandler?.peerCertificate
+                peerCertificate: tlsHandler?.peerCertificate,
+                eventLoop: context.eventLoop
             )
             let operations = context.pipeline.syncOperations
             switch selected {
