@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
         // C libraries from the system (Debian: libnghttp2-dev, libssl-dev). The shim headers wrap
@@ -54,6 +55,12 @@ let package = Package(
         ),
         // Secure randomness, hashing (and later JWT signatures) on libcrypto.
         .target(name: "PushgateCrypto", dependencies: ["COpenSSL"]),
+        // Provider authentication: APNs JWT (ES256) and client-certificate identities, the
+        // per-connection token state. Pure and clock-injected; no I/O.
+        .target(name: "PushgateProviderAuth", dependencies: ["PushgateCrypto", "PushgateCore"]),
+        // The power-aware scheduler: silent budgets, held queues, wake events. A pure state
+        // machine, one instance per shard; no I/O, no locks, injected time.
+        .target(name: "PushgateScheduler"),
         // Domain words shared by the APIs, the scheduler and the store.
         .target(
             name: "PushgateCore",
@@ -95,6 +102,7 @@ let package = Package(
             name: "PushgateProviderAPI",
             dependencies: [
                 "PushgateCore",
+                "PushgateProviderAuth",
                 "PushgateDelivery",
                 "PushgateRouting",
                 "PushgateTransport",
@@ -107,6 +115,7 @@ let package = Package(
             name: "PushgateDeviceAPI",
             dependencies: [
                 "PushgateCore",
+                "PushgateCrypto",
                 "PushgateDelivery",
                 "PushgateRouting",
                 "PushgateTransport",
@@ -119,6 +128,7 @@ let package = Package(
             name: "PushgateGateway",
             dependencies: [
                 "PushgateDelivery",
+                "PushgateProviderAuth",
                 "PushgateDeviceAPI",
                 "PushgateProviderAPI",
                 "PushgateStore",
@@ -133,6 +143,8 @@ let package = Package(
             name: "pushgate",
             dependencies: [
                 "PushgateGateway",
+                "PushgateProviderAuth",
+                "PushgateCrypto",
                 "PushgateTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -140,6 +152,12 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
+        ),
+        // Release-mode benchmark of the scheduler alone (events/s, bytes per idle device).
+        .executableTarget(
+            name: "SchedulerBenchmark",
+            dependencies: ["PushgateScheduler"],
+            path: "Benchmarks/SchedulerBenchmark"
         ),
 
         .testTarget(
@@ -168,6 +186,8 @@ let package = Package(
             name: "PushgateGatewayTests",
             dependencies: [
                 "PushgateGateway",
+                "PushgateCrypto",
+                "PushgateProviderAuth",
                 "PushgateDelivery",
                 "PushgateStore",
                 "PushgateTransport",
@@ -183,6 +203,17 @@ let package = Package(
                 "PushgateCore",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
+        ),
+        .testTarget(
+            name: "PushgateSchedulerTests",
+            dependencies: [
+                "PushgateScheduler",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "PushgateProviderAuthTests",
+            dependencies: ["PushgateProviderAuth", "PushgateCrypto", "PushgateCore"]
         ),
         .testTarget(
             name: "PushgateCryptoTests",

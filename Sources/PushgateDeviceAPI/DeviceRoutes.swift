@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import PushgateCore
+import PushgateCrypto
 import PushgateDelivery
 import PushgateRouting
 import PushgateTransport
@@ -11,9 +12,31 @@ import PushgateTransport
 /// Every route but device creation needs `authorization: bearer <device secret>`; a missing or
 /// wrong secret and an unknown device id get the same 401, so the answer never tells whether a
 /// device exists.
+///
+/// On a gateway that authenticates providers, a new connection may open one stream until it has
+/// proven who it is (APNs' rule, applied to every connection on the port); a request that
+/// passes device authentication (or the registration secret) lifts that limit.
 public enum DeviceRoutes {
-    public static func register(on router: inout Router, core: DeliveryCore) {
-        router.add("POST", "/v1/devices", protocols: .http2Only) { _, responder in
+    /// `registrationSecret`: when set, `POST /v1/devices` needs `authorization: bearer <it>`;
+    /// otherwise anyone who can reach the port may create devices.
+    public static func register(on router: inout Router, core: DeliveryCore, registrationSecret: String? = nil) {
+        let expectedSecret = registrationSecret.map { SHA256.hash($0.utf8) }
+        router.add("POST", "/v1/devices", protocols: .http2Only) { request, responder in
+            if let expectedSecret {
+                guard let given = bearerSecret(request.headers),
+                      constantTimeEquals(SHA256.hash(given.utf8), expectedSecret)
+                else {
+                    responder.respond(
+                        .error(
+                            status: 401,
+                            reason: "Unauthorized",
+                            detail: "creating a device needs authorization: bearer <registration secret>, as configured on the gateway"
+                        )
+                    )
+                    return
+                }
+                request.connection.grantFullConcurrency()
+            }
             core.createDevice().whenComplete { result in
                 switch result {
                 case .success(let created):
@@ -44,25 +67,25 @@ public enum DeviceRoutes {
         let method = request.method
         switch (method, Array(parts.dropFirst())) {
         case ("DELETE", []):
-            complete(core.deleteDevice(deviceID: deviceID, secret: secret), responder) { .init(status: 204) }
+            complete(core.deleteDevice(deviceID: deviceID, secret: secret), request, responder) { .init(status: 204) }
         case ("POST", ["registrations"]):
             guard let topic = decode(TopicBody.self, request, responder)?.topic else { return }
             guard TopicRules.isValid(topic) else {
                 responder.respond(.error(status: 400, reason: "BadTopic", detail: TopicRules.explain(topic)))
                 return
             }
-            complete(core.register(deviceID: deviceID, secret: secret, topic: topic), responder) { token in
+            complete(core.register(deviceID: deviceID, secret: secret, topic: topic), request, responder) { token in
                 .json(status: 201, JSONText.object(["token": token, "topic": topic]))
             }
         case ("DELETE", let rest) where rest.count == 2 && rest[0] == "registrations":
-            complete(core.unregister(deviceID: deviceID, secret: secret, token: rest[1]), responder) { .init(status: 204) }
+            complete(core.unregister(deviceID: deviceID, secret: secret, token: rest[1]), request, responder) { .init(status: 204) }
         case ("POST", ["ack"]):
             guard let body = decode(AckBody.self, request, responder) else { return }
-            complete(core.ack(deviceID: deviceID, secret: secret, upTo: body.upTo), responder) { .init(status: 204) }
+            complete(core.ack(deviceID: deviceID, secret: secret, upTo: body.upTo), request, responder) { .init(status: 204) }
         case ("POST", ["keepalive"]):
             // The scheduler (not built yet) releases held pushes here; until then a keep-alive
             // only proves the secret and releases nothing.
-            complete(core.authenticate(deviceID: deviceID, secret: secret), responder) {
+            complete(core.authenticate(deviceID: deviceID, secret: secret), request, responder) {
                 .json(#"{"notifications":[]}"#)
             }
         case ("GET", ["events"]):
@@ -99,7 +122,9 @@ public enum DeviceRoutes {
         core.openStream(deviceID: deviceID, secret: secret, lastEventID: lastEventID).whenComplete { result in
             let generation: UInt64
             switch result {
-            case .success(let opened): generation = opened
+            case .success(let opened):
+                generation = opened
+                request.connection.grantFullConcurrency()
             case .failure(let error):
                 responder.respond(errorResponse(error))
                 return
@@ -153,14 +178,20 @@ public enum DeviceRoutes {
         return String(value.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
     }
 
+    /// Answers with `success` or the refusal; a success proves the device's secret, which lifts
+    /// a gated connection's stream limit.
     private static func complete<T>(
         _ future: EventLoopFuture<T>,
+        _ request: HTTPServerRequest,
         _ responder: HTTPResponder,
         _ success: @escaping @Sendable (T) -> HTTPServerResponse
     ) {
+        let connection = request.connection
         future.whenComplete { result in
             switch result {
-            case .success(let value): responder.respond(success(value))
+            case .success(let value):
+                connection.grantFullConcurrency()
+                responder.respond(success(value))
             case .failure(let error): responder.respond(errorResponse(error))
             }
         }

@@ -3,6 +3,7 @@ import NIOCore
 import PushgateDelivery
 import PushgateDeviceAPI
 import PushgateProviderAPI
+import PushgateProviderAuth
 import PushgateRouting
 import PushgateTransport
 
@@ -11,12 +12,20 @@ public enum Gateway {
     public static func makeRouter(
         readiness: Readiness,
         core: DeliveryCore,
-        validator: ProviderRequestValidator = ProviderRequestValidator()
+        access: AccessConfiguration = AccessConfiguration(),
+        validator: ProviderRequestValidator = ProviderRequestValidator(),
+        clock: any DeliveryClock = SystemClock()
     ) -> Router {
         var router = Router()
         HealthRoutes.register(on: &router, readiness: readiness)
-        ProviderRoute.register(on: &router, core: core, validator: validator)
-        DeviceRoutes.register(on: &router, core: core)
+        let gate = ProviderGate(
+            authenticator: access.providers,
+            isDraining: { readiness.isDraining },
+            maxConsecutiveErrors: access.maxConsecutiveProviderErrors,
+            nowMillis: { clock.nowMillis() }
+        )
+        ProviderRoute.register(on: &router, core: core, validator: validator, gate: gate)
+        DeviceRoutes.register(on: &router, core: core, registrationSecret: access.registrationSecret)
         return router
     }
 }

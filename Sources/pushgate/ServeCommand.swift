@@ -6,7 +6,9 @@ import Logging
 import NIOCore
 import NIOPosix
 import PushgateDelivery
+import Foundation
 import PushgateGateway
+import PushgateProviderAuth
 import PushgateStore
 import PushgateTLS
 import PushgateTransport
@@ -39,6 +41,15 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Flag(name: .customLong("tls-require-client-cert"), help: "Refuse TLS clients without a certificate (needs --tls-client-ca).")
     var tlsRequireClientCert = false
+
+    @Option(name: .customLong("config"), help: "JSON configuration file (provider keys, registration secret; see the README). Also PUSHGATE_CONFIG.")
+    var configFile: String?
+
+    @Option(
+        name: .customLong("provider-key"),
+        help: "A provider token key, TEAM:KEYID:FILE:TOPIC[,TOPIC...] (FILE: the .p8, or a PEM public key). Repeatable; adds to the config file's keys."
+    )
+    var providerKeys: [ProviderKeyFlag] = []
 
     @Option(name: .customLong("data-dir"), help: "Directory of the SQLite store (created if missing).")
     var dataDirectory: String = "./pushgate-data"
@@ -101,8 +112,12 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
 
+        let access = try accessConfiguration(logger: logger)
+        try access.checkExposure(listenHosts: (cleartext + tlsListen).map(\.host))
+
         var configuration = HTTPServerConfiguration()
         configuration.http2.idleTimeout = .seconds(Int64(idleTimeout))
+        configuration.http2.streamsUntilAuthorized = access.streamsUntilAuthorized
 
         let store = try SQLiteStore(directory: dataDirectory, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
@@ -111,7 +126,7 @@ struct ServeCommand: AsyncParsableCommand {
         let server = HTTPServer(
             listeners: listeners,
             configuration: configuration,
-            application: Gateway.makeRouter(readiness: readiness, core: core),
+            application: Gateway.makeRouter(readiness: readiness, core: core, access: access),
             group: group,
             logger: logger
         )
@@ -146,5 +161,43 @@ struct ServeCommand: AsyncParsableCommand {
             throw error
         }
         try await group.shutdownGracefully()
+    }
+
+    /// Provider keys (file, then flags), client certificates, the registration secret (file,
+    /// then PUSHGATE_REGISTRATION_SECRET).
+    private func accessConfiguration(logger: Logger) throws -> AccessConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        let path = configFile ?? environment["PUSHGATE_CONFIG"]
+        let file = try path.map { path throws(ConfigurationFileError) in try GatewayConfigurationFile.load(path: path) }
+        let directory = path.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
+        var gatewayEnvironment: ProviderEnvironment?
+        if let name = file?.environment {
+            guard let parsed = ProviderEnvironment(rawValue: name) else {
+                throw ConfigurationFileError(path: path ?? "", problem: "environment must be \"development\" or \"production\", got \"\(name)\"")
+            }
+            gatewayEnvironment = parsed
+        }
+        var keys: [ProviderKey] = []
+        for key in file?.providerKeys ?? [] { keys.append(try key.load(relativeTo: directory)) }
+        for key in providerKeys { keys.append(try key.configuration.load()) }
+        let keyring = try ProviderKeyring(keys: keys, environment: gatewayEnvironment)
+        let secret = file?.registrationSecret ?? environment["PUSHGATE_REGISTRATION_SECRET"]
+        if let secret, secret.count < 16 {
+            throw ValidationError("the registration secret must be at least 16 characters")
+        }
+        let access = AccessConfiguration(
+            providers: ProviderAuthenticator(keyring: keyring, acceptsClientCertificates: tlsClientCA != nil),
+            registrationSecret: secret,
+            maxConsecutiveProviderErrors: file?.maxConsecutiveProviderErrors ?? 100
+        )
+        logger.info(
+            "access",
+            metadata: [
+                "providers.keys": "\(keyring.keys.map(\.keyID))",
+                "providers.client_certificates": "\(tlsClientCA != nil)",
+                "devices.registration_secret": "\(secret != nil)",
+            ]
+        )
+        return access
     }
 }

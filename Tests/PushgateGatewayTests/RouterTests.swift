@@ -98,6 +98,7 @@ private final class CollectedBytes: ChannelInboundHandler, @unchecked Sendable {
 func withGateway(
     directory: String? = nil,
     clock: any DeliveryClock = SystemClock(),
+    access: AccessConfiguration = AccessConfiguration(),
     _ body: (RunningGateway) async throws -> Void
 ) async throws {
     let dataDirectory = directory ?? FileManager.default.temporaryDirectory
@@ -112,7 +113,12 @@ func withGateway(
     try await core.restore()
     let server = HTTPServer(
         listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
-        application: Gateway.makeRouter(readiness: readiness, core: core),
+        configuration: {
+            var configuration = HTTPServerConfiguration()
+            configuration.http2.streamsUntilAuthorized = access.streamsUntilAuthorized
+            return configuration
+        }(),
+        application: Gateway.makeRouter(readiness: readiness, core: core, access: access, clock: clock),
         group: group,
         logger: logger
     )

@@ -6,12 +6,21 @@ import Synchronization
 /// Whether the gateway should receive traffic: set once everything is up, cleared when draining.
 public final class Readiness: Sendable {
     private let ready = Atomic<Bool>(false)
+    private let draining = Atomic<Bool>(false)
 
     public init() {}
 
     public var isReady: Bool { ready.load(ordering: .relaxed) }
 
+    /// A graceful shutdown has begun (requests get `503 Shutdown`).
+    public var isDraining: Bool { draining.load(ordering: .relaxed) }
+
     public func set(_ value: Bool) { ready.store(value, ordering: .relaxed) }
+
+    public func beginDraining() {
+        draining.store(true, ordering: .relaxed)
+        ready.store(false, ordering: .relaxed)
+    }
 }
 
 /// `GET /healthz` (the process answers) and `GET /readyz` (it should be sent traffic).

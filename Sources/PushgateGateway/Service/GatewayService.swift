@@ -53,7 +53,7 @@ public final class GatewayService: Service {
         // Returns when a graceful shutdown is triggered; throws on cancellation, which also ends
         // the service (after draining below).
         try? await gracefulShutdown()
-        readiness.set(false)
+        readiness.beginDraining()
         logger.info("shutting down", metadata: ["shutdown.deadline": "\(shutdownDeadline)"])
         await server.shutdownGracefully(deadline: shutdownDeadline)
         core.stopMaintenance()

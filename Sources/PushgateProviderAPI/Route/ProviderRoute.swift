@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import PushgateCore
 import PushgateDelivery
+import PushgateProviderAuth
 import PushgateRouting
 import PushgateTransport
 
@@ -11,47 +12,112 @@ import PushgateTransport
 /// device's shard, and the 200 is sent only once the store has committed it. Every response,
 /// error or not, carries `apns-id`, as APNs' does: some client libraries wait for it.
 public enum ProviderRoute {
-    public static func register(on router: inout Router, core: DeliveryCore, validator: ProviderRequestValidator) {
+    public static func register(
+        on router: inout Router,
+        core: DeliveryCore,
+        validator: ProviderRequestValidator,
+        gate: ProviderGate
+    ) {
         // Any method: a wrong one is answered in APNs' own terms (405 MethodNotAllowed).
         router.addPrefix(nil, "/3/", protocols: .http2Only) { request, responder in
-            handle(request, responder, core: core, validator: validator)
+            handle(request, responder, core: core, validator: validator, gate: gate)
         }
     }
 
-    static func handle(_ request: HTTPServerRequest, _ responder: HTTPResponder, core: DeliveryCore, validator: ProviderRequestValidator) {
+    /// Draining, then authentication, then validation, then the push's shard: a provider that
+    /// has not proven who it is learns nothing about tokens (not even whether one exists).
+    static func handle(
+        _ request: HTTPServerRequest,
+        _ responder: HTTPResponder,
+        core: DeliveryCore,
+        validator: ProviderRequestValidator,
+        gate: ProviderGate
+    ) {
+        let connection = request.connection
+        let state = connection.attachment(ProviderConnectionState.self) {
+            let certificate = gate.authenticator.acceptsClientCertificates
+                ? connection.peerCertificate.map { CertificateProvider(userID: $0.userID, subject: $0.subject) }
+                : nil
+            return ProviderConnectionState(auth: gate.authenticator.makeConnectionState(), certificate: certificate)
+        }
+        if gate.isDraining() {
+            let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
+            responder.respond(
+                response(status: 503, reason: "Shutdown", detail: "the gateway is shutting down; retry on a new connection", apnsID: apnsID)
+            )
+            return
+        }
+
+        let topic = request.headers.first(name: "apns-topic")
+        let authorized = gate.authenticator.authorize(
+            certificate: state.certificate,
+            authorization: request.headers.first(name: "authorization"),
+            topic: topic,
+            connection: &state.auth,
+            nowMillis: gate.nowMillis()
+        )
+        if !state.granted, state.certificate != nil || state.auth.hasValidToken {
+            state.granted = true
+            connection.grantFullConcurrency()
+        }
+        var headers = request.headers
+        switch authorized {
+        case .failure(let refusal):
+            let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
+            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder)
+            return
+        case .success(let provider):
+            // A single-app certificate implies its topic when the request names none (APNs).
+            if topic == nil { headers.add(name: "apns-topic", value: provider.topic) }
+        }
+
         let outcome = validator.validate(
             method: request.method,
             path: request.path,
-            headers: request.headers.map { (name: $0.name, value: $0.value) },
+            headers: headers.map { (name: $0.name, value: $0.value) },
             body: request.body
         )
         switch outcome {
         case .rejected(let rejection, let apnsID):
-            responder.respond(response(status: rejection.status, reason: rejection.reason, detail: rejection.detail, apnsID: apnsID))
+            let refusal = Refusal(status: rejection.status, reason: rejection.reason, detail: rejection.detail)
+            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder)
         case .accepted(let push):
-            core.accept(push).whenComplete { result in
+            let boundState = NIOLoopBound(state, eventLoop: connection.eventLoop)
+            core.accept(push).hop(to: connection.eventLoop).whenComplete { result in
+                let state = boundState.value
                 switch result {
                 case .success(let disposition):
+                    state.consecutiveErrors = 0
                     var headers = HTTPHeaders()
                     headers.add(name: "apns-id", value: push.apnsID)
                     headers.add(name: "pushgate-disposition", value: disposition.rawValue)
                     responder.respond(HTTPServerResponse(status: 200, headers: headers))
-                case .failure(let refusal as Refusal):
-                    responder.respond(
-                        response(
-                            status: refusal.status,
-                            reason: refusal.reason,
-                            detail: refusal.detail,
-                            apnsID: push.apnsID,
-                            timestamp: refusal.timestamp
-                        )
-                    )
                 case .failure(let error):
-                    responder.respond(
-                        response(status: 500, reason: "InternalServerError", detail: "\(error)", apnsID: push.apnsID)
-                    )
+                    let refusal = error as? Refusal
+                        ?? Refusal(status: 500, reason: "InternalServerError", detail: "\(error)")
+                    answer(refusal: refusal, apnsID: push.apnsID, state: state, connection: connection, gate: gate, responder: responder)
                 }
             }
+        }
+    }
+
+    /// Sends the error and counts it; past the limit the connection is ended as APNs ends it.
+    /// Runs on the connection's event loop.
+    private static func answer(
+        refusal: Refusal,
+        apnsID: String,
+        state: ProviderConnectionState,
+        connection: ConnectionInfo,
+        gate: ProviderGate,
+        responder: HTTPResponder
+    ) {
+        responder.respond(
+            response(status: refusal.status, reason: refusal.reason, detail: refusal.detail, apnsID: apnsID, timestamp: refusal.timestamp)
+        )
+        guard (400..<500).contains(refusal.status), refusal.status != 410 else { return }
+        state.consecutiveErrors += 1
+        if gate.maxConsecutiveErrors > 0, state.consecutiveErrors >= gate.maxConsecutiveErrors {
+            connection.goAway(reason: refusal.reason)
         }
     }
 

@@ -101,6 +101,12 @@ public struct ProviderRequestValidator: Sendable {
         self.uuidBits = uuidGenerator
     }
 
+    /// The `apns-id` of a response to a request refused before validation: the request's own
+    /// when it is a valid UUID, else a new one (every APNs response carries one).
+    public func responseAPNsID(requestHeader value: String?) -> String {
+        value.flatMap(FieldSyntax.canonicalUUID) ?? FieldSyntax.uuidV4(uuidBits())
+    }
+
     /// Fields with a meaning for the provider API, first occurrence of each.
     private struct Fields {
         var apnsID: String?

@@ -1,0 +1,136 @@
+import Foundation
+import PushgateCore
+import PushgateCrypto
+
+/// An APNs provider token taken apart but not yet trusted: a JWS compact serialisation
+/// `base64url(header) "." base64url(claims) "." base64url(signature)` with header
+/// `{"alg": "ES256", "kid": <key id>}` and claims `{"iss": <team id>, "iat": <seconds>}`.
+///
+/// Fields beyond those are ignored (PyJWT adds `"typ": "JWT"`, some clients add `exp`), except
+/// `crit`, which RFC 7515 §4.1.11 says must be refused when not understood.
+struct ProviderToken {
+    let keyID: String
+    let issuer: String
+    /// Seconds since the epoch, within 0 ... ``maximumIssuedAt``.
+    let issuedAt: Int64
+    /// Raw `r || s`, 64 bytes.
+    let signature: [UInt8]
+    /// `header "." claims`, exactly as sent: what the signature covers.
+    let signingInput: Substring
+
+    /// Year 2286 in seconds; anything larger is a clock in milliseconds or garbage, and keeping
+    /// `iat` this small lets it be turned into milliseconds without overflow.
+    static let maximumIssuedAt: Int64 = 9_999_999_999
+
+    /// The token in an `authorization` header value, or why there is none
+    /// (`403 MissingProviderToken`). The scheme is matched case-insensitively (RFC 9110 §11.1).
+    static func bearerToken(in authorization: String) -> Result<Substring, Refusal> {
+        let value = Substring(authorization)
+        let scheme = value.prefix { $0 != " " }
+        guard scheme.lowercased() == "bearer" else {
+            let shown = scheme.isEmpty ? "an empty value" : "scheme \"\(scheme.prefix(20))\""
+            return .failure(.missingProviderToken("the authorization header has \(shown); send authorization: bearer <JWT>"))
+        }
+        let token = value.dropFirst(scheme.count).drop { $0 == " " }
+        guard !token.isEmpty else {
+            return .failure(.missingProviderToken("the authorization header says bearer but carries no token; send authorization: bearer <JWT>"))
+        }
+        return .success(token)
+    }
+
+    /// Takes a compact JWS apart; every failure is `403 InvalidProviderToken` saying which part is wrong.
+    static func parse(_ token: Substring) -> Result<ProviderToken, Refusal> {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            return .failure(.invalidProviderToken("the token has \(parts.count) part\(parts.count == 1 ? "" : "s") separated by '.'; a JWT has three: header.claims.signature"))
+        }
+        guard let headerJSON = Base64URL.decode(parts[0]) else {
+            return .failure(.invalidProviderToken("the JWT header is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
+        }
+        guard let claimsJSON = Base64URL.decode(parts[1]) else {
+            return .failure(.invalidProviderToken("the JWT claims set is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
+        }
+        guard let signature = Base64URL.decode(parts[2]) else {
+            return .failure(.invalidProviderToken("the JWT signature is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
+        }
+
+        let header: Header
+        let claims: Claims
+        do {
+            header = try JSONDecoder().decode(Header.self, from: Data(headerJSON))
+        } catch {
+            return .failure(.invalidProviderToken(describe(error, in: "header")))
+        }
+        do {
+            claims = try JSONDecoder().decode(Claims.self, from: Data(claimsJSON))
+        } catch {
+            return .failure(.invalidProviderToken(describe(error, in: "claims set")))
+        }
+
+        guard let algorithm = header.alg else {
+            return .failure(.invalidProviderToken("the JWT header has no alg; APNs tokens need \"alg\": \"ES256\""))
+        }
+        guard algorithm == "ES256" else {
+            return .failure(.invalidProviderToken("the JWT header has alg \"\(algorithm.prefix(20))\"; APNs accepts only ES256 (ECDSA P-256, SHA-256)"))
+        }
+        guard !header.hasCrit else {
+            return .failure(.invalidProviderToken("the JWT header has crit; no critical extensions are supported"))
+        }
+        guard let keyID = header.kid, !keyID.isEmpty else {
+            return .failure(.invalidProviderToken("the JWT header has no kid; set it to the provider key's key id"))
+        }
+        guard let issuer = claims.iss, !issuer.isEmpty else {
+            return .failure(.invalidProviderToken("the JWT claims set has no iss; set it to the team id"))
+        }
+        guard let issuedAt = claims.iat else {
+            return .failure(.invalidProviderToken("the JWT claims set has no iat; set it to the time of signing in seconds since the epoch"))
+        }
+        guard issuedAt >= 0 else {
+            return .failure(.invalidProviderToken("iat \(issuedAt) is negative; it is the time of signing in seconds since the epoch"))
+        }
+        guard issuedAt <= maximumIssuedAt else {
+            return .failure(.invalidProviderToken("iat \(issuedAt) is too large for seconds since the epoch (milliseconds?); iat is in seconds"))
+        }
+        guard signature.count == 64 else {
+            return .failure(.invalidProviderToken("the signature is \(signature.count) bytes; an ES256 JWS signature is 64 (r || s), not DER"))
+        }
+        let signingInput = token[token.startIndex..<parts[1].endIndex]
+        return .success(ProviderToken(keyID: keyID, issuer: issuer, issuedAt: issuedAt, signature: signature, signingInput: signingInput))
+    }
+
+    private struct Header: Decodable {
+        let alg: String?
+        let kid: String?
+        let hasCrit: Bool
+
+        private enum CodingKeys: String, CodingKey { case alg, kid, crit }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            alg = try container.decodeIfPresent(String.self, forKey: .alg)
+            kid = try container.decodeIfPresent(String.self, forKey: .kid)
+            hasCrit = container.contains(.crit)
+        }
+    }
+
+    private struct Claims: Decodable {
+        let iss: String?
+        let iat: Int64?
+    }
+
+    private static func describe(_ error: any Error, in part: String) -> String {
+        switch error as? DecodingError {
+        case .dataCorrupted(let context) where context.codingPath.isEmpty:
+            return "the JWT \(part) is not JSON"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+            guard let field = context.codingPath.last?.stringValue else {
+                return "the JWT \(part) is not a JSON object"
+            }
+            return field == "iat"
+                ? "iat in the JWT claims set must be a whole number of seconds since the epoch"
+                : "\(field) in the JWT \(part) must be a string"
+        default:
+            return "the JWT \(part) is not JSON"
+        }
+    }
+}

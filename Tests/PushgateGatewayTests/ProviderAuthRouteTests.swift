@@ -1,0 +1,204 @@
+import Foundation
+import NIOCore
+import PushgateCrypto
+import PushgateGateway
+import PushgateProviderAuth
+import PushgateTransport
+import Testing
+
+/// Provider authentication through the real server: the reasons reach the client as APNs sends
+/// them, the connection's stream limit follows APNs' gating, draining answers `503 Shutdown`, and
+/// too many errors end the connection with a GOAWAY reason. (Every token rule is tested in
+/// isolation in PushgateProviderAuthTests.)
+@Suite("Provider authentication through the gateway")
+struct ProviderAuthRouteTests {
+    static let start: Int64 = 1_800_000_000_000
+    static let topic = "com.example.auth"
+
+    struct Keys {
+        let first = try! ES256PrivateKey.generate()
+        let second = try! ES256PrivateKey.generate()
+        let stranger = try! ES256PrivateKey.generate()
+
+        func access(maxErrors: Int = 100, registrationSecret: String? = nil) throws -> AccessConfiguration {
+            let keyring = try ProviderKeyring(keys: [
+                ProviderKey(teamID: "TEAM000001", keyID: "KEY0000001", publicKey: first.publicKey, topics: [ProviderAuthRouteTests.topic]),
+                ProviderKey(teamID: "TEAM000001", keyID: "KEY0000002", publicKey: second.publicKey, topics: ["com.example.other"]),
+            ])
+            return AccessConfiguration(
+                providers: ProviderAuthenticator(keyring: keyring, acceptsClientCertificates: false),
+                registrationSecret: registrationSecret,
+                maxConsecutiveProviderErrors: maxErrors
+            )
+        }
+
+        func token(_ key: ES256PrivateKey, keyID: String = "KEY0000001", at millis: Int64) -> String {
+            var signer = ProviderTokenSigner(privateKey: key, keyID: keyID, teamID: "TEAM000001")
+            return signer.token(nowMillis: millis)
+        }
+    }
+
+    /// A registered token to push to, made on a connection of its own (a device connection).
+    private static func deviceToken(_ gateway: RunningGateway) async throws -> String {
+        let agent = try await API(gateway)
+        defer { Task { await agent.close() } }
+        let device = try await agent.createDevice()
+        return try await agent.registeredToken(device, topic: topic)
+    }
+
+    @Test("no token: 403 MissingProviderToken and one stream; a valid token: 200 and 1,000 streams")
+    func gating() async throws {
+        let keys = Keys()
+        let clock = TestClock(Self.start)
+        try await withGateway(clock: clock, access: try keys.access()) { gateway in
+            let token = try await Self.deviceToken(gateway)
+            let provider = try await API(gateway)
+            let missing = try await provider.push(token: token, topic: Self.topic)
+            #expect(missing.status == 403)
+            #expect(missing.json["reason"] as? String == "MissingProviderToken")
+            #expect(missing.apnsID != nil)
+            #expect(try await provider.connection.serverMaxConcurrentStreams() == 1)
+
+            let bad = try await provider.push(
+                token: token,
+                topic: Self.topic,
+                headers: [("authorization", "bearer \(keys.token(keys.stranger, at: Self.start))")]
+            )
+            #expect(bad.status == 403)
+            #expect(bad.json["reason"] as? String == "InvalidProviderToken")
+            #expect(try await provider.connection.serverMaxConcurrentStreams() == 1)
+
+            let good = try await provider.push(
+                token: token,
+                topic: Self.topic,
+                headers: [("authorization", "bearer \(keys.token(keys.first, at: Self.start))")]
+            )
+            #expect(good.status == 200, "\(good.text)")
+            #expect(good.disposition == "stored")
+            #expect(try await provider.connection.serverMaxConcurrentStreams() == 1000)
+            await provider.close()
+        }
+    }
+
+    @Test("APNs' token reasons reach the client: expired, topic not allowed, too many updates, unrelated key")
+    func reasons() async throws {
+        let keys = Keys()
+        let clock = TestClock(Self.start)
+        try await withGateway(clock: clock, access: try keys.access()) { gateway in
+            let token = try await Self.deviceToken(gateway)
+            let provider = try await API(gateway)
+            func push(_ jwt: String, topic: String = Self.topic) async throws -> (Int, String?) {
+                let reply = try await provider.push(token: token, topic: topic, headers: [("authorization", "bearer \(jwt)")])
+                return (reply.status, reply.json["reason"] as? String)
+            }
+            let expired = keys.token(keys.first, at: Self.start - 3_601_000)
+            #expect(try await push(expired) == (403, "ExpiredProviderToken"))
+
+            let current = keys.token(keys.first, at: Self.start)
+            #expect(try await push(current) == (200, nil))
+            #expect(try await push(current, topic: "com.example.elsewhere") == (400, "TopicDisallowed"))
+
+            // Token updates: one is fine, a second within 20 minutes is not (APNs: once per 20 min).
+            clock.set(Self.start + 600_000)
+            let refreshed = keys.token(keys.first, at: Self.start + 600_000)
+            #expect(try await push(refreshed) == (200, nil))
+            clock.set(Self.start + 900_000)
+            #expect(try await push(keys.token(keys.first, at: Self.start + 900_000)) == (429, "TooManyProviderTokenUpdates"))
+            #expect(try await push(refreshed) == (200, nil))
+
+            // Another key of the same team cannot join a connection bound to the first.
+            let other = keys.token(keys.second, keyID: "KEY0000002", at: Self.start + 600_000)
+            #expect(try await push(other, topic: "com.example.other") == (403, "UnrelatedKeyIdInToken"))
+
+            // The token ages out: refused, and a fresh one (a switch from an expired token) works.
+            clock.set(Self.start + 600_000 + 3_601_000)
+            #expect(try await push(refreshed) == (403, "ExpiredProviderToken"))
+            #expect(try await push(keys.token(keys.first, at: Self.start + 600_000 + 3_601_000)) == (200, nil))
+            await provider.close()
+        }
+    }
+
+    @Test("a device connection lifts the stream limit by proving its secret")
+    func deviceConnectionsAreNotStuckAtOneStream() async throws {
+        let keys = Keys()
+        try await withGateway(access: try keys.access()) { gateway in
+            let agent = try await API(gateway)
+            let device = try await agent.createDevice()
+            #expect(try await agent.connection.serverMaxConcurrentStreams() == 1)
+            let wrong = try await agent.device(Device(id: device.id, secret: "wrong"), "POST", "ack", body: #"{"upTo":0}"#)
+            #expect(wrong.status == 401)
+            #expect(try await agent.connection.serverMaxConcurrentStreams() == 1)
+            // The event stream and an ack at once need two streams.
+            let events = try await agent.openEvents(device)
+            #expect(events.status == 200)
+            #expect(try await agent.connection.serverMaxConcurrentStreams() == 1000)
+            await agent.close()
+        }
+    }
+
+    @Test("with a registration secret, creating a device needs it")
+    func registrationSecret() async throws {
+        let secret = "s3cret-registration-value"
+        try await withGateway(access: AccessConfiguration(registrationSecret: secret)) { gateway in
+            let agent = try await API(gateway)
+            let refused = try await agent.send("POST", "/v1/devices")
+            #expect(refused.status == 401)
+            #expect((refused.json["detail"] as? String)?.contains("registration secret") == true)
+            let wrong = try await agent.send("POST", "/v1/devices", headers: [("authorization", "bearer nope")])
+            #expect(wrong.status == 401)
+            let created = try await agent.send("POST", "/v1/devices", headers: [("authorization", "bearer \(secret)")])
+            #expect(created.status == 201)
+            await agent.close()
+        }
+    }
+
+    @Test("while draining, provider requests get 503 Shutdown with an apns-id")
+    func drainingAnswersShutdown() async throws {
+        try await withGateway { gateway in
+            let token = try await Self.deviceToken(gateway)
+            let provider = try await API(gateway)
+            #expect(try await provider.push(token: token, topic: Self.topic).status == 200)
+            gateway.readiness.beginDraining()
+            let id = "8a5c3ea8-6e0c-4f45-a9a1-2e4b0b4b3f10"
+            let refused = try await provider.push(token: token, topic: Self.topic, apnsID: id)
+            #expect(refused.status == 503)
+            #expect(refused.json["reason"] as? String == "Shutdown")
+            #expect(refused.apnsID == id)
+            await provider.close()
+        }
+    }
+
+    @Test("too many errors in a row end the connection with GOAWAY {\"reason\": ...}; 410s do not count")
+    func tooManyErrors() async throws {
+        let keys = Keys()
+        let clock = TestClock(Self.start)
+        try await withGateway(clock: clock, access: try keys.access(maxErrors: 3)) { gateway in
+            let agent = try await API(gateway)
+            let device = try await agent.createDevice()
+            let token = try await agent.registeredToken(device, topic: Self.topic)
+            let gone = try await agent.registeredToken(device, topic: "com.example.gone")
+            #expect(try await agent.unregister(device, token: gone).status == 204)
+            await agent.close()
+
+            let provider = try await API(gateway)
+            let auth = [("authorization", "bearer \(keys.token(keys.first, at: Self.start))")]
+            let unknown = String(repeating: "ab", count: 32)
+            // Two errors, a success (resets), two errors and any number of 410s: still open.
+            for _ in 0..<2 { #expect(try await provider.push(token: unknown, topic: Self.topic, headers: auth).status == 400) }
+            #expect(try await provider.push(token: token, topic: Self.topic, headers: auth).status == 200)
+            for _ in 0..<2 { #expect(try await provider.push(token: unknown, topic: Self.topic, headers: auth).status == 400) }
+            for _ in 0..<5 {
+                // The key does not cover com.example.gone, so ask as the topic it does cover: the
+                // token is checked before the topic match, and it is unregistered.
+                let reply = try await provider.push(token: gone, topic: Self.topic, headers: auth)
+                #expect(reply.status == 410)
+            }
+            // The third error in a row: answered, then GOAWAY with its reason.
+            let third = try await provider.push(token: unknown, topic: Self.topic, headers: auth)
+            #expect(third.status == 400)
+            let goAway = try await provider.connection.goAwayReceived.get()
+            #expect(goAway.debugData == #"{"reason":"BadDeviceToken"}"#)
+            try await provider.connection.channel.closeFuture.get()
+        }
+    }
+}
