@@ -1,0 +1,208 @@
+import Foundation
+import Testing
+
+/// Provider authentication with the real binary and clients nobody here wrote: aioapns (a
+/// Python APNs library from PyPI) with token auth over TLS, curl with a client certificate, and
+/// the refusal to serve the network unauthenticated.
+@Suite("Provider authentication: aioapns, client certificates, secure by default", .serialized, .timeLimit(.minutes(5)))
+struct ProviderAuthCLITests {
+    static let teamID = "TEAM123456"
+    static let keyID = "KEY1234567"
+
+    /// A fresh P-256 `.p8` (PKCS#8 PEM, the format Apple hands out), made with the openssl CLI.
+    static func makeSigningKey(in directory: String) throws -> String {
+        let path = directory + "/AuthKey_\(keyID).p8"
+        let made = try run("openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path])
+        try #require(made.status == 0, "openssl genpkey: \(made.stderr)")
+        return path
+    }
+
+    @Test("aioapns with token auth over TLS: alert and background pushes 200, BadDeviceToken, Unregistered with timestamp")
+    func aioapns() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try Self.makeSigningKey(in: directory)
+        let topic = "com.example.aioapns"
+        let gateway = try GatewayProcess(
+            arguments: [
+                "--listen", "127.0.0.1:0",
+                "--tls-listen", "127.0.0.1:0",
+                "--tls-cert", Fixtures.tls("server.pem"),
+                "--tls-key", Fixtures.tls("server-key.pem"),
+                "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):\(topic)",
+            ],
+            listeners: 2
+        )
+        let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], topic])
+        let gone = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], topic])
+        let deleted = try run("curl", [
+            "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge", "-X", "DELETE",
+            "-H", "authorization: bearer \(gone.secret)",
+            "\(gateway.urls[0])/v1/devices/\(gone.deviceId)/registrations/\(gone.token)",
+        ])
+        #expect(deleted.stdout == "204", "\(deleted.stdout) \(deleted.stderr)")
+
+        let port = try #require(gateway.urls[1].split(separator: ":").last.flatMap { Int($0) })
+        let results = try PythonClient.json(
+            AioapnsResults.self,
+            "aioapns_provider.py",
+            ["localhost", "\(port)", Fixtures.tls("ca.pem"), key, Self.keyID, Self.teamID, topic, device.token, gone.token]
+        )
+        #expect(results.alert.status == "200", "\(results.alert)")
+        #expect(results.alert.reason == nil, "\(results.alert)")
+        #expect(results.background.status == "200", "\(results.background)")
+        #expect(results.unknown.status == "400", "\(results.unknown)")
+        #expect(results.unknown.reason == "BadDeviceToken", "\(results.unknown)")
+        #expect(results.unregistered.status == "410", "\(results.unregistered)")
+        #expect(results.unregistered.reason == "Unregistered", "\(results.unregistered)")
+        #expect((results.unregistered.timestamp ?? 0) > 1_600_000_000_000, "410 carries the unregistration time in ms: \(results.unregistered)")
+        #expect(gateway.stop() == 0)
+    }
+
+    @Test("serve refuses to listen beyond loopback without provider authentication and a registration secret, and names them")
+    func secureByDefault() throws {
+        let refused = try runServe(["--listen", "0.0.0.0:0"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("0.0.0.0"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("--provider-key"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("registrationSecret"), "\(refused.stderr)")
+
+        // A provider key alone is not enough: device creation would still be open.
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try Self.makeSigningKey(in: directory)
+        let keyOnly = try runServe(["--listen", "0.0.0.0:0", "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app"])
+        #expect(keyOnly.status != 0)
+        #expect(keyOnly.stderr.contains("registration secret"), "\(keyOnly.stderr)")
+        #expect(!keyOnly.stderr.contains("--provider-key"), "\(keyOnly.stderr)")
+
+        // With both, it serves (on every interface) and says nothing about exposure.
+        let config = directory + "/pushgate.json"
+        try Data(#"{"registrationSecret": "a-registration-secret-for-tests"}"#.utf8).write(to: URL(fileURLWithPath: config))
+        let gateway = try GatewayProcess(
+            arguments: ["--listen", "0.0.0.0:0", "--config", config, "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app"],
+            listeners: 1
+        )
+        #expect(gateway.urls[0].hasPrefix("http://0.0.0.0:"))
+        #expect(gateway.stop() == 0)
+    }
+
+    @Test("a client certificate from the operator's CA authenticates a provider; its UID is the topic")
+    func clientCertificate() throws {
+        let gateway = try GatewayProcess(
+            arguments: [
+                "--listen", "127.0.0.1:0",
+                "--tls-listen", "127.0.0.1:0",
+                "--tls-cert", Fixtures.tls("server.pem"),
+                "--tls-key", Fixtures.tls("server-key.pem"),
+                "--tls-client-ca", Fixtures.tls("ca.pem"),
+            ],
+            listeners: 2
+        )
+        // The fixture client certificate has UID=com.example.app.
+        let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], "com.example.app"])
+        func push(topic: String?, certificate: Bool) throws -> CurlResponse {
+            var arguments = ["-sS", "-i", "--http2", "--max-time", "30", "--cacert", Fixtures.tls("ca.pem"), "-X", "POST",
+                             "-H", "apns-push-type: alert"]
+            if certificate { arguments += ["--cert", Fixtures.tls("client.pem"), "--key", Fixtures.tls("client-key.pem")] }
+            if let topic { arguments += ["-H", "apns-topic: \(topic)"] }
+            let url = gateway.urls[1].replacingOccurrences(of: "127.0.0.1", with: "localhost")
+            arguments += ["--data-binary", #"{"aps":{"alert":"by certificate"}}"#, "\(url)/3/device/\(device.token)"]
+            let result = try run("curl", arguments)
+            try #require(result.status == 0, "curl: \(result.stderr)")
+            return parseCurl(result.stdout)
+        }
+        let implied = try push(topic: nil, certificate: true)
+        #expect(implied.status == 200, "no apns-topic: the certificate's UID is the topic: \(implied.raw)")
+        #expect(implied.headers["pushgate-disposition"] == "stored", "\(implied.raw)")
+        let named = try push(topic: "com.example.app", certificate: true)
+        #expect(named.status == 200, "\(named.raw)")
+        let other = try push(topic: "com.example.other", certificate: true)
+        #expect(other.status == 400, "\(other.raw)")
+        #expect(other.body.contains("TopicDisallowed"), "\(other.raw)")
+        let anonymous = try push(topic: "com.example.app", certificate: false)
+        #expect(anonymous.status == 403, "\(anonymous.raw)")
+        #expect(anonymous.body.contains("MissingProviderToken"), "\(anonymous.raw)")
+        #expect(gateway.stop() == 0)
+    }
+
+    @Test("send --key signs its own token and reuses it from the cache on the next run")
+    func sendWithKey() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try Self.makeSigningKey(in: directory)
+        let topic = "com.example.send"
+        let gateway = try GatewayProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):\(topic)"],
+            listeners: 1
+        )
+        let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], topic])
+        let cache = directory + "/token.jwt"
+        func send(_ extra: [String]) throws -> (Int32, String) {
+            let process = Process()
+            process.executableURL = GatewayProcess.executable
+            process.arguments = ["send", "--server", gateway.urls[0], "--token", device.token, "--topic", topic] + extra
+                + [#"{"aps":{"alert":"signed"}}"#]
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = out
+            try process.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (process.terminationStatus, text)
+        }
+        let unsigned = try send([])
+        #expect(unsigned.0 == 1)
+        #expect(unsigned.1.contains("MissingProviderToken"), "\(unsigned.1)")
+
+        let signing = ["--key", key, "--key-id", Self.keyID, "--team-id", Self.teamID, "--token-cache", cache]
+        let first = try send(signing)
+        #expect(first.0 == 0, "\(first.1)")
+        #expect(first.1.contains("status: 200"), "\(first.1)")
+        let cached = try String(contentsOfFile: cache, encoding: .utf8)
+        let second = try send(signing)
+        #expect(second.0 == 0, "\(second.1)")
+        #expect(try String(contentsOfFile: cache, encoding: .utf8) == cached, "the second run reused the token")
+        let attributes = try FileManager.default.attributesOfItem(atPath: cache)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        #expect(gateway.stop() == 0)
+    }
+
+    private func runServe(_ arguments: [String]) throws -> ToolRun {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let process = Process()
+        process.executableURL = GatewayProcess.executable
+        process.arguments = ["serve", "--data-dir", directory] + arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return ToolRun(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}
+
+struct AioapnsResult: Decodable, CustomStringConvertible {
+    var status: String
+    /// aioapns' `description`: the APNs reason of a refusal.
+    var reason: String?
+    var timestamp: Int64?
+    var id: String?
+
+    private enum CodingKeys: String, CodingKey {
+        case status, reason = "description", timestamp, id
+    }
+
+    var description: String { "\(status) \(reason ?? "-") \(timestamp.map(String.init) ?? "-")" }
+}
+
+struct AioapnsResults: Decodable {
+    var alert: AioapnsResult
+    var background: AioapnsResult
+    var unknown: AioapnsResult
+    var unregistered: AioapnsResult
+}
