@@ -13,9 +13,11 @@ enum SQLiteCommands {
     /// savepoint, because SQLite undoes a failing statement by itself (statement atomicity).
     static func isSingleStatement(_ command: StoreCommand) -> Bool {
         switch command {
-        case .createDevice, .register, .unregister, .enqueue, .assignSeq:
+        case .createDevice, .register, .enqueue, .assignSeq, .setAppState:
             return true
-        case .remove, .deleteDevice, .ack:
+        case .saveBuckets(let buckets):
+            return buckets.count <= 1
+        case .remove, .deleteDevice, .ack, .unregister:
             return false
         }
     }
@@ -49,6 +51,10 @@ enum SQLiteCommands {
             try db.cachedStatement(sql: "DELETE FROM notifications WHERE device_id = ?")
                 .execute(arguments: [id])
             try db.cachedStatement(sql: """
+                DELETE FROM buckets WHERE key = 'device:' || ?1 \
+                OR key IN (SELECT 'app:' || token FROM registrations WHERE device_id = ?1)
+                """).execute(arguments: [id])
+            try db.cachedStatement(sql: """
                 UPDATE registrations SET unregistered_at = ? WHERE device_id = ? AND unregistered_at IS NULL
                 """).execute(arguments: [at, id])
             try db.cachedStatement(sql: "DELETE FROM devices WHERE id = ?")
@@ -67,6 +73,18 @@ enum SQLiteCommands {
             try db.cachedStatement(sql: """
                 UPDATE registrations SET unregistered_at = ? WHERE token = ? AND unregistered_at IS NULL
                 """).execute(arguments: [at, token])
+            try db.cachedStatement(sql: "DELETE FROM buckets WHERE key = 'app:' || ?")
+                .execute(arguments: [token])
+
+        case .saveBuckets(let buckets):
+            let statement = try db.cachedStatement(sql: "INSERT OR REPLACE INTO buckets (key, level, at) VALUES (?, ?, ?)")
+            for bucket in buckets {
+                try statement.execute(arguments: [bucket.key, Int64(bucket.level), bucket.at])
+            }
+
+        case .setAppState(let token, let state):
+            try db.cachedStatement(sql: "UPDATE registrations SET app_state = ? WHERE token = ?")
+                .execute(arguments: [state, token])
 
         case .enqueue(let n):
             try db.cachedStatement(sql: """
@@ -143,6 +161,10 @@ enum SQLiteCommands {
             return "remove \(ids.count) notification(s)"
         case .ack(let deviceID, let upTo):
             return "ack device \(deviceID) up to \(upTo)"
+        case .saveBuckets(let buckets):
+            return "save \(buckets.count) bucket level(s)"
+        case .setAppState(let token, let state):
+            return "set app state of token \(token) to \(state)"
         }
     }
 }

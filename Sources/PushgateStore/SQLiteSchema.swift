@@ -22,8 +22,23 @@ enum SQLiteSchema {
         migrator.registerMigration("v2") { db in
             try db.execute(sql: v2)
         }
+        migrator.registerMigration("v3") { db in
+            try db.execute(sql: v3)
+        }
         return migrator
     }
+
+    /// The scheduler's durable state: silent-budget bucket levels (so that a restart never
+    /// refills them) and the app states devices reported (a terminated app stays terminated).
+    /// Held notifications already live in `notifications` with `seq IS NULL`.
+    private static let v3 = """
+        CREATE TABLE buckets (
+            key   TEXT    NOT NULL PRIMARY KEY,
+            level INTEGER NOT NULL CHECK (level >= 0),
+            at    INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID;
+        ALTER TABLE registrations ADD COLUMN app_state TEXT;
+        """
 
     /// The highest seq ever assigned per device: seqs are never reused, even after the
     /// notifications that had them expired and were deleted. Existing devices start from the

@@ -458,12 +458,18 @@ public final class SQLiteStore: NotificationStore {
 
         var registrations: [RegistrationRecord] = []
         let registrationRows = try Row.fetchCursor(db, sql: """
-            SELECT token, device_id, topic, created_at, unregistered_at FROM registrations ORDER BY token
+            SELECT token, device_id, topic, created_at, unregistered_at, app_state FROM registrations ORDER BY token
             """)
         while let row = try registrationRows.next() {
             registrations.append(RegistrationRecord(
-                token: row[0], deviceID: row[1], topic: row[2], createdAt: row[3], unregisteredAt: row[4]
+                token: row[0], deviceID: row[1], topic: row[2], createdAt: row[3], unregisteredAt: row[4], appState: row[5]
             ))
+        }
+
+        var buckets: [BucketRecord] = []
+        let bucketRows = try Row.fetchCursor(db, sql: "SELECT key, level, at FROM buckets ORDER BY key")
+        while let row = try bucketRows.next() {
+            buckets.append(BucketRecord(key: row[0], level: UInt32(clamping: row[1] as Int64), at: row[2]))
         }
 
         var notifications: [NotificationRecord] = []
@@ -489,7 +495,7 @@ public final class SQLiteStore: NotificationStore {
                                           arguments: [SQLiteSchema.maxAcceptanceIDKey]) ?? 0
         maxAcceptanceID = max(maxAcceptanceID, UInt64(max(recorded, 0)))
         return StoreSnapshot(devices: devices, registrations: registrations, notifications: notifications,
-                             maxAcceptanceID: maxAcceptanceID)
+                             maxAcceptanceID: maxAcceptanceID, buckets: buckets)
     }
 
     // MARK: - Helpers

@@ -29,14 +29,44 @@ public struct RegistrationRecord: Sendable, Equatable {
     public var createdAt: Int64
     /// Set when unregistered (or its device deleted): providers get 410 with this time.
     public var unregisteredAt: Int64?
+    /// The app state the device last reported (`foreground`, `background`, `terminated`); nil
+    /// when it never reported one.
+    public var appState: String?
 
-    public init(token: String, deviceID: String, topic: String, createdAt: Int64, unregisteredAt: Int64? = nil) {
+    public init(
+        token: String,
+        deviceID: String,
+        topic: String,
+        createdAt: Int64,
+        unregisteredAt: Int64? = nil,
+        appState: String? = nil
+    ) {
         self.token = token
         self.deviceID = deviceID
         self.topic = topic
         self.createdAt = createdAt
         self.unregisteredAt = unregisteredAt
+        self.appState = appState
     }
+}
+
+/// A silent-push token bucket's level at a moment, so that a restart never refills budgets.
+public struct BucketRecord: Sendable, Equatable {
+    /// `device:<deviceId>` or `app:<token>`.
+    public var key: String
+    /// In the scheduler's units (1/3,600,000 token).
+    public var level: UInt32
+    /// Milliseconds since the epoch at which the bucket held `level`.
+    public var at: Int64
+
+    public init(key: String, level: UInt32, at: Int64) {
+        self.key = key
+        self.level = level
+        self.at = at
+    }
+
+    public static func deviceKey(_ deviceID: String) -> String { "device:" + deviceID }
+    public static func appKey(_ token: String) -> String { "app:" + token }
 }
 
 /// An accepted notification that is not yet acknowledged by its device.
@@ -103,6 +133,10 @@ public enum StoreCommand: Sendable, Equatable {
     /// Cumulative acknowledgement: deletes the device's notifications with seq <= upTo and
     /// records upTo (never lowering it).
     case ack(deviceID: String, upTo: UInt64)
+    /// Records silent-budget bucket levels (insert or replace).
+    case saveBuckets([BucketRecord])
+    /// Records an app's reported state.
+    case setAppState(token: String, state: String)
 }
 
 /// Everything durable, as loaded at start.
@@ -113,12 +147,21 @@ public struct StoreSnapshot: Sendable, Equatable {
     public var notifications: [NotificationRecord]
     /// Highest acceptanceID ever stored (0 if none), so new ones continue above it.
     public var maxAcceptanceID: UInt64
+    /// Ordered by key.
+    public var buckets: [BucketRecord]
 
-    public init(devices: [DeviceRecord], registrations: [RegistrationRecord], notifications: [NotificationRecord], maxAcceptanceID: UInt64) {
+    public init(
+        devices: [DeviceRecord],
+        registrations: [RegistrationRecord],
+        notifications: [NotificationRecord],
+        maxAcceptanceID: UInt64,
+        buckets: [BucketRecord] = []
+    ) {
         self.devices = devices
         self.registrations = registrations
         self.notifications = notifications
         self.maxAcceptanceID = maxAcceptanceID
+        self.buckets = buckets
     }
 }
 

@@ -224,6 +224,39 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("bucket levels and app states survive a reload; unregister and deleteDevice remove their buckets")
+    func schedulerState() async throws {
+        try await withStore { store, _ in
+            let d = BucketRecord.deviceKey("d")
+            let a1 = BucketRecord.appKey(token(1))
+            let a2 = BucketRecord.appKey(token(2))
+            try await store.commit([
+                .createDevice(device("d")), .createDevice(device("e")),
+                .register(registration(1, device: "d", topic: "a")),
+                .register(registration(2, device: "d", topic: "b")),
+                .register(registration(3, device: "e", topic: "a")),
+                .saveBuckets([
+                    BucketRecord(key: d, level: 5, at: 10), BucketRecord(key: a1, level: 1, at: 10),
+                    BucketRecord(key: a2, level: 2, at: 10), BucketRecord(key: BucketRecord.appKey(token(3)), level: 3, at: 10),
+                ]),
+                .setAppState(token: token(1), state: "terminated"),
+            ])
+            try await store.commit([.saveBuckets([BucketRecord(key: d, level: 7, at: 20)])])  // replaces
+            var snapshot = try store.load()
+            #expect(snapshot.buckets.first { $0.key == d } == BucketRecord(key: d, level: 7, at: 20))
+            #expect(snapshot.buckets.count == 4)
+            #expect(snapshot.registrations.first { $0.token == token(1) }?.appState == "terminated")
+            #expect(snapshot.registrations.first { $0.token == token(2) }?.appState == nil)
+
+            try await store.commit([.unregister(token: token(2), at: 30)])
+            snapshot = try store.load()
+            #expect(!snapshot.buckets.contains { $0.key == a2 })
+            try await store.commit([.deleteDevice(id: "d", at: 40)])
+            snapshot = try store.load()
+            #expect(snapshot.buckets.map(\.key) == [BucketRecord.appKey(token(3))])
+        }
+    }
+
     @Test("deleteDevice deletes the device and its notifications and marks its registrations unregistered at `at`")
     func deleteDevice() async throws {
         try await withStore { store, _ in
