@@ -81,6 +81,7 @@ let package = Package(
             name: "PushgateDelivery",
             dependencies: [
                 "PushgateCore",
+                "PushgateScheduler",
                 "PushgateCrypto",
                 "PushgateStore",
                 "PushgateTransport",
@@ -115,6 +116,7 @@ let package = Package(
             name: "PushgateDeviceAPI",
             dependencies: [
                 "PushgateCore",
+                "PushgateScheduler",
                 "PushgateCrypto",
                 "PushgateDelivery",
                 "PushgateRouting",
@@ -143,6 +145,8 @@ let package = Package(
             name: "pushgate",
             dependencies: [
                 "PushgateGateway",
+                "PushgateDelivery",
+                "PushgateScheduler",
                 "PushgateProviderAuth",
                 "PushgateCrypto",
                 "PushgateTransport",

@@ -5,8 +5,7 @@ import COpenSSL
 enum EVPKeySupport {
     /// Runs `read` on a read-only memory BIO over `text`'s bytes.
     static func reading<T>(_ text: String, _ read: (OpaquePointer) -> T?) -> T? {
-        var bytes = Array(text.utf8)
-        return bytes.withUnsafeMutableBytes { buffer -> T? in
+        Array(text.utf8).withUnsafeBytes { buffer -> T? in
             guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else {
                 return nil
             }

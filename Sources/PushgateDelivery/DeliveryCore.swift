@@ -2,7 +2,7 @@ import Logging
 import NIOCore
 import PushgateCore
 import PushgateCrypto
-
+import PushgateScheduler
 import PushgateStore
 import PushgateTransport
 import Synchronization
@@ -23,7 +23,7 @@ public final class DeliveryCore: Sendable {
         clock: any DeliveryClock = SystemClock(),
         configuration: DeliveryConfiguration = DeliveryConfiguration(),
         logger: Logger
-    ) {
+    ) throws(SchedulerConfigurationError) {
         self.store = store
         self.configuration = configuration
         let ids = self.acceptanceIDs
@@ -31,7 +31,7 @@ public final class DeliveryCore: Sendable {
         let counters = self.counters
         for loop in group.makeIterator() {
             shards.append(
-                DeviceShard(
+                try DeviceShard(
                     eventLoop: loop,
                     store: store,
                     clock: clock,
@@ -53,14 +53,21 @@ public final class DeliveryCore: Sendable {
         var devices = Array(repeating: [DeviceRecord](), count: shards.count)
         var registrations = Array(repeating: [RegistrationRecord](), count: shards.count)
         var notifications = Array(repeating: [NotificationRecord](), count: shards.count)
+        var buckets = Array(repeating: [BucketRecord](), count: shards.count)
+        for record in snapshot.buckets {
+            // `device:<id>` and `app:<token>` both carry the shard byte after the prefix.
+            let hex = record.key.split(separator: ":", maxSplits: 1).last.map(String.init) ?? ""
+            if let i = shardIndex(of: hex) { buckets[i].append(record) }
+        }
         for record in snapshot.devices { if let i = shardIndex(of: record.id) { devices[i].append(record) } }
         for record in snapshot.registrations { if let i = shardIndex(of: record.token) { registrations[i].append(record) } }
         for record in snapshot.notifications { if let i = shardIndex(of: record.deviceID) { notifications[i].append(record) } }
         for (index, shard) in shards.enumerated() {
-            let (d, r, n) = (devices[index], registrations[index], notifications[index])
+            let (d, r, n, b) = (devices[index], registrations[index], notifications[index], buckets[index])
             try await shard.eventLoop.submit {
                 shard.load(devices: d)
                 shard.load(registrations: r)
+                shard.load(buckets: b)
                 shard.load(notifications: n)
             }.get()
         }
@@ -89,6 +96,12 @@ public final class DeliveryCore: Sendable {
     /// Runs the expiry sweep now on every shard (the periodic one runs on its own).
     public func sweepExpired() async throws {
         for shard in shards { try await shard.eventLoop.submit { shard.sweepExpired() }.get() }
+    }
+
+    /// Runs every shard's scheduler for the current time now (its own timers do this when
+    /// deadlines come; tests with an injected clock call this after moving it).
+    public func advanceSchedulers() async throws {
+        for shard in shards { try await shard.eventLoop.submit { shard.advanceScheduler() }.get() }
     }
 
     // MARK: Device API
@@ -131,6 +144,27 @@ public final class DeliveryCore: Sendable {
     public func ack(deviceID: String, secret: String, upTo: UInt64) -> EventLoopFuture<Void> {
         onShard(of: deviceID, Void.self) { shard, promise in
             shard.ack(deviceID: deviceID, secret: secret, upTo: upTo, promise: promise)
+        }
+    }
+
+    /// A keep-alive: a wake event. Succeeds with the response body, `{"notifications": [...]}`
+    /// (what the scheduler held for the device, now with seqs), once that is on disk.
+    public func keepalive(deviceID: String, secret: String) -> EventLoopFuture<ByteBuffer> {
+        onShard(of: deviceID, ByteBuffer.self) { shard, promise in
+            shard.keepalive(deviceID: deviceID, secret: secret, promise: promise)
+        }
+    }
+
+    /// The device's power state and its apps' states, as it reports them.
+    public func setState(
+        deviceID: String,
+        secret: String,
+        power: DevicePower?,
+        apps: [(topic: String, state: AppState)]
+    ) -> EventLoopFuture<Void> {
+        let apps = apps.map { AppStateReport(topic: $0.topic, state: $0.state) }
+        return onShard(of: deviceID, Void.self) { shard, promise in
+            shard.setState(deviceID: deviceID, secret: secret, power: power, apps: apps.map { ($0.topic, $0.state) }, promise: promise)
         }
     }
 
@@ -210,4 +244,10 @@ final class AcceptanceIDs: Sendable {
     func next() -> UInt64 { last.add(1, ordering: .relaxed).newValue }
 
     func `continue`(after value: UInt64) { last.store(value, ordering: .relaxed) }
+}
+
+/// One app's reported state, as it crosses to the device's shard.
+private struct AppStateReport: Sendable {
+    var topic: String
+    var state: AppState
 }

@@ -1,78 +1,82 @@
+import PushgateScheduler
 import Synchronization
 
 /// Running totals of the delivery core, for operator metrics. Updated with relaxed atomics:
 /// they are statistics, not synchronisation.
 public final class DeliveryCounters: Sendable {
-    /// Why a notification was dropped undelivered (the scheduler adds its own reasons).
+    /// Why a notification was dropped undelivered (PRODUCT.md section 4).
     public enum DropReason: String, Sendable, CaseIterable {
         case expired
+        case overflow
+        case coalesced
+        case appTerminated = "app_terminated"
         case unregistered
     }
 
+    private final class Counter: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
     private let queuedCount = Atomic<Int>(0)
+    private let heldCount = Atomic<Int>(0)
     private let connectedCount = Atomic<Int>(0)
-    private let deliveredImmediate = Atomic<Int>(0)
-    private let deliveredStored = Atomic<Int>(0)
     private let acknowledgedCount = Atomic<Int>(0)
-    private let droppedExpired = Atomic<Int>(0)
-    private let droppedUnregistered = Atomic<Int>(0)
-    private let dispositionDelivered = Atomic<Int>(0)
-    private let dispositionStored = Atomic<Int>(0)
-    private let dispositionDiscarded = Atomic<Int>(0)
+    private let deliveriesByKind: [DeliveryKind.Label: Counter]
+    private let dropsByReason: [DropReason: Counter]
+    private let dispositionsByName: [Disposition: Counter]
 
-    public init() {}
+    public init() {
+        deliveriesByKind = Dictionary(uniqueKeysWithValues: DeliveryKind.Label.allCases.map { ($0, Counter()) })
+        dropsByReason = Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0, Counter()) })
+        dispositionsByName = Dictionary(uniqueKeysWithValues: Disposition.allCases.map { ($0, Counter()) })
+    }
 
-    /// Notifications accepted and not yet acknowledged or dropped.
+    /// Notifications with a sequence number (stored or delivered) not yet acknowledged or dropped.
     public var queued: Int { queuedCount.load(ordering: .relaxed) }
+    /// Notifications the scheduler holds.
+    public var held: Int { heldCount.load(ordering: .relaxed) }
     public var connectedDevices: Int { connectedCount.load(ordering: .relaxed) }
     public var acknowledged: Int { acknowledgedCount.load(ordering: .relaxed) }
 
-    public func deliveries(_ kind: DeliveryKind) -> Int {
-        switch kind {
-        case .immediate: return deliveredImmediate.load(ordering: .relaxed)
-        case .stored: return deliveredStored.load(ordering: .relaxed)
-        }
+    public func deliveries(_ kind: DeliveryKind.Label) -> Int {
+        deliveriesByKind[kind]!.value.load(ordering: .relaxed)
     }
 
     public func dropped(_ reason: DropReason) -> Int {
-        switch reason {
-        case .expired: return droppedExpired.load(ordering: .relaxed)
-        case .unregistered: return droppedUnregistered.load(ordering: .relaxed)
-        }
+        dropsByReason[reason]!.value.load(ordering: .relaxed)
     }
 
     public func dispositions(of disposition: Disposition) -> Int {
-        switch disposition {
-        case .delivered: return dispositionDelivered.load(ordering: .relaxed)
-        case .stored: return dispositionStored.load(ordering: .relaxed)
-        case .discarded: return dispositionDiscarded.load(ordering: .relaxed)
-        }
+        dispositionsByName[disposition]!.value.load(ordering: .relaxed)
     }
 
     func add(queued delta: Int) { queuedCount.add(delta, ordering: .relaxed) }
+    func add(held delta: Int) { heldCount.add(delta, ordering: .relaxed) }
     func connected(_ delta: Int) { connectedCount.add(delta, ordering: .relaxed) }
     func acknowledged(_ count: Int) { acknowledgedCount.add(count, ordering: .relaxed) }
 
     func recordDelivery(_ kind: DeliveryKind) {
-        switch kind {
-        case .immediate: deliveredImmediate.add(1, ordering: .relaxed)
-        case .stored: deliveredStored.add(1, ordering: .relaxed)
-        }
+        deliveriesByKind[kind.label]!.value.add(1, ordering: .relaxed)
     }
 
     func recordDrop(_ reason: DropReason, count: Int) {
         guard count > 0 else { return }
-        switch reason {
-        case .expired: droppedExpired.add(count, ordering: .relaxed)
-        case .unregistered: droppedUnregistered.add(count, ordering: .relaxed)
-        }
+        dropsByReason[reason]!.value.add(count, ordering: .relaxed)
     }
 
     func recordDisposition(_ disposition: Disposition) {
-        switch disposition {
-        case .delivered: dispositionDelivered.add(1, ordering: .relaxed)
-        case .stored: dispositionStored.add(1, ordering: .relaxed)
-        case .discarded: dispositionDiscarded.add(1, ordering: .relaxed)
+        dispositionsByName[disposition]!.value.add(1, ordering: .relaxed)
+    }
+}
+
+extension DeliveryCounters.DropReason {
+    init(_ reason: PushgateScheduler.DropReason) {
+        switch reason {
+        case .expired: self = .expired
+        case .overflow: self = .overflow
+        case .coalesced: self = .coalesced
+        case .appTerminated: self = .appTerminated
+        case .unregistered: self = .unregistered
         }
     }
 }

@@ -2,7 +2,7 @@ import Logging
 import NIOCore
 import PushgateCore
 import PushgateCrypto
-
+import PushgateScheduler
 import PushgateStore
 import PushgateTransport
 
@@ -12,6 +12,10 @@ import PushgateTransport
 /// device id or token, so no lock is taken on the delivery path. State changes are made in
 /// memory first, committed to the store, and acknowledged (to the provider or agent) only when
 /// the commit completes; a failed commit is undone.
+///
+/// The shard's `Scheduler` (pure, no I/O) decides what each push, wake event and tick releases;
+/// this class turns its decisions into queue entries with sequence numbers, store commands and
+/// stream writes. Held pushes keep their records here (`held`) and on disk with no seq.
 final class DeviceShard: @unchecked Sendable {
     let eventLoop: any EventLoop
     private let store: any NotificationStore
@@ -29,6 +33,16 @@ final class DeviceShard: @unchecked Sendable {
     private var withQueue: Set<String> = []
     private var streamGenerations: UInt64 = 0
 
+    private let scheduler: Scheduler
+    /// Records of the pushes the scheduler holds, by acceptance id.
+    private var held: [UInt64: NotificationRecord] = [:]
+    /// Who the scheduler's handles are, for bucket keys and drops.
+    private var deviceIDs: [DeviceHandle: String] = [:]
+    private var appTokens: [AppHandle: String] = [:]
+    /// The one timer of the shard's scheduler, armed for its next deadline.
+    private var schedulerTimer: Scheduled<Void>?
+    private var schedulerTimerAt: Int64 = .max
+
     init(
         eventLoop: any EventLoop,
         store: any NotificationStore,
@@ -37,7 +51,7 @@ final class DeviceShard: @unchecked Sendable {
         counters: DeliveryCounters,
         logger: Logger,
         nextAcceptanceID: @escaping @Sendable () -> UInt64
-    ) {
+    ) throws(SchedulerConfigurationError) {
         self.eventLoop = eventLoop
         self.store = store
         self.clock = clock
@@ -45,15 +59,20 @@ final class DeviceShard: @unchecked Sendable {
         self.counters = counters
         self.logger = logger
         self.nextAcceptanceID = nextAcceptanceID
+        self.scheduler = try Scheduler(configuration: configuration.scheduler)
     }
 
     // MARK: Loading
 
     func load(devices records: [DeviceRecord]) {
+        let now = clock.nowMillis()
         for record in records {
+            let handle = scheduler.addDevice(now: now)
+            deviceIDs[handle] = record.id
             devices[record.id] = DeviceState(
                 id: record.id,
                 secretHash: record.secretHash,
+                handle: handle,
                 ackedSeq: record.ackedSeq,
                 lastSeq: record.lastSeq
             )
@@ -62,34 +81,79 @@ final class DeviceShard: @unchecked Sendable {
 
     func load(registrations records: [RegistrationRecord]) {
         for record in records {
-            registrations[record.token] = RegistrationState(
+            var registration = RegistrationState(
                 deviceID: record.deviceID,
                 topic: record.topic,
                 unregisteredAt: record.unregisteredAt
             )
             if record.unregisteredAt == nil, let device = devices[record.deviceID] {
                 device.tokensByTopic[record.topic] = record.token
+                if let app = scheduler.addApp(device: device.handle, topic: record.topic) {
+                    registration.app = app
+                    appTokens[app] = record.token
+                    if let state = record.appState.flatMap(AppState.init(rawValue:)) {
+                        _ = scheduler.setAppState(app, state)
+                    }
+                }
             }
+            registrations[record.token] = registration
         }
     }
 
-    func load(notifications records: [NotificationRecord]) {
+    /// Bucket levels as they were: a restart refills nothing beyond what the elapsed time gives.
+    func load(buckets records: [BucketRecord]) {
         for record in records {
-            guard let device = devices[record.deviceID], let seq = record.seq else { continue }
-            device.queue.append(QueuedNotification(record: record, committed: true, delivery: .stored))
-            device.nextSeq = max(device.nextSeq, seq + 1)
-            withQueue.insert(device.id)
+            let snapshot = BucketSnapshot(level: record.level, at: record.at)
+            if record.key.hasPrefix("device:"), let device = devices[String(record.key.dropFirst("device:".count))] {
+                scheduler.restoreBucket(device: device.handle, snapshot)
+            } else if record.key.hasPrefix("app:"), let app = registrations[String(record.key.dropFirst("app:".count))]?.app {
+                scheduler.restoreBucket(app: app, snapshot)
+            }
         }
-        counters.add(queued: records.count)
+        _ = scheduler.drainDirtyBuckets()
+    }
+
+    func load(notifications records: [NotificationRecord]) {
+        var orphans: [UInt64] = []
+        for record in records {
+            guard let device = devices[record.deviceID] else { continue }
+            if let seq = record.seq {
+                device.queue.append(QueuedNotification(record: record, committed: true, delivery: .stored))
+                device.nextSeq = max(device.nextSeq, seq + 1)
+                withQueue.insert(device.id)
+                counters.add(queued: 1)
+            } else if let app = registrations[record.token]?.app,
+                      scheduler.restoreHeld(Self.schedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
+            {
+                held[record.acceptanceID] = record
+                device.heldCount += 1
+                counters.add(held: 1)
+            } else {
+                orphans.append(record.acceptanceID)
+            }
+        }
+        // Held for a registration that no longer exists: nothing can release them.
+        if !orphans.isEmpty {
+            counters.recordDrop(.unregistered, count: orphans.count)
+            commit([.remove(acceptanceIDs: orphans)]) { _ in }
+        }
+        armSchedulerTimer()
     }
 
     // MARK: Devices
 
     func createDevice(id: String, secretHash: [UInt8], promise: EventLoopPromise<Void>) {
-        let record = DeviceRecord(id: id, secretHash: secretHash, createdAt: clock.nowMillis())
-        devices[id] = DeviceState(id: id, secretHash: secretHash, ackedSeq: 0, lastSeq: 0)
+        let now = clock.nowMillis()
+        let record = DeviceRecord(id: id, secretHash: secretHash, createdAt: now)
+        let handle = scheduler.addDevice(now: now)
+        deviceIDs[handle] = id
+        devices[id] = DeviceState(id: id, secretHash: secretHash, handle: handle, ackedSeq: 0, lastSeq: 0)
         commit([.createDevice(record)]) { [self] result in
-            if case .failure = result { devices[id] = nil }
+            if case .failure = result {
+                devices[id] = nil
+                deviceIDs[handle] = nil
+                _ = scheduler.removeDevice(handle)
+            }
             promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
     }
@@ -117,7 +181,9 @@ final class DeviceShard: @unchecked Sendable {
             return
         }
         let record = RegistrationRecord(token: token, deviceID: deviceID, topic: topic, createdAt: clock.nowMillis())
-        registrations[token] = RegistrationState(deviceID: deviceID, topic: topic)
+        let app = scheduler.addApp(device: device.handle, topic: topic)
+        if let app { appTokens[app] = token }
+        registrations[token] = RegistrationState(deviceID: deviceID, topic: topic, app: app)
         device.tokensByTopic[topic] = token
         commit([.register(record)]) { [self] result in
             switch result {
@@ -125,6 +191,10 @@ final class DeviceShard: @unchecked Sendable {
                 promise.succeed(token)
             case .failure(let error):
                 registrations[token] = nil
+                if let app {
+                    appTokens[app] = nil
+                    _ = scheduler.removeApp(app)
+                }
                 if device.tokensByTopic[topic] == token { device.tokensByTopic[topic] = nil }
                 promise.fail(Refusal.storeFailed(error))
             }
@@ -155,9 +225,16 @@ final class DeviceShard: @unchecked Sendable {
         if device.queue.isEmpty { withQueue.remove(device.id) }
         var commands: [StoreCommand] = [.unregister(token: token, at: now)]
         if !dropped.isEmpty { commands.append(.remove(acceptanceIDs: dropped)) }
+        if let app = registration.app {
+            forget(scheduler.removeApp(app), into: &commands)
+            appTokens[app] = nil
+            registration.app = nil
+            registrations[token] = registration
+        }
         commit(commands) { result in
             promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
+        armSchedulerTimer()
     }
 
     func deleteDevice(deviceID: String, secret: String, promise: EventLoopPromise<Void>) {
@@ -166,11 +243,19 @@ final class DeviceShard: @unchecked Sendable {
             return
         }
         let now = clock.nowMillis()
-        for token in device.tokensByTopic.values { registrations[token]?.unregisteredAt = now }
+        for token in device.tokensByTopic.values {
+            registrations[token]?.unregisteredAt = now
+            if let app = registrations[token]?.app { appTokens[app] = nil }
+            registrations[token]?.app = nil
+        }
         if let stream = device.stream {
             if let writer = stream.writer { finish(writer) }
             counters.connected(-1)
         }
+        // The store deletes every notification of the device, held ones included.
+        var ignored: [StoreCommand] = []
+        forget(scheduler.removeDevice(device.handle), into: &ignored)
+        deviceIDs[device.handle] = nil
         counters.add(queued: -device.queue.count)
         devices[deviceID] = nil
         online[deviceID] = nil
@@ -213,17 +298,16 @@ final class DeviceShard: @unchecked Sendable {
             )
             return
         }
+        guard let app = registration.app else {
+            promise.fail(Refusal(status: 500, reason: "InternalServerError", detail: "registration \(push.deviceToken) has no scheduler state"))
+            return
+        }
         let now = clock.nowMillis()
-        let connected = device.stream != nil
         let expiresAt: Int64
         switch push.expiration {
-        case .defaultLifetime: expiresAt = now + configuration.defaultLifetimeMillis
+        case .defaultLifetime:
+            expiresAt = now + configuration.scheduler.policy(forTopic: registration.topic).defaultExpirationMillis
         case .immediately:
-            guard connected else {
-                counters.recordDisposition(.discarded)
-                promise.succeed(.discarded)
-                return
-            }
             expiresAt = now + configuration.immediateGraceMillis
         case .at(let seconds):
             expiresAt = seconds.multipliedReportingOverflow(by: 1000).overflow ? .max : seconds * 1000
@@ -233,19 +317,17 @@ final class DeviceShard: @unchecked Sendable {
                 return
             }
         }
-        guard device.queue.count < configuration.maxQueuedPerDevice else {
+        guard device.queue.count + device.heldCount < configuration.maxQueuedPerDevice else {
             promise.fail(
                 Refusal(
                     status: 429,
                     reason: "TooManyRequests",
-                    detail: "\(device.queue.count) notifications are already waiting for this device; retry later"
+                    detail: "\(device.queue.count + device.heldCount) notifications are already waiting for this device; retry later"
                 )
             )
             return
         }
-        let seq = device.nextSeq
-        device.nextSeq += 1
-        let record = NotificationRecord(
+        var record = NotificationRecord(
             acceptanceID: nextAcceptanceID(),
             deviceID: device.id,
             token: push.deviceToken,
@@ -257,19 +339,75 @@ final class DeviceShard: @unchecked Sendable {
             payload: Array(push.payload.readableBytesView),
             acceptedAt: now,
             expiresAt: expiresAt,
-            seq: seq
+            seq: nil
         )
-        device.queue.append(QueuedNotification(record: record, committed: false, delivery: connected ? .immediate : .stored))
-        withQueue.insert(device.id)
-        counters.add(queued: 1)
-        let disposition: Disposition = connected ? .delivered : .stored
-        commit([.enqueue(record)]) { [self] result in
-            committed(deviceID: device.id, seq: seq, result: result)
+        let nowOrNever = push.expiration == .immediately
+        guard let acceptance = scheduler.accept(Self.schedulerPush(record, app: app, nowOrNever: nowOrNever), now: now) else {
+            promise.fail(Refusal(status: 500, reason: "InternalServerError", detail: "the scheduler does not know this registration"))
+            return
+        }
+
+        var commands: [StoreCommand] = []
+        var entries: [QueuedEntry] = []
+        let disposition: Disposition
+        switch acceptance.disposition {
+        case .discarded:
+            counters.recordDisposition(.discarded)
+            promise.succeed(.discarded)
+            forget(acceptance.drops, into: &commands)
+            finish(commands, entries: []) { _ in }
+            return
+        case .stored:
+            var replaced = false
+            if let collapseID = record.collapseID {
+                // The newest push with a collapse id replaces the stored one (APNs keeps one).
+                let removed = removeUndelivered(from: device) {
+                    $0.committed && $0.record.token == record.token && $0.record.collapseID == collapseID
+                }
+                if !removed.isEmpty {
+                    replaced = true
+                    commands.append(.remove(acceptanceIDs: removed))
+                    counters.recordDrop(.coalesced, count: removed.count)
+                    counters.add(queued: -removed.count)
+                }
+            }
+            record.seq = device.nextSeq
+            device.nextSeq += 1
+            commands.append(.enqueue(record))
+            entries.append(enqueue(record, delivery: .stored, on: device))
+            disposition = replaced ? .coalesced : .stored
+        case .held, .coalesced:
+            commands.append(.enqueue(record))
+            held[record.acceptanceID] = record
+            device.heldCount += 1
+            counters.add(held: 1)
+            disposition = acceptance.disposition == .held ? .held : .coalesced
+        case .delivered:
+            // In acceptance order: what was held rides ahead of the push that woke the device.
+            for release in acceptance.releases {
+                if release.id == record.acceptanceID {
+                    record.seq = device.nextSeq
+                    device.nextSeq += 1
+                    commands.append(.enqueue(record))
+                    entries.append(enqueue(record, delivery: .immediate, on: device))
+                } else {
+                    releaseHeld(release, carrierAPNsID: record.apnsID, into: &commands, entries: &entries)
+                }
+            }
+            disposition = .delivered
+        }
+        forget(acceptance.drops, into: &commands)
+        let acceptanceID = record.acceptanceID
+        finish(commands, entries: entries) { [self] result in
             switch result {
             case .success:
                 counters.recordDisposition(disposition)
                 promise.succeed(disposition)
             case .failure(let error):
+                if held.removeValue(forKey: acceptanceID) != nil {
+                    device.heldCount -= 1
+                    counters.add(held: -1)
+                }
                 promise.fail(
                     Refusal(
                         status: error.kind == .overloaded ? 503 : 500,
@@ -281,17 +419,239 @@ final class DeviceShard: @unchecked Sendable {
         }
     }
 
-    private func committed(deviceID: String, seq: UInt64, result: Result<Void, StoreError>) {
-        guard let device = devices[deviceID],
-              let index = device.queue.lastIndex(where: { $0.seq == seq })
-        else { return }
-        switch result {
-        case .success:
-            device.queue[index].committed = true
-            pump(device)
-        case .failure:
-            device.queue.remove(at: index)
-            counters.add(queued: -1)
+    // MARK: Scheduler decisions
+
+    /// A queue entry waiting for its commit.
+    private struct QueuedEntry {
+        var deviceID: String
+        var seq: UInt64
+    }
+
+    static func schedulerPush(_ record: NotificationRecord, app: AppHandle, nowOrNever: Bool) -> SchedulerPush {
+        SchedulerPush(
+            id: record.acceptanceID,
+            app: app,
+            pushClass: record.pushType == PushType.background.rawValue ? .silent : .regular,
+            priority: PushgateScheduler.PushPriority(rawValue: record.priority) ?? .high,
+            collapseID: record.collapseID,
+            expiresAt: record.expiresAt,
+            nowOrNever: nowOrNever
+        )
+    }
+
+    /// Appends a notification with its seq to the device's queue, not yet committed.
+    private func enqueue(_ record: NotificationRecord, delivery: DeliveryKind, on device: DeviceState, keepalive: Bool = false) -> QueuedEntry {
+        var entry = QueuedNotification(record: record, committed: false, delivery: delivery)
+        entry.sentInKeepalive = keepalive
+        device.queue.append(entry)
+        withQueue.insert(device.id)
+        counters.add(queued: 1)
+        return QueuedEntry(deviceID: device.id, seq: record.seq ?? 0)
+    }
+
+    /// A held push the scheduler released: it gets the device's next seq and joins its queue.
+    /// `carrierAPNsID` names the priority-10 push a piggyback rode on.
+    @discardableResult
+    private func releaseHeld(
+        _ release: Release,
+        carrierAPNsID: String? = nil,
+        keepalive: Bool = false,
+        into commands: inout [StoreCommand],
+        entries: inout [QueuedEntry]
+    ) -> NotificationRecord? {
+        guard var record = held.removeValue(forKey: release.id), let device = devices[record.deviceID] else { return nil }
+        device.heldCount -= 1
+        counters.add(held: -1)
+        let seq = device.nextSeq
+        device.nextSeq += 1
+        record.seq = seq
+        let delivery: DeliveryKind
+        switch release.kind {
+        case .immediate: delivery = .immediate
+        case .piggyback: delivery = .piggyback(carrier: carrierAPNsID ?? "")
+        case .keepalive: delivery = .keepalive
+        case .online: delivery = .online
+        case .budget: delivery = .budget
+        }
+        commands.append(.assignSeq(acceptanceID: record.acceptanceID, seq: seq))
+        entries.append(enqueue(record, delivery: delivery, on: device, keepalive: keepalive))
+        return record
+    }
+
+    /// Held pushes the scheduler gave up on: deleted and counted.
+    private func forget(_ drops: [Drop], into commands: inout [StoreCommand]) {
+        guard !drops.isEmpty else { return }
+        var ids: [UInt64] = []
+        ids.reserveCapacity(drops.count)
+        for drop in drops {
+            guard let record = held.removeValue(forKey: drop.id) else { continue }
+            devices[record.deviceID]?.heldCount -= 1
+            counters.add(held: -1)
+            counters.recordDrop(DeliveryCounters.DropReason(drop.reason), count: 1)
+            ids.append(drop.id)
+        }
+        if !ids.isEmpty { commands.append(.remove(acceptanceIDs: ids)) }
+    }
+
+    /// Releases and drops of a wake event or tick, with no push of its own.
+    private func apply(
+        _ output: SchedulerOutput,
+        keepalive: Bool = false,
+        into commands: inout [StoreCommand],
+        entries: inout [QueuedEntry]
+    ) -> [NotificationRecord] {
+        var released: [NotificationRecord] = []
+        for release in output.releases {
+            if let record = releaseHeld(release, keepalive: keepalive, into: &commands, entries: &entries) {
+                released.append(record)
+            }
+        }
+        forget(output.drops, into: &commands)
+        return released
+    }
+
+    /// Adds the bucket levels the scheduler changed, commits, then marks the new queue entries
+    /// committed and writes them; a failed commit takes them back out of the queues (their
+    /// pushes stay held on disk and are released again after a restart).
+    private func finish(_ commands: [StoreCommand], entries: [QueuedEntry], then: @escaping (Result<Void, StoreError>) -> Void) {
+        var commands = commands
+        if let buckets = bucketCommand() { commands.append(buckets) }
+        armSchedulerTimer()
+        guard !commands.isEmpty else {
+            then(.success(()))
+            return
+        }
+        commit(commands) { [self] result in
+            var touched: Set<String> = []
+            for entry in entries {
+                guard let device = devices[entry.deviceID],
+                      let index = device.queue.lastIndex(where: { $0.seq == entry.seq })
+                else { continue }
+                switch result {
+                case .success:
+                    device.queue[index].committed = true
+                    touched.insert(device.id)
+                case .failure:
+                    device.queue.remove(at: index)
+                    counters.add(queued: -1)
+                }
+            }
+            for deviceID in touched { if let device = devices[deviceID] { pump(device) } }
+            then(result)
+        }
+    }
+
+    private func bucketCommand() -> StoreCommand? {
+        let dirty = scheduler.drainDirtyBuckets()
+        guard !dirty.isEmpty else { return nil }
+        var records: [BucketRecord] = []
+        records.reserveCapacity(dirty.devices.count + dirty.apps.count)
+        for change in dirty.devices {
+            guard let id = deviceIDs[change.handle] else { continue }
+            records.append(BucketRecord(key: BucketRecord.deviceKey(id), level: change.bucket.level, at: change.bucket.at))
+        }
+        for change in dirty.apps {
+            guard let token = appTokens[change.handle] else { continue }
+            records.append(BucketRecord(key: BucketRecord.appKey(token), level: change.bucket.level, at: change.bucket.at))
+        }
+        return records.isEmpty ? nil : .saveBuckets(records)
+    }
+
+    /// One timer per shard, for the scheduler's earliest deadline (budget refills, deferral
+    /// limits, expiry of held pushes): never a timer per device.
+    private func armSchedulerTimer() {
+        guard let deadline = scheduler.nextDeadline else {
+            schedulerTimer?.cancel()
+            schedulerTimer = nil
+            schedulerTimerAt = .max
+            return
+        }
+        if schedulerTimer != nil, schedulerTimerAt <= deadline { return }
+        schedulerTimer?.cancel()
+        schedulerTimerAt = deadline
+        let delay = max(0, deadline - clock.nowMillis())
+        schedulerTimer = eventLoop.scheduleTask(in: .milliseconds(delay)) { [self] in
+            schedulerTimer = nil
+            schedulerTimerAt = .max
+            advanceScheduler()
+        }
+    }
+
+    /// Runs the scheduler's due work: budget releases, deferral limits, expiry of held pushes.
+    func advanceScheduler() {
+        var commands: [StoreCommand] = []
+        var entries: [QueuedEntry] = []
+        _ = apply(scheduler.advance(now: clock.nowMillis()), into: &commands, entries: &entries)
+        finish(commands, entries: entries) { _ in }
+    }
+
+    // MARK: Keep-alives and device state
+
+    /// A wake event: what the scheduler held for the device goes in the response (and is acked
+    /// like any other notification).
+    func keepalive(deviceID: String, secret: String, promise: EventLoopPromise<ByteBuffer>) {
+        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        var commands: [StoreCommand] = []
+        var entries: [QueuedEntry] = []
+        let released = apply(
+            scheduler.keepalive(device.handle, now: clock.nowMillis()),
+            keepalive: true,
+            into: &commands,
+            entries: &entries
+        )
+        finish(commands, entries: entries) { [self] result in
+            switch result {
+            case .success:
+                var body = ByteBuffer(string: "{\"notifications\":[")
+                for (index, record) in released.enumerated() {
+                    if index > 0 { body.writeInteger(UInt8(ascii: ",")) }
+                    EventStreamEncoder.writeJSON(record, delivery: .keepalive, into: &body)
+                    counters.recordDelivery(.keepalive)
+                }
+                body.writeString("]}")
+                promise.succeed(body)
+            case .failure(let error):
+                promise.fail(Refusal.storeFailed(error))
+            }
+        }
+    }
+
+    /// Power and app states the device reports. Topics must be registered on the device.
+    func setState(
+        deviceID: String,
+        secret: String,
+        power: DevicePower?,
+        apps: [(topic: String, state: AppState)],
+        promise: EventLoopPromise<Void>
+    ) {
+        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        var targets: [(token: String, app: AppHandle, state: AppState)] = []
+        for (topic, state) in apps {
+            guard let token = device.tokensByTopic[topic], let app = registrations[token]?.app else {
+                promise.fail(
+                    Refusal(status: 400, reason: "BadTopic", detail: "\(topic) is not registered on this device; register it first")
+                )
+                return
+            }
+            targets.append((token, app, state))
+        }
+        var commands: [StoreCommand] = []
+        var entries: [QueuedEntry] = []
+        for target in targets {
+            forget(scheduler.setAppState(target.app, target.state), into: &commands)
+            commands.append(.setAppState(token: target.token, state: target.state.rawValue))
+        }
+        if let power {
+            _ = apply(scheduler.setPower(device.handle, power, now: clock.nowMillis()), into: &commands, entries: &entries)
+        }
+        finish(commands, entries: entries) { result in
+            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
     }
 
@@ -311,10 +671,16 @@ final class DeviceShard: @unchecked Sendable {
             counters.connected(1)
         }
         streamGenerations += 1
-        device.stream = StreamBinding(generation: streamGenerations, now: clock.nowMillis())
+        let now = clock.nowMillis()
+        device.stream = StreamBinding(generation: streamGenerations, now: now)
         device.resetStreamProgress()
         online[deviceID] = device
         if let lastEventID { acknowledge(device, upTo: lastEventID, promise: nil) }
+        // A wake event: stored pushes are already queued, held ones follow them (`online`).
+        var commands: [StoreCommand] = []
+        var entries: [QueuedEntry] = []
+        _ = apply(scheduler.connect(device.handle, now: now), into: &commands, entries: &entries)
+        finish(commands, entries: entries) { _ in }
         promise.succeed(streamGenerations)
     }
 
@@ -335,6 +701,8 @@ final class DeviceShard: @unchecked Sendable {
     }
 
     private func disconnect(_ device: DeviceState) {
+        scheduler.disconnect(device.handle)
+        armSchedulerTimer()
         device.stream = nil
         device.resetStreamProgress()
         online[device.id] = nil
@@ -386,6 +754,10 @@ final class DeviceShard: @unchecked Sendable {
         while device.deliveredCount < device.queue.count {
             let entry = device.queue[device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)]
             guard entry.committed else { break }
+            if entry.sentInKeepalive {
+                device.deliveredCount += 1
+                continue
+            }
             if entry.record.expiresAt <= now {
                 device.queue.remove(at: device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount))
                 expired.append(entry.record.acceptanceID)

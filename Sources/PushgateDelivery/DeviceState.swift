@@ -1,4 +1,5 @@
 import NIOCore
+import PushgateScheduler
 import PushgateStore
 import PushgateTransport
 
@@ -11,6 +12,9 @@ struct QueuedNotification {
     var delivery: DeliveryKind
     /// Bytes of its event on the current stream, counted against the unacked window.
     var eventSize = 0
+    /// Released by a keep-alive and sent in its response: the current stream skips it. A new
+    /// stream sends it again if it is still unacknowledged (at-least-once).
+    var sentInKeepalive = false
 
     var seq: UInt64 { record.seq ?? 0 }
 }
@@ -33,12 +37,18 @@ struct RegistrationState {
     let deviceID: String
     let topic: String
     var unregisteredAt: Int64?
+    /// The app in the shard's scheduler, while the registration is active.
+    var app: AppHandle?
 }
 
 /// Everything the gateway keeps in memory for one device. Confined to its shard's event loop.
 final class DeviceState {
     let id: String
     let secretHash: [UInt8]
+    /// The device in the shard's scheduler.
+    let handle: DeviceHandle
+    /// Notifications the scheduler holds for it (their records are in the shard's `held`).
+    var heldCount = 0
     var tokensByTopic: [String: String] = [:]
     /// Unacknowledged notifications in sequence order.
     var queue = CircularBuffer<QueuedNotification>(initialCapacity: 0)
@@ -50,9 +60,10 @@ final class DeviceState {
     var deliveredCount = 0
     var unackedBytes = 0
 
-    init(id: String, secretHash: [UInt8], ackedSeq: UInt64, lastSeq: UInt64) {
+    init(id: String, secretHash: [UInt8], handle: DeviceHandle, ackedSeq: UInt64, lastSeq: UInt64) {
         self.id = id
         self.secretHash = secretHash
+        self.handle = handle
         self.ackedSeq = ackedSeq
         self.nextSeq = max(ackedSeq, lastSeq) + 1
     }
@@ -61,6 +72,9 @@ final class DeviceState {
     func resetStreamProgress() {
         deliveredCount = 0
         unackedBytes = 0
-        for index in queue.indices { queue[index].eventSize = 0 }
+        for index in queue.indices {
+            queue[index].eventSize = 0
+            queue[index].sentInKeepalive = false
+        }
     }
 }

@@ -29,7 +29,9 @@ enum EventStreamEncoder {
         for byte in record.payload {
             buffer.writeInteger(byte == 0x0A || byte == 0x0D ? 0x20 : byte)
         }
-        buffer.writeString(",\"acceptedAt\":\(record.acceptedAt),\"delivery\":\"\(delivery.rawValue)\"}")
+        buffer.writeString(",\"acceptedAt\":\(record.acceptedAt),\"delivery\":\"\(delivery.label.rawValue)\",\"carrier\":")
+        if let carrier = delivery.carrier { writeString(carrier, into: &buffer) } else { buffer.writeString("null") }
+        buffer.writeInteger(UInt8(ascii: "}"))
     }
 
     static let heartbeat = ByteBuffer(string: ": heartbeat\n\n")

@@ -5,6 +5,7 @@ import PushgateCore
 import PushgateCrypto
 import PushgateDelivery
 import PushgateRouting
+import PushgateScheduler
 import PushgateTransport
 
 /// The device agents' API (PRODUCT.md section 3), HTTP/2 only.
@@ -83,10 +84,37 @@ public enum DeviceRoutes {
             guard let body = decode(AckBody.self, request, responder) else { return }
             complete(core.ack(deviceID: deviceID, secret: secret, upTo: body.upTo), request, responder) { .init(status: 204) }
         case ("POST", ["keepalive"]):
-            // The scheduler (not built yet) releases held pushes here; until then a keep-alive
-            // only proves the secret and releases nothing.
-            complete(core.authenticate(deviceID: deviceID, secret: secret), request, responder) {
-                .json(#"{"notifications":[]}"#)
+            complete(core.keepalive(deviceID: deviceID, secret: secret), request, responder) { body in
+                HTTPServerResponse(status: 200, headers: ["content-type": "application/json"], body: body)
+            }
+        case ("PUT", ["state"]):
+            guard let body = decode(StateBody.self, request, responder) else { return }
+            var power: DevicePower?
+            if let name = body.power {
+                guard let parsed = DevicePower(rawValue: name) else {
+                    responder.respond(
+                        .error(status: 400, reason: "BadState", detail: "power must be awake, idle or lowPower, got \"\(name.prefix(40))\"")
+                    )
+                    return
+                }
+                power = parsed
+            }
+            var apps: [(topic: String, state: AppState)] = []
+            for (topic, name) in (body.apps ?? [:]).sorted(by: { $0.key < $1.key }) {
+                guard let state = AppState(rawValue: name) else {
+                    responder.respond(
+                        .error(
+                            status: 400,
+                            reason: "BadState",
+                            detail: "apps.\(topic.prefix(100)) must be foreground, background or terminated, got \"\(name.prefix(40))\""
+                        )
+                    )
+                    return
+                }
+                apps.append((topic, state))
+            }
+            complete(core.setState(deviceID: deviceID, secret: secret, power: power, apps: apps), request, responder) {
+                .init(status: 204)
             }
         case ("GET", ["events"]):
             openEventStream(request, responder, core: core, deviceID: deviceID, secret: secret)
@@ -99,6 +127,7 @@ public enum DeviceRoutes {
 
     private static func knownRoute(_ rest: [String]) -> Bool {
         rest.isEmpty || rest == ["registrations"] || rest == ["ack"] || rest == ["keepalive"] || rest == ["events"]
+            || rest == ["state"]
             || (rest.count == 2 && rest[0] == "registrations")
     }
 
@@ -151,6 +180,10 @@ public enum DeviceRoutes {
 
     private struct TopicBody: Decodable { var topic: String }
     private struct AckBody: Decodable { var upTo: UInt64 }
+    private struct StateBody: Decodable {
+        var power: String?
+        var apps: [String: String]?
+    }
 
     private static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPServerRequest, _ responder: HTTPResponder) -> T? {
         do {

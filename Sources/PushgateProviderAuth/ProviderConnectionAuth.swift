@@ -12,7 +12,9 @@ import PushgateCore
 ///   signature, `iss` not the key's team → `403 InvalidProviderToken`.
 /// - Key configured for the other environment than the keyring's → `403 BadEnvironmentKeyIdInToken`.
 /// - `iat` more than 3600 s before now → `403 ExpiredProviderToken`; more than 60 s after now →
-///   `403 InvalidProviderToken` (see ``VerifiedProviderToken/refusal(atMillis:)`` for why).
+///   `403 InvalidProviderToken`: APNs documents no answer for a token from the future, and
+///   "expired" would send clients that re-sign on that reason into a loop of new tokens from the
+///   same fast clock (and on into `429`), where "invalid" points at the clock.
 /// - The first token that passes binds the connection to its key (and so its team). A token of
 ///   another key → `403 UnrelatedKeyIdInToken`: open a new connection.
 /// - Switching tokens: the first token is free; each later switch to a *new* token must come at

@@ -82,15 +82,19 @@ struct ProviderToken {
         guard let issuer = claims.iss, !issuer.isEmpty else {
             return .failure(.invalidProviderToken("the JWT claims set has no iss; set it to the team id"))
         }
-        guard let issuedAt = claims.iat else {
+        guard let iat = claims.iat else {
             return .failure(.invalidProviderToken("the JWT claims set has no iat; set it to the time of signing in seconds since the epoch"))
         }
-        guard issuedAt >= 0 else {
-            return .failure(.invalidProviderToken("iat \(issuedAt) is negative; it is the time of signing in seconds since the epoch"))
+        guard iat == iat.rounded(.towardZero) else {
+            return .failure(.invalidProviderToken(wholeSeconds))
         }
-        guard issuedAt <= maximumIssuedAt else {
-            return .failure(.invalidProviderToken("iat \(issuedAt) is too large for seconds since the epoch (milliseconds?); iat is in seconds"))
+        guard iat >= 0 else {
+            return .failure(.invalidProviderToken("iat \(Int64(exactly: iat).map(String.init) ?? String(iat)) is negative; it is the time of signing in seconds since the epoch"))
         }
+        guard iat <= Double(maximumIssuedAt) else {
+            return .failure(.invalidProviderToken("iat \(Int64(exactly: iat).map(String.init) ?? String(iat)) is too large for seconds since the epoch (milliseconds?); iat is in seconds"))
+        }
+        let issuedAt = Int64(iat)
         guard signature.count == 64 else {
             return .failure(.invalidProviderToken("the signature is \(signature.count) bytes; an ES256 JWS signature is 64 (r || s), not DER"))
         }
@@ -115,8 +119,12 @@ struct ProviderToken {
 
     private struct Claims: Decodable {
         let iss: String?
-        let iat: Int64?
+        /// A Double because Foundation's decoder reports a fraction where an integer is expected as
+        /// malformed JSON, with no field named; every integer up to ``maximumIssuedAt`` is exact.
+        let iat: Double?
     }
+
+    private static let wholeSeconds = "iat in the JWT claims set must be a whole number of seconds since the epoch"
 
     private static func describe(_ error: any Error, in part: String) -> String {
         switch error as? DecodingError {
@@ -126,9 +134,7 @@ struct ProviderToken {
             guard let field = context.codingPath.last?.stringValue else {
                 return "the JWT \(part) is not a JSON object"
             }
-            return field == "iat"
-                ? "iat in the JWT claims set must be a whole number of seconds since the epoch"
-                : "\(field) in the JWT \(part) must be a string"
+            return field == "iat" ? wholeSeconds : "\(field) in the JWT \(part) must be a string"
         default:
             return "the JWT \(part) is not JSON"
         }

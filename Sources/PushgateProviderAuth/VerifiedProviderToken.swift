@@ -25,12 +25,8 @@ struct VerifiedProviderToken: Sendable {
         now > expiresAtMillis
     }
 
-    /// Why the token cannot be used at `now`, or nil when it can.
-    ///
-    /// An `iat` in the future gets `InvalidProviderToken`, not `ExpiredProviderToken`: APNs
-    /// documents no answer for it, and "expired" would send clients that re-sign on that reason
-    /// into a loop of fresh tokens from the same fast clock (and then into
-    /// `TooManyProviderTokenUpdates`), where "invalid" points at the clock.
+    /// Why the token cannot be used at `now`, or nil when it can. (Why a future `iat` is
+    /// `InvalidProviderToken`: see ``ProviderConnectionAuth``.)
     func refusal(atMillis now: Int64) -> Refusal? {
         if now > expiresAtMillis {
             let age = now / 1000 - issuedAt

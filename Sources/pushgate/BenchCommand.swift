@@ -50,7 +50,20 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("idle-seconds"), help: "Hold the open, idle streams this long before sending (to measure the gateway's memory per idle device).")
     var idleSeconds: Int = 0
 
+    @Option(name: .customLong("key"), help: "Token authentication for the providers: the .p8 signing key (needs --key-id and --team-id).")
+    var keyFile: String?
+
+    @Option(name: .customLong("key-id"), help: "The signing key's id (the token's kid).")
+    var keyID: String?
+
+    @Option(name: .customLong("team-id"), help: "The team id (the token's iss).")
+    var teamID: String?
+
     func validate() throws {
+        let given = [keyFile, keyID, teamID].filter { $0 != nil }.count
+        if given != 0, given != 3 {
+            throw ValidationError("token authentication needs all of --key, --key-id and --team-id")
+        }
         guard devices >= 1, providers >= 1, pushes >= 1, inFlight >= 1 else {
             throw ValidationError("--devices, --providers, --pushes and --in-flight must be at least 1")
         }
@@ -63,7 +76,15 @@ struct BenchCommand: AsyncParsableCommand {
         let connect: @Sendable () async throws -> HTTP2ClientConnection = { [client] in
             try await HTTP2ClientConnection.connect(host: client.server.host, port: client.server.port, tls: tls, group: group)
         }
-        let bench = BenchRun(options: self, connect: connect)
+        var authorization: String?
+        if let keyFile, let keyID, let teamID {
+            // One token for the whole run, as a provider would use one for its hour.
+            let token = try ProviderTokenCache.sign(
+                keyFile: keyFile, keyID: keyID, teamID: teamID, nowMillis: Int64(Date().timeIntervalSince1970 * 1000)
+            )
+            authorization = "bearer \(token)"
+        }
+        let bench = BenchRun(options: self, connect: connect, authorization: authorization)
         try await bench.run()
     }
 }
@@ -97,6 +118,8 @@ final class BenchLedger: Sendable {
 struct BenchRun: Sendable {
     let options: BenchCommand
     let connect: @Sendable () async throws -> HTTP2ClientConnection
+    /// The providers' `authorization` header value, when the gateway authenticates providers.
+    let authorization: String?
 
     private func request(_ method: String, _ path: String, secret: String? = nil, headers extra: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
         var headers = extra
@@ -240,6 +263,10 @@ struct BenchRun: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<options.providers {
                 let connection = try await connect()
+                // A gateway that authenticates providers allows one stream until a valid token
+                // arrives: one request first, so that the client has the server's SETTINGS and
+                // queues the rest instead of racing them.
+                _ = try await connection.send(request("GET", "/healthz"))
                 group.addTask {
                     defer { Task { await connection.close() } }
                     try await withThrowingTaskGroup(of: Void.self) { inFlight in
@@ -275,6 +302,7 @@ struct BenchRun: Sendable {
         headers.add(name: "apns-topic", value: options.topic)
         headers.add(name: "apns-push-type", value: "alert")
         headers.add(name: "apns-id", value: BenchRun.apnsID(for: index))
+        if let authorization { headers.add(name: "authorization", value: authorization) }
         let sentAt = BenchLedger.now()
         ledger.state.withLock { $0.sentAt[index] = sentAt }
         let response = try await connection.send(request("POST", "/3/device/\(device.token)", headers: headers, body: body))

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PushgateGateway
 import PushgateProviderAuth
+import PushgateScheduler
 
 /// The `--config` file: JSON, for what is too structured for flags. Flags given on the command
 /// line win over the file.
@@ -14,7 +15,12 @@ import PushgateProviderAuth
 ///   ],
 ///   "environment": "production",
 ///   "registrationSecret": "a long random string",
-///   "maxConsecutiveProviderErrors": 100
+///   "maxConsecutiveProviderErrors": 100,
+///   "scheduler": {
+///     "appBurst": 3, "appRefillPerHour": 3, "deviceBurst": 10, "deviceRefillPerHour": 10,
+///     "maxHeldPerApp": 8, "maxDeferralSeconds": 900, "defaultExpirationSeconds": 2592000,
+///     "topics": {"com.example.news": {"appBurst": 6, "appRefillPerHour": 6}}
+///   }
 /// }
 /// ```
 /// Relative key file names are resolved against the file's own directory.
@@ -25,6 +31,55 @@ struct GatewayConfigurationFile: Decodable {
     var environment: String?
     var registrationSecret: String?
     var maxConsecutiveProviderErrors: Int?
+    var scheduler: SchedulerSection?
+
+    /// The scheduler's policy (PRODUCT.md section 4); absent fields keep their defaults. Per
+    /// topic: the app's fields only (the device bucket is shared by every app of a device).
+    struct SchedulerSection: Decodable {
+        var appBurst: Int?
+        var appRefillPerHour: Int?
+        var deviceBurst: Int?
+        var deviceRefillPerHour: Int?
+        var maxHeldPerApp: Int?
+        var maxDeferralSeconds: Int64?
+        var defaultExpirationSeconds: Int64?
+        var topics: [String: TopicSection]?
+
+        struct TopicSection: Decodable {
+            var appBurst: Int?
+            var appRefillPerHour: Int?
+            var maxHeldPerApp: Int?
+            var maxDeferralSeconds: Int64?
+            var defaultExpirationSeconds: Int64?
+        }
+
+        /// Validated: a wrong value names its topic, field and allowed range.
+        func configuration() throws(SchedulerConfigurationError) -> SchedulerConfiguration {
+            var global = SchedulerPolicy()
+            if let appBurst { global.appBurst = appBurst }
+            if let appRefillPerHour { global.appRefillPerHour = appRefillPerHour }
+            if let deviceBurst { global.deviceBurst = deviceBurst }
+            if let deviceRefillPerHour { global.deviceRefillPerHour = deviceRefillPerHour }
+            if let maxHeldPerApp { global.maxHeldPerApp = maxHeldPerApp }
+            if let maxDeferralSeconds { global.maxDeferralMillis = maxDeferralSeconds.multipliedReportingOverflow(by: 1000).partialValue }
+            if let defaultExpirationSeconds {
+                global.defaultExpirationMillis = defaultExpirationSeconds.multipliedReportingOverflow(by: 1000).partialValue
+            }
+            var overrides: [String: TopicPolicyOverride] = [:]
+            for (topic, section) in topics ?? [:] {
+                overrides[topic] = TopicPolicyOverride(
+                    appBurst: section.appBurst,
+                    appRefillPerHour: section.appRefillPerHour,
+                    maxHeldPerApp: section.maxHeldPerApp,
+                    maxDeferralMillis: section.maxDeferralSeconds.map { $0.multipliedReportingOverflow(by: 1000).partialValue },
+                    defaultExpirationMillis: section.defaultExpirationSeconds.map { $0.multipliedReportingOverflow(by: 1000).partialValue }
+                )
+            }
+            let configuration = SchedulerConfiguration(global: global, topics: overrides)
+            try configuration.validate()
+            return configuration
+        }
+    }
 
     static func load(path: String) throws(ConfigurationFileError) -> GatewayConfigurationFile {
         let data: Data

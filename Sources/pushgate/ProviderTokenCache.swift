@@ -27,6 +27,16 @@ struct ProviderTokenCache {
                 return parts[1]
             }
         }
+        let token = try Self.sign(keyFile: keyFile, keyID: keyID, teamID: teamID, nowMillis: nowMillis)
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // A cache that cannot be written only costs a new token next time.
+        _ = FileManager.default.createFile(atPath: path, contents: Data("\(now) \(token)\n".utf8), attributes: [.posixPermissions: 0o600])
+        return token
+    }
+
+    /// A new token signed with the `.p8` in `keyFile`.
+    static func sign(keyFile: String, keyID: String, teamID: String, nowMillis: Int64) throws -> String {
         guard let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
             throw ValidationError("cannot read the signing key \(keyFile)")
         }
@@ -37,12 +47,7 @@ struct ProviderTokenCache {
             throw ValidationError("\(keyFile): \(error)")
         }
         var signer = ProviderTokenSigner(privateKey: key, keyID: keyID, teamID: teamID)
-        let token = signer.token(nowMillis: nowMillis)
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        // A cache that cannot be written only costs a new token next time.
-        _ = FileManager.default.createFile(atPath: path, contents: Data("\(now) \(token)\n".utf8), attributes: [.posixPermissions: 0o600])
-        return token
+        return signer.token(nowMillis: nowMillis)
     }
 
     /// Tokens of another key are not reused even if the cache file is shared by mistake.

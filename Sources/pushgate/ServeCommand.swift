@@ -9,6 +9,7 @@ import PushgateDelivery
 import Foundation
 import PushgateGateway
 import PushgateProviderAuth
+import PushgateScheduler
 import PushgateStore
 import PushgateTLS
 import PushgateTransport
@@ -112,7 +113,10 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
 
-        let access = try accessConfiguration(logger: logger)
+        let file = try configurationFile()
+        let access = try accessConfiguration(file: file, logger: logger)
+        var delivery = DeliveryConfiguration()
+        delivery.scheduler = try file?.scheduler?.configuration() ?? SchedulerConfiguration()
         try access.checkExposure(listenHosts: (cleartext + tlsListen).map(\.host))
 
         var configuration = HTTPServerConfiguration()
@@ -122,7 +126,7 @@ struct ServeCommand: AsyncParsableCommand {
         let store = try SQLiteStore(directory: dataDirectory, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let readiness = Readiness()
-        let core = DeliveryCore(group: group, store: store, logger: logger)
+        let core = try DeliveryCore(group: group, store: store, configuration: delivery, logger: logger)
         let server = HTTPServer(
             listeners: listeners,
             configuration: configuration,
@@ -165,10 +169,15 @@ struct ServeCommand: AsyncParsableCommand {
 
     /// Provider keys (file, then flags), client certificates, the registration secret (file,
     /// then PUSHGATE_REGISTRATION_SECRET).
-    private func accessConfiguration(logger: Logger) throws -> AccessConfiguration {
+    private var configurationPath: String? { configFile ?? ProcessInfo.processInfo.environment["PUSHGATE_CONFIG"] }
+
+    private func configurationFile() throws -> GatewayConfigurationFile? {
+        try configurationPath.map { path throws(ConfigurationFileError) in try GatewayConfigurationFile.load(path: path) }
+    }
+
+    private func accessConfiguration(file: GatewayConfigurationFile?, logger: Logger) throws -> AccessConfiguration {
         let environment = ProcessInfo.processInfo.environment
-        let path = configFile ?? environment["PUSHGATE_CONFIG"]
-        let file = try path.map { path throws(ConfigurationFileError) in try GatewayConfigurationFile.load(path: path) }
+        let path = configurationPath
         let directory = path.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
         var gatewayEnvironment: ProviderEnvironment?
         if let name = file?.environment {

@@ -99,6 +99,7 @@ func withGateway(
     directory: String? = nil,
     clock: any DeliveryClock = SystemClock(),
     access: AccessConfiguration = AccessConfiguration(),
+    delivery: DeliveryConfiguration = DeliveryConfiguration(),
     _ body: (RunningGateway) async throws -> Void
 ) async throws {
     let dataDirectory = directory ?? FileManager.default.temporaryDirectory
@@ -109,7 +110,7 @@ func withGateway(
     var logger = Logger(label: "test")
     logger.logLevel = ProcessInfo.processInfo.environment["PUSHGATE_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
     let store = try SQLiteStore(directory: dataDirectory, logger: logger)
-    let core = DeliveryCore(group: group, store: store, clock: clock, logger: logger)
+    let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: delivery, logger: logger)
     try await core.restore()
     let server = HTTPServer(
         listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],

@@ -1,0 +1,84 @@
+/// "No slot" in every link of the records.
+let noSlot = UInt32.max
+
+/// A doubly linked list of held records, by acceptance id.
+struct HeldList {
+    var head = noSlot
+    var tail = noSlot
+    var count: UInt32 = 0
+}
+
+/// One device. Field order is layout order (Swift does not reorder stored properties), wide
+/// fields first: 40 bytes a device.
+struct DeviceRecord {
+    var bucketTime: Int64
+    /// The time of the device's pending budget timer; `noBudgetDue` when none is pending.
+    var budgetDue: Int64
+    var bucketLevel: UInt32
+    var generation: UInt32
+    /// The first of the device's apps, linked through `AppRecord.nextSibling`.
+    var firstApp: UInt32
+    var heldSilent: UInt32
+    var heldRegular: UInt32
+    var isLive: Bool
+    var connected: Bool
+    var power: DevicePower
+    /// The slot is in the dirty-bucket list (which stays bounded by the slot count because a slot
+    /// is listed at most once, even across reuse).
+    var dirtyListed: Bool
+
+    static let noBudgetDue = Int64.min
+
+    var heldTotal: UInt32 { heldSilent + heldRegular }
+}
+
+/// One app (registration): 56 bytes.
+struct AppRecord {
+    var bucketTime: Int64
+    var bucketLevel: UInt32
+    var generation: UInt32
+    var device: UInt32
+    var nextSibling: UInt32
+    /// Held silent pushes, oldest first.
+    var silent: HeldList
+    /// Deferred regular pushes (priority 5 and 1), oldest first.
+    var regular: HeldList
+    /// Index into the scheduler's resolved policies.
+    var policy: UInt16
+    var state: AppState
+    var isLive: Bool
+    var dirtyListed: Bool
+}
+
+/// One held push. Only held pushes have one, so its size does not count against an idle device.
+struct HeldRecord {
+    var id: UInt64
+    var expiresAt: Int64
+    /// The end of a priority-5 deferral; `.max` for anything else.
+    var deadline: Int64
+    var collapseID: String?
+    var app: UInt32
+    var prev: UInt32
+    var next: UInt32
+    var generation: UInt32
+    var isSilent: Bool
+    var isLive: Bool
+
+    /// When this record's timer is due: its deferral end or its expiry, whichever is first.
+    var due: Int64 { min(expiresAt, deadline) }
+}
+
+/// A policy with its bucket figures in bucket units.
+struct ResolvedPolicy {
+    let policy: SchedulerPolicy
+    let appCapacity: UInt32
+    let appRate: UInt32
+    let maxHeld: UInt32
+
+    init(_ policy: SchedulerPolicy) {
+        self.policy = policy
+        appCapacity = UInt32(policy.appBurst) * TokenBucket.unit
+        appRate = UInt32(policy.appRefillPerHour)
+        maxHeld = UInt32(policy.maxHeldPerApp)
+    }
+}

@@ -1,0 +1,68 @@
+// Accepting a push: deliver now, hold, store or discard.
+
+extension Scheduler {
+    /// Decides what happens to a newly accepted push.
+    ///
+    /// - A push whose `expiresAt` is not after `now` is discarded (`expired`).
+    /// - Silent: discarded while its app is `terminated`. Released at once when the device is
+    ///   connected, both buckets hold a whole token (one is taken from each) and the app has nothing
+    ///   held; an app with held silent pushes queues the new one behind them, so an app's silent
+    ///   pushes always go out in acceptance order. Otherwise held (`nowOrNever`: discarded).
+    /// - Regular, device not connected: `stored` (`nowOrNever`: discarded).
+    /// - Priority 10: released at once, and a wake event: everything held for the device rides
+    ///   along as `piggyback(carrier:)`.
+    /// - Priority 5: released at once when the device is `awake`, else held until a wake event or
+    ///   `maxDeferralMillis` after acceptance, whichever comes first.
+    /// - Priority 1: held until a wake event.
+    ///
+    /// Returns nil for an unknown app handle; nothing is recorded then.
+    public func accept(_ push: SchedulerPush, now: Int64) -> Acceptance? {
+        guard let a = index(of: push.app) else { return nil }
+        guard push.expiresAt > now else { return Acceptance(disposition: .discarded(.expired)) }
+        switch push.pushClass {
+        case .silent: return acceptSilent(push, app: a, now: now)
+        case .regular: return acceptRegular(push, app: a, now: now)
+        }
+    }
+
+    private func acceptSilent(_ push: SchedulerPush, app a: Int, now: Int64) -> Acceptance {
+        guard apps[a].state != .terminated else { return Acceptance(disposition: .discarded(.appTerminated)) }
+        let d = Int(apps[a].device)
+        if devices[d].connected, apps[a].silent.count == 0, takeTokens(app: a, device: d, now: now) || true {
+            rescheduleBudget(device: d)
+            return Acceptance(disposition: .delivered, releases: [immediate(push, device: d)])
+        }
+        guard !push.nowOrNever else { return Acceptance(disposition: .discarded(.undeliverableNow)) }
+        var drops: [Drop] = []
+        let replaced = hold(push, app: a, deadline: .max, drops: &drops)
+        rescheduleBudget(device: d)
+        return Acceptance(disposition: replaced.map { .coalesced(replaced: $0) } ?? .held, drops: drops)
+    }
+
+    private func acceptRegular(_ push: SchedulerPush, app a: Int, now: Int64) -> Acceptance {
+        let d = Int(apps[a].device)
+        guard devices[d].connected else {
+            return Acceptance(disposition: push.nowOrNever ? .discarded(.undeliverableNow) : .stored)
+        }
+        switch push.priority {
+        case .high:
+            var output = SchedulerOutput()
+            releaseAll(device: d, kind: .piggyback(carrier: push.id), now: now, into: &output)
+            output.releases.append(immediate(push, device: d))
+            if output.releases.count > 1 { output.releases.sort { $0.id < $1.id } }
+            return Acceptance(disposition: .delivered, releases: output.releases, drops: output.drops)
+        case .normal where devices[d].power == .awake:
+            return Acceptance(disposition: .delivered, releases: [immediate(push, device: d)])
+        case .normal, .low:
+            guard !push.nowOrNever else { return Acceptance(disposition: .discarded(.undeliverableNow)) }
+            let deadline = push.priority == .normal ? now + policy(ofApp: a).policy.maxDeferralMillis : .max
+            var drops: [Drop] = []
+            let replaced = hold(push, app: a, deadline: deadline, drops: &drops)
+            return Acceptance(disposition: replaced.map { .coalesced(replaced: $0) } ?? .held, drops: drops)
+        }
+    }
+
+    private func immediate(_ push: SchedulerPush, device d: Int) -> Release {
+        Release(id: push.id, device: deviceHandle(d), app: push.app, kind: .immediate)
+    }
+}

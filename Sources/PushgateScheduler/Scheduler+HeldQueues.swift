@@ -1,0 +1,171 @@
+// Held queues: the per-app lists of held records, their slots, and the ways out of them.
+
+extension Scheduler {
+    /// Holds `push` in its app's list. A held push of the same app and class with the same collapse
+    /// id is replaced (and reported as `coalesced`); the replacement keeps the earlier deferral
+    /// deadline, so a collapse group is never deferred longer than its first member would have
+    /// been. Above the app's `maxHeldPerApp` silent pushes the oldest go (`overflow`).
+    /// Returns the id of the replaced push, if any.
+    func hold(_ push: SchedulerPush, app a: Int, deadline: Int64, drops: inout [Drop]) -> UInt64? {
+        let silent = push.pushClass == .silent
+        var deadline = deadline
+        var replaced: UInt64?
+        if let collapseID = push.collapseID {
+            var slot = silent ? apps[a].silent.head : apps[a].regular.head
+            while slot != noSlot, held[Int(slot)].collapseID != collapseID { slot = held[Int(slot)].next }
+            if slot != noSlot {
+                let old = removeHeld(slot)
+                replaced = old.id
+                deadline = min(deadline, old.deadline)
+                drops.append(drop(old, reason: .coalesced))
+            }
+        }
+        insertHeld(
+            id: push.id,
+            app: a,
+            silent: silent,
+            collapseID: push.collapseID,
+            expiresAt: push.expiresAt,
+            deadline: deadline
+        )
+        if silent {
+            let maxHeld = policy(ofApp: a).maxHeld
+            while apps[a].silent.count > maxHeld {
+                drops.append(drop(removeHeld(apps[a].silent.head), reason: .overflow))
+            }
+        }
+        return replaced
+    }
+
+    /// Adds a held record at its place by id (the tail, for pushes arriving in acceptance order)
+    /// and sets its timer.
+    func insertHeld(id: UInt64, app a: Int, silent: Bool, collapseID: String?, expiresAt: Int64, deadline: Int64) {
+        let slot: UInt32
+        if let free = freeHeld.popLast() {
+            slot = free
+            let s = Int(slot)
+            held[s].id = id
+            held[s].expiresAt = expiresAt
+            held[s].deadline = deadline
+            held[s].collapseID = collapseID
+            held[s].app = UInt32(a)
+            held[s].isSilent = silent
+            held[s].isLive = true
+        } else {
+            slot = UInt32(held.count)
+            held.append(
+                HeldRecord(
+                    id: id,
+                    expiresAt: expiresAt,
+                    deadline: deadline,
+                    collapseID: collapseID,
+                    app: UInt32(a),
+                    prev: noSlot,
+                    next: noSlot,
+                    generation: 0,
+                    isSilent: silent,
+                    isLive: true
+                )
+            )
+        }
+        var list = silent ? apps[a].silent : apps[a].regular
+        var after = list.tail
+        while after != noSlot, held[Int(after)].id > id { after = held[Int(after)].prev }
+        let before = after == noSlot ? list.head : held[Int(after)].next
+        held[Int(slot)].prev = after
+        held[Int(slot)].next = before
+        if after == noSlot { list.head = slot } else { held[Int(after)].next = slot }
+        if before == noSlot { list.tail = slot } else { held[Int(before)].prev = slot }
+        list.count += 1
+        if silent { apps[a].silent = list } else { apps[a].regular = list }
+
+        let d = Int(apps[a].device)
+        if silent { devices[d].heldSilent += 1 } else { devices[d].heldRegular += 1 }
+        heldCount += 1
+        schedule(.held(slot: slot, generation: held[Int(slot)].generation, at: held[Int(slot)].due))
+    }
+
+    /// Unlinks a held record from its app's list and frees its slot; returns the record as it was.
+    @discardableResult
+    func removeHeld(_ slot: UInt32) -> HeldRecord {
+        let record = held[Int(slot)]
+        let a = Int(record.app)
+        var list = record.isSilent ? apps[a].silent : apps[a].regular
+        if record.prev == noSlot { list.head = record.next } else { held[Int(record.prev)].next = record.next }
+        if record.next == noSlot { list.tail = record.prev } else { held[Int(record.next)].prev = record.prev }
+        list.count -= 1
+        if record.isSilent { apps[a].silent = list } else { apps[a].regular = list }
+        let d = Int(apps[a].device)
+        if record.isSilent { devices[d].heldSilent -= 1 } else { devices[d].heldRegular -= 1 }
+        freeHeldSlot(slot)
+        return record
+    }
+
+    /// Frees a slot whose list is being discarded as a whole (the caller fixes the counts).
+    func freeHeldSlot(_ slot: UInt32) {
+        let s = Int(slot)
+        held[s].isLive = false
+        held[s].generation &+= 1
+        held[s].collapseID = nil
+        freeHeld.append(slot)
+        heldCount -= 1
+    }
+
+    /// Drops every held push of one list of an app.
+    func dropAll(of a: Int, silent: Bool, reason: DropReason, into drops: inout [Drop]) {
+        var slot = silent ? apps[a].silent.head : apps[a].regular.head
+        while slot != noSlot {
+            let next = held[Int(slot)].next
+            drops.append(drop(removeHeld(slot), reason: reason))
+            slot = next
+        }
+    }
+
+    /// A wake event: everything held for the device goes, in acceptance order, without taking
+    /// budget. Held pushes already past their expiry are dropped instead, even if their timer has
+    /// not fired yet: expiry is enforced at release time.
+    func releaseAll(device d: Int, kind: ReleaseKind, now: Int64, into output: inout SchedulerOutput) {
+        devices[d].budgetDue = DeviceRecord.noBudgetDue
+        guard devices[d].heldTotal > 0 else { return }
+        var slots: [UInt32] = []
+        slots.reserveCapacity(Int(devices[d].heldTotal))
+        var a = devices[d].firstApp
+        while a != noSlot {
+            appendSlots(of: apps[Int(a)].silent, to: &slots)
+            appendSlots(of: apps[Int(a)].regular, to: &slots)
+            apps[Int(a)].silent = HeldList()
+            apps[Int(a)].regular = HeldList()
+            a = apps[Int(a)].nextSibling
+        }
+        devices[d].heldSilent = 0
+        devices[d].heldRegular = 0
+        slots.sort { held[Int($0)].id < held[Int($1)].id }
+        for slot in slots {
+            let record = held[Int(slot)]
+            freeHeldSlot(slot)
+            if record.expiresAt <= now {
+                output.drops.append(drop(record, reason: .expired))
+            } else {
+                output.releases.append(release(record, kind: kind))
+            }
+        }
+    }
+
+    func appendSlots(of list: HeldList, to slots: inout [UInt32]) {
+        var slot = list.head
+        while slot != noSlot {
+            slots.append(slot)
+            slot = held[Int(slot)].next
+        }
+    }
+
+    func release(_ record: HeldRecord, kind: ReleaseKind) -> Release {
+        let a = Int(record.app)
+        return Release(id: record.id, device: deviceHandle(Int(apps[a].device)), app: appHandle(a), kind: kind)
+    }
+
+    func drop(_ record: HeldRecord, reason: DropReason) -> Drop {
+        let a = Int(record.app)
+        return Drop(id: record.id, device: deviceHandle(Int(apps[a].device)), app: appHandle(a), reason: reason)
+    }
+}

@@ -1,0 +1,100 @@
+// Read-only views for the admin API. Each returns nil for an unknown handle.
+
+extension Scheduler {
+    /// Held pushes of the device, over all its apps.
+    public func heldCount(device: DeviceHandle) -> Int? {
+        index(of: device).map { Int(devices[$0].heldTotal) }
+    }
+
+    /// Held pushes of the app, silent and regular.
+    public func heldCount(app: AppHandle) -> Int? {
+        index(of: app).map { Int(apps[$0].silent.count + apps[$0].regular.count) }
+    }
+
+    /// The ids of the app's held pushes, silent and regular, in acceptance order.
+    public func heldIDs(app: AppHandle) -> [UInt64]? {
+        guard let a = index(of: app) else { return nil }
+        var slots: [UInt32] = []
+        appendSlots(of: apps[a].silent, to: &slots)
+        appendSlots(of: apps[a].regular, to: &slots)
+        return slots.map { held[Int($0)].id }.sorted()
+    }
+
+    /// The device bucket's level at `now`.
+    public func bucket(device: DeviceHandle, now: Int64) -> BucketSnapshot? {
+        guard let d = index(of: device) else { return nil }
+        let level = TokenBucket.level(
+            devices[d].bucketLevel,
+            at: devices[d].bucketTime,
+            now: now,
+            capacity: deviceCapacity,
+            rate: deviceRate
+        )
+        return BucketSnapshot(level: level, at: max(now, devices[d].bucketTime))
+    }
+
+    /// The app bucket's level at `now`.
+    public func bucket(app: AppHandle, now: Int64) -> BucketSnapshot? {
+        guard let a = index(of: app) else { return nil }
+        let policy = policy(ofApp: a)
+        let level = TokenBucket.level(
+            apps[a].bucketLevel,
+            at: apps[a].bucketTime,
+            now: now,
+            capacity: policy.appCapacity,
+            rate: policy.appRate
+        )
+        return BucketSnapshot(level: level, at: max(now, apps[a].bucketTime))
+    }
+
+    public func isConnected(_ device: DeviceHandle) -> Bool? {
+        index(of: device).map { devices[$0].connected }
+    }
+
+    public func power(_ device: DeviceHandle) -> DevicePower? {
+        index(of: device).map { devices[$0].power }
+    }
+
+    /// The app's state as the scheduler applies it: `terminated` until a `foreground` report.
+    /// The caller persists it and restores it with `setAppState`.
+    public func appState(_ app: AppHandle) -> AppState? {
+        index(of: app).map { apps[$0].state }
+    }
+
+    public func device(of app: AppHandle) -> DeviceHandle? {
+        index(of: app).map { deviceHandle(Int(apps[$0].device)) }
+    }
+
+    /// The device's apps, most recently added first.
+    public func apps(of device: DeviceHandle) -> [AppHandle]? {
+        guard let d = index(of: device) else { return nil }
+        var result: [AppHandle] = []
+        var a = devices[d].firstApp
+        while a != noSlot {
+            result.append(appHandle(Int(a)))
+            a = apps[Int(a)].nextSibling
+        }
+        return result
+    }
+
+    /// The policy the app's topic resolved to.
+    public func policy(of app: AppHandle) -> SchedulerPolicy? {
+        index(of: app).map { policy(ofApp: $0).policy }
+    }
+
+    /// Bytes reserved by the scheduler's arrays (records, free lists, timers, dirty lists), not
+    /// counting collapse-id strings.
+    public var storageBytes: Int {
+        devices.capacity * MemoryLayout<DeviceRecord>.stride
+            + apps.capacity * MemoryLayout<AppRecord>.stride
+            + held.capacity * MemoryLayout<HeldRecord>.stride
+            + (freeDevices.capacity + freeApps.capacity + freeHeld.capacity) * MemoryLayout<UInt32>.stride
+            + (dirtyDevices.capacity + dirtyApps.capacity) * MemoryLayout<UInt32>.stride
+            + timers.timers.capacity * MemoryLayout<Timer>.stride
+    }
+
+    /// Record bytes of one device with one app, nothing held, buckets untouched.
+    public static var idleDeviceRecordBytes: Int {
+        MemoryLayout<DeviceRecord>.stride + MemoryLayout<AppRecord>.stride
+    }
+}

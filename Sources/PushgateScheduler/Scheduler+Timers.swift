@@ -1,0 +1,169 @@
+// Due work: budget releases, deferral deadlines and expiry, all from one heap of timers.
+
+extension Scheduler {
+    /// When `advance(now:)` should next be called: the earliest pending timer, or nil when nothing
+    /// is pending. It can be at or before the time of the last call (a lowered power state or a
+    /// restored bucket can make a release due at once): then call `advance` right away.
+    /// Reading it discards stale timers from the top of the heap.
+    public var nextDeadline: Int64? {
+        while let first = timers.first, !isCurrent(first) { timers.removeFirst() }
+        return timers.first?.time
+    }
+
+    /// Does the work due at or before `now`: budget releases (a held silent push whose app and
+    /// device buckets both hold a token again, while the device is connected and not in
+    /// `lowPower`), priority-5 deferrals that ran out (released as `budget` when the device is
+    /// connected; otherwise left for its next wake event) and expiries (dropped as `expired`).
+    /// Releases come out in acceptance order.
+    public func advance(now: Int64) -> SchedulerOutput {
+        var output = SchedulerOutput()
+        while let first = timers.first, first.time <= now {
+            timers.removeFirst()
+            guard isCurrent(first) else { continue }
+            if first.isBudget {
+                releaseByBudget(device: Int(first.slot), now: now, into: &output)
+            } else {
+                fire(held: first.slot, now: now, into: &output)
+            }
+        }
+        if output.releases.count > 1 { output.releases.sort { $0.id < $1.id } }
+        return output
+    }
+
+    // MARK: Buckets
+
+    /// Takes a token from the app's and the device's bucket if both have a whole one.
+    func takeTokens(app a: Int, device d: Int, now: Int64) -> Bool {
+        let policy = policy(ofApp: a)
+        let appLevel = TokenBucket.level(
+            apps[a].bucketLevel,
+            at: apps[a].bucketTime,
+            now: now,
+            capacity: policy.appCapacity,
+            rate: policy.appRate
+        )
+        let deviceLevel = TokenBucket.level(
+            devices[d].bucketLevel,
+            at: devices[d].bucketTime,
+            now: now,
+            capacity: deviceCapacity,
+            rate: deviceRate
+        )
+        guard appLevel >= TokenBucket.unit, deviceLevel >= TokenBucket.unit else { return false }
+        // Never move a bucket's time backwards: its level already counts the refill up to it.
+        apps[a].bucketLevel = appLevel - TokenBucket.unit
+        apps[a].bucketTime = max(apps[a].bucketTime, now)
+        devices[d].bucketLevel = deviceLevel - TokenBucket.unit
+        devices[d].bucketTime = max(devices[d].bucketTime, now)
+        if !apps[a].dirtyListed {
+            apps[a].dirtyListed = true
+            dirtyApps.append(UInt32(a))
+        }
+        if !devices[d].dirtyListed {
+            devices[d].dirtyListed = true
+            dirtyDevices.append(UInt32(d))
+        }
+        return true
+    }
+
+    /// Sets the device's budget timer to the first instant at which the device bucket and the
+    /// bucket of at least one app with held silent pushes both hold a whole token, or clears it
+    /// when no budget release can happen (disconnected, `lowPower`, nothing silent held).
+    func rescheduleBudget(device d: Int) {
+        guard devices[d].connected, devices[d].power != .lowPower, devices[d].heldSilent > 0 else {
+            devices[d].budgetDue = DeviceRecord.noBudgetDue
+            return
+        }
+        var appReady = Int64.max
+        var a = devices[d].firstApp
+        while a != noSlot {
+            let app = apps[Int(a)]
+            if app.silent.count > 0 {
+                let ready = TokenBucket.tokenTime(app.bucketLevel, at: app.bucketTime, rate: policies[Int(app.policy)].appRate)
+                appReady = min(appReady, ready)
+            }
+            a = app.nextSibling
+        }
+        let deviceReady = TokenBucket.tokenTime(devices[d].bucketLevel, at: devices[d].bucketTime, rate: deviceRate)
+        let due = max(appReady, deviceReady)
+        guard due != devices[d].budgetDue else { return }
+        devices[d].budgetDue = due
+        schedule(.budget(device: UInt32(d), generation: devices[d].generation, at: due))
+    }
+
+    /// Budget releases for one device: while the device bucket has a token, the oldest held silent
+    /// push among the apps whose bucket has one goes out. Expired heads are dropped on the way.
+    private func releaseByBudget(device d: Int, now: Int64, into output: inout SchedulerOutput) {
+        devices[d].budgetDue = DeviceRecord.noBudgetDue
+        while devices[d].connected, devices[d].power != .lowPower, devices[d].heldSilent > 0 {
+            var best = noSlot
+            var bestApp = 0
+            var a = devices[d].firstApp
+            while a != noSlot {
+                let app = Int(a)
+                while apps[app].silent.head != noSlot, held[Int(apps[app].silent.head)].expiresAt <= now {
+                    output.drops.append(drop(removeHeld(apps[app].silent.head), reason: .expired))
+                }
+                let head = apps[app].silent.head
+                if head != noSlot, best == noSlot || held[Int(head)].id < held[Int(best)].id, hasToken(app: app, now: now) {
+                    best = head
+                    bestApp = app
+                }
+                a = apps[app].nextSibling
+            }
+            guard best != noSlot, takeTokens(app: bestApp, device: d, now: now) else { break }
+            output.releases.append(release(removeHeld(best), kind: .budget))
+        }
+        rescheduleBudget(device: d)
+    }
+
+    private func hasToken(app a: Int, now: Int64) -> Bool {
+        let policy = policy(ofApp: a)
+        let level = TokenBucket.level(
+            apps[a].bucketLevel,
+            at: apps[a].bucketTime,
+            now: now,
+            capacity: policy.appCapacity,
+            rate: policy.appRate
+        )
+        return level >= TokenBucket.unit
+    }
+
+    // MARK: Held timers
+
+    /// A held push's timer: it expired, or its priority-5 deferral ran out.
+    private func fire(held slot: UInt32, now: Int64, into output: inout SchedulerOutput) {
+        let record = held[Int(slot)]
+        let d = Int(apps[Int(record.app)].device)
+        if record.expiresAt <= now {
+            output.drops.append(drop(removeHeld(slot), reason: .expired))
+            if record.isSilent { rescheduleBudget(device: d) }
+        } else if devices[d].connected {
+            output.releases.append(release(removeHeld(slot), kind: .budget))
+        } else {
+            // Offline: there is no stream to release it to; its next wake event is the reconnect.
+            held[Int(slot)].deadline = .max
+            schedule(.held(slot: slot, generation: record.generation, at: record.expiresAt))
+        }
+    }
+
+    // MARK: Heap
+
+    func schedule(_ timer: Timer) {
+        timers.push(timer)
+        guard timers.count > compactionThreshold else { return }
+        timers.retain { isCurrent($0) }
+        compactionThreshold = max(1024, 2 * timers.count)
+    }
+
+    /// A timer is current when its target still exists and still wants it at that time.
+    func isCurrent(_ timer: Timer) -> Bool {
+        let slot = Int(timer.slot)
+        if timer.isBudget {
+            let device = devices[slot]
+            return device.isLive && timer.matches(generation: device.generation) && device.budgetDue == timer.time
+        }
+        let record = held[slot]
+        return record.isLive && timer.matches(generation: record.generation) && record.due == timer.time
+    }
+}

@@ -1,0 +1,162 @@
+/// The scheduler's rules. The global policy also sets the device bucket, which every app on a device
+/// shares; a topic override changes only what belongs to one app.
+public struct SchedulerPolicy: Sendable, Hashable {
+    /// Silent pushes one app (registration) may receive back to back when its bucket is full.
+    public var appBurst: Int
+    /// Whole tokens added to an app's bucket per hour.
+    public var appRefillPerHour: Int
+    /// Silent pushes one device may receive back to back, over all its apps.
+    public var deviceBurst: Int
+    /// Whole tokens added to a device's bucket per hour.
+    public var deviceRefillPerHour: Int
+    /// Held silent pushes kept per app; above it the oldest is dropped (`overflow`).
+    public var maxHeldPerApp: Int
+    /// Longest a priority-5 regular push waits for a wake event, from its acceptance.
+    public var maxDeferralMillis: Int64
+    /// Lifetime of a push sent without `apns-expiration`. The scheduler does not read it (every
+    /// push arrives with its `expiresAt`); it lives here so that a topic can override it.
+    public var defaultExpirationMillis: Int64
+
+    public init(
+        appBurst: Int = 3,
+        appRefillPerHour: Int = 3,
+        deviceBurst: Int = 10,
+        deviceRefillPerHour: Int = 10,
+        maxHeldPerApp: Int = 8,
+        maxDeferralMillis: Int64 = 15 * 60 * 1000,
+        defaultExpirationMillis: Int64 = 30 * 24 * 3600 * 1000
+    ) {
+        self.appBurst = appBurst
+        self.appRefillPerHour = appRefillPerHour
+        self.deviceBurst = deviceBurst
+        self.deviceRefillPerHour = deviceRefillPerHour
+        self.maxHeldPerApp = maxHeldPerApp
+        self.maxDeferralMillis = maxDeferralMillis
+        self.defaultExpirationMillis = defaultExpirationMillis
+    }
+
+    /// What `validate()` accepts. Bursts stop at 1,000 because a bucket level is a `UInt32` in
+    /// units of 1/3,600,000 token; rates stop at 1,000 per second; a deferral at one day; an
+    /// expiration at APNs' own 30 days.
+    public enum Limits {
+        public static let burst: ClosedRange<Int64> = 1...1000
+        public static let refillPerHour: ClosedRange<Int64> = 1...3_600_000
+        public static let maxHeldPerApp: ClosedRange<Int64> = 1...1000
+        public static let maxDeferralMillis: ClosedRange<Int64> = 1...(24 * 3600 * 1000)
+        public static let defaultExpirationMillis: ClosedRange<Int64> = 1...(30 * 24 * 3600 * 1000)
+        /// Topics with an override: a policy index is a `UInt16` in every app's record.
+        public static let topicOverrides: ClosedRange<Int64> = 0...65_534
+    }
+}
+
+/// What one topic changes in the global policy; `nil` fields inherit it. The device bucket fields
+/// are deliberately absent: that bucket is shared by all the apps of a device, so no single topic
+/// can own its size or rate.
+public struct TopicPolicyOverride: Sendable, Hashable {
+    public var appBurst: Int?
+    public var appRefillPerHour: Int?
+    public var maxHeldPerApp: Int?
+    public var maxDeferralMillis: Int64?
+    public var defaultExpirationMillis: Int64?
+
+    public init(
+        appBurst: Int? = nil,
+        appRefillPerHour: Int? = nil,
+        maxHeldPerApp: Int? = nil,
+        maxDeferralMillis: Int64? = nil,
+        defaultExpirationMillis: Int64? = nil
+    ) {
+        self.appBurst = appBurst
+        self.appRefillPerHour = appRefillPerHour
+        self.maxHeldPerApp = maxHeldPerApp
+        self.maxDeferralMillis = maxDeferralMillis
+        self.defaultExpirationMillis = defaultExpirationMillis
+    }
+
+    func applied(to base: SchedulerPolicy) -> SchedulerPolicy {
+        var policy = base
+        if let appBurst { policy.appBurst = appBurst }
+        if let appRefillPerHour { policy.appRefillPerHour = appRefillPerHour }
+        if let maxHeldPerApp { policy.maxHeldPerApp = maxHeldPerApp }
+        if let maxDeferralMillis { policy.maxDeferralMillis = maxDeferralMillis }
+        if let defaultExpirationMillis { policy.defaultExpirationMillis = defaultExpirationMillis }
+        return policy
+    }
+}
+
+/// The global policy plus per-topic overrides.
+public struct SchedulerConfiguration: Sendable, Hashable {
+    public var global: SchedulerPolicy
+    public var topics: [String: TopicPolicyOverride]
+
+    public init(global: SchedulerPolicy = SchedulerPolicy(), topics: [String: TopicPolicyOverride] = [:]) {
+        self.global = global
+        self.topics = topics
+    }
+
+    /// The policy an app of `topic` gets: the global one with the topic's override applied.
+    public func policy(forTopic topic: String) -> SchedulerPolicy {
+        topics[topic]?.applied(to: global) ?? global
+    }
+
+    /// Checks every field of the global policy, then of each override (topics in sorted order, so
+    /// the same file always reports the same first error).
+    public func validate() throws(SchedulerConfigurationError) {
+        try Self.check(global, topic: nil)
+        try Self.field("topics", Int64(topics.count), SchedulerPolicy.Limits.topicOverrides, topic: nil)
+        for topic in topics.keys.sorted() {
+            let override = topics[topic]!
+            typealias Limits = SchedulerPolicy.Limits
+            if let value = override.appBurst { try Self.field("appBurst", Int64(value), Limits.burst, topic: topic) }
+            if let value = override.appRefillPerHour {
+                try Self.field("appRefillPerHour", Int64(value), Limits.refillPerHour, topic: topic)
+            }
+            if let value = override.maxHeldPerApp {
+                try Self.field("maxHeldPerApp", Int64(value), Limits.maxHeldPerApp, topic: topic)
+            }
+            if let value = override.maxDeferralMillis {
+                try Self.field("maxDeferralMillis", value, Limits.maxDeferralMillis, topic: topic)
+            }
+            if let value = override.defaultExpirationMillis {
+                try Self.field("defaultExpirationMillis", value, Limits.defaultExpirationMillis, topic: topic)
+            }
+        }
+    }
+
+    private static func check(_ policy: SchedulerPolicy, topic: String?) throws(SchedulerConfigurationError) {
+        typealias Limits = SchedulerPolicy.Limits
+        try field("appBurst", Int64(policy.appBurst), Limits.burst, topic: topic)
+        try field("appRefillPerHour", Int64(policy.appRefillPerHour), Limits.refillPerHour, topic: topic)
+        try field("deviceBurst", Int64(policy.deviceBurst), Limits.burst, topic: topic)
+        try field("deviceRefillPerHour", Int64(policy.deviceRefillPerHour), Limits.refillPerHour, topic: topic)
+        try field("maxHeldPerApp", Int64(policy.maxHeldPerApp), Limits.maxHeldPerApp, topic: topic)
+        try field("maxDeferralMillis", policy.maxDeferralMillis, Limits.maxDeferralMillis, topic: topic)
+        try field("defaultExpirationMillis", policy.defaultExpirationMillis, Limits.defaultExpirationMillis, topic: topic)
+    }
+
+    private static func field(
+        _ name: String,
+        _ value: Int64,
+        _ allowed: ClosedRange<Int64>,
+        topic: String?
+    ) throws(SchedulerConfigurationError) {
+        guard allowed.contains(value) else {
+            throw SchedulerConfigurationError(topic: topic, field: name, value: value, allowed: allowed)
+        }
+    }
+}
+
+/// A configuration field out of its range. The description names where, what, the value and the
+/// allowed range, e.g. `scheduler policy for topic "com.example.news": appBurst is 0; allowed 1...1000`.
+public struct SchedulerConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The topic whose override is wrong; nil for the global policy.
+    public var topic: String?
+    public var field: String
+    public var value: Int64
+    public var allowed: ClosedRange<Int64>
+
+    public var description: String {
+        let place = topic.map { "scheduler policy for topic \"\($0)\"" } ?? "global scheduler policy"
+        return "\(place): \(field) is \(value); allowed \(allowed.lowerBound)...\(allowed.upperBound)"
+    }
+}
