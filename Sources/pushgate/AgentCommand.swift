@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import PushgateTransport
+import Synchronization
 
 struct AgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -12,8 +13,14 @@ struct AgentCommand: AsyncParsableCommand {
         discussion: """
             Creates the device on first run and keeps its id and secret in --identity (mode 0600).
             Prints one JSON line per event on stdout: {"type":"registered",...} for each topic,
-            then each notification's JSON object as the gateway sent it. Reconnects with jittered
-            back-off, resuming with Last-Event-ID so nothing acknowledged is sent again.
+            then each notification's JSON object as the gateway sent it (its "delivery" says how
+            it came: immediate, stored, piggyback with "carrier", keepalive, budget, online).
+            Reconnects with jittered back-off, resuming with Last-Event-ID so nothing acknowledged
+            is sent again. Reports --power and --app-state on every connect, sends a keep-alive
+            every --keepalive seconds, and takes commands on stdin while it runs, one per line:
+              power idle|awake|lowPower
+              app TOPIC foreground|background|terminated
+              keepalive
             """
     )
 
@@ -25,10 +32,79 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(help: "Register this topic (an app's bundle id). Repeatable.")
     var topic: [String] = []
 
+    @Option(help: "Power state to report: awake, idle or lowPower (default: report none, which the gateway treats as awake).")
+    var power: String?
+
+    @Option(name: .customLong("app-state"), help: "An app's state to report, TOPIC=foreground|background|terminated. Repeatable.")
+    var appStates: [String] = []
+
+    @Option(help: "Send a keep-alive (a wake event) every this many seconds; 0: never.")
+    var keepalive: Int = 0
+
+    @Option(
+        name: .customLong("registration-secret"),
+        help: "The gateway's registration secret, needed to create the device when the gateway has one (also PUSHGATE_REGISTRATION_SECRET)."
+    )
+    var registrationSecret: String?
+
+    func validate() throws {
+        if let power, !AgentState.powers.contains(power) {
+            throw ValidationError("--power must be one of \(AgentState.powers.joined(separator: ", "))")
+        }
+        for entry in appStates {
+            guard let (_, state) = AgentState.parseAppState(entry), AgentState.appStates.contains(state) else {
+                throw ValidationError("--app-state must be TOPIC=foreground|background|terminated, got \(entry)")
+            }
+        }
+        if keepalive < 0 { throw ValidationError("--keepalive cannot be negative") }
+    }
+
     func run() async throws {
         let group = MultiThreadedEventLoopGroup.singleton
-        let agent = Agent(client: client, identityPath: identity, topics: topic, group: group)
+        var state = AgentState()
+        state.power = power
+        for entry in appStates {
+            if let (topic, value) = AgentState.parseAppState(entry) { state.apps[topic] = value }
+        }
+        let agent = Agent(
+            client: client,
+            identityPath: identity,
+            topics: topic,
+            state: state,
+            keepaliveSeconds: keepalive,
+            registrationSecret: registrationSecret ?? ProcessInfo.processInfo.environment["PUSHGATE_REGISTRATION_SECRET"],
+            group: group
+        )
         try await agent.run()
+    }
+}
+
+/// What the agent reports about its device: power and app states.
+struct AgentState: Sendable, Equatable {
+    static let powers = ["awake", "idle", "lowPower"]
+    static let appStates = ["foreground", "background", "terminated"]
+
+    var power: String?
+    var apps: [String: String] = [:]
+
+    var isEmpty: Bool { power == nil && apps.isEmpty }
+
+    /// The `PUT /v1/devices/{id}/state` body.
+    var json: String {
+        var fields: [String] = []
+        if let power { fields.append("\"power\":\(jsonString(power))") }
+        if !apps.isEmpty {
+            let entries = apps.sorted { $0.key < $1.key }.map { "\(jsonString($0.key)):\(jsonString($0.value))" }
+            fields.append("\"apps\":{" + entries.joined(separator: ",") + "}")
+        }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    static func parseAppState(_ entry: String) -> (String, String)? {
+        guard let equals = entry.lastIndex(of: "=") else { return nil }
+        let topic = String(entry[..<equals])
+        let state = String(entry[entry.index(after: equals)...])
+        return topic.isEmpty ? nil : (topic, state)
     }
 }
 
@@ -47,16 +123,35 @@ final class Agent: Sendable {
     private let client: ClientOptions
     private let identityPath: String
     private let topics: [String]
+    private let keepaliveSeconds: Int
+    private let registrationSecret: String?
     private let group: any EventLoopGroup
+    /// Changed by stdin commands; reported again on every connect.
+    private let state: Mutex<AgentState>
+    /// The live connection and identity, for stdin commands.
+    private let current = Mutex<(HTTP2ClientConnection, AgentIdentity)?>(nil)
 
-    init(client: ClientOptions, identityPath: String, topics: [String], group: any EventLoopGroup) {
+    init(
+        client: ClientOptions,
+        identityPath: String,
+        topics: [String],
+        state: AgentState,
+        keepaliveSeconds: Int,
+        registrationSecret: String?,
+        group: any EventLoopGroup
+    ) {
         self.client = client
         self.identityPath = identityPath
         self.topics = topics
+        self.state = Mutex(state)
+        self.keepaliveSeconds = keepaliveSeconds
+        self.registrationSecret = registrationSecret
         self.group = group
     }
 
     func run() async throws {
+        let commands = Task { await readCommands() }
+        defer { commands.cancel() }
         var backoff = Backoff()
         var lastSeq: UInt64?
         var identity: AgentIdentity?
@@ -64,12 +159,18 @@ final class Agent: Sendable {
         while true {
             do {
                 let connection = try await connect()
-                defer { Task { await connection.close() } }
+                defer {
+                    current.withLock { $0 = nil }
+                    Task { await connection.close() }
+                }
                 if identity == nil { identity = try await loadOrCreateIdentity(connection) }
                 if !registered {
                     for topic in topics { try await register(topic, identity!, connection) }
                     registered = true
                 }
+                current.withLock { $0 = (connection, identity!) }
+                let report = state.withLock { $0 }
+                if !report.isEmpty { try await sendState(report, identity!, connection) }
                 try await holdStream(connection, identity!, lastSeq: &lastSeq, backoff: &backoff)
             } catch let failure as AgentFailure {
                 throw failure
@@ -111,7 +212,7 @@ final class Agent: Sendable {
             }
             return identity
         }
-        let response = try await connection.send(request("POST", "/v1/devices", secret: nil))
+        let response = try await connection.send(request("POST", "/v1/devices", secret: registrationSecret))
         guard response.status == 201,
               let identity = try? JSONDecoder().decode(AgentIdentity.self, from: Data(response.body.readableBytesView))
         else { throw AgentFailure(description: "device creation failed: \(response.status) \(String(buffer: response.body))") }
@@ -149,6 +250,14 @@ final class Agent: Sendable {
             throw AgentFailure(description: "event stream refused: \(response.status)")
         }
         backoff.reset()
+        let keepalives = keepaliveSeconds > 0 ? Task { [keepaliveSeconds] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(keepaliveSeconds))
+                if Task.isCancelled { break }
+                try? await self.sendKeepalive(identity, connection)
+            }
+        } : nil
+        defer { keepalives?.cancel() }
         var parser = EventStreamParser()
         for try await chunk in response.body {
             var newest: UInt64?
@@ -157,14 +266,77 @@ final class Agent: Sendable {
                 if let seq = event.id.flatMap(UInt64.init) { newest = seq }
             }
             if let newest {
-                lastSeq = newest
-                let ack = try await connection.send(
-                    request("POST", "/v1/devices/\(identity.deviceId)/ack", secret: identity.secret, body: "{\"upTo\":\(newest)}")
-                )
-                if ack.status != 204 { printError("ack up to \(newest) answered \(ack.status)") }
+                lastSeq = max(lastSeq ?? 0, newest)
+                try await ack(upTo: newest, identity, connection)
             }
         }
         throw StreamEnded()
+    }
+
+    private func ack(upTo seq: UInt64, _ identity: AgentIdentity, _ connection: HTTP2ClientConnection) async throws {
+        let ack = try await connection.send(
+            request("POST", "/v1/devices/\(identity.deviceId)/ack", secret: identity.secret, body: "{\"upTo\":\(seq)}")
+        )
+        if ack.status != 204 { printError("ack up to \(seq) answered \(ack.status)") }
+    }
+
+    /// A wake event: what the gateway held comes back in the response; printed and acked like
+    /// notifications from the stream.
+    private func sendKeepalive(_ identity: AgentIdentity, _ connection: HTTP2ClientConnection) async throws {
+        let response = try await connection.send(request("POST", "/v1/devices/\(identity.deviceId)/keepalive", secret: identity.secret))
+        guard response.status == 200 else {
+            printError("keep-alive answered \(response.status) \(String(buffer: response.body))")
+            return
+        }
+        let body = (try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))) as? [String: Any]
+        var newest: UInt64?
+        for notification in body?["notifications"] as? [[String: Any]] ?? [] {
+            if let data = try? JSONSerialization.data(withJSONObject: notification, options: [.sortedKeys]) {
+                emit(String(decoding: data, as: UTF8.self))
+            }
+            if let seq = (notification["seq"] as? NSNumber)?.uint64Value { newest = max(newest ?? 0, seq) }
+        }
+        if let newest { try await ack(upTo: newest, identity, connection) }
+    }
+
+    private func sendState(_ report: AgentState, _ identity: AgentIdentity, _ connection: HTTP2ClientConnection) async throws {
+        let response = try await connection.send(request("PUT", "/v1/devices/\(identity.deviceId)/state", secret: identity.secret, body: report.json))
+        if response.status != 204 { printError("state report answered \(response.status) \(String(buffer: response.body))") }
+    }
+
+    /// Commands on stdin change what the agent reports, or send a keep-alive, at once.
+    private func readCommands() async {
+        // readLine blocks: it gets a thread of its own, not a slot of the cooperative pool.
+        let lines = AsyncStream<String> { continuation in
+            Thread {
+                while let line = readLine() { continuation.yield(line) }
+                continuation.finish()
+            }.start()
+        }
+        for await line in lines {
+            let words = line.split(separator: " ").map(String.init)
+            var report: AgentState?
+            switch words.first {
+            case "power" where words.count == 2 && AgentState.powers.contains(words[1]):
+                report = state.withLock { $0.power = words[1]; return $0 }
+            case "app" where words.count == 3 && AgentState.appStates.contains(words[2]):
+                report = state.withLock { $0.apps[words[1]] = words[2]; return $0 }
+            case "keepalive" where words.count == 1:
+                break
+            default:
+                printError("unknown command \"\(line)\": power idle|awake|lowPower, app TOPIC foreground|background|terminated, keepalive")
+                continue
+            }
+            guard let (connection, identity) = current.withLock({ $0 }) else {
+                printError("not connected; \(report == nil ? "keep-alive skipped" : "the state is reported on connect")")
+                continue
+            }
+            if let report {
+                try? await sendState(report, identity, connection)
+            } else {
+                try? await sendKeepalive(identity, connection)
+            }
+        }
     }
 }
 
@@ -186,9 +358,10 @@ struct Backoff {
     mutating func reset() { attempt = 0 }
 }
 
+/// One line on stdout, unbuffered. Not `print` + `fflush(nil)`: flushing every stream would
+/// wait for stdin's lock, which the command reader holds while it blocks in `readLine`.
 private func emit(_ line: String) {
-    print(line)
-    fflush(nil)
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
 private func printError(_ message: String) {

@@ -224,6 +224,7 @@ final class EventStream: @unchecked Sendable {
 struct PushEvent: Sendable {
     static let fields: Set<String> = [
         "seq", "apnsId", "token", "topic", "pushType", "priority", "collapseId", "payload", "acceptedAt", "delivery",
+        "carrier",
     ]
 
     var eventType: String
@@ -239,8 +240,10 @@ struct PushEvent: Sendable {
     var payload: String?
     var acceptedAt: Int64?
     var delivery: String?
+    /// The apns-id of the priority-10 push a piggybacked push rode on; nil otherwise (JSON null).
+    var carrier: String?
     var missingKeys: Set<String>
-    /// Fields beyond the contract's (`carrier` is allowed only as null: nothing piggybacks here).
+    /// Fields beyond the contract's.
     var unexpectedKeys: Set<String>
 
     init(_ event: EventStreamParser.Event) {
@@ -257,11 +260,10 @@ struct PushEvent: Sendable {
         payload = json["payload"].map { canonicalJSON(object: $0) }
         acceptedAt = int64(json["acceptedAt"])
         delivery = json["delivery"] as? String
+        carrier = json["carrier"] as? String
         let keys = Set(json.keys)
         missingKeys = Self.fields.subtracting(keys)
-        var extra = keys.subtracting(Self.fields)
-        if extra.contains("carrier"), json["carrier"] is NSNull { extra.remove("carrier") }
-        unexpectedKeys = extra
+        unexpectedKeys = keys.subtracting(Self.fields)
     }
 }
 
