@@ -41,6 +41,12 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Topic the devices register.")
     var topic: String = "com.example.bench"
 
+    @Option(
+        name: .customLong("silent-percent"),
+        help: "Percentage of silent pushes (background, priority 5); the rest are alerts. Held ones are collected with one keep-alive per device at the end."
+    )
+    var silentPercent: Int = 0
+
     @Option(name: .customLong("payload-bytes"), help: "Approximate payload size.")
     var payloadBytes: Int = 128
 
@@ -68,6 +74,7 @@ struct BenchCommand: AsyncParsableCommand {
             throw ValidationError("--devices, --providers, --pushes and --in-flight must be at least 1")
         }
         if let rate, rate < 1 { throw ValidationError("--rate must be at least 1") }
+        if !(0...100).contains(silentPercent) { throw ValidationError("--silent-percent must be 0 to 100") }
     }
 
     func run() async throws {
@@ -161,6 +168,7 @@ struct BenchRun: Sendable {
             let progress = Task { await reportProgress(ledger, started: started) }
             try await send(devices, ledger: ledger)
             let sendSeconds = Double(BenchLedger.now() - started) / 1e9
+            if options.silentPercent > 0 { try await wakeAll(devices, ledger: ledger) }
             let deadline = BenchLedger.now() + UInt64(options.drainSeconds) * 1_000_000_000
             while BenchLedger.now() < deadline {
                 let (accepted, received) = ledger.state.withLock { ($0.accepted, $0.receivedTotal - $0.duplicates) }
@@ -259,6 +267,8 @@ struct BenchRun: Sendable {
     private func send(_ devices: [Device], ledger: BenchLedger) async throws {
         let padding = String(repeating: "x", count: max(0, options.payloadBytes - 40))
         let body = ByteBuffer(string: "{\"aps\":{\"alert\":\"bench\"},\"pad\":\"\(padding)\"}")
+        // Silent pushes are the same size, so that a mix compares like with like.
+        let silentBody = ByteBuffer(string: "{\"aps\":{\"content-available\":1},\"pad\":\"\(String(padding.dropLast(6)))\"}")
         let started = BenchLedger.now()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<options.providers {
@@ -286,7 +296,7 @@ struct BenchRun: Sendable {
                             running += 1
                             let device = devices[index % devices.count]
                             inFlight.addTask {
-                                try await push(index, to: device, body: body, on: connection, ledger: ledger)
+                                try await push(index, to: device, body: body, silentBody: silentBody, on: connection, ledger: ledger)
                             }
                         }
                         try await inFlight.waitForAll()
@@ -297,15 +307,61 @@ struct BenchRun: Sendable {
         }
     }
 
-    private func push(_ index: Int, to device: Device, body: ByteBuffer, on connection: HTTP2ClientConnection, ledger: BenchLedger) async throws {
+    /// A keep-alive per device (a wake event): what the scheduler still holds comes back in the
+    /// responses and counts as received.
+    private func wakeAll(_ devices: [Device], ledger: BenchLedger) async throws {
+        let connections = try await (0..<4).asyncMap { _ in try await connect() }
+        defer { for connection in connections { Task { await connection.close() } } }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, device) in devices.enumerated() {
+                let connection = connections[index % connections.count]
+                group.addTask {
+                    let response = try await connection.send(request("POST", "/v1/devices/\(device.id)/keepalive", secret: device.secret))
+                    let now = BenchLedger.now()
+                    let text = String(buffer: response.body)
+                    var indices: [Int] = []
+                    var rest = text[...]
+                    while let range = rest.range(of: "\"apnsId\":\"00000000-0000-4000-8000-") {
+                        if let pushIndex = Int(rest[range.upperBound...].prefix(12), radix: 16) { indices.append(pushIndex) }
+                        rest = rest[range.upperBound...]
+                    }
+                    ledger.state.withLock { state in
+                        for pushIndex in indices where pushIndex < state.received.count {
+                            state.receivedTotal += 1
+                            state.received[pushIndex] &+= 1
+                            if state.received[pushIndex] > 1 {
+                                state.duplicates += 1
+                            } else if state.sentAt[pushIndex] > 0 {
+                                _ = state.deliveryLatency.record((now - state.sentAt[pushIndex]) / 1000)
+                            }
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    private func push(
+        _ index: Int,
+        to device: Device,
+        body: ByteBuffer,
+        silentBody: ByteBuffer,
+        on connection: HTTP2ClientConnection,
+        ledger: BenchLedger
+    ) async throws {
         var headers = HTTPHeaders()
         headers.add(name: "apns-topic", value: options.topic)
-        headers.add(name: "apns-push-type", value: "alert")
+        let silent = index % 100 < options.silentPercent
+        headers.add(name: "apns-push-type", value: silent ? "background" : "alert")
+        if silent { headers.add(name: "apns-priority", value: "5") }
         headers.add(name: "apns-id", value: BenchRun.apnsID(for: index))
         if let authorization { headers.add(name: "authorization", value: authorization) }
         let sentAt = BenchLedger.now()
         ledger.state.withLock { $0.sentAt[index] = sentAt }
-        let response = try await connection.send(request("POST", "/3/device/\(device.token)", headers: headers, body: body))
+        let response = try await connection.send(
+            request("POST", "/3/device/\(device.token)", headers: headers, body: silent ? silentBody : body)
+        )
         let latency = (BenchLedger.now() - sentAt) / 1000
         ledger.state.withLock { state in
             if response.status == 200 {
