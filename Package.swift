@@ -190,6 +190,8 @@ let package = Package(
             name: "PushgateGatewayTests",
             dependencies: [
                 "PushgateGateway",
+                "PushgateDeviceAPI",
+                "PushgateScheduler",
                 "PushgateCrypto",
                 "PushgateProviderAuth",
                 "PushgateDelivery",

@@ -26,8 +26,12 @@ enum EventStreamEncoder {
         buffer.writeString(",\"payload\":")
         // The payload is a validated JSON object. SSE ends a data line at CR or LF; in valid
         // JSON those only occur as whitespace between tokens, so a space is equivalent.
-        for byte in record.payload {
-            buffer.writeInteger(byte == 0x0A || byte == 0x0D ? 0x20 : byte)
+        if record.payload.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
+            for byte in record.payload {
+                buffer.writeInteger(byte == 0x0A || byte == 0x0D ? 0x20 : byte)
+            }
+        } else {
+            buffer.writeBytes(record.payload)
         }
         buffer.writeString(",\"acceptedAt\":\(record.acceptedAt),\"delivery\":\"\(delivery.label.rawValue)\",\"carrier\":")
         if let carrier = delivery.carrier { writeString(carrier, into: &buffer) } else { buffer.writeString("null") }
@@ -39,6 +43,12 @@ enum EventStreamEncoder {
     /// A JSON string literal.
     static func writeString(_ string: String, into buffer: inout ByteBuffer) {
         buffer.writeInteger(UInt8(ascii: "\""))
+        // Ids, tokens and topics never need escaping: copy them whole.
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            buffer.writeString(string)
+            buffer.writeInteger(UInt8(ascii: "\""))
+            return
+        }
         for byte in string.utf8 {
             switch byte {
             case UInt8(ascii: "\""): buffer.writeString("\\\"")

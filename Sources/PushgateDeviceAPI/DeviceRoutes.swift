@@ -81,8 +81,9 @@ public enum DeviceRoutes {
         case ("DELETE", let rest) where rest.count == 2 && rest[0] == "registrations":
             complete(core.unregister(deviceID: deviceID, secret: secret, token: rest[1]), request, responder) { .init(status: 204) }
         case ("POST", ["ack"]):
-            guard let body = decode(AckBody.self, request, responder) else { return }
-            complete(core.ack(deviceID: deviceID, secret: secret, upTo: body.upTo), request, responder) { .init(status: 204) }
+            // Acks come with every delivery: the usual `{"upTo":N}` skips Foundation's decoder.
+            guard let upTo = AckBody.fastUpTo(request.body) ?? decode(AckBody.self, request, responder)?.upTo else { return }
+            complete(core.ack(deviceID: deviceID, secret: secret, upTo: upTo), request, responder) { .init(status: 204) }
         case ("POST", ["keepalive"]):
             complete(core.keepalive(deviceID: deviceID, secret: secret), request, responder) { body in
                 HTTPServerResponse(status: 200, headers: ["content-type": "application/json"], body: body)
@@ -179,7 +180,46 @@ public enum DeviceRoutes {
     // MARK: Helpers
 
     private struct TopicBody: Decodable { var topic: String }
-    private struct AckBody: Decodable { var upTo: UInt64 }
+    struct AckBody: Decodable {
+        var upTo: UInt64
+
+        /// `{"upTo":N}` with optional spaces, and nothing else; nil sends the body to the full
+        /// JSON decoder (other valid shapes, and the error message for invalid ones).
+        static func fastUpTo(_ body: ByteBuffer) -> UInt64? {
+            body.withUnsafeReadableBytes { raw -> UInt64? in
+                var i = 0
+                func skipSpaces() { while i < raw.count, raw[i] == 0x20 || raw[i] == 0x0A || raw[i] == 0x0D || raw[i] == 0x09 { i += 1 } }
+                func expect(_ text: StaticString) -> Bool {
+                    let bytes = UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+                    guard raw.count - i >= bytes.count else { return false }
+                    for (offset, byte) in bytes.enumerated() where raw[i + offset] != byte { return false }
+                    i += bytes.count
+                    return true
+                }
+                skipSpaces()
+                guard expect("{") else { return nil }
+                skipSpaces()
+                guard expect("\"upTo\"") else { return nil }
+                skipSpaces()
+                guard expect(":") else { return nil }
+                skipSpaces()
+                var value: UInt64 = 0
+                let start = i
+                while i < raw.count, raw[i] >= 0x30, raw[i] <= 0x39 {
+                    let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+                    let (sum, overflow2) = times.addingReportingOverflow(UInt64(raw[i] - 0x30))
+                    guard !overflow1, !overflow2 else { return nil }
+                    value = sum
+                    i += 1
+                }
+                guard i > start, i - start == 1 || raw[start] != 0x30 else { return nil }
+                skipSpaces()
+                guard expect("}") else { return nil }
+                skipSpaces()
+                return i == raw.count ? value : nil
+            }
+        }
+    }
     private struct StateBody: Decodable {
         var power: String?
         var apps: [String: String]?
@@ -204,11 +244,19 @@ public enum DeviceRoutes {
         }
     }
 
-    private static func bearerSecret(_ headers: HTTPHeaders) -> String? {
+    /// The credential of `authorization: bearer <credential>` (scheme in any case). Byte-wise:
+    /// every device request passes here.
+    static func bearerSecret(_ headers: HTTPHeaders) -> String? {
         guard let value = headers.first(name: "authorization") else { return nil }
-        let prefix = "bearer "
-        guard value.count > prefix.count, value.prefix(prefix.count).lowercased() == prefix else { return nil }
-        return String(value.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
+        var bytes = Substring(value).utf8[...]
+        for expected in "bearer".utf8 {
+            guard let byte = bytes.first, byte | 0x20 == expected else { return nil }
+            bytes = bytes.dropFirst()
+        }
+        guard bytes.first == UInt8(ascii: " ") else { return nil }
+        while bytes.first == UInt8(ascii: " ") || bytes.first == UInt8(ascii: "\t") { bytes = bytes.dropFirst() }
+        while bytes.last == UInt8(ascii: " ") || bytes.last == UInt8(ascii: "\t") { bytes = bytes.dropLast() }
+        return bytes.isEmpty ? nil : String(Substring(bytes))
     }
 
     /// Answers with `success` or the refusal; a success proves the device's secret, which lifts

@@ -28,7 +28,7 @@ extension Scheduler {
     private func acceptSilent(_ push: SchedulerPush, app a: Int, now: Int64) -> Acceptance {
         guard apps[a].state != .terminated else { return Acceptance(disposition: .discarded(.appTerminated)) }
         let d = Int(apps[a].device)
-        if devices[d].connected, apps[a].silent.count == 0, takeTokens(app: a, device: d, now: now) || true {
+        if devices[d].connected, apps[a].silent.count == 0, takeTokens(app: a, device: d, now: now) {
             rescheduleBudget(device: d)
             return Acceptance(disposition: .delivered, releases: [immediate(push, device: d)])
         }

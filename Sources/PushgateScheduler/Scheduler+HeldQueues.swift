@@ -31,7 +31,7 @@ extension Scheduler {
         if silent {
             let maxHeld = policy(ofApp: a).maxHeld
             while apps[a].silent.count > maxHeld {
-                drops.append(drop(removeHeld(apps[a].silent.head), reason: .overflow))
+                _ = removeHeld(apps[a].silent.head)
             }
         }
         return replaced

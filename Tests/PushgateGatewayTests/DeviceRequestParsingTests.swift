@@ -1,0 +1,41 @@
+import NIOCore
+import NIOHTTP1
+@testable import PushgateDeviceAPI
+import Testing
+
+/// The byte-level parsing on the device API's hot path: the bearer credential of every request
+/// and the `{"upTo":N}` of every ack (anything else goes to the full JSON decoder).
+@Suite("Device request parsing")
+struct DeviceRequestParsingTests {
+    @Test("ack bodies: the usual shape is parsed directly; everything else falls back", arguments: [
+        (#"{"upTo":5}"#, UInt64?.some(5)),
+        (#" { "upTo" : 12 } "#, 12),
+        ("{\"upTo\":\n0}", 0),
+        (#"{"upTo":18446744073709551615}"#, UInt64.max),
+        (#"{"upTo":18446744073709551616}"#, nil),
+        (#"{"upTo":05}"#, nil),
+        (#"{"upTo":-1}"#, nil),
+        (#"{"upTo":1,"extra":2}"#, nil),
+        (#"{"upTo":1.5}"#, nil),
+        (#"{"upto":1}"#, nil),
+        (#"{"upTo":1}x"#, nil),
+        ("", nil),
+    ])
+    func fastAck(body: String, expected: UInt64?) {
+        #expect(DeviceRoutes.AckBody.fastUpTo(ByteBuffer(string: body)) == expected)
+    }
+
+    @Test("bearer credentials: scheme in any case, spaces trimmed, nothing else accepted", arguments: [
+        ("bearer abc", String?.some("abc")),
+        ("Bearer abc", "abc"),
+        ("BEARER  abc \t", "abc"),
+        ("bearer", nil),
+        ("bearer ", nil),
+        ("bearerabc", nil),
+        ("basic abc", nil),
+        ("bear abc", nil),
+    ])
+    func bearer(header: String, expected: String?) {
+        #expect(DeviceRoutes.bearerSecret(HTTPHeaders([("authorization", header)])) == expected)
+    }
+}
