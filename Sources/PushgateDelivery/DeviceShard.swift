@@ -845,10 +845,14 @@ final class DeviceShard: @unchecked Sendable {
     }
 
     private func write(_ buffer: ByteBuffer, to writer: ResponseBodyWriter) {
-        writer.eventLoop.execute {
-            // The unacked window keeps the stream's queue under its high watermark; if it is full
-            // anyway, the stream is reset so that the agent reconnects and gets everything again.
+        // The unacked window keeps the stream's queue under its high watermark; if it is full
+        // anyway, the stream is reset so that the agent reconnects and gets everything again.
+        if writer.eventLoop.inEventLoop {
             if writer.write(buffer) == .full { writer.cancel() }
+        } else {
+            writer.eventLoop.execute {
+                if writer.write(buffer) == .full { writer.cancel() }
+            }
         }
     }
 

@@ -31,7 +31,7 @@ extension Scheduler {
         if silent {
             let maxHeld = policy(ofApp: a).maxHeld
             while apps[a].silent.count > maxHeld {
-                _ = removeHeld(apps[a].silent.head)
+                drops.append(drop(removeHeld(apps[a].silent.head), reason: .overflow))
             }
         }
         return replaced

@@ -70,7 +70,7 @@ extension Scheduler {
     /// bucket of at least one app with held silent pushes both hold a whole token, or clears it
     /// when no budget release can happen (disconnected, `lowPower`, nothing silent held).
     func rescheduleBudget(device d: Int) {
-        guard devices[d].connected, devices[d].power != .lowPower, devices[d].heldSilent > 0 else {
+        guard devices[d].connected, devices[d].heldSilent > 0 else {
             devices[d].budgetDue = DeviceRecord.noBudgetDue
             return
         }

@@ -85,7 +85,6 @@ final class NGHTTP2Session {
     private var session: OpaquePointer?
     private unowned(unsafe) let delegate: any NGHTTP2SessionDelegate
     private var bodies: [Int32: OutboundBody] = [:]
-    private var headerBlock = HeaderBlockBuilder()
     let role: Role
 
     /// - Parameter manualFlowControl: when true, received DATA is acknowledged to the peer only
@@ -155,7 +154,6 @@ final class NGHTTP2Session {
 
     deinit {
         nghttp2_session_del(session)
-        headerBlock.deallocate()
     }
 
     // MARK: Bytes in and out
@@ -207,7 +205,7 @@ final class NGHTTP2Session {
             outbound.ended = !streaming
             bodies[streamID] = outbound
         }
-        let rc = headerBlock.withResponse(status: status, headers: headers) { nva, count -> Int32 in
+        let rc = HeaderBlockBuilder.withResponse(status: status, headers: headers) { nva, count -> Int32 in
             if hasBody {
                 var provider = nghttp2_data_provider(
                     source: nghttp2_data_source(ptr: nil),
@@ -226,7 +224,7 @@ final class NGHTTP2Session {
     /// Submits a request; returns its stream id. `body` nil sends END_STREAM on HEADERS.
     func submitRequest(headers: HTTPFieldList, body: ByteBuffer?) throws -> Int32 {
         let hasBody = body.map { $0.readableBytes > 0 } ?? false
-        let streamID = headerBlock.withFields(headers) { nva, count -> Int32 in
+        let streamID = HeaderBlockBuilder.withFields(headers) { nva, count -> Int32 in
             if hasBody {
                 var provider = nghttp2_data_provider(
                     source: nghttp2_data_source(ptr: nil),

@@ -137,6 +137,10 @@ public final class HTTPServer: Sendable {
             .serverChannelOption(.backlog, value: configuration.backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // NIO keeps each connection's last receive buffer for reuse. Starting small (and
+            // adapting up under load) keeps that at a few hundred bytes on idle connections,
+            // where the default would hold 2 KiB on each of them.
+            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 256, initial: 512, maximum: 64 * 1024))
             .childChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 guard let id = tracker.register(channel) else {
