@@ -6,35 +6,22 @@
 #   bash Benchmarks/auth.sh [ROUNDS] [PUSHES]
 #
 # Reports durable accepted pushes/s of each run, the medians, and the ratio with/without.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/common.sh"
 rounds=${1:-3}
 pushes=${2:-100000}
-ulimit -n "$(ulimit -Hn)"
-
-swift build -c release --product pushgate >/dev/null
-BIN=$(swift build -c release --show-bin-path)/pushgate
-work=$(mktemp -d)
-cleanup() { pkill -P $$ 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/AuthKey.p8" 2>/dev/null
 topic=com.example.bench
 
 run_one() {  # $1 = plain|token
-    rm -rf "$work/data"
     local auth=() bench_auth=()
     if [ "$1" = token ]; then
         auth=(--provider-key "TEAM123456:KEY1234567:$work/AuthKey.p8:$topic")
         bench_auth=(--key "$work/AuthKey.p8" --key-id KEY1234567 --team-id TEAM123456)
     fi
-    "$BIN" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-level error "${auth[@]}" > "$work/serve.out" 2>&1 &
-    local server=$!
-    for _ in $(seq 200); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.05; done
-    local url
-    url=$(sed -n 's/^listening //p' "$work/serve.out" | head -1)
+    start_server "${auth[@]}"
     "$BIN" bench --server "$url" --devices 1000 --providers 8 --in-flight 256 --pushes "$pushes" --topic "$topic" \
         "${bench_auth[@]}" 2>"$work/bench.err" | tail -1 > "$work/result.json"
-    kill -TERM "$server"; wait "$server" || true
+    stop_server
     python3 -c "import json; r=json.load(open('$work/result.json')); assert r['lost']==0 and r['refused']==0, r; print(r['acceptedPerSecond'])"
 }
 

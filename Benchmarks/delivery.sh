@@ -9,23 +9,7 @@
 # 2. Latency: the same devices at 5,000 pushes/s (50,000 pushes): delivery p50/p99.
 # 3. Memory: 10,000 idle devices over h2c; RSS growth of the server divided by 10,000.
 # The load generator runs on the same 2 cores as the server.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-ulimit -n "$(ulimit -Hn)"  # 10,000 connections need as many descriptors on each side
-
-swift build -c release --product pushgate >/dev/null
-BIN=$(swift build -c release --show-bin-path)/pushgate
-work=$(mktemp -d)
-cleanup() { pkill -P $$ 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-start_server() {
-    rm -rf "$work/data"
-    "$BIN" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-level error > "$work/serve.out" 2>&1 &
-    server=$!
-    for _ in $(seq 200); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.05; done
-    url=$(sed -n 's/^listening //p' "$work/serve.out" | head -1)
-}
+source "$(dirname "$0")/common.sh"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 json_field() { python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
@@ -38,12 +22,12 @@ after=$(cpu_ticks "$server")
 echo "$out"
 received=$(echo "$out" | json_field accepted)
 python3 -c "print(f'server CPU-seconds per 100k delivered: {($after-$before)/$(getconf CLK_TCK)/($received/100000):.2f}')"
-kill -TERM "$server"; wait "$server" || true
+stop_server
 
 echo "== latency: 1,000 devices at 5,000 pushes/s"
 start_server
 "$BIN" bench --server "$url" --devices 1000 --providers 4 --pushes 50000 --rate 5000 2>"$work/bench.err"
-kill -TERM "$server"; wait "$server" || true
+stop_server
 
 echo "== memory: 10,000 idle devices"
 start_server
@@ -55,4 +39,4 @@ sleep 3
 idle=$(rss_kib "$server")
 wait "$bench" || true
 python3 -c "print(f'server RSS: {$base} KiB at start, {$idle} KiB with 10,000 idle devices: {($idle-$base)/10000:.1f} KiB per idle device')"
-kill -TERM "$server"; wait "$server" || true
+stop_server

@@ -7,28 +7,15 @@
 #   bash Benchmarks/mix.sh [ROUNDS] [PUSHES]
 #
 # Reports durable accepted pushes/s of each run, the medians and their ratio.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/common.sh"
 rounds=${1:-3}
 pushes=${2:-100000}
-ulimit -n "$(ulimit -Hn)"
-
-swift build -c release --product pushgate >/dev/null
-BIN=$(swift build -c release --show-bin-path)/pushgate
-work=$(mktemp -d)
-cleanup() { pkill -P $$ 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
 
 run_one() {  # $1 = silent percentage
-    rm -rf "$work/data"
-    "$BIN" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-level error > "$work/serve.out" 2>&1 &
-    local server=$!
-    for _ in $(seq 200); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.05; done
-    local url
-    url=$(sed -n 's/^listening //p' "$work/serve.out" | head -1)
+    start_server
     "$BIN" bench --server "$url" --devices 1000 --providers 8 --in-flight 256 --pushes "$pushes" \
         --silent-percent "$1" 2>"$work/bench.err" | tail -1 > "$work/result.json"
-    kill -TERM "$server"; wait "$server" || true
+    stop_server
     python3 -c "import json; r=json.load(open('$work/result.json')); assert r['lost']==0 and r['refused']==0 and r['duplicated']==0, r; print(r['acceptedPerSecond'])"
 }
 

@@ -120,6 +120,23 @@ final class BenchLedger: Sendable {
     }
 
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Pushes (by index) that reached a device at `now`: counted, duplicates noted, latency
+    /// recorded for first arrivals.
+    func received(_ indices: [Int], at now: UInt64) {
+        guard !indices.isEmpty else { return }
+        state.withLock { state in
+            for index in indices where index < state.received.count {
+                state.receivedTotal += 1
+                state.received[index] &+= 1
+                if state.received[index] > 1 {
+                    state.duplicates += 1
+                } else if state.sentAt[index] > 0 {
+                    _ = state.deliveryLatency.record((now - state.sentAt[index]) / 1000)
+                }
+            }
+        }
+    }
 }
 
 struct BenchRun: Sendable {
@@ -228,22 +245,13 @@ struct BenchRun: Sendable {
         ledger.streamsOpen.add(1, ordering: .relaxed)
         var parser = EventStreamParser()
         for try await chunk in response.body {
-            let now = BenchLedger.now()
             var newest: UInt64?
-            let events = parser.feed(chunk)
-            ledger.state.withLock { state in
-                for event in events where event.type == "notification" {
-                    if let seq = event.id.flatMap(UInt64.init) { newest = seq }
-                    guard let index = BenchRun.pushIndex(inEvent: event.data), index < state.received.count else { continue }
-                    state.receivedTotal += 1
-                    state.received[index] &+= 1
-                    if state.received[index] > 1 {
-                        state.duplicates += 1
-                    } else if state.sentAt[index] > 0 {
-                        _ = state.deliveryLatency.record((now - state.sentAt[index]) / 1000)
-                    }
-                }
+            var indices: [Int] = []
+            for event in parser.feed(chunk) where event.type == "notification" {
+                if let seq = event.id.flatMap(UInt64.init) { newest = seq }
+                if let index = BenchRun.pushIndex(inEvent: event.data) { indices.append(index) }
             }
+            ledger.received(indices, at: BenchLedger.now())
             if let newest, !ledger.stopped.load(ordering: .relaxed) {
                 _ = try await connection.send(
                     request("POST", "/v1/devices/\(device.id)/ack", secret: device.secret, body: ByteBuffer(string: "{\"upTo\":\(newest)}"))
@@ -318,24 +326,13 @@ struct BenchRun: Sendable {
                 group.addTask {
                     let response = try await connection.send(request("POST", "/v1/devices/\(device.id)/keepalive", secret: device.secret))
                     let now = BenchLedger.now()
-                    let text = String(buffer: response.body)
                     var indices: [Int] = []
-                    var rest = text[...]
+                    var rest = String(buffer: response.body)[...]
                     while let range = rest.range(of: "\"apnsId\":\"00000000-0000-4000-8000-") {
                         if let pushIndex = Int(rest[range.upperBound...].prefix(12), radix: 16) { indices.append(pushIndex) }
                         rest = rest[range.upperBound...]
                     }
-                    ledger.state.withLock { state in
-                        for pushIndex in indices where pushIndex < state.received.count {
-                            state.receivedTotal += 1
-                            state.received[pushIndex] &+= 1
-                            if state.received[pushIndex] > 1 {
-                                state.duplicates += 1
-                            } else if state.sentAt[pushIndex] > 0 {
-                                _ = state.deliveryLatency.record((now - state.sentAt[pushIndex]) / 1000)
-                            }
-                        }
-                    }
+                    ledger.received(indices, at: now)
                 }
             }
             try await group.waitForAll()
