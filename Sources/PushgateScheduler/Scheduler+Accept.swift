@@ -7,7 +7,8 @@ extension Scheduler {
     /// - Silent: discarded while its app is `terminated`. Released at once when the device is
     ///   connected, both buckets hold a whole token (one is taken from each) and the app has nothing
     ///   held; an app with held silent pushes queues the new one behind them, so an app's silent
-    ///   pushes always go out in acceptance order. Otherwise held (`nowOrNever`: discarded).
+    ///   pushes always go out in acceptance order. `lowPower` does not prevent this (it stops
+    ///   budget releases only). Otherwise held (`nowOrNever`: discarded).
     /// - Regular, device not connected: `stored` (`nowOrNever`: discarded).
     /// - Priority 10: released at once, and a wake event: everything held for the device rides
     ///   along as `piggyback(carrier:)`.

@@ -2,7 +2,9 @@
 //
 // On restart the caller adds devices and apps, restores their buckets and app states, then the
 // held pushes, then calls `advance` once: everything that fell due while it was down (expiries,
-// deferrals) happens then, and buckets hold only what elapsed time refilled.
+// deferrals) happens then, and buckets hold only what elapsed time refilled. Bucket changes are
+// drained into the same store commit as the deliveries that caused them, so a crash can only lose
+// both together.
 
 /// A bucket that changed since the last `drainDirtyBuckets()`.
 public struct BucketChange<Handle: Hashable & Sendable>: Hashable, Sendable {

@@ -70,7 +70,7 @@ extension Scheduler {
     /// bucket of at least one app with held silent pushes both hold a whole token, or clears it
     /// when no budget release can happen (disconnected, `lowPower`, nothing silent held).
     func rescheduleBudget(device d: Int) {
-        guard devices[d].connected, devices[d].heldSilent > 0 else {
+        guard devices[d].connected, devices[d].power != .lowPower, devices[d].heldSilent > 0 else {
             devices[d].budgetDue = DeviceRecord.noBudgetDue
             return
         }
@@ -79,7 +79,11 @@ extension Scheduler {
         while a != noSlot {
             let app = apps[Int(a)]
             if app.silent.count > 0 {
-                let ready = TokenBucket.tokenTime(app.bucketLevel, at: app.bucketTime, rate: policies[Int(app.policy)].appRate)
+                let ready = TokenBucket.tokenTime(
+                    app.bucketLevel,
+                    at: app.bucketTime,
+                    rate: policies[Int(app.policy)].appRate
+                )
                 appReady = min(appReady, ready)
             }
             a = app.nextSibling
@@ -105,7 +109,7 @@ extension Scheduler {
                     output.drops.append(drop(removeHeld(apps[app].silent.head), reason: .expired))
                 }
                 let head = apps[app].silent.head
-                if head != noSlot, best == noSlot || held[Int(head)].id < held[Int(best)].id, hasToken(app: app, now: now) {
+                if head != noSlot, isOlder(head, than: best), hasToken(app: app, now: now) {
                     best = head
                     bestApp = app
                 }
@@ -115,6 +119,16 @@ extension Scheduler {
             output.releases.append(release(removeHeld(best), kind: .budget))
         }
         rescheduleBudget(device: d)
+        // The pass released all the buckets allow at `now`, so the next budget time is later.
+        // Enforcing it keeps `advance` from ever spinning on a timer it keeps re-adding.
+        if devices[d].budgetDue != DeviceRecord.noBudgetDue, devices[d].budgetDue <= now {
+            devices[d].budgetDue = now + 1
+            schedule(.budget(device: UInt32(d), generation: devices[d].generation, at: now + 1))
+        }
+    }
+
+    private func isOlder(_ slot: UInt32, than other: UInt32) -> Bool {
+        other == noSlot || held[Int(slot)].id < held[Int(other)].id
     }
 
     private func hasToken(app a: Int, now: Int64) -> Bool {

@@ -13,7 +13,8 @@
 /// Handles that are unknown (removed, or from another instance) are ignored: each method says what
 /// it returns then. Nothing a network peer sends can make the scheduler trap.
 public final class Scheduler {
-    let configuration: SchedulerConfiguration
+    /// The validated configuration, for what the caller needs per topic (`defaultExpirationMillis`).
+    public let configuration: SchedulerConfiguration
     /// Index 0 is the global policy, then one per topic override.
     let policies: [ResolvedPolicy]
     let policyIndexByTopic: [String: UInt16]

@@ -131,7 +131,12 @@ public struct SchedulerConfiguration: Sendable, Hashable {
         try field("deviceRefillPerHour", Int64(policy.deviceRefillPerHour), Limits.refillPerHour, topic: topic)
         try field("maxHeldPerApp", Int64(policy.maxHeldPerApp), Limits.maxHeldPerApp, topic: topic)
         try field("maxDeferralMillis", policy.maxDeferralMillis, Limits.maxDeferralMillis, topic: topic)
-        try field("defaultExpirationMillis", policy.defaultExpirationMillis, Limits.defaultExpirationMillis, topic: topic)
+        try field(
+            "defaultExpirationMillis",
+            policy.defaultExpirationMillis,
+            Limits.defaultExpirationMillis,
+            topic: topic
+        )
     }
 
     private static func field(

@@ -30,10 +30,22 @@ import Testing
     @Test func globalErrorNamesFieldValueAndRange() {
         var configuration = SchedulerConfiguration()
         configuration.global.deviceRefillPerHour = 0
-        #expect(throws: SchedulerConfigurationError(topic: nil, field: "deviceRefillPerHour", value: 0, allowed: 1...3_600_000)) {
+        #expect(
+            throws: SchedulerConfigurationError(
+                topic: nil,
+                field: "deviceRefillPerHour",
+                value: 0,
+                allowed: 1...3_600_000
+            )
+        ) {
             try configuration.validate()
         }
-        let error = SchedulerConfigurationError(topic: nil, field: "deviceRefillPerHour", value: 0, allowed: 1...3_600_000)
+        let error = SchedulerConfigurationError(
+            topic: nil,
+            field: "deviceRefillPerHour",
+            value: 0,
+            allowed: 1...3_600_000
+        )
         #expect(error.description == "global scheduler policy: deviceRefillPerHour is 0; allowed 1...3600000")
     }
 
@@ -50,7 +62,10 @@ import Testing
         } catch {
             #expect(error.topic == "com.example.news")
             #expect(error.field == "maxHeldPerApp")
-            #expect(error.description == "scheduler policy for topic \"com.example.news\": maxHeldPerApp is 0; allowed 1...1000")
+            #expect(
+                error.description
+                    == "scheduler policy for topic \"com.example.news\": maxHeldPerApp is 0; allowed 1...1000"
+            )
         }
     }
 
@@ -67,9 +82,12 @@ import Testing
         (SchedulerPolicy(defaultExpirationMillis: 31 * day), "defaultExpirationMillis"),
     ])
     func everyFieldIsChecked(policy: SchedulerPolicy, field: String) {
-        #expect(performing: { try SchedulerConfiguration(global: policy).validate() }, throws: { error in
-            (error as? SchedulerConfigurationError)?.field == field
-        })
+        #expect(
+            performing: { try SchedulerConfiguration(global: policy).validate() },
+            throws: { error in
+                (error as? SchedulerConfigurationError)?.field == field
+            }
+        )
     }
 
     @Test func boundsAreInclusive() {

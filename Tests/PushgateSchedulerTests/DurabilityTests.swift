@@ -13,7 +13,11 @@ import Testing
         _ = harness.silent(app, now: t0 + 5)
         let dirty = harness.scheduler.drainDirtyBuckets()
         let unit = BucketSnapshot.unitsPerToken
-        #expect(dirty.devices == [BucketChange(handle: harness.device, bucket: BucketSnapshot(level: 8 * unit + 50, at: t0 + 5))])
+        #expect(
+            dirty.devices == [
+                BucketChange(handle: harness.device, bucket: BucketSnapshot(level: 8 * unit + 50, at: t0 + 5))
+            ]
+        )
         #expect(dirty.apps == [BucketChange(handle: app, bucket: BucketSnapshot(level: unit + 15, at: t0 + 5))])
         #expect(!dirty.apps.contains { $0.handle == idle })
         #expect(harness.scheduler.drainDirtyBuckets().isEmpty)
@@ -47,7 +51,10 @@ import Testing
         #expect(second.scheduler.restoreBucket(app: restoredApp, saved.apps[0].bucket))
         let now = t0 + 10 * minute
         #expect(second.scheduler.bucket(app: restoredApp, now: now) == first.scheduler.bucket(app: app, now: now))
-        #expect(second.scheduler.bucket(device: second.device, now: now) == first.scheduler.bucket(device: first.device, now: now))
+        #expect(
+            second.scheduler.bucket(device: second.device, now: now)
+                == first.scheduler.bucket(device: first.device, now: now)
+        )
         #expect(second.silent(restoredApp, now: now).acceptance.disposition == .held)
         #expect(second.scheduler.nextDeadline == t0 + 20 * minute)
     }
@@ -61,7 +68,10 @@ import Testing
         #expect(harness.scheduler.bucket(app: app, now: t0 + hour + 20 * minute)?.wholeTokens == 1)
         // Taking a token before the snapshot's time must not move the bucket's time back.
         let other = harness.app("com.example.other")
-        _ = harness.scheduler.restoreBucket(app: other, BucketSnapshot(level: BucketSnapshot.unitsPerToken, at: t0 + hour))
+        _ = harness.scheduler.restoreBucket(
+            app: other,
+            BucketSnapshot(level: BucketSnapshot.unitsPerToken, at: t0 + hour)
+        )
         #expect(harness.silent(other, now: t0).acceptance.disposition == .delivered)
         #expect(harness.scheduler.bucket(app: other, now: t0 + hour) == BucketSnapshot(level: 0, at: t0 + hour))
     }

@@ -100,10 +100,19 @@ import Testing
         let app = harness.app()
         _ = harness.scheduler.setPower(harness.device, .idle, now: t0)
         #expect(harness.regular(app, .high, nowOrNever: true, now: t0).acceptance.disposition == .delivered)
-        #expect(harness.regular(app, .normal, nowOrNever: true, now: t0).acceptance.disposition == .discarded(.undeliverableNow))
-        #expect(harness.regular(app, .low, nowOrNever: true, now: t0).acceptance.disposition == .discarded(.undeliverableNow))
+        #expect(
+            harness.regular(app, .normal, nowOrNever: true, now: t0).acceptance.disposition
+                == .discarded(.undeliverableNow)
+        )
+        #expect(
+            harness.regular(app, .low, nowOrNever: true, now: t0).acceptance.disposition
+                == .discarded(.undeliverableNow)
+        )
         harness.scheduler.disconnect(harness.device)
-        #expect(harness.regular(app, .high, nowOrNever: true, now: t0).acceptance.disposition == .discarded(.undeliverableNow))
+        #expect(
+            harness.regular(app, .high, nowOrNever: true, now: t0).acceptance.disposition
+                == .discarded(.undeliverableNow)
+        )
         #expect(harness.silent(app, nowOrNever: true, now: t0).acceptance.disposition == .discarded(.undeliverableNow))
         #expect(harness.scheduler.heldCount(device: harness.device) == 0)
     }

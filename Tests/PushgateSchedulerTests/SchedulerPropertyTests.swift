@@ -129,7 +129,10 @@ import Testing
                 return "\(here): the model holds \(held.sorted()), the scheduler \(step.heldAfter.sorted())"
             }
         }
-        return fates.count == simulation.pushes.count ? nil : "\(simulation.pushes.count - fates.count) pushes never decided"
+        guard fates.count == simulation.pushes.count else {
+            return "\(simulation.pushes.count - fates.count) pushes never decided"
+        }
+        return nil
     }
 
     static func firstBudgetExcess(in simulation: SchedulerSimulation) -> String? {

@@ -15,7 +15,9 @@ final class SchedulerSimulation {
             maxHeldPerApp: 3,
             maxDeferralMillis: 5000
         ),
-        topics: ["t1": TopicPolicyOverride(appBurst: 1, appRefillPerHour: 1800, maxHeldPerApp: 2, maxDeferralMillis: 2000)]
+        topics: [
+            "t1": TopicPolicyOverride(appBurst: 1, appRefillPerHour: 1800, maxHeldPerApp: 2, maxDeferralMillis: 2000)
+        ]
     )
     static let topics = ["t0", "t1", "t2"]
     static let timeSteps: [Int64] = [0, 0, 1, 50, 333, 700, 1500, 9000]
@@ -73,18 +75,21 @@ final class SchedulerSimulation {
         let op = word % 32
         switch op {
         case 0...11: accept(word, deviceIndex: deviceIndex)
-        case 12, 13: withDevice(deviceIndex, "connect") { device, step in
+        case 12, 13:
+            withDevice(deviceIndex, "connect") { device, step in
                 let output = scheduler.connect(device.handle, now: now)
                 step.releases = output.releases
                 step.drops = output.drops
                 devices[deviceIndex]!.connected = true
                 checkWake(device.handle, step: step)
             }
-        case 14, 15: withDevice(deviceIndex, "disconnect") { device, _ in
+        case 14, 15:
+            withDevice(deviceIndex, "disconnect") { device, _ in
                 scheduler.disconnect(device.handle)
                 devices[deviceIndex]!.connected = false
             }
-        case 16, 17: withDevice(deviceIndex, "keepalive") { device, step in
+        case 16, 17:
+            withDevice(deviceIndex, "keepalive") { device, step in
                 let output = scheduler.keepalive(device.handle, now: now)
                 step.releases = output.releases
                 step.drops = output.drops
@@ -105,17 +110,25 @@ final class SchedulerSimulation {
                 step.drops = scheduler.setAppState(app, state)
                 if state != .background || appStates[app] != .terminated { appStates[app] = state }
             }
-        case 27: withApp(word, deviceIndex, "removeApp") { app, step in
+        case 21, 22:
+            // A burst of silent pushes to one app, so that its bucket runs dry.
+            for offset in 0..<(2 + word >> 8 % 3) {
+                accept(word & ~(1 << 20) ^ offset << 24, deviceIndex: deviceIndex)
+            }
+        case 27:
+            withApp(word, deviceIndex, "removeApp") { app, step in
                 step.drops = scheduler.removeApp(app)
                 devices[deviceIndex]!.apps.removeAll { $0 == app }
             }
-        case 28: withDevice(deviceIndex, "addApp") { device, _ in
+        case 28:
+            withDevice(deviceIndex, "addApp") { device, _ in
                 guard device.apps.count < 3 else { return }
                 let app = scheduler.addApp(device: device.handle, topic: Self.topics[Int(word >> 8 % 3)])!
                 devices[deviceIndex]!.apps.append(app)
                 appStates[app] = .foreground
             }
-        case 29: withDevice(deviceIndex, "removeDevice") { device, step in
+        case 29:
+            withDevice(deviceIndex, "removeDevice") { device, step in
                 step.drops = scheduler.removeDevice(device.handle)
                 devices[deviceIndex] = nil
             }
@@ -160,7 +173,8 @@ final class SchedulerSimulation {
                 violations.append("step \(steps.count): accept for a live app returned nil")
                 return
             }
-            step.event = "accept \(silent ? "silent" : "regular") p\(priority.rawValue) collapse \(collapseID ?? "-")"
+            step.event =
+                "accept \(silent ? "silent" : "regular") p\(priority.rawValue) collapse \(collapseID ?? "-")"
                 + " expires +\(expiresAt - now)\(nowOrNever ? " nowOrNever" : "") → \(acceptance.disposition)"
             step.accepted = push
             step.disposition = acceptance.disposition
@@ -218,7 +232,9 @@ final class SchedulerSimulation {
                 step.heldAfter.formUnion(ids)
                 let maxHeld = scheduler.policy(of: app)!.maxHeldPerApp
                 if heldSilent(of: app) > maxHeld {
-                    violations.append("step \(steps.count) (\(step.event)): \(app) holds more than \(maxHeld) silent pushes")
+                    violations.append(
+                        "step \(steps.count) (\(step.event)): \(app) holds more than \(maxHeld) silent pushes"
+                    )
                 }
             }
         }
@@ -232,7 +248,8 @@ final class SchedulerSimulation {
     // MARK: Rules
 
     enum Outcome {
-        case delivered, held, stored, discarded(DiscardReason)
+        case delivered, held, stored
+        case discarded(DiscardReason)
 
         func matches(_ disposition: Disposition) -> Bool {
             switch (self, disposition) {
@@ -282,7 +299,9 @@ final class SchedulerSimulation {
             if release.kind == .immediate, step.accepted?.id != release.id {
                 violations.append("\(here) is immediate but was not the push accepted in this step")
             }
-            guard pushed.push.pushClass == .silent, release.kind == .immediate || release.kind == .budget else { continue }
+            guard pushed.push.pushClass == .silent, release.kind == .immediate || release.kind == .budget else {
+                continue
+            }
             let device = devices.compactMap { $0 }.first { $0.handle == pushed.device }
             if device?.connected != true { violations.append("\(here) while the device is not connected") }
             if release.kind == .budget, device?.power == .lowPower { violations.append("\(here) in lowPower") }
@@ -302,8 +321,11 @@ final class SchedulerSimulation {
     private func checkNothingDueIsLeft() {
         for device in devices.compactMap({ $0 }) where device.connected && device.power != .lowPower {
             guard scheduler.bucket(device: device.handle, now: now)!.wholeTokens > 0 else { continue }
-            for app in device.apps where heldSilent(of: app) > 0 && scheduler.bucket(app: app, now: now)!.wholeTokens > 0 {
-                violations.append("step \(steps.count - 1) (advance): \(app) has a held silent push and both buckets have tokens")
+            for app in device.apps
+            where heldSilent(of: app) > 0 && scheduler.bucket(app: app, now: now)!.wholeTokens > 0 {
+                violations.append(
+                    "step \(steps.count - 1) (advance): \(app) has a held silent push and both buckets have tokens"
+                )
             }
         }
     }

@@ -55,7 +55,13 @@ final class Harness {
         return (push.id, scheduler.accept(push, now: now)!)
     }
 
-    func silent(_ app: AppHandle, collapse: String? = nil, expiresAt: Int64? = nil, nowOrNever: Bool = false, now: Int64)
+    func silent(
+        _ app: AppHandle,
+        collapse: String? = nil,
+        expiresAt: Int64? = nil,
+        nowOrNever: Bool = false,
+        now: Int64
+    )
         -> (id: UInt64, acceptance: Acceptance)
     {
         push(app, .silent, collapse: collapse, expiresAt: expiresAt, nowOrNever: nowOrNever, now: now)
@@ -69,7 +75,15 @@ final class Harness {
         nowOrNever: Bool = false,
         now: Int64
     ) -> (id: UInt64, acceptance: Acceptance) {
-        push(app, .regular, priority: priority, collapse: collapse, expiresAt: expiresAt, nowOrNever: nowOrNever, now: now)
+        push(
+            app,
+            .regular,
+            priority: priority,
+            collapse: collapse,
+            expiresAt: expiresAt,
+            nowOrNever: nowOrNever,
+            now: now
+        )
     }
 
     /// Sends silent pushes until one is held: the ids delivered at once, and the held one.

@@ -9,7 +9,9 @@ import Testing
         let app = harness.app()
         let first = harness.silent(app, now: t0)
         #expect(first.acceptance.disposition == .delivered)
-        #expect(first.acceptance.releases == [Release(id: first.id, device: harness.device, app: app, kind: .immediate)])
+        #expect(
+            first.acceptance.releases == [Release(id: first.id, device: harness.device, app: app, kind: .immediate)]
+        )
         #expect(harness.silent(app, now: t0).acceptance.disposition == .delivered)
         #expect(harness.silent(app, now: t0).acceptance.disposition == .delivered)
         let fourth = harness.silent(app, now: t0)
@@ -178,7 +180,9 @@ import Testing
         // long run. (Burst 2, so that the bucket is never full when a token is taken: a full
         // bucket rightly discards what it cannot hold.)
         let harness = try Harness(
-            SchedulerConfiguration(global: SchedulerPolicy(appBurst: 2, appRefillPerHour: 7, deviceBurst: 1000, maxHeldPerApp: 100))
+            SchedulerConfiguration(
+                global: SchedulerPolicy(appBurst: 2, appRefillPerHour: 7, deviceBurst: 1000, maxHeldPerApp: 100)
+            )
         )
         let app = harness.app()
         _ = harness.exhaust(app, now: t0)

@@ -41,10 +41,13 @@ import Testing
         let harness = try Harness()
         let app = harness.app()
         let push = harness.regular(app, .high, now: t0)
-        #expect(push.acceptance == Acceptance(
-            disposition: .delivered,
-            releases: [Release(id: push.id, device: harness.device, app: app, kind: .immediate)]
-        ))
+        #expect(
+            push.acceptance
+                == Acceptance(
+                    disposition: .delivered,
+                    releases: [Release(id: push.id, device: harness.device, app: app, kind: .immediate)]
+                )
+        )
     }
 
     @Test func keepaliveReleasesHeldEvenWithoutAStream() throws {
