@@ -7,8 +7,9 @@ extension Scheduler {
     /// - Silent: discarded while its app is `terminated`. Released at once when the device is
     ///   connected, both buckets hold a whole token (one is taken from each) and the app has nothing
     ///   held; an app with held silent pushes queues the new one behind them, so an app's silent
-    ///   pushes always go out in acceptance order. `lowPower` does not prevent this (it stops
-    ///   budget releases only). Otherwise held (`nowOrNever`: discarded).
+    ///   pushes always go out in acceptance order. Never at once in `lowPower`: the budget no
+    ///   longer decides there, only wake events release (Low Power Mode pauses background work on
+    ///   a real device). Otherwise held (`nowOrNever`: discarded).
     /// - Regular, device not connected: `stored` (`nowOrNever`: discarded).
     /// - Priority 10: released at once, and a wake event: everything held for the device rides
     ///   along as `piggyback(carrier:)`.
@@ -29,7 +30,9 @@ extension Scheduler {
     private func acceptSilent(_ push: SchedulerPush, app a: Int, now: Int64) -> Acceptance {
         guard apps[a].state != .terminated else { return Acceptance(disposition: .discarded(.appTerminated)) }
         let d = Int(apps[a].device)
-        if devices[d].connected, apps[a].silent.count == 0, takeTokens(app: a, device: d, now: now) {
+        if devices[d].connected, devices[d].power != .lowPower, apps[a].silent.count == 0,
+           takeTokens(app: a, device: d, now: now)
+        {
             rescheduleBudget(device: d)
             return Acceptance(disposition: .delivered, releases: [immediate(push, device: d)])
         }

@@ -267,7 +267,8 @@ final class SchedulerSimulation {
         let expected: Outcome
         switch (push.pushClass, push.priority) {
         case (.silent, _) where appStates[push.app] == .terminated: expected = .discarded(.appTerminated)
-        case (.silent, _) where device.connected && before.heldSilent == 0 && before.tokens: expected = .delivered
+        case (.silent, _) where device.connected && device.power != .lowPower && before.heldSilent == 0 && before.tokens:
+            expected = .delivered
         case (.silent, _): expected = waits
         case (.regular, _) where !device.connected: expected = push.nowOrNever ? .discarded(.undeliverableNow) : .stored
         case (.regular, .high): expected = .delivered
@@ -304,7 +305,7 @@ final class SchedulerSimulation {
             }
             let device = devices.compactMap { $0 }.first { $0.handle == pushed.device }
             if device?.connected != true { violations.append("\(here) while the device is not connected") }
-            if release.kind == .budget, device?.power == .lowPower { violations.append("\(here) in lowPower") }
+            if device?.power == .lowPower { violations.append("\(here) in lowPower") }
             if appStates[pushed.push.app] == .terminated { violations.append("\(here) to a terminated app") }
         }
     }

@@ -145,11 +145,15 @@ import Testing
         #expect(harness.scheduler.advance(now: t0 + hour).releases.ids == [held])
     }
 
-    @Test func lowPowerStillDeliversAtOnceWithinBudget() throws {
+    @Test func lowPowerHoldsSilentPushesEvenWithinBudget() throws {
         let harness = try Harness()
         let app = harness.app()
         _ = harness.scheduler.setPower(harness.device, .lowPower, now: t0)
-        #expect(harness.silent(app, now: t0).acceptance.disposition == .delivered)
+        let pushed = harness.silent(app, now: t0)
+        #expect(pushed.acceptance.disposition == .held)
+        #expect(harness.scheduler.bucket(app: app, now: t0)?.wholeTokens == 3, "no budget taken")
+        let output = harness.scheduler.keepalive(harness.device, now: t0 + second)
+        #expect(output.releases == [Release(id: pushed.id, device: harness.device, app: app, kind: .keepalive)])
     }
 
     @Test func disconnectedDeviceHoldsAndTakesNoBudget() throws {
