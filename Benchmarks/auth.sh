@@ -22,6 +22,7 @@ run_one() {  # $1 = plain|token
     "$BIN" bench --server "$url" --devices 1000 --providers 8 --in-flight 256 --pushes "$pushes" --topic "$topic" \
         "${bench_auth[@]}" 2>"$work/bench.err" | tail -1 > "$work/result.json"
     stop_server
+    if [ ! -s "$work/result.json" ]; then echo "bench failed:" >&2; tail -5 "$work/bench.err" >&2; exit 1; fi
     python3 -c "import json; r=json.load(open('$work/result.json')); assert r['lost']==0 and r['refused']==0, r; print(r['acceptedPerSecond'])"
 }
 

@@ -158,6 +158,16 @@ struct BenchRun: Sendable {
         )
     }
 
+    /// A connection for many concurrent requests. A gateway that authenticates providers allows
+    /// one stream per new connection until it proves who it is: one request first, so that the
+    /// client has the server's SETTINGS and queues the rest instead of racing them (and being
+    /// refused).
+    private func connectSettled() async throws -> HTTP2ClientConnection {
+        let connection = try await connect()
+        _ = try await connection.send(request("GET", "/healthz"))
+        return connection
+    }
+
     struct Device: Sendable {
         var id: String
         var secret: String
@@ -200,7 +210,7 @@ struct BenchRun: Sendable {
     }
 
     private func createDevices() async throws -> [Device] {
-        let connections = try await (0..<4).asyncMap { _ in try await connect() }
+        let connections = try await (0..<4).asyncMap { _ in try await connectSettled() }
         let devices = try await withThrowingTaskGroup(of: Device.self) { group in
             var created: [Device] = []
             var next = 0
@@ -280,11 +290,7 @@ struct BenchRun: Sendable {
         let started = BenchLedger.now()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<options.providers {
-                let connection = try await connect()
-                // A gateway that authenticates providers allows one stream until a valid token
-                // arrives: one request first, so that the client has the server's SETTINGS and
-                // queues the rest instead of racing them.
-                _ = try await connection.send(request("GET", "/healthz"))
+                let connection = try await connectSettled()
                 group.addTask {
                     defer { Task { await connection.close() } }
                     try await withThrowingTaskGroup(of: Void.self) { inFlight in
@@ -318,7 +324,7 @@ struct BenchRun: Sendable {
     /// A keep-alive per device (a wake event): what the scheduler still holds comes back in the
     /// responses and counts as received.
     private func wakeAll(_ devices: [Device], ledger: BenchLedger) async throws {
-        let connections = try await (0..<4).asyncMap { _ in try await connect() }
+        let connections = try await (0..<4).asyncMap { _ in try await connectSettled() }
         defer { for connection in connections { Task { await connection.close() } } }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, device) in devices.enumerated() {
