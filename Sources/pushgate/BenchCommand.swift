@@ -355,7 +355,10 @@ struct BenchRun: Sendable {
     ) async throws {
         var headers = HTTPHeaders()
         headers.add(name: "apns-topic", value: options.topic)
-        let silent = index % 100 < options.silentPercent
+        // Spread evenly over each device's pushes (its n-th push is round n): a device gets
+        // silent and alert pushes interleaved, as an app's mix would arrive.
+        let round = index / options.devices
+        let silent = (round + 1) * options.silentPercent / 100 > round * options.silentPercent / 100
         headers.add(name: "apns-push-type", value: silent ? "background" : "alert")
         if silent { headers.add(name: "apns-priority", value: "5") }
         headers.add(name: "apns-id", value: BenchRun.apnsID(for: index))
