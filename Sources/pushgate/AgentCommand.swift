@@ -13,7 +13,8 @@ struct AgentCommand: AsyncParsableCommand {
         discussion: """
             Creates the device on first run and keeps its id and secret in --identity (mode 0600).
             Prints one JSON line per event on stdout: {"type":"registered",...} for each topic,
-            then each notification's JSON object as the gateway sent it (its "delivery" says how
+            {"type":"connected"} when the event stream is open, {"type":"state",...} when a state
+            report was accepted, and each notification's JSON object as the gateway sent it (its "delivery" says how
             it came: immediate, stored, piggyback with "carrier", keepalive, budget, online).
             Reconnects with jittered back-off, resuming with Last-Event-ID so nothing acknowledged
             is sent again. Reports --power and --app-state on every connect, sends a keep-alive
@@ -250,6 +251,7 @@ final class Agent: Sendable {
             throw AgentFailure(description: "event stream refused: \(response.status)")
         }
         backoff.reset()
+        emit("{\"type\":\"connected\",\"deviceId\":\(jsonString(identity.deviceId))}")
         let keepalives = keepaliveSeconds > 0 ? Task { [keepaliveSeconds] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(keepaliveSeconds))
@@ -301,7 +303,11 @@ final class Agent: Sendable {
 
     private func sendState(_ report: AgentState, _ identity: AgentIdentity, _ connection: HTTP2ClientConnection) async throws {
         let response = try await connection.send(request("PUT", "/v1/devices/\(identity.deviceId)/state", secret: identity.secret, body: report.json))
-        if response.status != 204 { printError("state report answered \(response.status) \(String(buffer: response.body))") }
+        guard response.status == 204 else {
+            printError("state report answered \(response.status) \(String(buffer: response.body))")
+            return
+        }
+        emit("{\"type\":\"state\",\"state\":\(report.json)}")
     }
 
     /// Commands on stdin change what the agent reports, or send a keep-alive, at once.

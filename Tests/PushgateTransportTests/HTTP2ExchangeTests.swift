@@ -111,6 +111,8 @@ struct HTTP2ExchangeTests {
             try await server.hooks.waitForSlowRequests(5, on: server.group.next())
 
             let shutdown = Task { await server.server.shutdownGracefully(deadline: .seconds(30)) }
+            // The first GOAWAY is nghttp2's shutdown notice (no debug data); the final one names
+            // the reason (next test).
             let goAway = try await connection.goAwayReceived.get()
             #expect(goAway.errorCode == 0)  // NO_ERROR
 
@@ -125,6 +127,19 @@ struct HTTP2ExchangeTests {
             await #expect(throws: (any Error).self) {
                 try await connection.send(HTTPClientRequest(path: "/hello"))
             }
+        }
+    }
+
+    @Test("shutting down, the final GOAWAY carries APNs' JSON reason Shutdown")
+    func goAwayReasonShutdown() async throws {
+        try await withTestServer { server in
+            let connection = try await server.connect()
+            #expect(try await connection.send(HTTPClientRequest(path: "/hello")).status == 200)
+            let shutdown = Task { await server.server.shutdownGracefully(deadline: .seconds(30)) }
+            let goAway = try await connection.goAwayReceived.get()
+            #expect(goAway.errorCode == 0)
+            #expect(goAway.debugData == #"{"reason":"Shutdown"}"#)
+            await shutdown.value
         }
     }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds `pushgate` with AddressSanitizer (LeakSanitizer included on Linux), then drives it with
-# h2load (including runs killed mid-flight) and with clients that drop connections at every
-# stage (abuse.py), stops it with SIGTERM and reports what the sanitizers found.
+# h2load (including runs killed mid-flight), with clients that drop connections at every stage
+# (abuse.py) and with `pushgate bench` (providers, devices, acks, keep-alives, held pushes),
+# stops it with SIGTERM and reports what the sanitizers found.
 #
 #   bash Tests/Sanitizers/run-asan.sh [ROUNDS]
 set -euo pipefail
@@ -31,6 +32,10 @@ for _ in 1 2 3; do
     timeout -s KILL 1 h2load -n 10000000 -c 8 -m 100 "https://127.0.0.1:$tls/healthz" >/dev/null 2>&1 || true
 done
 python3 Tests/Sanitizers/abuse.py 127.0.0.1 "$h2c" "$tls" "$ROUNDS"
+# The provider, device and scheduler paths: devices holding streams and acking, alert and
+# silent pushes (held, piggybacked, released by keep-alives), then a run killed mid-flight.
+"$BIN" bench --server "http://127.0.0.1:$h2c" --devices 200 --providers 2 --pushes 5000 --silent-percent 50 2>/dev/null | tail -1
+timeout -s KILL 3 "$BIN" bench --server "http://127.0.0.1:$h2c" --devices 100 --providers 2 --pushes 100000 >/dev/null 2>&1 || true
 
 kill -TERM "$pid"
 status=0

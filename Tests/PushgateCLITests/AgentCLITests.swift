@@ -1,0 +1,158 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+
+/// The real `pushgate agent` against the real `pushgate serve`: its JSON lines show how each push
+/// came (`delivery`, `carrier`), and its stdin commands change power and app state and send
+/// keep-alives while it runs. Every wait is for a line the agent prints.
+@Suite("pushgate agent: scheduler deliveries, power and app state on stdin", .serialized, .timeLimit(.minutes(3)))
+struct AgentCLITests {
+    static let topic = "com.example.agent"
+
+    @Test("piggyback with carrier, lowPower hold and keep-alive release, terminated discard, as the agent sees them")
+    func agentSeesTheScheduler() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // One silent push per app per hour: the second is held.
+        let config = directory + "/pushgate.json"
+        try Data(#"{"scheduler": {"appBurst": 1, "appRefillPerHour": 1}}"#.utf8).write(to: URL(fileURLWithPath: config))
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--config", config], listeners: 1)
+        let agent = try AgentProcess(server: gateway.urls[0], identity: directory + "/device.json", topic: Self.topic)
+
+        let registered = try agent.next()
+        #expect(registered["type"] as? String == "registered")
+        let token = try #require(registered["token"] as? String)
+        #expect(try agent.next()["type"] as? String == "connected")
+
+        func send(_ extra: [String], _ payload: String) throws -> (disposition: String?, apnsID: String?) {
+            let apnsID = UUID().uuidString.lowercased()
+            let result = try runPushgate(["send", "--server", gateway.urls[0], "--token", token, "--topic", Self.topic, "--apns-id", apnsID] + extra + [payload])
+            let disposition = result.stdout.split(separator: "\n").first { $0.hasPrefix("disposition: ") }.map { String($0.dropFirst(13)) }
+            return (disposition, apnsID)
+        }
+        let silent = ["--push-type", "background", "--priority", "5"]
+        let silentPayload = #"{"aps":{"content-available":1}}"#
+
+        let first = try send(silent, silentPayload)
+        #expect(first.disposition == "delivered")
+        let immediate = try agent.next()
+        #expect(immediate["apnsId"] as? String == first.apnsID)
+        #expect(immediate["delivery"] as? String == "immediate")
+
+        let held = try send(silent, silentPayload)
+        #expect(held.disposition == "held")
+        let alert = try send([], #"{"aps":{"alert":"wake up"}}"#)
+        #expect(alert.disposition == "delivered")
+        let piggyback = try agent.next()
+        #expect(piggyback["apnsId"] as? String == held.apnsID)
+        #expect(piggyback["delivery"] as? String == "piggyback")
+        #expect(piggyback["carrier"] as? String == alert.apnsID)
+        let carrier = try agent.next()
+        #expect(carrier["apnsId"] as? String == alert.apnsID)
+        #expect(carrier["delivery"] as? String == "immediate")
+
+        agent.command("power lowPower")
+        #expect((try agent.next()["state"] as? [String: Any])?["power"] as? String == "lowPower")
+        let lowPower = try send(silent, silentPayload)
+        #expect(lowPower.disposition == "held")
+        agent.command("keepalive")
+        let released = try agent.next()
+        #expect(released["apnsId"] as? String == lowPower.apnsID)
+        #expect(released["delivery"] as? String == "keepalive")
+
+        agent.command("app \(Self.topic) terminated")
+        #expect(((try agent.next()["state"] as? [String: Any])?["apps"] as? [String: String])?[Self.topic] == "terminated")
+        #expect(try send(silent, silentPayload).disposition == "discarded")
+        #expect(try send([], #"{"aps":{"alert":"still shown"}}"#).disposition == "delivered")
+        #expect(gateway.stop() == 0)
+    }
+
+    @Test("serve refuses a scheduler policy out of range and names the topic, field and allowed range")
+    func badSchedulerPolicy() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = directory + "/pushgate.json"
+        try Data(#"{"scheduler": {"topics": {"com.example.news": {"appBurst": 0}}}}"#.utf8).write(to: URL(fileURLWithPath: config))
+        let result = try runPushgate(["serve", "--listen", "127.0.0.1:0", "--data-dir", directory + "/data", "--config", config])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("com.example.news"), "\(result.stderr)")
+        #expect(result.stderr.contains("appBurst"), "\(result.stderr)")
+        #expect(result.stderr.contains("1...1000"), "\(result.stderr)")
+    }
+}
+
+/// Runs the `pushgate` binary to completion.
+func runPushgate(_ arguments: [String]) throws -> ToolRun {
+    let process = Process()
+    process.executableURL = GatewayProcess.executable
+    process.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let errData = NIOLockedValueBox(Data())
+    let errDone = DispatchSemaphore(value: 0)
+    Thread {
+        errData.withLockedValue { $0 = err.fileHandleForReading.readDataToEndOfFile() }
+        errDone.signal()
+    }.start()
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    errDone.wait()
+    return ToolRun(
+        status: process.terminationStatus,
+        stdout: String(decoding: stdout, as: UTF8.self),
+        stderr: String(decoding: errData.withLockedValue { $0 }, as: UTF8.self)
+    )
+}
+
+/// A running `pushgate agent`, read line by line; commands go to its stdin.
+final class AgentProcess: @unchecked Sendable {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var pending = Data()
+
+    init(server: String, identity: String, topic: String) throws {
+        process.executableURL = GatewayProcess.executable
+        process.arguments = ["agent", "--server", server, "--identity", identity, "--topic", topic]
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// The next JSON line; throws if the agent exits first.
+    func next() throws -> [String: Any] {
+        while true {
+            if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = pending[pending.startIndex..<newline]
+                pending = Data(pending[(newline + 1)...])
+                guard let object = try JSONSerialization.jsonObject(with: line) as? [String: Any] else {
+                    throw AgentExited(output: String(decoding: line, as: UTF8.self))
+                }
+                return object
+            }
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { throw AgentExited(output: String(decoding: pending, as: UTF8.self)) }
+            pending.append(chunk)
+        }
+    }
+
+    func command(_ line: String) {
+        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+    }
+
+    struct AgentExited: Error, CustomStringConvertible {
+        var output: String
+        var description: String { "the agent stopped printing JSON lines; last output: \(output)" }
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
