@@ -23,28 +23,13 @@ extension Scheduler {
     /// The device bucket's level at `now`.
     public func bucket(device: DeviceHandle, now: Int64) -> BucketSnapshot? {
         guard let d = index(of: device) else { return nil }
-        let level = TokenBucket.level(
-            devices[d].bucketLevel,
-            at: devices[d].bucketTime,
-            now: now,
-            capacity: deviceCapacity,
-            rate: deviceRate
-        )
-        return BucketSnapshot(level: level, at: max(now, devices[d].bucketTime))
+        return BucketSnapshot(level: deviceLevel(d, now: now), at: max(now, devices[d].bucketTime))
     }
 
     /// The app bucket's level at `now`.
     public func bucket(app: AppHandle, now: Int64) -> BucketSnapshot? {
         guard let a = index(of: app) else { return nil }
-        let policy = policy(ofApp: a)
-        let level = TokenBucket.level(
-            apps[a].bucketLevel,
-            at: apps[a].bucketTime,
-            now: now,
-            capacity: policy.appCapacity,
-            rate: policy.appRate
-        )
-        return BucketSnapshot(level: level, at: max(now, apps[a].bucketTime))
+        return BucketSnapshot(level: appLevel(a, now: now), at: max(now, apps[a].bucketTime))
     }
 
     public func isConnected(_ device: DeviceHandle) -> Bool? {

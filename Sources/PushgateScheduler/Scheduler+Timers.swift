@@ -32,23 +32,27 @@ extension Scheduler {
 
     // MARK: Buckets
 
-    /// Takes a token from the app's and the device's bucket if both have a whole one.
-    func takeTokens(app a: Int, device d: Int, now: Int64) -> Bool {
+    /// The app bucket's level at `now` (refilled since its last change, capped).
+    func appLevel(_ a: Int, now: Int64) -> UInt32 {
         let policy = policy(ofApp: a)
-        let appLevel = TokenBucket.level(
+        return TokenBucket.level(
             apps[a].bucketLevel,
             at: apps[a].bucketTime,
             now: now,
             capacity: policy.appCapacity,
             rate: policy.appRate
         )
-        let deviceLevel = TokenBucket.level(
-            devices[d].bucketLevel,
-            at: devices[d].bucketTime,
-            now: now,
-            capacity: deviceCapacity,
-            rate: deviceRate
-        )
+    }
+
+    /// The device bucket's level at `now`.
+    func deviceLevel(_ d: Int, now: Int64) -> UInt32 {
+        TokenBucket.level(devices[d].bucketLevel, at: devices[d].bucketTime, now: now, capacity: deviceCapacity, rate: deviceRate)
+    }
+
+    /// Takes a token from the app's and the device's bucket if both have a whole one.
+    func takeTokens(app a: Int, device d: Int, now: Int64) -> Bool {
+        let appLevel = appLevel(a, now: now)
+        let deviceLevel = deviceLevel(d, now: now)
         guard appLevel >= TokenBucket.unit, deviceLevel >= TokenBucket.unit else { return false }
         // Never move a bucket's time backwards: its level already counts the refill up to it.
         apps[a].bucketLevel = appLevel - TokenBucket.unit
@@ -132,15 +136,7 @@ extension Scheduler {
     }
 
     private func hasToken(app a: Int, now: Int64) -> Bool {
-        let policy = policy(ofApp: a)
-        let level = TokenBucket.level(
-            apps[a].bucketLevel,
-            at: apps[a].bucketTime,
-            now: now,
-            capacity: policy.appCapacity,
-            rate: policy.appRate
-        )
-        return level >= TokenBucket.unit
+        appLevel(a, now: now) >= TokenBucket.unit
     }
 
     // MARK: Held timers

@@ -1,5 +1,4 @@
 import Foundation
-import NIOConcurrencyHelpers
 import Testing
 
 /// The real `pushgate agent` against the real `pushgate serve`: its JSON lines show how each push
@@ -79,32 +78,6 @@ struct AgentCLITests {
         #expect(result.stderr.contains("appBurst"), "\(result.stderr)")
         #expect(result.stderr.contains("1...1000"), "\(result.stderr)")
     }
-}
-
-/// Runs the `pushgate` binary to completion.
-func runPushgate(_ arguments: [String]) throws -> ToolRun {
-    let process = Process()
-    process.executableURL = GatewayProcess.executable
-    process.arguments = arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let errData = NIOLockedValueBox(Data())
-    let errDone = DispatchSemaphore(value: 0)
-    Thread {
-        errData.withLockedValue { $0 = err.fileHandleForReading.readDataToEndOfFile() }
-        errDone.signal()
-    }.start()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    errDone.wait()
-    return ToolRun(
-        status: process.terminationStatus,
-        stdout: String(decoding: stdout, as: UTF8.self),
-        stderr: String(decoding: errData.withLockedValue { $0 }, as: UTF8.self)
-    )
 }
 
 /// A running `pushgate agent`, read line by line; commands go to its stdin.

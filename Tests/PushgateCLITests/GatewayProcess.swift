@@ -28,8 +28,17 @@ func run(_ tool: String, _ arguments: [String]) throws -> ToolRun {
     guard let path = ["/usr/bin/\(tool)", "/usr/sbin/\(tool)", "/usr/local/bin/\(tool)"]
         .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
     else { throw ToolMissing(tool: tool) }
+    return try run(executable: URL(fileURLWithPath: path), arguments)
+}
+
+/// Runs the `pushgate` binary under test to completion.
+func runPushgate(_ arguments: [String]) throws -> ToolRun {
+    try run(executable: GatewayProcess.executable, arguments)
+}
+
+func run(executable: URL, _ arguments: [String]) throws -> ToolRun {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
+    process.executableURL = executable
     process.arguments = arguments
     let out = Pipe()
     let err = Pipe()

@@ -139,17 +139,10 @@ struct ProviderAuthCLITests {
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], topic])
         let cache = directory + "/token.jwt"
         func send(_ extra: [String]) throws -> (Int32, String) {
-            let process = Process()
-            process.executableURL = GatewayProcess.executable
-            process.arguments = ["send", "--server", gateway.urls[0], "--token", device.token, "--topic", topic] + extra
-                + [#"{"aps":{"alert":"signed"}}"#]
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = out
-            try process.run()
-            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return (process.terminationStatus, text)
+            let result = try runPushgate(
+                ["send", "--server", gateway.urls[0], "--token", device.token, "--topic", topic] + extra + [#"{"aps":{"alert":"signed"}}"#]
+            )
+            return (result.status, result.stdout + result.stderr)
         }
         let unsigned = try send([])
         #expect(unsigned.0 == 1)
@@ -171,18 +164,7 @@ struct ProviderAuthCLITests {
     private func runServe(_ arguments: [String]) throws -> ToolRun {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let process = Process()
-        process.executableURL = GatewayProcess.executable
-        process.arguments = ["serve", "--data-dir", directory] + arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return ToolRun(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        return try runPushgate(["serve", "--data-dir", directory] + arguments)
     }
 }
 
