@@ -210,6 +210,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // Runs openssl and python3 for the interoperability tests of several test targets.
+        .target(name: "PushgateTestTools", path: "Tests/PushgateTestTools"),
         .testTarget(
             name: "PushgateSchedulerTests",
             dependencies: [
@@ -219,11 +221,11 @@ let package = Package(
         ),
         .testTarget(
             name: "PushgateProviderAuthTests",
-            dependencies: ["PushgateProviderAuth", "PushgateCrypto", "PushgateCore"]
+            dependencies: ["PushgateProviderAuth", "PushgateCrypto", "PushgateCore", "PushgateTestTools"]
         ),
         .testTarget(
             name: "PushgateCryptoTests",
-            dependencies: ["PushgateCrypto"]
+            dependencies: ["PushgateCrypto", "PushgateTestTools"]
         ),
         .testTarget(
             name: "PushgateStoreTests",

@@ -1,4 +1,5 @@
 import Foundation
+import PushgateTestTools
 import Testing
 
 @testable import PushgateCrypto

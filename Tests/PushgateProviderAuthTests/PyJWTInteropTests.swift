@@ -1,5 +1,6 @@
 import Foundation
 import PushgateCrypto
+import PushgateTestTools
 import Testing
 
 @testable import PushgateProviderAuth

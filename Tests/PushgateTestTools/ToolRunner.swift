@@ -1,35 +1,40 @@
 import Foundation
 
 /// Runs a command-line tool (openssl, python3) to completion in a scratch directory of its own.
-struct ToolRunner {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+/// Shared by the test targets that check interoperability with code nobody here wrote.
+public struct ToolRunner {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+
+        public init(description: String) {
+            self.description = description
+        }
     }
 
-    let directory: URL
+    public let directory: URL
 
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-auth-\(UUID().uuidString)")
+    public init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-tools-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
-    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+    public func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
-    func write(_ name: String, _ bytes: [UInt8]) throws {
+    public func write(_ name: String, _ bytes: [UInt8]) throws {
         try Data(bytes).write(to: directory.appendingPathComponent(name))
     }
 
-    func read(_ name: String) throws -> [UInt8] {
+    public func read(_ name: String) throws -> [UInt8] {
         Array(try Data(contentsOf: directory.appendingPathComponent(name)))
     }
 
-    func text(_ name: String) throws -> String {
+    public func text(_ name: String) throws -> String {
         String(decoding: try read(name), as: UTF8.self)
     }
 
     /// Runs `arguments` in ``directory``; stdout and stderr go to files so neither pipe can fill up.
     @discardableResult
-    func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    public func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -48,14 +53,14 @@ struct ToolRunner {
     }
 
     /// Runs openssl and fails unless it exits 0.
-    func openssl(_ arguments: String...) throws {
+    public func openssl(_ arguments: String...) throws {
         let (status, output) = try run("/usr/bin/openssl", arguments)
         guard status == 0 else {
             throw Failure(description: "openssl \(arguments.joined(separator: " ")) exited \(status): \(output)")
         }
     }
 
-    func remove() {
+    public func remove() {
         try? FileManager.default.removeItem(at: directory)
     }
 }
