@@ -114,15 +114,19 @@ final class DeviceShard: @unchecked Sendable {
     }
 
     func load(notifications records: [NotificationRecord]) {
+        // Queues in seq order: seqs are assigned at release, so acceptance order (the store's)
+        // can differ (a held push released after a later stored one).
+        for record in records.filter({ $0.seq != nil }).sorted(by: { $0.seq! < $1.seq! }) {
+            guard let device = devices[record.deviceID], let seq = record.seq else { continue }
+            device.queue.append(QueuedNotification(record: record, committed: true, delivery: .stored))
+            device.nextSeq = max(device.nextSeq, seq + 1)
+            withQueue.insert(device.id)
+            counters.add(queued: 1)
+        }
         var orphans: [UInt64] = []
-        for record in records {
+        for record in records where record.seq == nil {
             guard let device = devices[record.deviceID] else { continue }
-            if let seq = record.seq {
-                device.queue.append(QueuedNotification(record: record, committed: true, delivery: .stored))
-                device.nextSeq = max(device.nextSeq, seq + 1)
-                withQueue.insert(device.id)
-                counters.add(queued: 1)
-            } else if let app = registrations[record.token]?.app,
+            if let app = registrations[record.token]?.app,
                       scheduler.restoreHeld(Self.schedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
             {
                 held[record.acceptanceID] = record
@@ -256,6 +260,7 @@ final class DeviceShard: @unchecked Sendable {
         var ignored: [StoreCommand] = []
         forget(scheduler.removeDevice(device.handle), into: &ignored)
         deviceIDs[device.handle] = nil
+        counters.recordDrop(.unregistered, count: device.queue.count)
         counters.add(queued: -device.queue.count)
         devices[deviceID] = nil
         online[deviceID] = nil
@@ -407,6 +412,8 @@ final class DeviceShard: @unchecked Sendable {
                 if held.removeValue(forKey: acceptanceID) != nil {
                     device.heldCount -= 1
                     counters.add(held: -1)
+                    scheduler.withdrawHeld(id: acceptanceID, app: app)
+                    armSchedulerTimer()
                 }
                 promise.fail(
                     Refusal(
@@ -425,6 +432,8 @@ final class DeviceShard: @unchecked Sendable {
     private struct QueuedEntry {
         var deviceID: String
         var seq: UInt64
+        /// For a released held push: its record as held, to hold it again if the commit fails.
+        var wasHeld: NotificationRecord?
     }
 
     static func schedulerPush(_ record: NotificationRecord, app: AppHandle, nowOrNever: Bool) -> SchedulerPush {
@@ -443,6 +452,7 @@ final class DeviceShard: @unchecked Sendable {
     private func enqueue(_ record: NotificationRecord, delivery: DeliveryKind, on device: DeviceState, keepalive: Bool = false) -> QueuedEntry {
         var entry = QueuedNotification(record: record, committed: false, delivery: delivery)
         entry.sentInKeepalive = keepalive
+        entry.sent = keepalive
         device.queue.append(entry)
         withQueue.insert(device.id)
         counters.add(queued: 1)
@@ -460,6 +470,7 @@ final class DeviceShard: @unchecked Sendable {
         entries: inout [QueuedEntry]
     ) -> NotificationRecord? {
         guard var record = held.removeValue(forKey: release.id), let device = devices[record.deviceID] else { return nil }
+        let asHeld = record
         device.heldCount -= 1
         counters.add(held: -1)
         let seq = device.nextSeq
@@ -474,7 +485,9 @@ final class DeviceShard: @unchecked Sendable {
         case .budget: delivery = .budget
         }
         commands.append(.assignSeq(acceptanceID: record.acceptanceID, seq: seq))
-        entries.append(enqueue(record, delivery: delivery, on: device, keepalive: keepalive))
+        var entry = enqueue(record, delivery: delivery, on: device, keepalive: keepalive)
+        entry.wasHeld = asHeld
+        entries.append(entry)
         return record
     }
 
@@ -534,11 +547,25 @@ final class DeviceShard: @unchecked Sendable {
                 case .failure:
                     device.queue.remove(at: index)
                     counters.add(queued: -1)
+                    if device.queue.isEmpty { withQueue.remove(device.id) }
+                    if let record = entry.wasHeld { holdAgain(record, on: device) }
                 }
             }
             for deviceID in touched { if let device = devices[deviceID] { pump(device) } }
             then(result)
         }
+    }
+
+    /// A released push whose seq did not reach the disk: it is still held there, so it is held
+    /// here again (released by the next wake event) instead of waiting for a restart.
+    private func holdAgain(_ record: NotificationRecord, on device: DeviceState) {
+        guard let app = registrations[record.token]?.app,
+              scheduler.restoreHeld(Self.schedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
+        else { return }
+        held[record.acceptanceID] = record
+        device.heldCount += 1
+        counters.add(held: 1)
+        armSchedulerTimer()
     }
 
     private func bucketCommand() -> StoreCommand? {
@@ -645,7 +672,9 @@ final class DeviceShard: @unchecked Sendable {
         var entries: [QueuedEntry] = []
         for target in targets {
             forget(scheduler.setAppState(target.app, target.state), into: &commands)
-            commands.append(.setAppState(token: target.token, state: target.state.rawValue))
+            // What the scheduler applied: `background` leaves a terminated app terminated.
+            let applied = scheduler.appState(target.app) ?? target.state
+            commands.append(.setAppState(token: target.token, state: applied.rawValue))
         }
         if let power {
             _ = apply(scheduler.setPower(device.handle, power, now: clock.nowMillis()), into: &commands, entries: &entries)
@@ -720,7 +749,8 @@ final class DeviceShard: @unchecked Sendable {
     /// Cumulative ack. Only committed notifications can have been seen, so removal stops at the
     /// first uncommitted one; an ack beyond anything assigned is clamped.
     private func acknowledge(_ device: DeviceState, upTo requested: UInt64, promise: EventLoopPromise<Void>?) {
-        let upTo = min(requested, device.nextSeq - 1)
+        var upTo = min(requested, device.nextSeq - 1)
+        if let unsent = device.queue.first(where: { !$0.sent }) { upTo = min(upTo, unsent.seq - 1) }
         guard upTo > device.ackedSeq else {
             promise?.succeed()
             return
@@ -770,6 +800,7 @@ final class DeviceShard: @unchecked Sendable {
             let size = buffer!.writerIndex - before
             let index = device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)
             device.queue[index].eventSize = size
+            device.queue[index].sent = true
             device.unackedBytes += size
             device.deliveredCount += 1
             counters.recordDelivery(entry.delivery)

@@ -67,6 +67,26 @@ extension Scheduler {
         return true
     }
 
+    /// Takes back a held push whose acceptance could not be made durable (its provider is told
+    /// to retry): it leaves without a drop. False when it is not held (already released or
+    /// dropped) or the handle is unknown.
+    @discardableResult
+    public func withdrawHeld(id: UInt64, app: AppHandle) -> Bool {
+        guard let a = index(of: app) else { return false }
+        for list in [apps[a].silent, apps[a].regular] {
+            var slot = list.head
+            while slot != noSlot {
+                if held[Int(slot)].id == id {
+                    removeHeld(slot)
+                    rescheduleBudget(device: Int(apps[a].device))
+                    return true
+                }
+                slot = held[Int(slot)].next
+            }
+        }
+        return false
+    }
+
     /// Puts back a push that was held before a restart, deciding nothing: no budget, collapse or
     /// overflow rule is applied (the next acceptance for the app enforces `maxHeldPerApp` again).
     /// A priority-5 regular push gets its deferral deadline from `acceptedAt`. Pushes are placed by

@@ -114,6 +114,78 @@ struct SchedulerDeliveryTests {
         }
     }
 
+    @Test("acking a keep-alive release never deletes an older push still waiting to be sent")
+    func ackStopsAtUnsent() async throws {
+        try await withGateway(clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
+            let api = try await API(gateway)
+            let device = try await api.createDevice()
+            let token = try await api.registeredToken(device, topic: Self.topic)
+            let stored = newAPNsID()
+            #expect(try await api.push(token: token, topic: Self.topic, apnsID: stored).disposition == "stored")
+            #expect(try await Self.silent(api, token).disposition == "held")
+            let keepalive = try await api.device(device, "POST", "keepalive")
+            let released = try #require(keepalive.json["notifications"] as? [[String: Any]], "\(keepalive.text)")
+            let seq = try #require((released.first?["seq"] as? NSNumber)?.uint64Value)
+            #expect(seq == 2, "the stored push has seq 1")
+            #expect(try await api.ack(device, upTo: seq).status == 204)
+            let stream = try await api.openEvents(device)
+            let event = try await stream.nextNotification()
+            #expect(event.apnsID == stored, "the stored push was never sent, so the ack did not cover it")
+            await api.close()
+        }
+    }
+
+    @Test("after a restart the stream still sends in seq order, though a held push was released after a later stored one")
+    func restartKeepsSeqOrder() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-sched-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let clock = TestClock(Self.start)
+        var device: Device?
+        let silentID = newAPNsID()
+        let storedID = newAPNsID()
+        try await withGateway(directory: directory, clock: clock, delivery: Self.delivery()) { gateway in
+            let api = try await API(gateway)
+            device = try await api.createDevice()
+            let token = try await api.registeredToken(device!, topic: Self.topic)
+            #expect(try await Self.silent(api, token, id: silentID).disposition == "held")
+            #expect(try await api.push(token: token, topic: Self.topic, apnsID: storedID).disposition == "stored")
+            let stream = try await api.openEvents(device!)
+            #expect(try await stream.nextNotification().apnsID == storedID)
+            #expect(try await stream.nextNotification().apnsID == silentID)
+            await api.close()  // nothing acked
+        }
+        try await withGateway(directory: directory, clock: clock, delivery: Self.delivery()) { gateway in
+            let api = try await API(gateway)
+            let stream = try await api.openEvents(device!)
+            let first = try await stream.nextNotification()
+            let second = try await stream.nextNotification()
+            #expect([first.apnsID, second.apnsID] == [storedID, silentID])
+            #expect(first.seq < second.seq)
+            await api.close()
+        }
+    }
+
+    @Test("a terminated app stays terminated across a restart, even after reporting background")
+    func terminatedSurvivesRestart() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-sched-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var device: Device?
+        var token = ""
+        try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
+            let api = try await API(gateway)
+            device = try await api.createDevice()
+            token = try await api.registeredToken(device!, topic: Self.topic)
+            try await Self.state(api, device!, #"{"apps":{"\#(Self.topic)":"terminated"}}"#)
+            try await Self.state(api, device!, #"{"apps":{"\#(Self.topic)":"background"}}"#)
+            await api.close()
+        }
+        try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
+            let api = try await API(gateway)
+            #expect(try await Self.silent(api, token).disposition == "discarded")
+            await api.close()
+        }
+    }
+
     @Test("a refilled budget releases the oldest held silent push (budget); lowPower stops that, awake releases all (online)")
     func budgetReleaseAndPower() async throws {
         let clock = TestClock(Self.start)

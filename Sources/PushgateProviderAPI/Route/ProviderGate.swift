@@ -8,7 +8,8 @@ public struct ProviderGate: Sendable {
     /// True once a graceful shutdown has begun: requests then get `503 Shutdown`, as from APNs.
     public var isDraining: @Sendable () -> Bool
     /// A connection whose requests fail this many times in a row (4xx other than 410, as APNs
-    /// counts "error conditions") is sent GOAWAY with the last reason and closed. 0: never.
+    /// counts "error conditions", and other than 429, the gateway's own limits) is sent GOAWAY
+    /// with the last reason and closed. 0: never.
     public var maxConsecutiveErrors: Int
     /// Milliseconds since the epoch, for token ages. Injected so tests control time.
     public var nowMillis: @Sendable () -> Int64
