@@ -112,14 +112,14 @@ final class GatewayProcess: @unchecked Sendable {
     }
 
     /// A cleartext listener (`urls[0]`) and a TLS one with the test certificate (`urls[1]`).
-    static func cleartextAndTLS() throws -> GatewayProcess {
+    static func cleartextAndTLS(_ extra: [String] = []) throws -> GatewayProcess {
         try GatewayProcess(
             arguments: [
                 "--listen", "127.0.0.1:0",
                 "--tls-listen", "127.0.0.1:0",
                 "--tls-cert", Fixtures.tls("server.pem"),
                 "--tls-key", Fixtures.tls("server-key.pem"),
-            ],
+            ] + extra,
             listeners: 2
         )
     }

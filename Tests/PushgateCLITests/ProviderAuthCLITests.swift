@@ -23,16 +23,7 @@ struct ProviderAuthCLITests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let key = try Self.makeSigningKey(in: directory)
         let topic = "com.example.aioapns"
-        let gateway = try GatewayProcess(
-            arguments: [
-                "--listen", "127.0.0.1:0",
-                "--tls-listen", "127.0.0.1:0",
-                "--tls-cert", Fixtures.tls("server.pem"),
-                "--tls-key", Fixtures.tls("server-key.pem"),
-                "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):\(topic)",
-            ],
-            listeners: 2
-        )
+        let gateway = try GatewayProcess.cleartextAndTLS(["--provider-key", "\(Self.teamID):\(Self.keyID):\(key):\(topic)"])
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], topic])
         let gone = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], topic])
         let deleted = try run("curl", [
@@ -89,16 +80,7 @@ struct ProviderAuthCLITests {
 
     @Test("a client certificate from the operator's CA authenticates a provider; its UID is the topic")
     func clientCertificate() throws {
-        let gateway = try GatewayProcess(
-            arguments: [
-                "--listen", "127.0.0.1:0",
-                "--tls-listen", "127.0.0.1:0",
-                "--tls-cert", Fixtures.tls("server.pem"),
-                "--tls-key", Fixtures.tls("server-key.pem"),
-                "--tls-client-ca", Fixtures.tls("ca.pem"),
-            ],
-            listeners: 2
-        )
+        let gateway = try GatewayProcess.cleartextAndTLS(["--tls-client-ca", Fixtures.tls("ca.pem")])
         // The fixture client certificate has UID=com.example.app.
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], "com.example.app"])
         func push(topic: String?, certificate: Bool) throws -> CurlResponse {
