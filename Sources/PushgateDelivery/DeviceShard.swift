@@ -704,7 +704,7 @@ final class DeviceShard: @unchecked Sendable {
         device.stream = StreamBinding(generation: streamGenerations, now: now)
         device.resetStreamProgress()
         online[deviceID] = device
-        if let lastEventID { acknowledge(device, upTo: lastEventID, promise: nil) }
+        if let lastEventID { acknowledge(device, upTo: lastEventID, onlySent: false, promise: nil) }
         // A wake event: stored pushes are already queued, held ones follow them (`online`).
         var commands: [StoreCommand] = []
         var entries: [QueuedEntry] = []
@@ -743,14 +743,18 @@ final class DeviceShard: @unchecked Sendable {
             promise.fail(Refusal.unauthorized)
             return
         }
-        acknowledge(device, upTo: upTo, promise: promise)
+        acknowledge(device, upTo: upTo, onlySent: true, promise: promise)
     }
 
     /// Cumulative ack. Only committed notifications can have been seen, so removal stops at the
     /// first uncommitted one; an ack beyond anything assigned is clamped.
-    private func acknowledge(_ device: DeviceState, upTo requested: UInt64, promise: EventLoopPromise<Void>?) {
+    /// `onlySent`: an ack (`POST .../ack`) may name a seq from a keep-alive response, below which
+    /// older pushes may not have been sent yet, so it stops below the first one never sent. A
+    /// `Last-Event-ID` names an event of a stream, and a stream sends every seq below its events
+    /// (or they went in keep-alive responses), so it acks all of them, also after a restart.
+    private func acknowledge(_ device: DeviceState, upTo requested: UInt64, onlySent: Bool, promise: EventLoopPromise<Void>?) {
         var upTo = min(requested, device.nextSeq - 1)
-        if let unsent = device.queue.first(where: { !$0.sent }) { upTo = min(upTo, unsent.seq - 1) }
+        if onlySent, let unsent = device.queue.first(where: { !$0.sent }) { upTo = min(upTo, unsent.seq - 1) }
         guard upTo > device.ackedSeq else {
             promise?.succeed()
             return

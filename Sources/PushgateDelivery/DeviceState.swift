@@ -16,8 +16,8 @@ struct QueuedNotification {
     /// stream sends it again if it is still unacknowledged (at-least-once).
     var sentInKeepalive = false
     /// Sent to the device at least once (on any stream, or in a keep-alive response) since this
-    /// process loaded or accepted it. A cumulative ack stops below the first entry never sent,
-    /// so acking a keep-alive release cannot delete older pushes still waiting in the queue.
+    /// process loaded or accepted it. An ack stops below the first entry never sent, so acking a
+    /// keep-alive release cannot delete older pushes still waiting in the queue.
     var sent = false
 
     var seq: UInt64 { record.seq ?? 0 }

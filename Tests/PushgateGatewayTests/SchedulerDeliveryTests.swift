@@ -165,6 +165,31 @@ struct SchedulerDeliveryTests {
         }
     }
 
+    @Test("after a restart, Last-Event-ID still acks what the old stream sent")
+    func lastEventIDAfterRestart() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-sched-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var device: Device?
+        let ids = (0..<3).map { _ in newAPNsID() }
+        var seqs: [Int] = []
+        try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
+            let api = try await API(gateway)
+            device = try await api.createDevice()
+            let token = try await api.registeredToken(device!, topic: Self.topic)
+            let stream = try await api.openEvents(device!)
+            for id in ids { _ = try await api.push(token: token, topic: Self.topic, apnsID: id) }
+            for _ in ids { seqs.append(try await stream.nextNotification().seq) }
+            await api.close()  // nothing acked
+        }
+        try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
+            let api = try await API(gateway)
+            let stream = try await api.openEvents(device!, lastEventID: UInt64(seqs[1]))
+            let next = try await stream.nextNotification()
+            #expect(next.apnsID == ids[2], "seqs up to Last-Event-ID are acked, not sent again")
+            await api.close()
+        }
+    }
+
     @Test("a terminated app stays terminated across a restart, even after reporting background")
     func terminatedSurvivesRestart() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-sched-\(UUID().uuidString)").path
