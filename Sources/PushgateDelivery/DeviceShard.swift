@@ -754,7 +754,12 @@ final class DeviceShard: @unchecked Sendable {
     /// (or they went in keep-alive responses), so it acks all of them, also after a restart.
     private func acknowledge(_ device: DeviceState, upTo requested: UInt64, onlySent: Bool, promise: EventLoopPromise<Void>?) {
         var upTo = min(requested, device.nextSeq - 1)
-        if onlySent, let unsent = device.queue.first(where: { !$0.sent }) { upTo = min(upTo, unsent.seq - 1) }
+        if onlySent {
+            // Everything before `deliveredCount` went out on this stream or in a keep-alive.
+            var index = device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)
+            while index != device.queue.endIndex, device.queue[index].sent { index = device.queue.index(after: index) }
+            if index != device.queue.endIndex { upTo = min(upTo, device.queue[index].seq - 1) }
+        }
         guard upTo > device.ackedSeq else {
             promise?.succeed()
             return
