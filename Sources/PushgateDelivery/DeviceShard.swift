@@ -367,7 +367,7 @@ final class DeviceShard: @unchecked Sendable {
             if let collapseID = record.collapseID {
                 // The newest push with a collapse id replaces the stored one (APNs keeps one).
                 let removed = removeUndelivered(from: device) {
-                    $0.committed && $0.record.token == record.token && $0.record.collapseID == collapseID
+                    $0.committed && !$0.sent && $0.record.token == record.token && $0.record.collapseID == collapseID
                 }
                 if !removed.isEmpty {
                     replaced = true
@@ -841,7 +841,8 @@ final class DeviceShard: @unchecked Sendable {
         let now = clock.nowMillis()
         for deviceID in withQueue {
             guard let device = devices[deviceID] else { continue }
-            let expired = removeUndelivered(from: device) { $0.committed && $0.record.expiresAt <= now }
+            // A push already sent (in a keep-alive response) waits for its ack, expired or not.
+            let expired = removeUndelivered(from: device) { $0.committed && !$0.sent && $0.record.expiresAt <= now }
             if !expired.isEmpty { dropExpired(expired, from: device) }
         }
     }

@@ -135,6 +135,28 @@ struct SchedulerDeliveryTests {
         }
     }
 
+    @Test("the expiry sweep leaves a push already sent in a keep-alive response to its ack")
+    func sweepSkipsSent() async throws {
+        let clock = TestClock(Self.start)
+        try await withGateway(clock: clock, delivery: Self.delivery()) { gateway in
+            let api = try await API(gateway)
+            let device = try await api.createDevice()
+            let token = try await api.registeredToken(device, topic: Self.topic)
+            let expiration = ("apns-expiration", "\((Self.start + 60_000) / 1000)")
+            let reply = try await api.push(token: token, topic: Self.topic, headers: Self.silentHeaders + [expiration], payload: Self.silentPayload)
+            #expect(reply.disposition == "held")
+            let keepalive = try await api.device(device, "POST", "keepalive")
+            #expect((keepalive.json["notifications"] as? [Any])?.count == 1)
+            clock.set(Self.start + 120_000)
+            try await gateway.core.sweepExpired()
+            #expect(gateway.core.counters.dropped(.expired) == 0, "it was delivered; only its ack is missing")
+            #expect(gateway.core.counters.queued == 1)
+            #expect(try await api.ack(device, upTo: 1).status == 204)
+            #expect(gateway.core.counters.queued == 0)
+            await api.close()
+        }
+    }
+
     @Test("after a restart the stream still sends in seq order, though a held push was released after a later stored one")
     func restartKeepsSeqOrder() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-sched-\(UUID().uuidString)").path
