@@ -19,11 +19,11 @@ run_one() {  # $1 = plain|token
         bench_auth=(--key "$work/AuthKey.p8" --key-id KEY1234567 --team-id TEAM123456)
     fi
     start_server "${auth[@]}"
-    "$BIN" bench --server "$url" --devices 1000 --providers 8 --in-flight 256 --pushes "$pushes" --topic "$topic" \
-        "${bench_auth[@]}" 2>"$work/bench.err" | tail -1 > "$work/result.json"
+    local rate status=0
+    rate=$(bench_rate --devices 1000 --providers 8 --in-flight 256 --pushes "$pushes" --topic "$topic" "${bench_auth[@]}") || status=$?
     stop_server
-    if [ ! -s "$work/result.json" ]; then echo "bench failed:" >&2; tail -5 "$work/bench.err" >&2; exit 1; fi
-    python3 -c "import json; r=json.load(open('$work/result.json')); assert r['lost']==0 and r['refused']==0, r; print(r['acceptedPerSecond'])"
+    [ "$status" = 0 ] || exit 1
+    echo "$rate"
 }
 
 plain=(); token=()
@@ -32,10 +32,4 @@ for i in $(seq "$rounds"); do
     echo "round $i: without auth $p pushes/s, with token auth $t pushes/s"
     plain+=("$p"); token+=("$t")
 done
-python3 - "${plain[*]}" "${token[*]}" <<'PY'
-import statistics, sys
-plain = [float(x) for x in sys.argv[1].split()]
-token = [float(x) for x in sys.argv[2].split()]
-p, t = statistics.median(plain), statistics.median(token)
-print(f"median without auth {p:.0f}/s, with token auth {t:.0f}/s: ratio {t/p:.3f} (cost {100*(1-t/p):.1f}%)")
-PY
+compare_medians "without auth" "${plain[*]}" "with token auth" "${token[*]}"

@@ -25,3 +25,22 @@ stop_server() {
     kill -TERM "$server"
     wait "$server" || true
 }
+
+# Runs `pushgate bench` against $url with the given flags; prints its durable accepted pushes/s,
+# or fails (status 1) when the bench failed or lost, refused or duplicated a push.
+bench_rate() {
+    "$BIN" bench --server "$url" "$@" 2>"$work/bench.err" | tail -1 > "$work/result.json"
+    if [ ! -s "$work/result.json" ]; then echo "bench failed:" >&2; tail -5 "$work/bench.err" >&2; return 1; fi
+    python3 -c "import json; r=json.load(open('$work/result.json')); assert r['lost']==0 and r['refused']==0 and r['duplicated']==0, r; print(r['acceptedPerSecond'])"
+}
+
+# compare_medians "LABEL A" "RATES A" "LABEL B" "RATES B": the medians and B/A.
+compare_medians() {
+    python3 - "$@" <<'PY'
+import statistics, sys
+a_label, a, b_label, b = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+ma = statistics.median(float(x) for x in a.split())
+mb = statistics.median(float(x) for x in b.split())
+print(f"median {a_label} {ma:.0f}/s, {b_label} {mb:.0f}/s: ratio {mb/ma:.3f}")
+PY
+}

@@ -13,11 +13,11 @@ pushes=${2:-100000}
 
 run_one() {  # $1 = silent percentage
     start_server
-    "$BIN" bench --server "$url" --devices 1000 --providers 8 --in-flight 256 --pushes "$pushes" \
-        --silent-percent "$1" 2>"$work/bench.err" | tail -1 > "$work/result.json"
+    local rate status=0
+    rate=$(bench_rate --devices 1000 --providers 8 --in-flight 256 --pushes "$pushes" --silent-percent "$1") || status=$?
     stop_server
-    if [ ! -s "$work/result.json" ]; then echo "bench failed:" >&2; tail -5 "$work/bench.err" >&2; exit 1; fi
-    python3 -c "import json; r=json.load(open('$work/result.json')); assert r['lost']==0 and r['refused']==0 and r['duplicated']==0, r; print(r['acceptedPerSecond'])"
+    [ "$status" = 0 ] || exit 1
+    echo "$rate"
 }
 
 alert=(); mix=()
@@ -26,10 +26,4 @@ for i in $(seq "$rounds"); do
     echo "round $i: all alerts $a pushes/s, 80 % silent $m pushes/s"
     alert+=("$a"); mix+=("$m")
 done
-python3 - "${alert[*]}" "${mix[*]}" <<'PY'
-import statistics, sys
-alert = [float(x) for x in sys.argv[1].split()]
-mix = [float(x) for x in sys.argv[2].split()]
-a, m = statistics.median(alert), statistics.median(mix)
-print(f"median all alerts {a:.0f}/s, 80 % silent {m:.0f}/s: ratio {m/a:.3f}")
-PY
+compare_medians "all alerts" "${alert[*]}" "80 % silent" "${mix[*]}"

@@ -1,5 +1,6 @@
 import NIOCore
 import PushgateTLS
+import Synchronization
 
 /// What the application may know about the connection a request came on.
 public final class ConnectionInfo: Sendable {
@@ -22,6 +23,9 @@ public final class ConnectionInfo: Sendable {
     /// may only be used here.
     public let eventLoop: any EventLoop
     private let local: NIOLoopBound<LocalState>
+    /// Set by the first `grantFullConcurrency`: callers on every device request (from any
+    /// thread) then cost one atomic load, not a hop to the connection's loop.
+    private let granted = Atomic<Bool>(false)
 
     public init(
         id: UInt64,
@@ -58,6 +62,7 @@ public final class ConnectionInfo: Sendable {
     /// (`HTTP2ServerConfiguration.streamsUntilAuthorized`): the peer has proven who it is. From
     /// any thread; idempotent; nothing on HTTP/1.1.
     public func grantFullConcurrency() {
+        guard !granted.load(ordering: .relaxed), !granted.exchange(true, ordering: .relaxed) else { return }
         onLoop { $0.control?.grantFullConcurrency() }
     }
 
