@@ -55,7 +55,11 @@ final class DeviceState {
     var heldCount = 0
     var tokensByTopic: [String: String] = [:]
     /// Unacknowledged notifications in sequence order.
-    var queue = CircularBuffer<QueuedNotification>(initialCapacity: 0)
+    var queue = DeviceState.emptyQueue
+
+    /// Even at capacity 0 a `CircularBuffer` allocates a slot (about 200 bytes here); devices
+    /// start out sharing this one and copy it on their first notification.
+    private static let emptyQueue = CircularBuffer<QueuedNotification>(initialCapacity: 0)
     /// The next sequence number to assign.
     var nextSeq: UInt64
     var ackedSeq: UInt64

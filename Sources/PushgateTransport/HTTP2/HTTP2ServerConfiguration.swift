@@ -2,7 +2,11 @@ import NIOCore
 
 /// Per-connection limits and timeouts of the HTTP/2 server side.
 public struct HTTP2ServerConfiguration: Sendable {
-    public var session = HTTP2SessionLimits()
+    public var session: HTTP2SessionLimits = {
+        var limits = HTTP2SessionLimits()
+        limits.maxDeflateDynamicTableSize = 0
+        return limits
+    }()
     /// A request body larger than this is answered `413` and not buffered further.
     public var maxRequestBodySize = 1024 * 1024
     /// Request body bytes one connection may hold at once, across all its streams. A stream that
@@ -30,4 +34,14 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var streamsUntilAuthorized: UInt32?
 
     public init() {}
+}
+
+/// One copy of the configuration for all of a server's connections: stored inline, its couple
+/// of hundred bytes would be repeated in each of thousands of idle connections.
+final class SharedHTTP2ServerConfiguration: Sendable {
+    let configuration: HTTP2ServerConfiguration
+
+    init(_ configuration: HTTP2ServerConfiguration) {
+        self.configuration = configuration
+    }
 }

@@ -35,10 +35,11 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         case closed
     }
 
-    private let configuration: HTTP2ServerConfiguration
+    private let shared: SharedHTTP2ServerConfiguration
+    private var configuration: HTTP2ServerConfiguration { shared.configuration }
     private let application: any HTTPServerHandler
     private let connection: ConnectionInfo
-    private var logger: Logger
+    private let logger: ConnectionLogger
     private var session: NGHTTP2Session!
     private var context: ChannelHandlerContext!
     private var state = State.active
@@ -57,8 +58,6 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     private var flushing = false
     private var flushAgain = false
     private var readHeld = false
-    /// Streams that have been answered (a second answer is dropped, not spliced into the first).
-    private var answered: Set<Int32> = []
     /// Streams answered 413 while their body was still arriving: reset once the answer is out.
     private var rejectedStreams: Set<Int32> = []
     /// Request body bytes held across all streams of this connection.
@@ -74,15 +73,15 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     private var closeTimer: Scheduled<Void>?
 
     init(
-        configuration: HTTP2ServerConfiguration,
+        configuration: SharedHTTP2ServerConfiguration,
         application: any HTTPServerHandler,
         connection: ConnectionInfo,
         logger: Logger
     ) {
-        self.configuration = configuration
+        self.shared = configuration
         self.application = application
         self.connection = connection
-        self.logger = logger
+        self.logger = ConnectionLogger(base: logger, connection: connection)
     }
 
     // MARK: Channel events
@@ -95,6 +94,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
                 role: .server,
                 limits: configuration.session,
                 initialMaxConcurrentStreams: gated ? configuration.streamsUntilAuthorized : nil,
+                sharingFrameBuffer: true,
                 delegate: self
             )
         } catch {
@@ -389,7 +389,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     // MARK: Responses (HTTPResponseSink)
 
     func sendResponse(_ response: HTTPServerResponse, streamID: Int32) {
-        guard state != .closed, answered.insert(streamID).inserted else { return }
+        guard state != .closed, session.claimResponse(streamID: streamID) else { return }
         do {
             try session.submitResponse(
                 streamID: streamID,
@@ -406,7 +406,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     }
 
     func startStreaming(_ head: ResponseHead, streamID: Int32, writer: ResponseBodyWriter) -> Bool {
-        guard state != .closed, answered.insert(streamID).inserted else { return false }
+        guard state != .closed, session.claimResponse(streamID: streamID) else { return false }
         do {
             try session.submitResponse(
                 streamID: streamID,
@@ -457,6 +457,16 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         }
     }
 
+    /// A device connection spends its life with its event stream open and no request arriving:
+    /// a timer left armed would hold memory on each of them (and fire for nothing).
+    /// Its dictionary storage goes too, for the same reason.
+    private func disarmRequestTimerIfNoneArriving() {
+        guard requests.isEmpty else { return }
+        requests = [:]
+        requestTimer?.cancel()
+        requestTimer = nil
+    }
+
     private func requestTimerFired() {
         requestTimer = nil
         guard state != .closed else { return }
@@ -474,6 +484,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
 
     private func dispatch(streamID: Int32) {
         guard let pending = requests.removeValue(forKey: streamID), !pending.rejected else { return }
+        disarmRequestTimerIfNoneArriving()
         bufferedRequestBytes -= pending.body?.readableBytes ?? 0
         let request = HTTPServerRequest(
             method: pending.method,
@@ -597,8 +608,8 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
         if let pending = requests.removeValue(forKey: streamID) {
             bufferedRequestBytes -= pending.body?.readableBytes ?? 0
+            disarmRequestTimerIfNoneArriving()
         }
-        answered.remove(streamID)
         rejectedStreams.remove(streamID)
         if let writer = writers.removeValue(forKey: streamID) {
             writer.streamClosed(errorCode == NGHTTP2_NO_ERROR.rawValue ? .finished : .reset(errorCode: errorCode))

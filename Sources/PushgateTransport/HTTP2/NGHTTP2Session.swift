@@ -40,6 +40,10 @@ public struct HTTP2SessionLimits: Sendable {
     public var maxHeaderListSize: Int = 32 * 1024
     /// Largest header block we will send.
     public var maxSendHeaderBlockLength: Int = 64 * 1024
+    /// Our HPACK encoder's dynamic table (the peer's SETTINGS_HEADER_TABLE_SIZE caps it too).
+    /// Responses of a gateway repeat few fields worth indexing: each `apns-id` is new, and
+    /// indexing it costs an allocation per response and table memory on every connection.
+    public var maxDeflateDynamicTableSize: Int = 4096
     /// Rapid-reset protection (CVE-2023-44487): a token bucket of RST_STREAMs a peer may cause.
     public var streamResetBurst: UInt64 = 1000
     public var streamResetRatePerSecond: UInt64 = 33
@@ -86,18 +90,30 @@ final class NGHTTP2Session {
     private unowned(unsafe) let delegate: any NGHTTP2SessionDelegate
     private var bodies: [Int32: OutboundBody] = [:]
     let role: Role
+    /// Set when the session serializes into its thread's shared frame buffer.
+    private(set) var sharedFrameBuffer: SharedFrameBuffer?
+    private let frameBufferLease: UnsafeMutablePointer<SharedFrameBufferLease>?
 
     /// - Parameter manualFlowControl: when true, received DATA is acknowledged to the peer only
     ///   through `consume`, so a slow consumer makes the peer wait instead of making us buffer.
+    /// - Parameter sharingFrameBuffer: serialize into the calling event-loop thread's
+    ///   `SharedFrameBuffer` (when called on one) instead of a buffer of this session's own.
     init(
         role: Role,
         limits: HTTP2SessionLimits,
         manualFlowControl: Bool = false,
         initialMaxConcurrentStreams: UInt32? = nil,
+        sharingFrameBuffer: Bool = false,
         delegate: any NGHTTP2SessionDelegate
     ) throws {
         self.role = role
         self.delegate = delegate
+        let shared = sharingFrameBuffer ? SharedFrameBuffer.current : nil
+        var lease: UnsafeMutablePointer<SharedFrameBufferLease>?
+        if let shared {
+            lease = .allocate(capacity: 1)
+            lease!.initialize(to: SharedFrameBufferLease(shared: shared.memory))
+        }
 
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
@@ -108,6 +124,7 @@ final class NGHTTP2Session {
         nghttp2_option_new(&options)
         defer { nghttp2_option_del(options) }
         nghttp2_option_set_max_send_header_block_length(options, limits.maxSendHeaderBlockLength)
+        nghttp2_option_set_max_deflate_dynamic_table_size(options, limits.maxDeflateDynamicTableSize)
         nghttp2_option_set_max_settings(options, limits.maxSettings)
         nghttp2_option_set_max_outbound_ack(options, limits.maxOutboundAcks)
         nghttp2_option_set_stream_reset_rate_limit(
@@ -121,15 +138,26 @@ final class NGHTTP2Session {
         nghttp2_option_set_no_closed_streams(options, 1)
         if manualFlowControl { nghttp2_option_set_no_auto_window_update(options, 1) }
 
+        self.frameBufferLease = lease
         let userData = Unmanaged.passUnretained(self).toOpaque()
         var created: OpaquePointer?
         let rc: Int32
-        switch role {
-        case .server: rc = nghttp2_session_server_new2(&created, callbacks, userData, options)
-        case .client: rc = nghttp2_session_client_new2(&created, callbacks, userData, options)
+        if let lease {
+            // nghttp2 copies the allocator; its user data (the lease) lives as long as we do.
+            var allocator = SharedFrameBufferLease.allocator(for: lease)
+            switch role {
+            case .server: rc = nghttp2_session_server_new3(&created, callbacks, userData, options, &allocator)
+            case .client: rc = nghttp2_session_client_new3(&created, callbacks, userData, options, &allocator)
+            }
+        } else {
+            switch role {
+            case .server: rc = nghttp2_session_server_new2(&created, callbacks, userData, options)
+            case .client: rc = nghttp2_session_client_new2(&created, callbacks, userData, options)
+            }
         }
         guard rc == 0, let created else { throw NGHTTP2Error(code: rc, operation: "session creation") }
         self.session = created
+        if lease?.pointee.taken == true { sharedFrameBuffer = shared }
 
         var settings: [nghttp2_settings_entry] = [
             .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
@@ -154,6 +182,7 @@ final class NGHTTP2Session {
 
     deinit {
         nghttp2_session_del(session)
+        frameBufferLease?.deallocate()
     }
 
     // MARK: Bytes in and out
@@ -171,6 +200,21 @@ final class NGHTTP2Session {
     /// Appends serialized frames to `buffer` until nghttp2 has nothing more or `buffer` holds
     /// `limit` bytes. Returns true when nghttp2 may still have frames to send.
     func drain(into buffer: inout ByteBuffer, limit: Int) throws -> Bool {
+        if let shared = sharedFrameBuffer {
+            // Frames are copied out before `drain` returns, so only a drain nested inside
+            // another session's callbacks could overwrite one; handlers never do that.
+            guard !shared.busy else {
+                assertionFailure("an HTTP/2 session serialized inside another session's send")
+                throw NGHTTP2Error(code: NGHTTP2_ERR_INVALID_STATE.rawValue, operation: "send (nested in another session's send)")
+            }
+            shared.busy = true
+            defer { shared.busy = false }
+            return try drainFrames(into: &buffer, limit: limit)
+        }
+        return try drainFrames(into: &buffer, limit: limit)
+    }
+
+    private func drainFrames(into buffer: inout ByteBuffer, limit: Int) throws -> Bool {
         while buffer.readableBytes < limit {
             var pointer: UnsafePointer<UInt8>?
             let n = pg_nghttp2_mem_send(session, &pointer)
@@ -186,6 +230,17 @@ final class NGHTTP2Session {
     var lastProcessedStreamID: Int32 { nghttp2_session_get_last_proc_stream_id(session) }
 
     // MARK: Submitting
+
+    /// Claims the one response of a stream opened by the peer: false when the stream is gone or
+    /// was already answered. The mark lives in nghttp2's own per-stream user data (never
+    /// dereferenced), which costs nothing per stream, unlike a set of answered streams held on
+    /// every connection.
+    func claimResponse(streamID: Int32) -> Bool {
+        guard nghttp2_session_find_stream(session, streamID) != nil,
+              nghttp2_session_get_stream_user_data(session, streamID) == nil
+        else { return false }
+        return nghttp2_session_set_stream_user_data(session, streamID, UnsafeMutableRawPointer(bitPattern: 1)) == 0
+    }
 
     /// Submits response headers; `body` nil means headers only (END_STREAM on HEADERS).
     /// `streaming` keeps the stream open for later `appendBody` calls.

@@ -133,6 +133,7 @@ public final class HTTPServer: Sendable {
         let application = self.application
         let tracker = self.tracker
         let logger = self.logger
+        let http2 = SharedHTTP2ServerConfiguration(configuration.http2)
         return ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: configuration.backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -140,7 +141,7 @@ public final class HTTPServer: Sendable {
             // NIO keeps each connection's last receive buffer for reuse. Starting small (and
             // adapting up under load) keeps that at a few hundred bytes on idle connections,
             // where the default would hold 2 KiB on each of them.
-            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 256, initial: 512, maximum: 64 * 1024))
+            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 128, initial: 256, maximum: 64 * 1024))
             .childChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 guard let id = tracker.register(channel) else {
@@ -151,6 +152,7 @@ public final class HTTPServer: Sendable {
                         id: id,
                         tls: listener.tls,
                         configuration: configuration,
+                        http2: http2,
                         application: application,
                         logger: logger
                     ).configure(channel.pipeline.syncOperations, channel: channel)

@@ -9,19 +9,19 @@ struct ServerConnectionPipeline {
     let id: UInt64
     let tls: TLSContext?
     let configuration: HTTPServerConfiguration
+    /// `configuration.http2`, shared by the server's connections.
+    let http2: SharedHTTP2ServerConfiguration
     let application: any HTTPServerHandler
     let logger: Logger
 
     func configure(_ pipeline: ChannelPipeline.SynchronousOperations, channel: any Channel) throws {
-        var logger = self.logger
-        logger[metadataKey: "connection.id"] = "\(id)"
-        if let remote = channel.remoteAddress { logger[metadataKey: "connection.peer"] = "\(remote)" }
-
+        let logger = self.logger
         let tlsHandler = tls.map { TLSHandler(context: $0) }
         if let tlsHandler { try pipeline.addHandler(tlsHandler) }
 
         let id = self.id
         let configuration = self.configuration
+        let http2 = self.http2
         let application = self.application
         let selection = ProtocolSelectionHandler(
             awaitingTLS: tlsHandler != nil,
@@ -42,7 +42,7 @@ struct ServerConnectionPipeline {
             case .http2:
                 try operations.addHandler(
                     HTTP2ServerHandler(
-                        configuration: configuration.http2,
+                        configuration: http2,
                         application: application,
                         connection: info,
                         logger: logger
@@ -50,6 +50,9 @@ struct ServerConnectionPipeline {
                     position: .after(context.handler)
                 )
             case .http1:
+                var logger = logger
+                logger[metadataKey: "connection.id"] = "\(id)"
+                if let remote = info.remoteAddress { logger[metadataKey: "connection.peer"] = "\(remote)" }
                 let handlers: [any ChannelHandler] = [
                     HTTPResponseEncoder(),
                     // Operator requests are small; the cap keeps a client from making the decoder
