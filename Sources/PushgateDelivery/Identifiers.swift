@@ -3,8 +3,8 @@ import PushgateCrypto
 /// Device ids and device tokens carry their shard in their first byte, so any event loop can
 /// route a request to the shard that owns the device without a shared index or a lock.
 ///
-/// Both are random: a device id is 16 random bytes; a token is 32 random bytes drawn until its
-/// first byte names the device's shard (rejection sampling, so every byte stays uniform).
+/// Both are random: a device id is 16 random bytes; a token is the device's shard byte followed
+/// by 31 random bytes.
 enum Identifiers {
     /// 256 virtual shards, mapped onto however many event loops run, so ids stay valid when the
     /// thread count changes between restarts.
@@ -20,10 +20,7 @@ enum Identifiers {
 
     static func newToken(forDevice deviceID: String) throws -> String {
         guard let shard = virtualShard(ofHex: deviceID) else { preconditionFailure("device ids are hex") }
-        var bytes = try SecureRandom.bytes(32)
-        // Draw only the first byte again until it matches: the others are independent of it.
-        while Int(bytes[0]) != shard { bytes[0] = try SecureRandom.bytes(1)[0] }
-        return bytes.hexString
+        return ([UInt8(shard)] + (try SecureRandom.bytes(31))).hexString
     }
 
     /// The virtual shard named by the first byte of a hex id or token; nil if it is not hex.
