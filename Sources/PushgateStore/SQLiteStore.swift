@@ -73,10 +73,6 @@ public final class SQLiteStore: NotificationStore {
             try db.execute(sql: "PRAGMA synchronous = FULL")
             // Savepoint journals stay in memory.
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
-            // Queue pages (the table's tail, the index) change in every transaction: checkpointing
-            // every 10,000 WAL pages (about 40 MiB) instead of 1,000 copies each such page to the
-            // database once per checkpoint rather than ten times, for a longer WAL replay at start.
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 10000")
             // 32 MiB of page cache (the default is 2 MiB): pages of queued notifications and of
             // devices are read back from the file far less often under load.
             try db.execute(sql: "PRAGMA cache_size = -32768")
