@@ -174,7 +174,11 @@ final class DeviceShard: @unchecked Sendable {
             return
         }
         if let token = device.tokensByTopic[topic] {
-            promise.succeed(token)
+            if registrations[token]?.waiters != nil {
+                registrations[token]?.waiters?.append(promise)
+            } else {
+                promise.succeed(token)
+            }
             return
         }
         let token: String
@@ -187,12 +191,15 @@ final class DeviceShard: @unchecked Sendable {
         let record = RegistrationRecord(token: token, deviceID: deviceID, topic: topic, createdAt: clock.nowMillis())
         let app = scheduler.addApp(device: device.handle, topic: topic)
         if let app { appTokens[app] = token }
-        registrations[token] = RegistrationState(deviceID: deviceID, topic: topic, app: app)
+        registrations[token] = RegistrationState(deviceID: deviceID, topic: topic, app: app, waiters: [])
         device.tokensByTopic[topic] = token
         commit([.register(record)]) { [self] result in
+            let waiters = registrations[token]?.waiters ?? []
             switch result {
             case .success:
+                registrations[token]?.waiters = nil
                 promise.succeed(token)
+                for waiter in waiters { waiter.succeed(token) }
             case .failure(let error):
                 registrations[token] = nil
                 if let app {
@@ -201,6 +208,7 @@ final class DeviceShard: @unchecked Sendable {
                 }
                 if device.tokensByTopic[topic] == token { device.tokensByTopic[topic] = nil }
                 promise.fail(Refusal.storeFailed(error))
+                for waiter in waiters { waiter.fail(Refusal.storeFailed(error)) }
             }
         }
     }

@@ -43,6 +43,9 @@ struct RegistrationState {
     var unregisteredAt: Int64?
     /// The app in the shard's scheduler, while the registration is active.
     var app: AppHandle?
+    /// Set while the registration's commit is pending: further registrations of the same topic
+    /// wait here, so no caller gets a token before it is on disk.
+    var waiters: [EventLoopPromise<String>]?
 }
 
 /// Everything the gateway keeps in memory for one device. Confined to its shard's event loop.

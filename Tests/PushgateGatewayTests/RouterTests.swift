@@ -100,6 +100,7 @@ func withGateway(
     clock: any DeliveryClock = SystemClock(),
     access: AccessConfiguration = AccessConfiguration(),
     delivery: DeliveryConfiguration = DeliveryConfiguration(),
+    faults: FaultyStore? = nil,
     _ body: (RunningGateway) async throws -> Void
 ) async throws {
     let dataDirectory = directory ?? FileManager.default.temporaryDirectory
@@ -109,7 +110,9 @@ func withGateway(
     let readiness = Readiness()
     var logger = Logger(label: "test")
     logger.logLevel = ProcessInfo.processInfo.environment["PUSHGATE_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
-    let store = try SQLiteStore(directory: dataDirectory, logger: logger)
+    let sqlite = try SQLiteStore(directory: dataDirectory, logger: logger)
+    faults?.attach(sqlite)
+    let store: any NotificationStore = faults ?? sqlite
     let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: delivery, logger: logger)
     try await core.restore()
     let server = HTTPServer(

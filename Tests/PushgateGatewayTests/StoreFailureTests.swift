@@ -1,0 +1,75 @@
+import Foundation
+import NIOCore
+import PushgateCore
+import PushgateDelivery
+import PushgateStore
+import Synchronization
+import Testing
+
+/// What the gateway does when a commit fails or is slow, with faults injected into the store
+/// (the real SQLite store does everything else).
+@Suite("Store failures: nothing is answered before it is on disk, nothing held is lost", .timeLimit(.minutes(1)))
+struct StoreFailureTests {
+    static let isRegister: FaultyStore.Match = { $0.contains { if case .register = $0 { true } else { false } } }
+    static let isRelease: FaultyStore.Match = { $0.contains { if case .assignSeq = $0 { true } else { false } } }
+
+    @Test("a register of a topic whose registration is not on disk yet waits for it: the same failure, or the same token")
+    func registerWaitsForThePendingCommit() async throws {
+        let faults = FaultyStore()
+        try await withGateway(faults: faults) { gateway in
+            let api = try await API(gateway)
+            let device = try await api.createDevice()
+            let core = gateway.core
+            let topic = "com.example.race"
+
+            for failing in [true, false] {
+                faults.holdNext(where: Self.isRegister)
+                let first = core.register(deviceID: device.id, secret: device.secret, topic: topic)
+                await faults.waitUntilHeld()
+                let second = core.register(deviceID: device.id, secret: device.secret, topic: topic)
+                let answered = Mutex(false)
+                second.whenComplete { _ in answered.withLock { $0 = true } }
+                // Runs on every shard after the second register (and any answer it gave at once).
+                try await core.advanceSchedulers()
+                #expect(!answered.withLock { $0 }, "answered before the first registration was on disk")
+
+                faults.release(failing: failing)
+                if failing {
+                    await #expect(throws: Refusal.self) { try await first.get() }
+                    await #expect(throws: Refusal.self) { try await second.get() }
+                } else {
+                    let token = try await first.get()
+                    #expect(try await second.get() == token)
+                    #expect(try await api.push(token: token, topic: topic, apnsID: newAPNsID()).status == 200)
+                }
+            }
+            await api.close()
+        }
+    }
+
+    @Test("a keep-alive whose release fails to commit answers 503 and keeps the pushes held; the next one releases them")
+    func failedReleaseIsHeldAgain() async throws {
+        let faults = FaultyStore()
+        let delivery = SchedulerDeliveryTests.delivery()
+        try await withGateway(clock: TestClock(SchedulerDeliveryTests.start), delivery: delivery, faults: faults) { gateway in
+            let api = try await API(gateway)
+            let device = try await api.createDevice()
+            let token = try await api.registeredToken(device, topic: SchedulerDeliveryTests.topic)
+            // Offline: silent pushes are held.
+            let ids = [newAPNsID(), newAPNsID()]
+            for id in ids { #expect(try await SchedulerDeliveryTests.silent(api, token, id: id).disposition == "held") }
+
+            faults.failNext(where: Self.isRelease)
+            let failed = try await api.device(device, "POST", "keepalive")
+            #expect(failed.status == 503, "\(failed.text)")
+            #expect(gateway.core.counters.held == 2)
+
+            let reply = try await api.device(device, "POST", "keepalive")
+            #expect(reply.status == 200)
+            let notifications = try #require(reply.json["notifications"] as? [[String: Any]], "\(reply.text)")
+            #expect(notifications.map { $0["apnsId"] as? String } == ids)
+            #expect(gateway.core.counters.held == 0)
+            await api.close()
+        }
+    }
+}
