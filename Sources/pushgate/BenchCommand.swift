@@ -159,12 +159,11 @@ struct BenchRun: Sendable {
     }
 
     /// A connection for many concurrent requests. A gateway that authenticates providers allows
-    /// one stream per new connection until it proves who it is: one request first, so that the
-    /// client has the server's SETTINGS and queues the rest instead of racing them (and being
-    /// refused).
+    /// one stream per new connection until it proves who it is: with the server's SETTINGS in
+    /// hand, the client queues the other requests instead of racing them (and being refused).
     private func connectSettled() async throws -> HTTP2ClientConnection {
         let connection = try await connect()
-        _ = try await connection.send(request("GET", "/healthz"))
+        try await connection.waitForServerSettings()
         return connection
     }
 

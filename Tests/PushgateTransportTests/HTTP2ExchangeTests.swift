@@ -207,7 +207,7 @@ struct HTTP2LimitTests {
             // has seen the SETTINGS (before that, a racing client gets REFUSED_STREAM, as from
             // APNs).
             let queued = try await server.connect()
-            #expect(try await queued.send(HTTPClientRequest(method: "GET", path: "/hello")).status == 200)
+            try await queued.waitForServerSettings()
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<20 { group.addTask { try await queued.send(HTTPClientRequest(method: "GET", path: "/hello")).status } }
                 return try await group.reduce(into: [Int]()) { $0.append($1) }

@@ -74,6 +74,7 @@ private final class SilentDelegate: NGHTTP2SessionDelegate, @unchecked Sendable 
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {}
     func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer) {}
     func sessionPingAckReceived() {}
+    func sessionSettingsReceived() {}
     func sessionBodyDrained(streamID: Int32, remaining: Int) {}
     func sessionEndStreamSent(streamID: Int32) {}
 }

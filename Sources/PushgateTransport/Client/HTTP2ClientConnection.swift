@@ -10,10 +10,13 @@ public final class HTTP2ClientConnection: Sendable {
     /// Completes with the server's first GOAWAY; fails if the connection closes without one.
     public let goAwayReceived: EventLoopFuture<HTTP2GoAway>
 
+    private let settingsReceived: EventLoopFuture<Void>
+
     private init(channel: any Channel, handler: HTTP2ClientHandler) {
         self.channel = channel
         self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
         self.goAwayReceived = handler.goAwayFuture
+        self.settingsReceived = handler.settingsFuture
     }
 
     /// Connects to `host:port`. With `tls`, the handshake (ALPN `h2` unless the context says
@@ -44,6 +47,15 @@ public final class HTTP2ClientConnection: Sendable {
                     return HTTP2ClientConnection(channel: channel, handler: handler)
                 }
             }
+    }
+
+    /// Returns once the server's first SETTINGS are in (fails if the connection closes first or
+    /// none come within 10 s). Until then nghttp2 assumes the server allows 100 streams: a client
+    /// that fans out many requests on a new connection to a gateway that allows one stream
+    /// until the client authenticates waits here, so that the extra requests queue instead of
+    /// being refused.
+    public func waitForServerSettings() async throws {
+        try await settingsReceived.get()
     }
 
     /// Sends a request and returns the whole response.

@@ -39,14 +39,23 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     private var closed = false
     private let goAway: EventLoopPromise<HTTP2GoAway>
     private var goAwayCompleted = false
+    private let settings: EventLoopPromise<Void>
+    private var settingsCompleted = false
+    private var settingsTimer: Scheduled<Void>?
+    /// How long the server gets to send its first SETTINGS.
+    static let settingsTimeout = TimeAmount.seconds(10)
 
     /// Completes with the first GOAWAY the server sends.
     var goAwayFuture: EventLoopFuture<HTTP2GoAway> { goAway.futureResult }
+    /// Completes once the server's first SETTINGS are in: from then on, requests beyond its
+    /// stream limit wait in nghttp2's queue instead of being sent and refused.
+    var settingsFuture: EventLoopFuture<Void> { settings.futureResult }
 
     init(limits: HTTP2SessionLimits, maxResponseBodySize: Int, eventLoop: any EventLoop) {
         self.limits = limits
         self.maxResponseBodySize = maxResponseBodySize
         self.goAway = eventLoop.makePromise()
+        self.settings = eventLoop.makePromise()
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -57,6 +66,10 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
             context.fireErrorCaught(error)
             context.close(promise: nil)
             return
+        }
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        settingsTimer = context.eventLoop.scheduleTask(in: Self.settingsTimeout) {
+            loopBound.value.completeSettings(.failure(HTTP2ClientError.noSettings))
         }
         if context.channel.isActive { flushOutput() }
     }
@@ -69,12 +82,14 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     func channelInactive(context: ChannelHandlerContext) {
         failAll(HTTP2ClientError.connectionClosed)
         completeGoAway(.failure(HTTP2ClientError.connectionClosed))
+        completeSettings(.failure(HTTP2ClientError.connectionClosed))
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         failAll(HTTP2ClientError.connectionClosed)
         completeGoAway(.failure(HTTP2ClientError.connectionClosed))
+        completeSettings(.failure(HTTP2ClientError.connectionClosed))
         self.context = nil
     }
 
@@ -340,6 +355,19 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
     }
 
     func sessionPingAckReceived() {}
+
+    func sessionSettingsReceived() {
+        completeSettings(.success(()))
+    }
+
+    private func completeSettings(_ result: Result<Void, any Error>) {
+        guard !settingsCompleted else { return }
+        settingsCompleted = true
+        settingsTimer?.cancel()
+        settingsTimer = nil
+        settings.completeWith(result)
+        if case .failure = result, let context, !closed { context.close(promise: nil) }
+    }
 
     func sessionBodyDrained(streamID: Int32, remaining: Int) {}
 

@@ -108,6 +108,8 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
     case submitFailed(String)
     /// A whole response's body was over the connection's limit; the stream was reset.
     case responseTooLarge(limit: Int)
+    /// The server sent no HTTP/2 SETTINGS in time (not an HTTP/2 server, or a stalled one).
+    case noSettings
 
     public var description: String {
         switch self {
@@ -116,6 +118,7 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
         case .refused: return "the server refused the stream without processing it (going away or over a limit); retry it"
         case .submitFailed(let reason): return "the request could not be sent: \(reason)"
         case .responseTooLarge(let limit): return "the response body is larger than \(limit) bytes; use a streamed request"
+        case .noSettings: return "the server sent no HTTP/2 SETTINGS within \(HTTP2ClientHandler.settingsTimeout); is it an HTTP/2 server (h2 or prior-knowledge h2c)?"
         }
     }
 }

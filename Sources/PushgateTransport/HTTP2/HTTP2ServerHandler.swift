@@ -626,6 +626,8 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         if state == .quiescing { sendFinalGoAway() }
     }
 
+    func sessionSettingsReceived() {}
+
     func sessionBodyDrained(streamID: Int32, remaining: Int) {
         writers[streamID]?.bodyDrained(remaining: remaining)
     }

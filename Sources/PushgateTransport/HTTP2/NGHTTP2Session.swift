@@ -21,6 +21,8 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32)
     func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer)
     func sessionPingAckReceived()
+    /// The peer's SETTINGS (not an acknowledgement of ours) were received and applied.
+    func sessionSettingsReceived()
     /// nghttp2 took bytes of a streamed body into DATA frames; `remaining` are still queued here.
     func sessionBodyDrained(streamID: Int32, remaining: Int)
     /// A frame carrying END_STREAM for `streamID` was serialized: our side of it is done.
@@ -472,6 +474,8 @@ final class NGHTTP2Session {
                 )
             case NGHTTP2_PING.rawValue:
                 if frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { delegate.sessionPingAckReceived() }
+            case NGHTTP2_SETTINGS.rawValue:
+                if frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { delegate.sessionSettingsReceived() }
             default:
                 break
             }
