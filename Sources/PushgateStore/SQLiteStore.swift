@@ -73,9 +73,6 @@ public final class SQLiteStore: NotificationStore {
             try db.execute(sql: "PRAGMA synchronous = FULL")
             // Savepoint journals stay in memory.
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
-            // 32 MiB of page cache (the default is 2 MiB): pages of queued notifications and of
-            // devices are read back from the file far less often under load.
-            try db.execute(sql: "PRAGMA cache_size = -32768")
         }
 
         let migrator = SQLiteSchema.migrator

@@ -73,8 +73,9 @@ public final class ConnectionInfo: Sendable {
         onLoop { $0.control?.goAway(reason: reason) }
     }
 
-    /// The protocol handler registers itself here when it is added to the pipeline.
-    func install(control: any ConnectionControl) {
+    /// The protocol handler registers itself here when it is added to the pipeline, and
+    /// withdraws when it is removed (on the loop, before it can go away).
+    func install(control: (any ConnectionControl)?) {
         local.value.control = control
     }
 
@@ -89,7 +90,9 @@ public final class ConnectionInfo: Sendable {
 
     private final class LocalState {
         var attachments: [ObjectIdentifier: AnyObject] = [:]
-        weak var control: (any ConnectionControl)?
+        /// Not weak: a weak reference would give the handler a side table (memory on every
+        /// connection, and slower reference counting on every request).
+        unowned(unsafe) var control: (any ConnectionControl)?
     }
 }
 

@@ -109,6 +109,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        connection.install(control: nil)
         tearDown()
         self.context = nil
     }
@@ -140,6 +141,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        // Most requests arrive whole in one read and are dispatched by now: only those still
+        // arriving need the timer, so a busy connection does not schedule one per request.
+        if !requests.isEmpty { armRequestTimer() }
         flushOutput()
         context.fireChannelReadComplete()
     }
@@ -459,11 +463,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
 
     /// A device connection spends its life with its event stream open and no request arriving:
     /// a timer left armed would hold memory on each of them (and fire for nothing).
-    /// Its dictionary storage goes too, for the same reason.
     private func disarmRequestTimerIfNoneArriving() {
-        guard requests.isEmpty else { return }
-        requests = [:]
-        requestTimer?.cancel()
+        guard let timer = requestTimer, requests.isEmpty else { return }
+        timer.cancel()
         requestTimer = nil
     }
 
@@ -525,7 +527,6 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         openStreams += 1
         idleTimer?.cancel()
         idleTimer = nil
-        armRequestTimer()
         return true
     }
 
