@@ -811,7 +811,7 @@ final class DeviceShard: @unchecked Sendable {
                 continue
             }
             guard device.unackedBytes < configuration.unackedWindowBytes else { break }
-            if buffer == nil { buffer = ByteBuffer() }
+            if buffer == nil { buffer = ByteBufferAllocator().buffer(capacity: EventStreamEncoder.estimatedSize(of: entry.record)) }
             let before = buffer!.writerIndex
             EventStreamEncoder.writeNotification(entry.record, delivery: entry.delivery, into: &buffer!)
             let size = buffer!.writerIndex - before

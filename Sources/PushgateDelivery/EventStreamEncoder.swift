@@ -5,25 +5,35 @@ import PushgateStore
 enum EventStreamEncoder {
     /// `id: <seq>`, `event: notification`, `data: <one JSON object>`.
     static func writeNotification(_ record: NotificationRecord, delivery: DeliveryKind, into buffer: inout ByteBuffer) {
-        let seq = record.seq ?? 0
-        buffer.writeString("id: \(seq)\nevent: notification\ndata: ")
+        buffer.writeStaticString("id: ")
+        writeDecimal(record.seq ?? 0, into: &buffer)
+        buffer.writeStaticString("\nevent: notification\ndata: ")
         writeJSON(record, delivery: delivery, into: &buffer)
-        buffer.writeString("\n\n")
+        buffer.writeStaticString("\n\n")
+    }
+
+    /// Room for one event: the payload and the ids around it (a buffer this size rarely grows).
+    static func estimatedSize(of record: NotificationRecord) -> Int {
+        record.payload.count + record.token.utf8.count + record.topic.utf8.count + 320
     }
 
     /// The notification as the JSON object carried in events and keep-alive responses.
     static func writeJSON(_ record: NotificationRecord, delivery: DeliveryKind, into buffer: inout ByteBuffer) {
-        buffer.writeString("{\"seq\":\(record.seq ?? 0),\"apnsId\":")
+        buffer.writeStaticString("{\"seq\":")
+        writeDecimal(record.seq ?? 0, into: &buffer)
+        buffer.writeStaticString(",\"apnsId\":")
         writeString(record.apnsID, into: &buffer)
-        buffer.writeString(",\"token\":")
+        buffer.writeStaticString(",\"token\":")
         writeString(record.token, into: &buffer)
-        buffer.writeString(",\"topic\":")
+        buffer.writeStaticString(",\"topic\":")
         writeString(record.topic, into: &buffer)
-        buffer.writeString(",\"pushType\":")
+        buffer.writeStaticString(",\"pushType\":")
         writeString(record.pushType, into: &buffer)
-        buffer.writeString(",\"priority\":\(record.priority),\"collapseId\":")
-        if let collapseID = record.collapseID { writeString(collapseID, into: &buffer) } else { buffer.writeString("null") }
-        buffer.writeString(",\"payload\":")
+        buffer.writeStaticString(",\"priority\":")
+        writeDecimal(UInt64(record.priority), into: &buffer)
+        buffer.writeStaticString(",\"collapseId\":")
+        if let collapseID = record.collapseID { writeString(collapseID, into: &buffer) } else { buffer.writeStaticString("null") }
+        buffer.writeStaticString(",\"payload\":")
         // The payload is a validated JSON object. SSE ends a data line at CR or LF; in valid
         // JSON those only occur as whitespace between tokens, so a space is equivalent.
         if record.payload.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
@@ -33,12 +43,33 @@ enum EventStreamEncoder {
         } else {
             buffer.writeBytes(record.payload)
         }
-        buffer.writeString(",\"acceptedAt\":\(record.acceptedAt),\"delivery\":\"\(delivery.label.rawValue)\",\"carrier\":")
-        if let carrier = delivery.carrier { writeString(carrier, into: &buffer) } else { buffer.writeString("null") }
+        buffer.writeStaticString(",\"acceptedAt\":")
+        if record.acceptedAt < 0 { buffer.writeInteger(UInt8(ascii: "-")) }
+        writeDecimal(record.acceptedAt.magnitude, into: &buffer)
+        buffer.writeStaticString(",\"delivery\":\"")
+        buffer.writeString(delivery.label.rawValue)
+        buffer.writeStaticString("\",\"carrier\":")
+        if let carrier = delivery.carrier { writeString(carrier, into: &buffer) } else { buffer.writeStaticString("null") }
         buffer.writeInteger(UInt8(ascii: "}"))
     }
 
     static let heartbeat = ByteBuffer(string: ": heartbeat\n\n")
+
+    /// Decimal digits straight into the buffer: string interpolation would allocate a String
+    /// for each number of each event.
+    static func writeDecimal(_ value: UInt64, into buffer: inout ByteBuffer) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: UInt64.max has 20 digits
+        withUnsafeMutableBytes(of: &digits) { bytes in
+            var remaining = value
+            var index = bytes.count
+            repeat {
+                index -= 1
+                bytes[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                remaining /= 10
+            } while remaining > 0
+            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[index...]))
+        }
+    }
 
     /// A JSON string literal.
     static func writeString(_ string: String, into buffer: inout ByteBuffer) {
