@@ -72,6 +72,8 @@ let package = Package(
             name: "PushgateStore",
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for binding the hot commands without GRDB's argument values.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,5 +1,6 @@
 import struct Foundation.Data
 import GRDB
+import GRDBSQLite
 
 /// Applies `StoreCommand`s on the writer's connection with cached prepared statements.
 /// Runs only on the database queue, inside the group transaction.
@@ -87,21 +88,44 @@ enum SQLiteCommands {
                 .execute(arguments: [state, token])
 
         case .enqueue(let n):
-            try db.cachedStatement(sql: """
+            // The hot commands bind through SQLite's C API: GRDB's `StatementArguments` would
+            // box every value and copy the payload into a `Data` first.
+            let statement = try db.cachedStatement(sql: """
                 INSERT INTO notifications (acceptance_id, device_id, token, topic, apns_id, push_type, \
                 priority, collapse_id, payload, accepted_at, expires_at, seq) \
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [
-                try int64(n.acceptanceID, "acceptanceID", command), n.deviceID, n.token, n.topic, n.apnsID,
-                n.pushType, Int64(n.priority), n.collapseID, Data(n.payload), n.acceptedAt, n.expiresAt,
-                try n.seq.map { seq throws(Failure) in try int64(seq, "seq", command) },
-            ])
+                """)
+            let acceptanceID = try int64(n.acceptanceID, "acceptanceID", command)
+            let seq = try n.seq.map { seq throws(Failure) in try int64(seq, "seq", command) }
+            try step(statement, db, command) { h in
+                sqlite3_bind_int64(h, 1, acceptanceID)
+                sqlite3_bind_text(h, 2, n.deviceID, -1, transient)
+                sqlite3_bind_text(h, 3, n.token, -1, transient)
+                sqlite3_bind_text(h, 4, n.topic, -1, transient)
+                sqlite3_bind_text(h, 5, n.apnsID, -1, transient)
+                sqlite3_bind_text(h, 6, n.pushType, -1, transient)
+                sqlite3_bind_int64(h, 7, Int64(n.priority))
+                if let collapseID = n.collapseID { sqlite3_bind_text(h, 8, collapseID, -1, transient) } else { sqlite3_bind_null(h, 8) }
+                _ = n.payload.withUnsafeBytes { bytes in
+                    if let base = bytes.baseAddress {
+                        sqlite3_bind_blob(h, 9, base, Int32(bytes.count), transient)
+                    } else {
+                        sqlite3_bind_zeroblob(h, 9, 0)
+                    }
+                }
+                sqlite3_bind_int64(h, 10, n.acceptedAt)
+                sqlite3_bind_int64(h, 11, n.expiresAt)
+                if let seq { sqlite3_bind_int64(h, 12, seq) } else { sqlite3_bind_null(h, 12) }
+            }
 
         case .assignSeq(let acceptanceID, let seq):
             let seqValue = try int64(seq, "seq", command)
             let idValue = try int64(acceptanceID, "acceptanceID", command)
-            try db.cachedStatement(sql: "UPDATE notifications SET seq = ? WHERE acceptance_id = ?")
-                .execute(arguments: [seqValue, idValue])
+            let statement = try db.cachedStatement(sql: "UPDATE notifications SET seq = ? WHERE acceptance_id = ?")
+            try step(statement, db, command) { h in
+                sqlite3_bind_int64(h, 1, seqValue)
+                sqlite3_bind_int64(h, 2, idValue)
+            }
 
         case .remove(let acceptanceIDs):
             // A stored row's seq is itself the record of the highest seq assigned; only when a
@@ -121,11 +145,35 @@ enum SQLiteCommands {
         case .ack(let deviceID, let upTo):
             // Everything up to Int64.max is "everything": clamp rather than fail.
             let upTo = Int64(clamping: upTo)
-            try db.cachedStatement(sql: "DELETE FROM notifications WHERE device_id = ? AND seq <= ?")
-                .execute(arguments: [deviceID, upTo])
-            try db.cachedStatement(sql: "UPDATE devices SET acked_seq = max(acked_seq, ?) WHERE id = ?")
-                .execute(arguments: [upTo, deviceID])
+            let delete = try db.cachedStatement(sql: "DELETE FROM notifications WHERE device_id = ? AND seq <= ?")
+            try step(delete, db, command) { h in
+                sqlite3_bind_text(h, 1, deviceID, -1, transient)
+                sqlite3_bind_int64(h, 2, upTo)
+            }
+            let record = try db.cachedStatement(sql: "UPDATE devices SET acked_seq = max(acked_seq, ?) WHERE id = ?")
+            try step(record, db, command) { h in
+                sqlite3_bind_int64(h, 1, upTo)
+                sqlite3_bind_text(h, 2, deviceID, -1, transient)
+            }
         }
+    }
+
+    /// SQLite copies bound text and blobs (the caller's memory is temporary).
+    private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+    /// Binds and runs one statement that returns no rows.
+    private static func step(_ statement: Statement, _ db: Database, _ command: StoreCommand, bind: (OpaquePointer) -> Void) throws(Failure) {
+        let handle = statement.sqliteStatement
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        bind(handle)
+        let rc = sqlite3_step(handle)
+        guard rc == SQLITE_DONE else {
+            let message = "\(describe(command)): SQLite error \(sqlite3_extended_errcode(db.sqliteConnection)): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))"
+            sqlite3_reset(handle)
+            throw Failure(message: message)
+        }
+        sqlite3_reset(handle)
     }
 
     /// Records the highest acceptance id committed in this transaction (never lowering it).
