@@ -384,8 +384,7 @@ final class DeviceShard: @unchecked Sendable {
                     counters.add(queued: -removed.count)
                 }
             }
-            record.seq = device.nextSeq
-            device.nextSeq += 1
+            record.seq = takeSeq(device, into: &commands)
             commands.append(.enqueue(record))
             entries.append(enqueue(record, delivery: .stored, on: device))
             disposition = replaced ? .coalesced : .stored
@@ -399,8 +398,7 @@ final class DeviceShard: @unchecked Sendable {
             // In acceptance order: what was held rides ahead of the push that woke the device.
             for release in acceptance.releases {
                 if release.id == record.acceptanceID {
-                    record.seq = device.nextSeq
-                    device.nextSeq += 1
+                    record.seq = takeSeq(device, into: &commands)
                     commands.append(.enqueue(record))
                     entries.append(enqueue(record, delivery: .immediate, on: device))
                 } else {
@@ -481,8 +479,7 @@ final class DeviceShard: @unchecked Sendable {
         let asHeld = record
         device.heldCount -= 1
         counters.add(held: -1)
-        let seq = device.nextSeq
-        device.nextSeq += 1
+        let seq = takeSeq(device, into: &commands)
         record.seq = seq
         let delivery: DeliveryKind
         switch release.kind {
@@ -785,7 +782,10 @@ final class DeviceShard: @unchecked Sendable {
         counters.acknowledged(removed)
         if device.queue.isEmpty { withQueue.remove(device.id) }
         device.ackedSeq = upTo
-        commit([.ack(deviceID: device.id, upTo: upTo)]) { result in
+        var commands: [StoreCommand] = [.ack(deviceID: device.id, upTo: upTo)]
+        // After a restart nothing is reserved yet: the seqs this ack deletes must stay covered.
+        reserveSeqs(of: device, through: upTo, into: &commands)
+        commit(commands) { result in
             promise?.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
         pump(device)
@@ -884,12 +884,47 @@ final class DeviceShard: @unchecked Sendable {
     private func commit(_ commands: [StoreCommand], then: @escaping (Result<Void, StoreError>) -> Void) {
         let loop = eventLoop
         let continuation = NIOLoopBound(then, eventLoop: loop)
+        let shard = NIOLoopBound(self, eventLoop: loop)
         let logger = self.logger
         store.commit(commands) { result in
             if case .failure(let error) = result {
                 logger.error("store commit failed", metadata: ["error": "\(error)", "store.commands": "\(commands.count)"])
+                loop.execute {
+                    shard.value.forgetReservations(in: commands)
+                    continuation.value(result)
+                }
+                return
             }
             loop.execute { continuation.value(result) }
+        }
+    }
+
+    // MARK: Sequence numbers
+
+    /// Seqs reserved on disk at a time: a restart continues after the block, so most pushes and
+    /// acks write no device row (at most this many seqs are skipped per restart).
+    static let seqReservationBlock: UInt64 = 1024
+
+    /// The device's next seq. Passing its reservation reserves the next block in the same commit.
+    private func takeSeq(_ device: DeviceState, into commands: inout [StoreCommand]) -> UInt64 {
+        let seq = device.nextSeq
+        device.nextSeq += 1
+        reserveSeqs(of: device, through: seq, into: &commands)
+        return seq
+    }
+
+    private func reserveSeqs(of device: DeviceState, through seq: UInt64, into commands: inout [StoreCommand]) {
+        guard seq > device.reservedSeq else { return }
+        // Seqs are stored as SQLite integers (signed 64-bit): never reserve past that.
+        let through = max(seq, min(seq &+ Self.seqReservationBlock - 1, UInt64(Int64.max)))
+        commands.append(.reserveSeqs(deviceID: device.id, through: through))
+        device.reservedSeq = through
+    }
+
+    /// A reservation that did not reach the disk is made again by the next seq or ack.
+    private func forgetReservations(in commands: [StoreCommand]) {
+        for case .reserveSeqs(let deviceID, _) in commands {
+            devices[deviceID]?.reservedSeq = 0
         }
     }
 

@@ -65,6 +65,9 @@ final class DeviceState {
     private static let emptyQueue = CircularBuffer<QueuedNotification>(initialCapacity: 0)
     /// The next sequence number to assign.
     var nextSeq: UInt64
+    /// Seqs up to this one are reserved on disk (or in a commit on its way): 0 until this
+    /// process reserves any, so the first seq or ack after a start reserves again.
+    var reservedSeq: UInt64 = 0
     var ackedSeq: UInt64
     var stream: StreamBinding?
     /// How many queue entries (from the front) were written on the current stream.

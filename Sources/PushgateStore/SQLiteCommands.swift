@@ -14,11 +14,13 @@ enum SQLiteCommands {
     /// savepoint, because SQLite undoes a failing statement by itself (statement atomicity).
     static func isSingleStatement(_ command: StoreCommand) -> Bool {
         switch command {
-        case .createDevice, .register, .enqueue, .assignSeq, .setAppState:
+        case .createDevice, .register, .enqueue, .assignSeq, .setAppState, .reserveSeqs:
             return true
         case .saveBuckets(let buckets):
             return buckets.count <= 1
-        case .remove, .deleteDevice, .ack, .unregister:
+        case .ack:
+            return true
+        case .remove, .deleteDevice, .unregister:
             return false
         }
     }
@@ -150,9 +152,12 @@ enum SQLiteCommands {
                 sqlite3_bind_text(h, 1, deviceID, -1, transient)
                 sqlite3_bind_int64(h, 2, upTo)
             }
-            let record = try db.cachedStatement(sql: "UPDATE devices SET acked_seq = max(acked_seq, ?) WHERE id = ?")
-            try step(record, db, command) { h in
-                sqlite3_bind_int64(h, 1, upTo)
+
+        case .reserveSeqs(let deviceID, let through):
+            let through = try int64(through, "through", command)
+            let statement = try db.cachedStatement(sql: "UPDATE devices SET last_seq = max(last_seq, ?) WHERE id = ?")
+            try step(statement, db, command) { h in
+                sqlite3_bind_int64(h, 1, through)
                 sqlite3_bind_text(h, 2, deviceID, -1, transient)
             }
         }
@@ -213,6 +218,8 @@ enum SQLiteCommands {
             return "save \(buckets.count) bucket level(s)"
         case .setAppState(let token, let state):
             return "set app state of token \(token) to \(state)"
+        case .reserveSeqs(let deviceID, let through):
+            return "reserve seqs of device \(deviceID) through \(through)"
         }
     }
 }

@@ -130,9 +130,14 @@ public enum StoreCommand: Sendable, Equatable {
     case assignSeq(acceptanceID: UInt64, seq: UInt64)
     /// Removes notifications that will never be delivered (expired, coalesced, overflow, ...).
     case remove(acceptanceIDs: [UInt64])
-    /// Cumulative acknowledgement: deletes the device's notifications with seq <= upTo and
-    /// records upTo (never lowering it).
+    /// Cumulative acknowledgement: deletes the device's notifications with seq <= upTo. The seqs
+    /// they had stay covered by the device's reservation (`reserveSeqs`), so an ack writes
+    /// nothing else (no device row per ack).
     case ack(deviceID: String, upTo: UInt64)
+    /// Records that seqs up to `through` may be in use (`last_seq`, never lowered): a restart
+    /// continues after it, so a seq is never given twice, even once every notification that had
+    /// one is gone. Reserved in blocks, so most pushes and acks need no device-row write.
+    case reserveSeqs(deviceID: String, through: UInt64)
     /// Records silent-budget bucket levels (insert or replace).
     case saveBuckets([BucketRecord])
     /// Records an app's reported state.

@@ -554,6 +554,7 @@ struct DeliveryTests {
         }
 
         clock.set(Self.start + 10_000)
+        var lastSeq = 0
         try await withGateway(directory: directory, clock: clock) { gateway in
             let api = try await API(gateway)
 
@@ -571,7 +572,7 @@ struct DeliveryTests {
             #expect(after.disposition == "delivered")
             let next = try await stream.nextNotification()
             #expect(next.apnsID == after.apnsID, "acked seq 1 came back, or something else was queued")
-            #expect(next.seq == 4, "seqs continue above the old ones")
+            #expect(next.seq > 3, "seqs continue above the old ones (after the block reserved before the restart)")
 
             // Stored: all of it, in order.
             let offline = try await api.openEvents(before.offline)
@@ -583,7 +584,8 @@ struct DeliveryTests {
             }
             let later = try await api.push(token: before.offlineToken, topic: Self.news)
             #expect(later.disposition == "delivered")
-            #expect(try await offline.nextNotification().seq == 3)
+            let laterSeq = try await offline.nextNotification().seq
+            #expect(laterSeq > before.stored.count)
 
             // Registrations, unregistrations and secrets came back.
             #expect(try await api.register(before.online, topic: Self.news).json["token"] as? String == before.onlineToken)
@@ -592,8 +594,9 @@ struct DeliveryTests {
             #expect(int64(gone.json["timestamp"]) == Self.start + 1_000)
             #expect(try await api.device(before.offline, "POST", "keepalive").status == 200)
 
-            #expect(try await api.ack(before.online, upTo: 4).status == 204)
+            #expect(try await api.ack(before.online, upTo: UInt64(next.seq)).status == 204)
             await api.close()
+            lastSeq = next.seq
         }
 
         try await withGateway(directory: directory, clock: clock) { gateway in
@@ -603,7 +606,7 @@ struct DeliveryTests {
             #expect(after.disposition == "delivered")
             let next = try await stream.nextNotification()
             #expect(next.apnsID == after.apnsID, "everything acked before the second restart stays acked")
-            #expect(next.seq == 5)
+            #expect(next.seq > lastSeq)
             await api.close()
         }
     }

@@ -12,6 +12,7 @@ import Testing
 struct StoreFailureTests {
     static let isRegister: FaultyStore.Match = { $0.contains { if case .register = $0 { true } else { false } } }
     static let isRelease: FaultyStore.Match = { $0.contains { if case .assignSeq = $0 { true } else { false } } }
+    static let isReservation: FaultyStore.Match = { $0.contains { if case .reserveSeqs = $0 { true } else { false } } }
 
     @Test("a register of a topic whose registration is not on disk yet waits for it: the same failure, or the same token")
     func registerWaitsForThePendingCommit() async throws {
@@ -69,6 +70,36 @@ struct StoreFailureTests {
             let notifications = try #require(reply.json["notifications"] as? [[String: Any]], "\(reply.text)")
             #expect(notifications.map { $0["apnsId"] as? String } == ids)
             #expect(gateway.core.counters.held == 0)
+            await api.close()
+        }
+    }
+
+    @Test("a seq reservation that failed to commit is made again: after acks and a restart, no seq is given twice")
+    func failedReservationIsMadeAgain() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let faults = FaultyStore()
+        var device: Device!
+        var token = ""
+        var lastSeq = 0
+        try await withGateway(directory: directory, faults: faults) { gateway in
+            let api = try await API(gateway)
+            device = try await api.createDevice()
+            token = try await api.registeredToken(device, topic: "com.example.seq")
+            let stream = try await api.openEvents(device)
+            faults.failNext(where: Self.isReservation)
+            let refused = try await api.push(token: token, topic: "com.example.seq")
+            #expect(refused.status == 500, "\(refused.status) \(refused.text)")
+            #expect(try await api.push(token: token, topic: "com.example.seq").status == 200)
+            lastSeq = try await stream.nextNotification().seq
+            #expect(try await api.ack(device, upTo: UInt64(lastSeq)).status == 204)
+            await api.close()
+        }
+        try await withGateway(directory: directory) { gateway in
+            let api = try await API(gateway)
+            let stream = try await api.openEvents(device)
+            #expect(try await api.push(token: token, topic: "com.example.seq").status == 200)
+            #expect(try await stream.nextNotification().seq > lastSeq, "a seq the device acked was given again")
             await api.close()
         }
     }
