@@ -56,8 +56,8 @@ public enum DeviceRoutes {
 
     private static func route(_ request: HTTPServerRequest, _ responder: HTTPResponder, core: DeliveryCore) {
         let path = request.path.split(separator: "?", maxSplits: 1)[0]
-        let parts = path.dropFirst("/v1/devices/".count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard let deviceID = parts.first, !deviceID.isEmpty else {
+        let (deviceID, action) = parse(path.dropFirst("/v1/devices/".count))
+        guard !deviceID.isEmpty else {
             responder.respond(.error(status: 404, reason: "NotFound", detail: "no route for \(path)"))
             return
         }
@@ -66,10 +66,10 @@ public enum DeviceRoutes {
             return
         }
         let method = request.method
-        switch (method, Array(parts.dropFirst())) {
-        case ("DELETE", []):
+        switch (method, action) {
+        case ("DELETE", .device):
             complete(core.deleteDevice(deviceID: deviceID, secret: secret), request, responder) { .init(status: 204) }
-        case ("POST", ["registrations"]):
+        case ("POST", .registrations):
             guard let topic = decode(TopicBody.self, request, responder)?.topic else { return }
             guard TopicRules.isValid(topic) else {
                 responder.respond(.error(status: 400, reason: "BadTopic", detail: TopicRules.explain(topic)))
@@ -78,17 +78,17 @@ public enum DeviceRoutes {
             complete(core.register(deviceID: deviceID, secret: secret, topic: topic), request, responder) { token in
                 .json(status: 201, JSONText.object(["token": token, "topic": topic]))
             }
-        case ("DELETE", let rest) where rest.count == 2 && rest[0] == "registrations":
-            complete(core.unregister(deviceID: deviceID, secret: secret, token: rest[1]), request, responder) { .init(status: 204) }
-        case ("POST", ["ack"]):
+        case ("DELETE", .registration(let token)):
+            complete(core.unregister(deviceID: deviceID, secret: secret, token: token), request, responder) { .init(status: 204) }
+        case ("POST", .ack):
             // Acks come with every delivery: the usual `{"upTo":N}` skips Foundation's decoder.
             guard let upTo = AckBody.fastUpTo(request.body) ?? decode(AckBody.self, request, responder)?.upTo else { return }
             complete(core.ack(deviceID: deviceID, secret: secret, upTo: upTo), request, responder) { .init(status: 204) }
-        case ("POST", ["keepalive"]):
+        case ("POST", .keepalive):
             complete(core.keepalive(deviceID: deviceID, secret: secret), request, responder) { body in
                 HTTPServerResponse(status: 200, headers: ["content-type": "application/json"], body: body)
             }
-        case ("PUT", ["state"]):
+        case ("PUT", .state):
             guard let body = decode(StateBody.self, request, responder) else { return }
             var power: DevicePower?
             if let name = body.power {
@@ -117,19 +117,39 @@ public enum DeviceRoutes {
             complete(core.setState(deviceID: deviceID, secret: secret, power: power, apps: apps), request, responder) {
                 .init(status: 204)
             }
-        case ("GET", ["events"]):
+        case ("GET", .events):
             openEventStream(request, responder, core: core, deviceID: deviceID, secret: secret)
-        case (_, let rest) where knownRoute(rest):
+        case (_, let action) where action != .unknown:
             responder.respond(.error(status: 405, reason: "MethodNotAllowed", detail: "\(path) does not accept \(method)"))
         default:
             responder.respond(.error(status: 404, reason: "NotFound", detail: "no route for \(path)"))
         }
     }
 
-    private static func knownRoute(_ rest: [String]) -> Bool {
-        rest.isEmpty || rest == ["registrations"] || rest == ["ack"] || rest == ["keepalive"] || rest == ["events"]
-            || rest == ["state"]
-            || (rest.count == 2 && rest[0] == "registrations")
+    /// What follows `/v1/devices/{id}`. Parsed without splitting the path into arrays of
+    /// strings: acks come with every delivered push.
+    enum Action: Equatable {
+        case device, registrations, registration(String), ack, keepalive, state, events, unknown
+    }
+
+    static func parse(_ rest: Substring) -> (deviceID: String, action: Action) {
+        guard let slash = rest.firstIndex(of: "/") else { return (String(rest), .device) }
+        let deviceID = String(rest[..<slash])
+        let tail = rest[rest.index(after: slash)...]
+        switch tail {
+        case "registrations": return (deviceID, .registrations)
+        case "ack": return (deviceID, .ack)
+        case "keepalive": return (deviceID, .keepalive)
+        case "state": return (deviceID, .state)
+        case "events": return (deviceID, .events)
+        default:
+            let prefix = "registrations/"
+            if tail.hasPrefix(prefix) {
+                let token = tail.dropFirst(prefix.count)
+                if !token.contains("/") { return (deviceID, .registration(String(token))) }
+            }
+            return (deviceID, .unknown)
+        }
     }
 
     private static func openEventStream(

@@ -14,19 +14,19 @@ public enum RouteProtocols: Sendable {
 public typealias RouteHandler = @Sendable (HTTPServerRequest, HTTPResponder) -> Void
 
 /// Maps method and path to a handler. Paths match exactly, or by a prefix ending in `/` for
-/// routes with parameters (the handler parses the rest).
+/// routes with parameters (the handler parses the rest; the longest matching prefix wins).
 public struct Router: HTTPServerHandler {
     private struct Route: Sendable {
         /// Nil: any method (the handler answers wrong methods itself, e.g. in APNs' format).
         var method: String?
-        var path: String
-        var isPrefix: Bool
         var protocols: RouteProtocols
         var handler: RouteHandler
     }
 
     private var exact: [String: [Route]] = [:]
-    private var prefixes: [Route] = []
+    /// Routes by prefix, longest prefix first: a path goes to the routes of the longest prefix
+    /// it starts with (found without building a list per request).
+    private var prefixes: [(prefix: String, routes: [Route])] = []
 
     public init() {}
 
@@ -36,7 +36,7 @@ public struct Router: HTTPServerHandler {
         protocols: RouteProtocols,
         handler: @escaping RouteHandler
     ) {
-        let route = Route(method: method, path: path, isPrefix: false, protocols: protocols, handler: handler)
+        let route = Route(method: method, protocols: protocols, handler: handler)
         exact[path, default: []].append(route)
     }
 
@@ -46,7 +46,13 @@ public struct Router: HTTPServerHandler {
         protocols: RouteProtocols,
         handler: @escaping RouteHandler
     ) {
-        prefixes.append(Route(method: method, path: prefix, isPrefix: true, protocols: protocols, handler: handler))
+        let route = Route(method: method, protocols: protocols, handler: handler)
+        if let index = prefixes.firstIndex(where: { $0.prefix == prefix }) {
+            prefixes[index].routes.append(route)
+        } else {
+            prefixes.append((prefix, [route]))
+            prefixes.sort { $0.prefix.utf8.count > $1.prefix.utf8.count }
+        }
     }
 
     public func handle(_ request: HTTPServerRequest, responder: HTTPResponder) {
@@ -56,7 +62,7 @@ public struct Router: HTTPServerHandler {
         } else {
             path = request.path
         }
-        let candidates = exact[path] ?? prefixes.filter { path.hasPrefix($0.path) }
+        let candidates = exact[path] ?? prefixes.first(where: { path.hasPrefix($0.prefix) })?.routes ?? []
         let isHTTP1 = request.connection.httpVersion == .http1_1
 
         if isHTTP1, candidates.contains(where: { $0.protocols == .http2Only }) {

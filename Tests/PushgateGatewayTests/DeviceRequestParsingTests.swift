@@ -3,10 +3,32 @@ import NIOHTTP1
 @testable import PushgateDeviceAPI
 import Testing
 
-/// The byte-level parsing on the device API's hot path: the bearer credential of every request
-/// and the `{"upTo":N}` of every ack (anything else goes to the full JSON decoder).
+/// The parsing on the device API's hot path: the path after `/v1/devices/`, the bearer
+/// credential of every request and the `{"upTo":N}` of every ack (anything else goes to the
+/// full JSON decoder).
 @Suite("Device request parsing")
 struct DeviceRequestParsingTests {
+    @Test("paths: the device id, then what is asked of it", arguments: [
+        ("abc", "abc", DeviceRoutes.Action.device),
+        ("abc/ack", "abc", .ack),
+        ("abc/keepalive", "abc", .keepalive),
+        ("abc/state", "abc", .state),
+        ("abc/events", "abc", .events),
+        ("abc/registrations", "abc", .registrations),
+        ("abc/registrations/tok", "abc", .registration("tok")),
+        ("abc/registrations/", "abc", .registration("")),
+        ("abc/registrations/a/b", "abc", .unknown),
+        ("abc/", "abc", .unknown),
+        ("abc/ack/", "abc", .unknown),
+        ("abc/acks", "abc", .unknown),
+        ("", "", .device),
+    ])
+    func paths(rest: String, deviceID: String, action: DeviceRoutes.Action) {
+        let parsed = DeviceRoutes.parse(rest[...])
+        #expect(parsed.deviceID == deviceID)
+        #expect(parsed.action == action)
+    }
+
     @Test("ack bodies: the usual shape is parsed directly; everything else falls back", arguments: [
         (#"{"upTo":5}"#, UInt64?.some(5)),
         (#" { "upTo" : 12 } "#, 12),
