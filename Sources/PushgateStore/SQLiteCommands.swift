@@ -14,12 +14,10 @@ enum SQLiteCommands {
     /// savepoint, because SQLite undoes a failing statement by itself (statement atomicity).
     static func isSingleStatement(_ command: StoreCommand) -> Bool {
         switch command {
-        case .createDevice, .register, .enqueue, .assignSeq, .setAppState, .reserveSeqs:
+        case .createDevice, .register, .enqueue, .assignSeq, .ack, .setAppState, .reserveSeqs:
             return true
         case .saveBuckets(let buckets):
             return buckets.count <= 1
-        case .ack:
-            return true
         case .remove, .deleteDevice, .unregister:
             return false
         }
@@ -130,9 +128,9 @@ enum SQLiteCommands {
             }
 
         case .remove(let acceptanceIDs):
-            // A stored row's seq is itself the record of the highest seq assigned; only when a
-            // row leaves without an ack must `last_seq` take it over, so that seqs are never
-            // reused. (Enqueue and assignSeq therefore need no second write per push.)
+            // Seqs are covered by `reserveSeqs`, except those of rows written before
+            // reservations existed: a row leaving without an ack hands its seq to `last_seq`, so
+            // that seqs are never reused. (Not on the per-push path: expiry and coalescing only.)
             let keepSeq = try db.cachedStatement(sql: """
                 UPDATE devices SET last_seq = max(last_seq, n.seq)                 FROM (SELECT device_id, seq FROM notifications WHERE acceptance_id = ? AND seq IS NOT NULL) AS n                 WHERE devices.id = n.device_id
                 """)

@@ -1,11 +1,6 @@
 import CNGHTTP2
-import NIOPosix
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import NIOPosix
 
 /// One outbound frame buffer shared by the nghttp2 sessions of an event-loop thread.
 ///
