@@ -234,6 +234,8 @@ let package = Package(
             dependencies: [
                 "PushgateStore",
                 .product(name: "Logging", package: "swift-log"),
+                // To write databases of older schema versions for the migration tests.
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // Runs the real `pushgate` binary against clients nobody here wrote (curl, nghttp, h2load).

@@ -116,16 +116,22 @@ final class DeviceShard: @unchecked Sendable {
     func load(notifications records: [NotificationRecord]) {
         // Queues in seq order: seqs are assigned at release, so acceptance order (the store's)
         // can differ (a held push released after a later stored one).
+        var orphans: [UInt64] = []
         for record in records.filter({ $0.seq != nil }).sorted(by: { $0.seq! < $1.seq! }) {
-            guard let device = devices[record.deviceID], let seq = record.seq else { continue }
+            guard let device = devices[record.deviceID], let seq = record.seq else {
+                orphans.append(record.acceptanceID)
+                continue
+            }
             device.queue.append(QueuedNotification(record: record, committed: true, delivery: .stored))
             device.nextSeq = max(device.nextSeq, seq + 1)
             withQueue.insert(device.id)
             counters.add(queued: 1)
         }
-        var orphans: [UInt64] = []
         for record in records where record.seq == nil {
-            guard let device = devices[record.deviceID] else { continue }
+            guard let device = devices[record.deviceID] else {
+                orphans.append(record.acceptanceID)
+                continue
+            }
             if let app = registrations[record.token]?.app,
                       scheduler.restoreHeld(Self.schedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
             {
@@ -136,7 +142,8 @@ final class DeviceShard: @unchecked Sendable {
                 orphans.append(record.acceptanceID)
             }
         }
-        // Held for a registration that no longer exists: nothing can release them.
+        // Of a device or registration that no longer exists: nothing can deliver them. (A
+        // deleted device's rows are deleted with it; this catches what a failed deletion left.)
         if !orphans.isEmpty {
             counters.recordDrop(.unregistered, count: orphans.count)
             commit([.remove(acceptanceIDs: orphans)]) { _ in }
@@ -264,16 +271,18 @@ final class DeviceShard: @unchecked Sendable {
             if let writer = stream.writer { finish(writer) }
             counters.connected(-1)
         }
-        // The store deletes every notification of the device, held ones included.
-        var ignored: [StoreCommand] = []
-        forget(scheduler.removeDevice(device.handle), into: &ignored)
+        // Every notification of the device goes, held ones included.
+        var heldRemoval: [StoreCommand] = []
+        forget(scheduler.removeDevice(device.handle), into: &heldRemoval)
+        var acceptanceIDs = device.queue.map(\.record.acceptanceID)
+        for case .remove(let ids) in heldRemoval { acceptanceIDs += ids }
         deviceIDs[device.handle] = nil
         counters.recordDrop(.unregistered, count: device.queue.count)
         counters.add(queued: -device.queue.count)
         devices[deviceID] = nil
         online[deviceID] = nil
         withQueue.remove(deviceID)
-        commit([.deleteDevice(id: deviceID, at: now)]) { result in
+        commit([.deleteDevice(id: deviceID, at: now, acceptanceIDs: acceptanceIDs)]) { result in
             promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
     }
@@ -769,20 +778,20 @@ final class DeviceShard: @unchecked Sendable {
             promise?.succeed()
             return
         }
-        var removed = 0
+        var removed: [UInt64] = []
         while let first = device.queue.first, first.committed, first.seq <= upTo {
             device.queue.removeFirst()
-            removed += 1
+            removed.append(first.record.acceptanceID)
             if device.deliveredCount > 0 {
                 device.deliveredCount -= 1
                 device.unackedBytes -= first.eventSize
             }
         }
-        counters.add(queued: -removed)
-        counters.acknowledged(removed)
+        counters.add(queued: -removed.count)
+        counters.acknowledged(removed.count)
         if device.queue.isEmpty { withQueue.remove(device.id) }
         device.ackedSeq = upTo
-        var commands: [StoreCommand] = [.ack(deviceID: device.id, upTo: upTo)]
+        var commands: [StoreCommand] = [.ack(deviceID: device.id, acceptanceIDs: removed)]
         // After a restart nothing is reserved yet: the seqs this ack deletes must stay covered.
         reserveSeqs(of: device, through: upTo, into: &commands)
         commit(commands) { result in

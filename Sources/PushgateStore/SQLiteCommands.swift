@@ -14,10 +14,12 @@ enum SQLiteCommands {
     /// savepoint, because SQLite undoes a failing statement by itself (statement atomicity).
     static func isSingleStatement(_ command: StoreCommand) -> Bool {
         switch command {
-        case .createDevice, .register, .enqueue, .assignSeq, .ack, .setAppState, .reserveSeqs:
+        case .createDevice, .register, .enqueue, .assignSeq, .setAppState, .reserveSeqs:
             return true
         case .saveBuckets(let buckets):
             return buckets.count <= 1
+        case .ack(_, let acceptanceIDs):
+            return acceptanceIDs.count <= 1
         case .remove, .deleteDevice, .unregister:
             return false
         }
@@ -48,9 +50,8 @@ enum SQLiteCommands {
                 device.id, Data(device.secretHash), device.createdAt, try int64(device.ackedSeq, "ackedSeq", command),
             ])
 
-        case .deleteDevice(let id, let at):
-            try db.cachedStatement(sql: "DELETE FROM notifications WHERE device_id = ?")
-                .execute(arguments: [id])
+        case .deleteDevice(let id, let at, let acceptanceIDs):
+            try deleteNotifications(acceptanceIDs, db, command)
             try db.cachedStatement(sql: """
                 DELETE FROM buckets WHERE key = 'device:' || ?1 \
                 OR key IN (SELECT 'app:' || token FROM registrations WHERE device_id = ?1)
@@ -142,14 +143,8 @@ enum SQLiteCommands {
                 try delete.execute(arguments: [id])
             }
 
-        case .ack(let deviceID, let upTo):
-            // Everything up to Int64.max is "everything": clamp rather than fail.
-            let upTo = Int64(clamping: upTo)
-            let delete = try db.cachedStatement(sql: "DELETE FROM notifications WHERE device_id = ? AND seq <= ?")
-            try step(delete, db, command) { h in
-                sqlite3_bind_text(h, 1, deviceID, -1, transient)
-                sqlite3_bind_int64(h, 2, upTo)
-            }
+        case .ack(_, let acceptanceIDs):
+            try deleteNotifications(acceptanceIDs, db, command)
 
         case .reserveSeqs(let deviceID, let through):
             let through = try int64(through, "through", command)
@@ -158,6 +153,17 @@ enum SQLiteCommands {
                 sqlite3_bind_int64(h, 1, through)
                 sqlite3_bind_text(h, 2, deviceID, -1, transient)
             }
+        }
+    }
+
+    /// Deletes rows by acceptance id (the rowid): each a lookup on a recent page.
+    private static func deleteNotifications(_ acceptanceIDs: [UInt64], _ db: Database, _ command: StoreCommand) throws {
+        guard !acceptanceIDs.isEmpty else { return }
+        let delete = try db.cachedStatement(sql: "DELETE FROM notifications WHERE acceptance_id = ?")
+        for id in acceptanceIDs {
+            // Ids beyond Int64 cannot have been stored: nothing to delete.
+            guard let id = Int64(exactly: id) else { continue }
+            try step(delete, db, command) { h in sqlite3_bind_int64(h, 1, id) }
         }
     }
 
@@ -198,8 +204,8 @@ enum SQLiteCommands {
         switch command {
         case .createDevice(let device):
             return "createDevice \(device.id)"
-        case .deleteDevice(let id, _):
-            return "deleteDevice \(id)"
+        case .deleteDevice(let id, _, let ids):
+            return "deleteDevice \(id) (\(ids.count) notification(s))"
         case .register(let registration):
             return "register token \(registration.token) (device \(registration.deviceID), topic \(registration.topic))"
         case .unregister(let token, _):
@@ -210,8 +216,8 @@ enum SQLiteCommands {
             return "assignSeq \(seq) to acceptance id \(acceptanceID)"
         case .remove(let ids):
             return "remove \(ids.count) notification(s)"
-        case .ack(let deviceID, let upTo):
-            return "ack device \(deviceID) up to \(upTo)"
+        case .ack(let deviceID, let ids):
+            return "ack device \(deviceID): delete \(ids.count) notification(s)"
         case .saveBuckets(let buckets):
             return "save \(buckets.count) bucket level(s)"
         case .setAppState(let token, let state):

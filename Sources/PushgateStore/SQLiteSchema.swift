@@ -3,11 +3,8 @@ import GRDB
 /// The SQLite schema, as GRDB migrations. Migrations are append-only: never edit one that has
 /// shipped; add the next one ("v2", ...) below.
 ///
-/// Room left for the scheduler (a later migration):
-/// - held state lives on `notifications` (`seq IS NULL` means held); hold reasons, deadlines
-///   (`hold_until`) and the like are `ALTER TABLE notifications ADD COLUMN ...` with defaults;
-/// - token-bucket levels are a new table keyed by registration token / device id, with no
-///   change to the tables below.
+/// Held notifications live in `notifications` with `seq IS NULL`; the scheduler's bucket levels
+/// and app states came with v3. The current shape of `notifications` is v4's.
 ///
 /// Every table is STRICT (SQLite checks column types), so reads can trust the types.
 enum SQLiteSchema {
@@ -25,8 +22,43 @@ enum SQLiteSchema {
         migrator.registerMigration("v3") { db in
             try db.execute(sql: v3)
         }
+        migrator.registerMigration("v4") { db in
+            try db.execute(sql: v4)
+        }
         return migrator
     }
+
+    /// `notifications` loses its index by (device_id, seq) and its foreign key to devices. The
+    /// index ordered entries by device, so with many devices every insert and every ack's delete
+    /// dirtied a page of its own: with acks arriving a few hundred milliseconds after their
+    /// pushes, a group commit of 85 pushes and 85 acks wrote about 100 WAL frames, and the
+    /// writer spent more time in pwrite than in SQLite. Now rows are in acceptance order only:
+    /// inserts append, and acks delete by acceptance id on recent pages. The delivery core knows
+    /// every queued acceptance id of a device (it loads them all), so acks and device deletion
+    /// name them; the foreign key goes with the index (deleting a device would otherwise scan
+    /// the table for its children). Rows of a device that no longer exists are removed at
+    /// start. Unique seqs per device are the delivery core's invariant. SQLite cannot drop a
+    /// foreign key in place, hence the rebuild.
+    private static let v4 = """
+        CREATE TABLE notifications_v4 (
+            acceptance_id INTEGER NOT NULL PRIMARY KEY CHECK (acceptance_id >= 0),
+            device_id     TEXT    NOT NULL,
+            token         TEXT    NOT NULL,
+            topic         TEXT    NOT NULL,
+            apns_id       TEXT    NOT NULL,
+            push_type     TEXT    NOT NULL,
+            priority      INTEGER NOT NULL CHECK (priority BETWEEN 0 AND 255),
+            collapse_id   TEXT,
+            payload       BLOB    NOT NULL,
+            accepted_at   INTEGER NOT NULL,
+            expires_at    INTEGER NOT NULL,
+            seq           INTEGER CHECK (seq >= 0)
+        ) STRICT;
+        INSERT INTO notifications_v4 SELECT acceptance_id, device_id, token, topic, apns_id, push_type,
+            priority, collapse_id, payload, accepted_at, expires_at, seq FROM notifications;
+        DROP TABLE notifications;
+        ALTER TABLE notifications_v4 RENAME TO notifications;
+        """
 
     /// The scheduler's durable state: silent-budget bucket levels (so that a restart never
     /// refills them) and the app states devices reported (a terminated app stays terminated).

@@ -440,21 +440,6 @@ public final class SQLiteStore: NotificationStore {
     // MARK: - Reading
 
     private static func readSnapshot(_ db: Database) throws -> StoreSnapshot {
-        var devices: [DeviceRecord] = []
-        let deviceRows = try Row.fetchCursor(db, sql: """
-            SELECT id, secret_hash, created_at, acked_seq,
-                max(last_seq, acked_seq,
-                    coalesce((SELECT max(seq) FROM notifications WHERE device_id = devices.id), 0))
-            FROM devices ORDER BY id
-            """)
-        while let row = try deviceRows.next() {
-            let secret: Data = row[1]
-            devices.append(DeviceRecord(
-                id: row[0], secretHash: [UInt8](secret), createdAt: row[2], ackedSeq: UInt64(row[3] as Int64),
-                lastSeq: UInt64(row[4] as Int64)
-            ))
-        }
-
         var registrations: [RegistrationRecord] = []
         let registrationRows = try Row.fetchCursor(db, sql: """
             SELECT token, device_id, topic, created_at, unregistered_at, app_state FROM registrations ORDER BY token
@@ -472,6 +457,7 @@ public final class SQLiteStore: NotificationStore {
         }
 
         var notifications: [NotificationRecord] = []
+        var maxSeqByDevice: [String: UInt64] = [:]
         var maxAcceptanceID: UInt64 = 0
         let notificationRows = try Row.fetchCursor(db, sql: """
             SELECT acceptance_id, device_id, token, topic, apns_id, push_type, priority, collapse_id,
@@ -487,7 +473,25 @@ public final class SQLiteStore: NotificationStore {
                 payload: [UInt8](payload), acceptedAt: row[9], expiresAt: row[10], seq: seq.map { UInt64($0) }
             )
             maxAcceptanceID = max(maxAcceptanceID, record.acceptanceID)
+            if let seq = record.seq, seq > maxSeqByDevice[record.deviceID, default: 0] {
+                maxSeqByDevice[record.deviceID] = seq
+            }
             notifications.append(record)
+        }
+
+        // A device's last seq also covers the seqs still stored (rows older than reservations),
+        // taken from the rows read above: the table has no index by device to ask per device.
+        var devices: [DeviceRecord] = []
+        let deviceRows = try Row.fetchCursor(db, sql: """
+            SELECT id, secret_hash, created_at, acked_seq, max(last_seq, acked_seq) FROM devices ORDER BY id
+            """)
+        while let row = try deviceRows.next() {
+            let secret: Data = row[1]
+            let id: String = row[0]
+            devices.append(DeviceRecord(
+                id: id, secretHash: [UInt8](secret), createdAt: row[2], ackedSeq: UInt64(row[3] as Int64),
+                lastSeq: max(UInt64(row[4] as Int64), maxSeqByDevice[id] ?? 0)
+            ))
         }
 
         let recorded = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?",

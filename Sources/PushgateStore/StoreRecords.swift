@@ -122,9 +122,10 @@ public struct NotificationRecord: Sendable, Equatable {
 /// One change to durable state. A batch of commands is applied atomically.
 public enum StoreCommand: Sendable, Equatable {
     case createDevice(DeviceRecord)
-    /// Deletes the device and its notifications; its registrations are kept, marked
-    /// unregistered at `at`, so that providers get 410 for its tokens.
-    case deleteDevice(id: String, at: Int64)
+    /// Deletes the device and the notifications named (all of the device's: the caller knows
+    /// them; the store has no index by device, see `SQLiteSchema` v4); its registrations are
+    /// kept, marked unregistered at `at`, so that providers get 410 for its tokens.
+    case deleteDevice(id: String, at: Int64, acceptanceIDs: [UInt64])
     case register(RegistrationRecord)
     case unregister(token: String, at: Int64)
     case enqueue(NotificationRecord)
@@ -132,10 +133,11 @@ public enum StoreCommand: Sendable, Equatable {
     case assignSeq(acceptanceID: UInt64, seq: UInt64)
     /// Removes notifications that will never be delivered (expired, coalesced, overflow, ...).
     case remove(acceptanceIDs: [UInt64])
-    /// Cumulative acknowledgement: deletes the device's notifications with seq <= upTo. The seqs
-    /// they had stay covered by the device's reservation (`reserveSeqs`), so an ack writes
-    /// nothing else (no device row per ack).
-    case ack(deviceID: String, upTo: UInt64)
+    /// Acknowledgement: deletes the notifications a cumulative ack of the device covered, named
+    /// by acceptance id (the caller knows them; the store has no index by device). The seqs they
+    /// had stay covered by the device's reservation (`reserveSeqs`), so an ack writes nothing
+    /// else (no device row per ack).
+    case ack(deviceID: String, acceptanceIDs: [UInt64])
     /// Records that seqs up to `through` may be in use (`last_seq`, never lowered): a restart
     /// continues after it, so a seq is never given twice, even once every notification that had
     /// one is gone. Reserved in blocks, so most pushes and acks need no device-row write.

@@ -1,7 +1,9 @@
 import Foundation
+import Logging
 import NIOCore
 import NIOHTTP1
 import PushgateDelivery
+import PushgateStore
 import PushgateTransport
 import Synchronization
 import Testing
@@ -669,12 +671,13 @@ struct DeliveryTests {
 
     // MARK: 8. Delete device
 
-    @Test("deleting a device ends its stream, its tokens get 410 with the deletion time, its secret 401, also after a restart")
+    @Test("deleting a device ends its stream, its tokens get 410 with the deletion time, its secret 401, also after a restart; its notifications leave the disk")
     func deleteDevice() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let clock = TestClock(Self.start)
         var device = Device(id: "", secret: "")
+        var bystanderID = ""
         var tokens: [(token: String, topic: String)] = []
         var unauthorized = ""
 
@@ -686,6 +689,7 @@ struct DeliveryTests {
                 (try await api.registeredToken(device, topic: Self.chat), Self.chat),
             ]
             let bystander = try await api.createDevice()
+            bystanderID = bystander.id
             let bystanderToken = try await api.registeredToken(bystander, topic: Self.news)
             unauthorized = try await api.device(Device(id: randomHex(bytes: 16), secret: device.secret), "POST", "keepalive").text
 
@@ -693,6 +697,8 @@ struct DeliveryTests {
             let live = try await api.push(token: tokens[0].token, topic: Self.news)
             #expect(live.disposition == "delivered")
             #expect(try await stream.nextNotification().apnsID == live.apnsID)
+            // Priority 1 waits for a wake event: held, with no seq.
+            #expect(try await api.push(token: tokens[1].token, topic: Self.chat, headers: [("apns-priority", "1")]).disposition == "held")
             #expect(gateway.core.counters.connectedDevices == 1)
 
             clock.set(Self.start + 30_000)
@@ -721,6 +727,11 @@ struct DeliveryTests {
             await api.close()
         }
 
+        // Gone from the disk, the delivered and the held one: not merely skipped at the next start.
+        let store = try SQLiteStore(directory: directory, logger: Logger(label: "test"))
+        #expect(try store.load().notifications.map(\.deviceID) == [bystanderID])
+        await store.close()
+
         try await withGateway(directory: directory, clock: clock) { gateway in
             let api = try await API(gateway)
             for (token, topic) in tokens {
@@ -734,6 +745,34 @@ struct DeliveryTests {
             #expect(gateway.core.counters.queued == 1, "only the bystander's push was restored")
             await api.close()
         }
+    }
+
+    @Test("notifications of a device that no longer exists are removed from the disk at start")
+    func orphansRemovedAtStart() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // What a device deletion that failed half-way could leave: rows with no device row.
+        let store = try SQLiteStore(directory: directory, logger: Logger(label: "test"))
+        let gone = randomHex(bytes: 16)
+        func orphan(_ id: UInt64, seq: UInt64?) -> StoreCommand {
+            .enqueue(NotificationRecord(
+                acceptanceID: id, deviceID: gone, token: String(repeating: "ab", count: 32), topic: Self.news,
+                apnsID: newAPNsID(), pushType: "alert", priority: 10, collapseID: nil, payload: Array("{}".utf8),
+                acceptedAt: Self.start, expiresAt: Self.start + 60_000, seq: seq
+            ))
+        }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            store.commit([orphan(1, seq: 1), orphan(2, seq: nil)]) { continuation.resume(with: $0) }
+        }
+        await store.close()
+
+        try await withGateway(directory: directory, clock: TestClock(Self.start)) { gateway in
+            #expect(gateway.core.counters.queued == 0)
+        }
+        let reopened = try SQLiteStore(directory: directory, logger: Logger(label: "test"))
+        #expect(try reopened.load().notifications.isEmpty)
+        #expect(try reopened.load().maxAcceptanceID == 2, "acceptance ids are never reused")
+        await reopened.close()
     }
 
     // MARK: 9. Keep-alive

@@ -1,0 +1,40 @@
+import GRDB
+import Testing
+@testable @_spi(Testing) import PushgateStore
+
+@Suite("SQLite migrations")
+struct MigrationTests {
+    @Test("v4 keeps every notification of a v3 database and drops the device index and foreign key")
+    func v3ToV4() async throws {
+        let directory = try TempDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/" + SQLiteSchema.databaseFileName
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try SQLiteSchema.migrator.migrate(queue, upTo: "v3")
+            try await queue.write { db in
+                try db.execute(sql: """
+                    INSERT INTO devices (id, secret_hash, created_at, acked_seq, last_seq) VALUES ('d', x'00', 1, 2, 3);
+                    INSERT INTO notifications VALUES (1, 'd', 't', 'topic', 'a1', 'alert', 10, NULL, x'7b7d', 5, 99, 7);
+                    INSERT INTO notifications VALUES (2, 'd', 't', 'topic', 'a2', 'background', 5, 'c', x'7b7d', 6, 99, NULL);
+                    """)
+            }
+            #expect(try await queue.read { db in try String.fetchOne(db, sql: "PRAGMA index_list(notifications)") } != nil)
+            try queue.close()
+        }
+
+        let store = try openStore(directory.path)
+        let snapshot = try store.load()
+        #expect(snapshot.notifications.map(\.acceptanceID) == [1, 2])
+        #expect(snapshot.notifications.map(\.seq) == [7, nil])
+        #expect(snapshot.notifications.map(\.collapseID) == [nil, "c"])
+        // The seq still stored counts: it is above the device's reservation.
+        #expect(snapshot.devices.map(\.lastSeq) == [7])
+        #expect(try store.pragma("index_list(notifications)") == nil)
+        #expect(try store.pragma("foreign_key_list(notifications)") == nil)
+        // Without the foreign key, a device's rows go by acceptance id.
+        try await store.commit([.deleteDevice(id: "d", at: 10, acceptanceIDs: [1, 2])])
+        #expect(try store.load().notifications.isEmpty)
+        await store.close()
+    }
+}
