@@ -47,6 +47,12 @@ struct BenchCommand: AsyncParsableCommand {
     )
     var silentPercent: Int = 0
 
+    @Option(
+        name: .customLong("ack-delay"),
+        help: "Milliseconds a device waits before acking, so that what arrives meanwhile shares the ack (0: ack at once; events arriving while an ack is in flight share the next one either way)."
+    )
+    var ackDelay: Int = 0
+
     @Option(name: .customLong("payload-bytes"), help: "Approximate payload size.")
     var payloadBytes: Int = 128
 
@@ -74,6 +80,7 @@ struct BenchCommand: AsyncParsableCommand {
             throw ValidationError("--devices, --providers, --pushes and --in-flight must be at least 1")
         }
         if let rate, rate < 1 { throw ValidationError("--rate must be at least 1") }
+        if !(0...60_000).contains(ackDelay) { throw ValidationError("--ack-delay must be 0 to 60000 milliseconds") }
         if !(0...100).contains(silentPercent) { throw ValidationError("--silent-percent must be 0 to 100") }
     }
 
@@ -94,6 +101,11 @@ struct BenchCommand: AsyncParsableCommand {
         let bench = BenchRun(options: self, connect: connect, authorization: authorization)
         try await bench.run()
     }
+}
+
+/// The newest seq a bench device has received, read by its ack task.
+private final class NewestSeq: Sendable {
+    let value = Atomic<UInt64>(0)
 }
 
 /// Shared measurements, behind one lock: three short critical sections per push.
@@ -252,20 +264,41 @@ struct BenchRun: Sendable {
         let response = try await connection.stream(request("GET", "/v1/devices/\(device.id)/events", secret: device.secret))
         guard response.status == 200 else { throw AgentFailure(description: "event stream refused: \(response.status)") }
         ledger.streamsOpen.add(1, ordering: .relaxed)
-        var parser = EventStreamParser()
-        for try await chunk in response.body {
-            var newest: UInt64?
-            var indices: [Int] = []
-            for event in parser.feed(chunk) where event.type == "notification" {
-                if let seq = event.id.flatMap(UInt64.init) { newest = seq }
-                if let index = BenchRun.pushIndex(inEvent: event.data) { indices.append(index) }
+        // Acks run beside the reads, so that receipt is timed when an event arrives, not after
+        // the previous ack's answer; what arrives while an ack is in flight (or waits out
+        // --ack-delay) shares the next cumulative ack.
+        let newestSeen = NewestSeq()
+        let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let delay = options.ackDelay
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in
+                var acked: UInt64 = 0
+                for await _ in wakeups {
+                    if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
+                    let newest = newestSeen.value.load(ordering: .relaxed)
+                    guard newest > acked, !ledger.stopped.load(ordering: .relaxed) else { continue }
+                    _ = try await connection.send(
+                        request("POST", "/v1/devices/\(device.id)/ack", secret: device.secret, body: ByteBuffer(string: "{\"upTo\":\(newest)}"))
+                    )
+                    acked = newest
+                }
             }
-            ledger.received(indices, at: BenchLedger.now())
-            if let newest, !ledger.stopped.load(ordering: .relaxed) {
-                _ = try await connection.send(
-                    request("POST", "/v1/devices/\(device.id)/ack", secret: device.secret, body: ByteBuffer(string: "{\"upTo\":\(newest)}"))
-                )
+            var parser = EventStreamParser()
+            for try await chunk in response.body {
+                var newest: UInt64?
+                var indices: [Int] = []
+                for event in parser.feed(chunk) where event.type == "notification" {
+                    if let seq = event.id.flatMap(UInt64.init) { newest = seq }
+                    if let index = BenchRun.pushIndex(inEvent: event.data) { indices.append(index) }
+                }
+                ledger.received(indices, at: BenchLedger.now())
+                if let newest {
+                    newestSeen.value.store(newest, ordering: .relaxed)
+                    wake.yield()
+                }
             }
+            wake.finish()
+            try await group.waitForAll()
         }
     }
 
