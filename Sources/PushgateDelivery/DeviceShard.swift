@@ -24,6 +24,8 @@ final class DeviceShard: @unchecked Sendable {
     private let counters: DeliveryCounters
     private let logger: Logger
     private let nextAcceptanceID: @Sendable () -> UInt64
+    /// Store completions come back through it, many per loop task.
+    private let completions: LoopInbox
 
     private var devices: [String: DeviceState] = [:]
     private var registrations: [String: RegistrationState] = [:]
@@ -59,6 +61,7 @@ final class DeviceShard: @unchecked Sendable {
         self.counters = counters
         self.logger = logger
         self.nextAcceptanceID = nextAcceptanceID
+        self.completions = LoopInbox(loop: eventLoop)
         self.scheduler = try Scheduler(configuration: configuration.scheduler)
     }
 
@@ -891,20 +894,20 @@ final class DeviceShard: @unchecked Sendable {
     /// Commits, then runs `then` back on this shard's loop. A failure is logged here once; the
     /// caller undoes its in-memory change and answers the request.
     private func commit(_ commands: [StoreCommand], then: @escaping (Result<Void, StoreError>) -> Void) {
-        let loop = eventLoop
-        let continuation = NIOLoopBound(then, eventLoop: loop)
-        let shard = NIOLoopBound(self, eventLoop: loop)
+        let continuation = NIOLoopBound(then, eventLoop: eventLoop)
+        let shard = NIOLoopBound(self, eventLoop: eventLoop)
         let logger = self.logger
+        let completions = self.completions
         store.commit(commands) { result in
             if case .failure(let error) = result {
                 logger.error("store commit failed", metadata: ["error": "\(error)", "store.commands": "\(commands.count)"])
-                loop.execute {
+                completions.submit {
                     shard.value.forgetReservations(in: commands)
                     continuation.value(result)
                 }
                 return
             }
-            loop.execute { continuation.value(result) }
+            completions.submit { continuation.value(result) }
         }
     }
 
