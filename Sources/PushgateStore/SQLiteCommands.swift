@@ -14,12 +14,10 @@ enum SQLiteCommands {
     /// savepoint, because SQLite undoes a failing statement by itself (statement atomicity).
     static func isSingleStatement(_ command: StoreCommand) -> Bool {
         switch command {
-        case .createDevice, .register, .enqueue, .assignSeq, .setAppState, .reserveSeqs:
+        case .createDevice, .register, .enqueue, .assignSeq, .ack, .setAppState, .reserveSeqs:
             return true
         case .saveBuckets(let buckets):
             return buckets.count <= 1
-        case .ack(_, let acceptanceIDs):
-            return acceptanceIDs.count <= 1
         case .remove, .deleteDevice, .unregister:
             return false
         }
@@ -90,7 +88,9 @@ enum SQLiteCommands {
 
         case .enqueue(let n):
             // The hot commands bind through SQLite's C API: GRDB's `StatementArguments` would
-            // box every value and copy the payload into a `Data` first.
+            // box every value and copy the payload into a `Data` first. Text and blobs are
+            // bound in place (SQLITE_STATIC): `step` runs inside the closures that lend their
+            // bytes, so SQLite copies each value once, into the record, and no more.
             let statement = try db.cachedStatement(sql: """
                 INSERT INTO notifications (acceptance_id, device_id, token, topic, apns_id, push_type, \
                 priority, collapse_id, payload, accepted_at, expires_at, seq) \
@@ -98,25 +98,39 @@ enum SQLiteCommands {
                 """)
             let acceptanceID = try int64(n.acceptanceID, "acceptanceID", command)
             let seq = try n.seq.map { seq throws(Failure) in try int64(seq, "seq", command) }
-            try step(statement, db, command) { h in
-                sqlite3_bind_int64(h, 1, acceptanceID)
-                sqlite3_bind_text(h, 2, n.deviceID, -1, transient)
-                sqlite3_bind_text(h, 3, n.token, -1, transient)
-                sqlite3_bind_text(h, 4, n.topic, -1, transient)
-                sqlite3_bind_text(h, 5, n.apnsID, -1, transient)
-                sqlite3_bind_text(h, 6, n.pushType, -1, transient)
-                sqlite3_bind_int64(h, 7, Int64(n.priority))
-                if let collapseID = n.collapseID { sqlite3_bind_text(h, 8, collapseID, -1, transient) } else { sqlite3_bind_null(h, 8) }
-                _ = n.payload.withUnsafeBytes { bytes in
-                    if let base = bytes.baseAddress {
-                        sqlite3_bind_blob(h, 9, base, Int32(bytes.count), transient)
-                    } else {
-                        sqlite3_bind_zeroblob(h, 9, 0)
+            var (deviceID, token, topic, apnsID, pushType) = (n.deviceID, n.token, n.topic, n.apnsID, n.pushType)
+            var collapseID = n.collapseID ?? ""
+            try deviceID.withUTF8 { deviceID in
+                try token.withUTF8 { token in
+                    try topic.withUTF8 { topic in
+                        try apnsID.withUTF8 { apnsID in
+                            try pushType.withUTF8 { pushType in
+                                try collapseID.withUTF8 { collapse in
+                                    try n.payload.withUnsafeBytes { payload in
+                                        try step(statement, db, command) { h in
+                                            sqlite3_bind_int64(h, 1, acceptanceID)
+                                            bindText(h, 2, deviceID)
+                                            bindText(h, 3, token)
+                                            bindText(h, 4, topic)
+                                            bindText(h, 5, apnsID)
+                                            bindText(h, 6, pushType)
+                                            sqlite3_bind_int64(h, 7, Int64(n.priority))
+                                            if n.collapseID != nil { bindText(h, 8, collapse) } else { sqlite3_bind_null(h, 8) }
+                                            if let base = payload.baseAddress {
+                                                sqlite3_bind_blob(h, 9, base, Int32(payload.count), inPlace)
+                                            } else {
+                                                sqlite3_bind_zeroblob(h, 9, 0)
+                                            }
+                                            sqlite3_bind_int64(h, 10, n.acceptedAt)
+                                            sqlite3_bind_int64(h, 11, n.expiresAt)
+                                            if let seq { sqlite3_bind_int64(h, 12, seq) } else { sqlite3_bind_null(h, 12) }
+                                        }
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
-                sqlite3_bind_int64(h, 10, n.acceptedAt)
-                sqlite3_bind_int64(h, 11, n.expiresAt)
-                if let seq { sqlite3_bind_int64(h, 12, seq) } else { sqlite3_bind_null(h, 12) }
             }
 
         case .assignSeq(let acceptanceID, let seq):
@@ -156,33 +170,75 @@ enum SQLiteCommands {
         }
     }
 
-    /// Deletes rows by acceptance id (the rowid): each a lookup on a recent page.
+    /// Deletes rows by acceptance id (the rowid): each a lookup on a recent page. One statement
+    /// for any number of ids (a JSON array through `json_each`), so that a command stays a
+    /// single statement, atomic without a savepoint: a savepoint would copy every page the
+    /// deletes touch into its journal.
     private static func deleteNotifications(_ acceptanceIDs: [UInt64], _ db: Database, _ command: StoreCommand) throws {
-        guard !acceptanceIDs.isEmpty else { return }
-        let delete = try db.cachedStatement(sql: "DELETE FROM notifications WHERE acceptance_id = ?")
-        for id in acceptanceIDs {
-            // Ids beyond Int64 cannot have been stored: nothing to delete.
-            guard let id = Int64(exactly: id) else { continue }
-            try step(delete, db, command) { h in sqlite3_bind_int64(h, 1, id) }
+        // Ids beyond Int64 cannot have been stored: nothing to delete.
+        let ids = acceptanceIDs.lazy.filter { $0 <= UInt64(Int64.max) }
+        guard let first = ids.first else { return }
+        if acceptanceIDs.count == 1 {
+            let delete = try db.cachedStatement(sql: "DELETE FROM notifications WHERE acceptance_id = ?")
+            try step(delete, db, command) { h in sqlite3_bind_int64(h, 1, Int64(first)) }
+            return
+        }
+        var list: [UInt8] = []
+        list.reserveCapacity(acceptanceIDs.count * 21 + 2)
+        list.append(UInt8(ascii: "["))
+        for id in ids {
+            if list.count > 1 { list.append(UInt8(ascii: ",")) }
+            appendDecimal(id, to: &list)
+        }
+        list.append(UInt8(ascii: "]"))
+        let delete = try db.cachedStatement(sql: "DELETE FROM notifications WHERE acceptance_id IN (SELECT value FROM json_each(?))")
+        try list.withUnsafeBufferPointer { list in
+            try step(delete, db, command) { h in bindText(h, 1, list) }
         }
     }
+
+    private static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
+        let start = bytes.count
+        var v = value
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(v % 10))
+            v /= 10
+        } while v > 0
+        bytes[start...].reverse()
+    }
+
+    /// Binds bytes that outlive the statement's step (see `step`).
+    private static func bindText(_ h: OpaquePointer, _ index: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
+        if let base = bytes.baseAddress {
+            base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { text in
+                _ = sqlite3_bind_text(h, index, text, Int32(bytes.count), inPlace)
+            }
+        } else {
+            sqlite3_bind_text(h, index, "", 0, transient)
+        }
+    }
+
+    /// SQLITE_STATIC: SQLite reads the caller's memory, which must outlive the step.
+    private static let inPlace: sqlite3_destructor_type? = nil
 
     /// SQLite copies bound text and blobs (the caller's memory is temporary).
     private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 
     /// Binds and runs one statement that returns no rows.
+    /// Values bound with SQLITE_STATIC must stay valid until `step` returns; they are unbound
+    /// before it returns, so the statement never keeps a pointer to memory that is gone.
     private static func step(_ statement: Statement, _ db: Database, _ command: StoreCommand, bind: (OpaquePointer) -> Void) throws(Failure) {
         let handle = statement.sqliteStatement
         sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
         bind(handle)
         let rc = sqlite3_step(handle)
-        guard rc == SQLITE_DONE else {
-            let message = "\(describe(command)): SQLite error \(sqlite3_extended_errcode(db.sqliteConnection)): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))"
+        defer {
             sqlite3_reset(handle)
-            throw Failure(message: message)
+            sqlite3_clear_bindings(handle)
         }
-        sqlite3_reset(handle)
+        guard rc == SQLITE_DONE else {
+            throw Failure(message: "\(describe(command)): SQLite error \(sqlite3_extended_errcode(db.sqliteConnection)): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
+        }
     }
 
     /// Records the highest acceptance id committed in this transaction (never lowering it).
