@@ -309,9 +309,34 @@ struct BenchRun: Sendable {
     }
 
     static func pushIndex(inEvent data: String) -> Int? {
-        guard let range = data.range(of: "\"apnsId\":\"00000000-0000-4000-8000-") else { return nil }
-        let digits = data[range.upperBound...].prefix(12)
-        return Int(digits, radix: 16)
+        var data = data
+        return data.withUTF8 { bytes in
+            let marker = apnsIDMarker
+            guard bytes.count >= marker.count + 12 else { return nil }
+            var start = 0
+            while start + marker.count + 12 <= bytes.count {
+                if bytes[start] == marker[0], UnsafeBufferPointer(rebasing: bytes[start..<start + marker.count]).elementsEqual(marker) {
+                    var index = 0
+                    for byte in bytes[(start + marker.count)..<(start + marker.count + 12)] {
+                        guard let digit = hexDigit(byte) else { return nil }
+                        index = index << 4 | digit
+                    }
+                    return index
+                }
+                start += 1
+            }
+            return nil
+        }
+    }
+
+    private static let apnsIDMarker = Array("\"apnsId\":\"00000000-0000-4000-8000-".utf8)
+
+    private static func hexDigit(_ byte: UInt8) -> Int? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a") + 10)
+        default: nil
+        }
     }
 
     private func send(_ devices: [Device], ledger: BenchLedger) async throws {

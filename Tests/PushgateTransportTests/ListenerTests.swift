@@ -211,17 +211,3 @@ struct AbuseTests {
         }
     }
 }
-
-@Suite("Server-sent events parser")
-struct EventStreamParserTests {
-    @Test("events split across chunks, CRLF and CR line ends, comments, multi-line data")
-    func parsing() {
-        var parser = EventStreamParser()
-        #expect(parser.feed(ByteBuffer(string: ": heartbeat\n\nid: 1\nevent: notif")).isEmpty)
-        let first = parser.feed(ByteBuffer(string: "ication\ndata: {\"a\":1}\n\n"))
-        #expect(first == [.init(id: "1", type: "notification", data: "{\"a\":1}")])
-        let second = parser.feed(ByteBuffer(string: "id: 2\r\ndata: x\r\ndata: y\r\r"))
-        #expect(second == [.init(id: "2", type: "message", data: "x\ny")])
-        #expect(parser.feed(ByteBuffer(string: "id: 3\n\n")).isEmpty)  // no data: no event
-    }
-}

@@ -28,17 +28,29 @@ public struct EventStreamParser: Sendable {
     /// Feeds bytes; returns the events they complete.
     public mutating func feed(_ buffer: ByteBuffer) -> [Event] {
         var events: [Event] = []
-        for byte in buffer.readableBytesView {
-            if byte == 0x0A, lastWasCR {
-                lastWasCR = false
-                continue
+        buffer.withUnsafeReadableBytes { bytes in
+            // Whole runs of line bytes are copied at once; only line ends stop the scan.
+            var start = 0
+            var index = 0
+            while index < bytes.count {
+                let byte = bytes[index]
+                if lastWasCR {
+                    lastWasCR = false
+                    if byte == 0x0A {  // the LF of a CRLF
+                        index += 1
+                        start = index
+                        continue
+                    }
+                }
+                if byte == 0x0A || byte == 0x0D {
+                    line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
+                    if let event = endLine() { events.append(event) }
+                    lastWasCR = byte == 0x0D
+                    start = index + 1
+                }
+                index += 1
             }
-            lastWasCR = byte == 0x0D
-            if byte == 0x0A || byte == 0x0D {
-                if let event = endLine() { events.append(event) }
-            } else {
-                line.append(byte)
-            }
+            line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<bytes.count]))
         }
         return events
     }
@@ -52,7 +64,7 @@ public struct EventStreamParser: Sendable {
                 data = []
             }
             guard !data.isEmpty else { return nil }
-            return Event(id: id, type: type.isEmpty ? "message" : type, data: data.joined(separator: "\n"))
+            return Event(id: id, type: type.isEmpty ? "message" : type, data: data.count == 1 ? data[0] : data.joined(separator: "\n"))
         }
         if line.first == UInt8(ascii: ":") { return nil }
         let text = String(decoding: line, as: UTF8.self)
