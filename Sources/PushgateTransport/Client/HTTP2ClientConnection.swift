@@ -28,6 +28,7 @@ public final class HTTP2ClientConnection: Sendable {
         serverName: String? = nil,
         limits: HTTP2SessionLimits = HTTP2SessionLimits(),
         maxResponseBodySize: Int = 64 * 1024 * 1024,
+        settingsTimeout: TimeAmount = .seconds(10),
         group: any EventLoopGroup
     ) async throws -> HTTP2ClientConnection {
         try await ClientBootstrap(group: group)
@@ -41,6 +42,7 @@ public final class HTTP2ClientConnection: Sendable {
                     let handler = HTTP2ClientHandler(
                         limits: limits,
                         maxResponseBodySize: maxResponseBodySize,
+                        settingsTimeout: settingsTimeout,
                         eventLoop: channel.eventLoop
                     )
                     try operations.addHandler(handler)
@@ -50,7 +52,8 @@ public final class HTTP2ClientConnection: Sendable {
     }
 
     /// Returns once the server's first SETTINGS are in (fails if the connection closes first or
-    /// none come within 10 s). Until then nghttp2 assumes the server allows 100 streams: a client
+    /// none come within the connection's `settingsTimeout`, 10 s unless given; the connection is
+    /// then closed). Until then nghttp2 assumes the server allows 100 streams: a client
     /// that fans out many requests on a new connection to a gateway that allows one stream
     /// until the client authenticates waits here, so that the extra requests queue instead of
     /// being refused.

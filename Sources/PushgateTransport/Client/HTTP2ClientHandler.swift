@@ -43,7 +43,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     private var settingsCompleted = false
     private var settingsTimer: Scheduled<Void>?
     /// How long the server gets to send its first SETTINGS.
-    static let settingsTimeout = TimeAmount.seconds(10)
+    private let settingsTimeout: TimeAmount
 
     /// Completes with the first GOAWAY the server sends.
     var goAwayFuture: EventLoopFuture<HTTP2GoAway> { goAway.futureResult }
@@ -51,9 +51,10 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     /// stream limit wait in nghttp2's queue instead of being sent and refused.
     var settingsFuture: EventLoopFuture<Void> { settings.futureResult }
 
-    init(limits: HTTP2SessionLimits, maxResponseBodySize: Int, eventLoop: any EventLoop) {
+    init(limits: HTTP2SessionLimits, maxResponseBodySize: Int, settingsTimeout: TimeAmount, eventLoop: any EventLoop) {
         self.limits = limits
         self.maxResponseBodySize = maxResponseBodySize
+        self.settingsTimeout = settingsTimeout
         self.goAway = eventLoop.makePromise()
         self.settings = eventLoop.makePromise()
     }
@@ -68,8 +69,9 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
             return
         }
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        settingsTimer = context.eventLoop.scheduleTask(in: Self.settingsTimeout) {
-            loopBound.value.completeSettings(.failure(HTTP2ClientError.noSettings))
+        let timeout = settingsTimeout
+        settingsTimer = context.eventLoop.scheduleTask(in: timeout) {
+            loopBound.value.completeSettings(.failure(HTTP2ClientError.noSettings(within: timeout)))
         }
         if context.channel.isActive { flushOutput() }
     }

@@ -109,7 +109,7 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
     /// A whole response's body was over the connection's limit; the stream was reset.
     case responseTooLarge(limit: Int)
     /// The server sent no HTTP/2 SETTINGS in time (not an HTTP/2 server, or a stalled one).
-    case noSettings
+    case noSettings(within: TimeAmount)
 
     public var description: String {
         switch self {
@@ -118,7 +118,8 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
         case .refused: return "the server refused the stream without processing it (going away or over a limit); retry it"
         case .submitFailed(let reason): return "the request could not be sent: \(reason)"
         case .responseTooLarge(let limit): return "the response body is larger than \(limit) bytes; use a streamed request"
-        case .noSettings: return "the server sent no HTTP/2 SETTINGS within \(HTTP2ClientHandler.settingsTimeout); is it an HTTP/2 server (h2 or prior-knowledge h2c)?"
+        case .noSettings(let timeout):
+            return "the server sent no HTTP/2 SETTINGS within \(Double(timeout.nanoseconds) / 1e9) s; is it an HTTP/2 server (h2 or prior-knowledge h2c)?"
         }
     }
 }
