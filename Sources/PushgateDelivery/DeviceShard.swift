@@ -145,8 +145,8 @@ final class DeviceShard: @unchecked Sendable {
                 orphans.append(record.acceptanceID)
             }
         }
-        // Of a device or registration that no longer exists: nothing can deliver them. (A
-        // deleted device's rows are deleted with it; this catches what a failed deletion left.)
+        // Of a device or registration that no longer exists: nothing can deliver them. (Device
+        // deletion names every row of the device; this is the net for any row it missed.)
         if !orphans.isEmpty {
             counters.recordDrop(.unregistered, count: orphans.count)
             commit([.remove(acceptanceIDs: orphans)]) { _ in }
