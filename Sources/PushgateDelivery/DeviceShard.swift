@@ -372,8 +372,12 @@ final class DeviceShard: @unchecked Sendable {
             return
         }
 
+        // Usually an enqueue, now and then a seq reservation, and one entry: room for them up
+        // front instead of growing the arrays on the way.
         var commands: [StoreCommand] = []
+        commands.reserveCapacity(2)
         var entries: [QueuedEntry] = []
+        entries.reserveCapacity(1)
         let disposition: Disposition
         switch acceptance.disposition {
         case .discarded:

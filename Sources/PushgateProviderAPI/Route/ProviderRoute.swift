@@ -74,7 +74,7 @@ public enum ProviderRoute {
         let outcome = validator.validate(
             method: request.method,
             path: request.path,
-            headers: headers.map { (name: $0.name, value: $0.value) },
+            headers: headers,
             body: request.body
         )
         switch outcome {

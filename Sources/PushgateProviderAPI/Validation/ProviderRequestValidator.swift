@@ -128,10 +128,10 @@ public struct ProviderRequestValidator: Sendable {
     ///   - path: `:path` exactly as sent.
     ///   - headers: the regular header fields in arrival order, lowercase names, duplicates kept.
     ///   - body: the raw request body (the `payload` of an accepted push shares its storage).
-    public func validate(
+    public func validate<Headers: RandomAccessCollection<(name: String, value: String)>>(
         method: String,
         path: String,
-        headers: [(name: String, value: String)],
+        headers: Headers,
         body: ByteBuffer
     ) -> ValidationOutcome {
         var fields = Fields()
@@ -150,7 +150,7 @@ public struct ProviderRequestValidator: Sendable {
             default: break
             }
             if fields.duplicate == nil, name != "cookie" {
-                for earlier in headers.startIndex..<index where headers[earlier].name == name {
+                for earlier in headers[..<index] where earlier.name == name {
                     fields.duplicate = name
                     break
                 }
