@@ -289,7 +289,7 @@ struct BenchRun: Sendable {
                 var indices: [Int] = []
                 for event in parser.feed(chunk) where event.type == "notification" {
                     if let seq = event.id.flatMap(UInt64.init) { newest = seq }
-                    if let index = BenchRun.pushIndex(inEvent: event.data) { indices.append(index) }
+                    indices += BenchRun.pushIndices(in: event.data)
                 }
                 ledger.received(indices, at: BenchLedger.now())
                 if let newest {
@@ -308,24 +308,27 @@ struct BenchRun: Sendable {
         return "00000000-0000-4000-8000-" + String(repeating: "0", count: 12 - hex.count) + hex
     }
 
-    static func pushIndex(inEvent data: String) -> Int? {
-        var data = data
-        return data.withUTF8 { bytes in
+    /// The push indices of every bench apns-id in `text` (an event's data, or a keep-alive
+    /// response with many notifications).
+    static func pushIndices(in text: String) -> [Int] {
+        var text = text
+        return text.withUTF8 { bytes in
             let marker = apnsIDMarker
-            guard bytes.count >= marker.count + 12 else { return nil }
+            var indices: [Int] = []
             var start = 0
-            while start + marker.count + 12 <= bytes.count {
-                if bytes[start] == marker[0], UnsafeBufferPointer(rebasing: bytes[start..<start + marker.count]).elementsEqual(marker) {
-                    var index = 0
-                    for byte in bytes[(start + marker.count)..<(start + marker.count + 12)] {
-                        guard let digit = hexDigit(byte) else { return nil }
-                        index = index << 4 | digit
-                    }
-                    return index
+            scan: while start + marker.count + 12 <= bytes.count {
+                defer { start += 1 }
+                guard bytes[start] == marker[0],
+                      UnsafeBufferPointer(rebasing: bytes[start..<start + marker.count]).elementsEqual(marker)
+                else { continue }
+                var index = 0
+                for byte in bytes[(start + marker.count)..<(start + marker.count + 12)] {
+                    guard let digit = hexDigit(byte) else { continue scan }
+                    index = index << 4 | digit
                 }
-                start += 1
+                indices.append(index)
             }
-            return nil
+            return indices
         }
     }
 
@@ -389,13 +392,7 @@ struct BenchRun: Sendable {
                 group.addTask {
                     let response = try await connection.send(request("POST", "/v1/devices/\(device.id)/keepalive", secret: device.secret))
                     let now = BenchLedger.now()
-                    var indices: [Int] = []
-                    var rest = String(buffer: response.body)[...]
-                    while let range = rest.range(of: "\"apnsId\":\"00000000-0000-4000-8000-") {
-                        if let pushIndex = Int(rest[range.upperBound...].prefix(12), radix: 16) { indices.append(pushIndex) }
-                        rest = rest[range.upperBound...]
-                    }
-                    ledger.received(indices, at: now)
+                    ledger.received(BenchRun.pushIndices(in: String(buffer: response.body)), at: now)
                 }
             }
             try await group.waitForAll()

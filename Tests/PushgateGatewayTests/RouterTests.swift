@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import PushgateDelivery
 import PushgateGateway
+import PushgateRouting
 import PushgateStore
 import PushgateTransport
 import Testing
@@ -56,6 +57,35 @@ struct RouterTests {
             #expect(wrongMethod.headers.first(name: "allow") == "GET")
             await connection.close()
         }
+    }
+
+    @Test("an exact route wins over prefixes, and the longest matching prefix over shorter ones")
+    func longestPrefix() async throws {
+        var router = Router()
+        func answer(_ text: String) -> RouteHandler {
+            { _, responder in responder.respond(HTTPServerResponse(status: 200, text: text)) }
+        }
+        router.addPrefix(nil, "/a/", protocols: .http1AndHTTP2, handler: answer("a"))
+        router.addPrefix(nil, "/a/b/", protocols: .http1AndHTTP2, handler: answer("ab"))
+        router.add("GET", "/a/b/exact", protocols: .http1AndHTTP2, handler: answer("exact"))
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = HTTPServer(
+            listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
+            configuration: HTTPServerConfiguration(),
+            application: router,
+            group: group,
+            logger: Logger(label: "test")
+        )
+        let port = try #require(try await server.start().first?.port)
+        let connection = try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: port, group: group)
+        var bodies: [String] = []
+        for path in ["/a/x", "/a/b/x", "/a/b/exact", "/a/b/exact/more", "/a/bb"] {
+            bodies.append(String(buffer: try await connection.send(HTTPClientRequest(path: path)).body))
+        }
+        #expect(bodies == ["a", "ab", "exact", "ab", "a"])
+        await connection.close()
+        await server.shutdownGracefully(deadline: .milliseconds(100))
+        try await group.shutdownGracefully()
     }
 }
 

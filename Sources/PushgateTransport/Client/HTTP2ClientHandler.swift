@@ -168,9 +168,9 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         stream.unconsumed = 0
     }
 
-    /// Resets a stream (RST_STREAM CANCEL): the response is abandoned.
     var serverMaxConcurrentStreams: UInt32 { session?.remoteMaxConcurrentStreams ?? 0 }
 
+    /// Resets a stream (RST_STREAM CANCEL): the response is abandoned.
     func reset(streamID: Int32) {
         guard !closed, session != nil, let stream = streams.removeValue(forKey: streamID) else { return }
         session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)

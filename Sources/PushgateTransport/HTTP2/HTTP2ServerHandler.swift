@@ -310,12 +310,23 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         guard state == .active, openStreams == 0 else { return }
         logger.debug("closing idle HTTP/2 connection")
         // With no stream open, nghttp2 is done once this GOAWAY is out; flushOutput then closes.
+        sendGoAway(reason: "IdleTimeout")
+    }
+
+    /// The connection's last GOAWAY (NO_ERROR, the last stream we process, APNs' reason JSON):
+    /// no timer of the connection may fire after it. Sent by the next flush, which closes the
+    /// connection once nghttp2 is done with its streams.
+    private func sendGoAway(reason: String) {
+        shutdownTimer?.cancel()
+        shutdownTimer = nil
+        idleTimer?.cancel()
+        idleTimer = nil
+        state = .goingAway
         session.submitGoAway(
             lastStreamID: session.lastProcessedStreamID,
             errorCode: NGHTTP2_NO_ERROR.rawValue,
-            debugData: Self.reasonJSON("IdleTimeout")
+            debugData: Self.reasonJSON(reason)
         )
-        state = .goingAway
         scheduleFlush()
     }
 
@@ -326,13 +337,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         guard state == .active, let context else { return }
         idleTimer?.cancel()
         if openStreams == 0 {
-            session.submitGoAway(
-                lastStreamID: session.lastProcessedStreamID,
-                errorCode: NGHTTP2_NO_ERROR.rawValue,
-                debugData: Self.reasonJSON("Shutdown")
-            )
-            state = .goingAway
-            scheduleFlush()
+            sendGoAway(reason: "Shutdown")
             return
         }
         state = .quiescing
@@ -348,17 +353,8 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
 
     private func sendFinalGoAway() {
         guard state == .quiescing else { return }
-        shutdownTimer?.cancel()
-        shutdownTimer = nil
-        state = .goingAway
-        session.submitGoAway(
-            lastStreamID: session.lastProcessedStreamID,
-            errorCode: NGHTTP2_NO_ERROR.rawValue,
-            debugData: Self.reasonJSON("Shutdown")
-        )
-        // Called from the PING-ack callback or a timer: let flushOutput send it and close once
-        // nghttp2 reports the session done.
-        scheduleFlush()
+        // Called from the PING-ack callback or a timer: the flush sends it.
+        sendGoAway(reason: "Shutdown")
     }
 
     // MARK: Application requests (ConnectionControl)
@@ -373,16 +369,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     func goAway(reason: String) {
         guard state == .active || state == .quiescing, session != nil else { return }
         logger.debug("closing HTTP/2 connection", metadata: ["h2.goaway_reason": "\(reason)"])
-        shutdownTimer?.cancel()
-        shutdownTimer = nil
-        idleTimer?.cancel()
-        state = .goingAway
-        session.submitGoAway(
-            lastStreamID: session.lastProcessedStreamID,
-            errorCode: NGHTTP2_NO_ERROR.rawValue,
-            debugData: Self.reasonJSON(reason)
-        )
-        scheduleFlush()
+        sendGoAway(reason: reason)
     }
 
     /// `{"reason":"..."}` as APNs puts it in GOAWAY debug data.
