@@ -61,7 +61,8 @@ let package = Package(
         // The power-aware scheduler: silent budgets, held queues, wake events. A pure state
         // machine, one instance per shard; no I/O, no locks, injected time.
         .target(name: "PushgateScheduler"),
-        // Domain words shared by the APIs, the scheduler and the store.
+        // Domain words shared by the provider and device APIs, provider auth and the delivery
+        // core. The scheduler keeps its own few (e.g. `PushPriority`) to stay dependency-free.
         .target(
             name: "PushgateCore",
             dependencies: [.product(name: "NIOCore", package: "swift-nio")]

@@ -4,14 +4,9 @@ import Synchronization
 /// Running totals of the delivery core, for operator metrics. Updated with relaxed atomics:
 /// they are statistics, not synchronisation.
 public final class DeliveryCounters: Sendable {
-    /// Why a notification was dropped undelivered (PRODUCT.md section 4).
-    public enum DropReason: String, Sendable, CaseIterable {
-        case expired
-        case overflow
-        case coalesced
-        case appTerminated = "app_terminated"
-        case unregistered
-    }
+    /// Why a notification was dropped undelivered (PRODUCT.md section 4): the scheduler's own
+    /// reasons, which cover the delivery core's (expiry, unregistration) too.
+    public typealias DropReason = PushgateScheduler.DropReason
 
     private final class Counter: Sendable {
         let value = Atomic<Int>(0)
@@ -66,17 +61,5 @@ public final class DeliveryCounters: Sendable {
 
     func recordDisposition(_ disposition: Disposition) {
         dispositionsByName[disposition]!.value.add(1, ordering: .relaxed)
-    }
-}
-
-extension DeliveryCounters.DropReason {
-    init(_ reason: PushgateScheduler.DropReason) {
-        switch reason {
-        case .expired: self = .expired
-        case .overflow: self = .overflow
-        case .coalesced: self = .coalesced
-        case .appTerminated: self = .appTerminated
-        case .unregistered: self = .unregistered
-        }
     }
 }

@@ -521,7 +521,7 @@ final class DeviceShard: @unchecked Sendable {
             guard let record = held.removeValue(forKey: drop.id) else { continue }
             devices[record.deviceID]?.heldCount -= 1
             counters.add(held: -1)
-            counters.recordDrop(DeliveryCounters.DropReason(drop.reason), count: 1)
+            counters.recordDrop(drop.reason, count: 1)
             ids.append(drop.id)
         }
         if !ids.isEmpty { commands.append(.remove(acceptanceIDs: ids)) }

@@ -104,22 +104,9 @@ public struct SchedulerConfiguration: Sendable, Hashable {
     public func validate() throws(SchedulerConfigurationError) {
         try Self.check(global, topic: nil)
         try Self.field("topics", Int64(topics.count), SchedulerPolicy.Limits.topicOverrides, topic: nil)
+        // A topic's fields it does not override are the global ones, already checked.
         for topic in topics.keys.sorted() {
-            let override = topics[topic]!
-            typealias Limits = SchedulerPolicy.Limits
-            if let value = override.appBurst { try Self.field("appBurst", Int64(value), Limits.burst, topic: topic) }
-            if let value = override.appRefillPerHour {
-                try Self.field("appRefillPerHour", Int64(value), Limits.refillPerHour, topic: topic)
-            }
-            if let value = override.maxHeldPerApp {
-                try Self.field("maxHeldPerApp", Int64(value), Limits.maxHeldPerApp, topic: topic)
-            }
-            if let value = override.maxDeferralMillis {
-                try Self.field("maxDeferralMillis", value, Limits.maxDeferralMillis, topic: topic)
-            }
-            if let value = override.defaultExpirationMillis {
-                try Self.field("defaultExpirationMillis", value, Limits.defaultExpirationMillis, topic: topic)
-            }
+            try Self.check(policy(forTopic: topic), topic: topic)
         }
     }
 

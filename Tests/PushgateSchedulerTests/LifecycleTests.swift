@@ -34,28 +34,48 @@ import Testing
         #expect(harness.scheduler.heldCount == 0)
     }
 
+    /// The old handles point at slots a new device and app now use: every call with them must
+    /// leave the new ones alone (the generation check, not just the live flag).
     @Test func staleHandlesAreIgnored() throws {
         let harness = try Harness()
         let app = harness.app()
         _ = harness.scheduler.removeDevice(harness.device)
         let scheduler = harness.scheduler
-        let push = SchedulerPush(id: 1, app: app, pushClass: .silent, priority: .normal, expiresAt: t0 + hour)
+        let newDevice = scheduler.addDevice(now: t0)
+        _ = scheduler.connect(newDevice, now: t0)
+        let newApp = try #require(scheduler.addApp(device: newDevice, topic: "com.example.app"))
+        #expect(newDevice.slot == harness.device.slot && newApp.slot == app.slot)
+        let held = harness.exhaust(newApp, now: t0).held
+        let appBucket = scheduler.bucket(app: newApp, now: t0)
+        let deviceBucket = scheduler.bucket(device: newDevice, now: t0)
+
+        let push = SchedulerPush(id: 1_000, app: app, pushClass: .silent, priority: .normal, expiresAt: t0 + hour)
         #expect(scheduler.accept(push, now: t0) == nil)
-        #expect(scheduler.connect(harness.device, now: t0).isEmpty)
         #expect(scheduler.keepalive(harness.device, now: t0).isEmpty)
-        #expect(scheduler.setPower(harness.device, .idle, now: t0).isEmpty)
+        #expect(scheduler.setPower(harness.device, .lowPower, now: t0).isEmpty)
         scheduler.disconnect(harness.device)
+        #expect(scheduler.connect(harness.device, now: t0).isEmpty)
         #expect(scheduler.setAppState(app, .terminated).isEmpty)
-        #expect(scheduler.removeApp(app).isEmpty)
-        #expect(scheduler.removeDevice(harness.device).isEmpty)
-        #expect(scheduler.addApp(device: harness.device, topic: "t") == nil)
         #expect(scheduler.restoreHeld(push, acceptedAt: t0) == false)
         #expect(scheduler.restoreBucket(device: harness.device, BucketSnapshot(level: 0, at: t0)) == false)
         #expect(scheduler.restoreBucket(app: app, BucketSnapshot(level: 0, at: t0)) == false)
+        #expect(scheduler.addApp(device: harness.device, topic: "t") == nil)
+        #expect(scheduler.removeApp(app).isEmpty)
+        #expect(scheduler.removeDevice(harness.device).isEmpty)
         #expect(scheduler.heldCount(device: harness.device) == nil)
         #expect(scheduler.heldIDs(app: app) == nil)
         #expect(scheduler.bucket(app: app, now: t0) == nil)
         #expect(scheduler.device(of: app) == nil)
+
+        // The new device and app, untouched: still connected, awake, their push still held,
+        // their buckets as they were, the app not terminated.
+        #expect(scheduler.isConnected(newDevice) == true)
+        #expect(scheduler.power(newDevice) == .awake)
+        #expect(scheduler.heldIDs(app: newApp) == [held])
+        #expect(scheduler.appState(newApp) == .foreground)
+        #expect(scheduler.bucket(app: newApp, now: t0) == appBucket)
+        #expect(scheduler.bucket(device: newDevice, now: t0) == deviceBucket)
+        #expect(scheduler.apps(of: newDevice) == [newApp])
     }
 
     @Test func reusedSlotsGetANewGeneration() throws {
