@@ -35,6 +35,8 @@ let package = Package(
             name: "PushgateTLS",
             dependencies: [
                 "COpenSSL",
+                // The OpenSSL error queue reader.
+                "PushgateCrypto",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
             ]
@@ -53,7 +55,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Secure randomness, hashing (and later JWT signatures) on libcrypto.
+        // Secure randomness, hashing, ES256 (JWT) keys and signatures, and the error queue, on
+        // libcrypto.
         .target(name: "PushgateCrypto", dependencies: ["COpenSSL"]),
         // Provider authentication: APNs JWT (ES256) and client-certificate identities, the
         // per-connection token state. Pure and clock-injected; no I/O.
@@ -97,6 +100,7 @@ let package = Package(
             name: "PushgateRouting",
             dependencies: [
                 "PushgateTransport",
+                "PushgateCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
@@ -152,6 +156,7 @@ let package = Package(
                 "PushgateScheduler",
                 "PushgateProviderAuth",
                 "PushgateCrypto",
+                "PushgateCore",
                 "PushgateTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),

@@ -31,14 +31,16 @@ public enum ES256KeyError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-enum OpenSSLErrorQueue {
-    /// This thread's OpenSSL error queue as strings, oldest first, emptying it.
+/// This thread's OpenSSL error queue, for the crypto and TLS errors alike.
+public enum OpenSSLErrorQueue {
+    /// The queue's entries as strings, oldest first, emptying it.
     ///
     /// The queue is per thread and an event loop serves many connections on one thread, so every
     /// failure must take its entries with it or they would be blamed on whatever runs next.
-    static func drain() -> [String] {
+    public static func drain() -> [String] {
         var entries: [String] = []
         while case let code = ERR_get_error(), code != 0 {
+            // 256 bytes is what OpenSSL's own ERR_error_string uses; _n truncates to fit.
             var chars = [CChar](repeating: 0, count: 256)
             entries.append(
                 chars.withUnsafeMutableBufferPointer { buffer in

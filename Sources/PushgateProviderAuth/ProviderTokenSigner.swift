@@ -1,3 +1,4 @@
+import PushgateCore
 import PushgateCrypto
 
 /// Mints APNs provider tokens for one key, reusing each for
@@ -23,27 +24,11 @@ public struct ProviderTokenSigner: Sendable {
         if let cached, now >= cached.issuedAt, now - cached.issuedAt < ProviderTokenRules.signerReuse {
             return cached.token
         }
-        let header = #"{"alg":"ES256","kid":"# + Self.jsonString(keyID) + "}"
-        let claims = #"{"iss":"# + Self.jsonString(teamID) + #","iat":"# + String(now) + "}"
+        let header = #"{"alg":"ES256","kid":"# + JSONText.quote(keyID) + "}"
+        let claims = #"{"iss":"# + JSONText.quote(teamID) + #","iat":"# + String(now) + "}"
         let signingInput = Base64URL.encode(header.utf8) + "." + Base64URL.encode(claims.utf8)
         let token = signingInput + "." + Base64URL.encode(privateKey.sign(signingInput.utf8))
         cached = (token, now)
         return token
-    }
-
-    /// `text` as a JSON string literal, quotes included.
-    private static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\u{00}"..."\u{1F}":
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

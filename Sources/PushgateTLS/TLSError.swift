@@ -1,4 +1,5 @@
 import COpenSSL
+import PushgateCrypto
 
 /// A TLS failure: a configuration file OpenSSL would not load, or a handshake or record-layer error.
 ///
@@ -27,23 +28,7 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
 
 extension TLSError {
     /// Builds an error from this thread's OpenSSL error queue, emptying it.
-    ///
-    /// OpenSSL's queue is per thread, and an event loop runs many connections on one thread, so every
-    /// failure must take its entries with it or they would be blamed on the next connection.
     static func draining(_ message: String) -> TLSError {
-        var entries: [String] = []
-        while case let code = ERR_get_error(), code != 0 {
-            entries.append(Self.render(code))
-        }
-        return TLSError(message, openSSLErrors: entries)
-    }
-
-    private static func render(_ code: UInt) -> String {
-        // 256 bytes is what OpenSSL's own ERR_error_string uses; ERR_error_string_n truncates to fit.
-        var chars = [CChar](repeating: 0, count: 256)
-        return chars.withUnsafeMutableBufferPointer { buffer in
-            ERR_error_string_n(code, buffer.baseAddress, buffer.count)
-            return String(cString: buffer.baseAddress!)
-        }
+        TLSError(message, openSSLErrors: OpenSSLErrorQueue.drain())
     }
 }

@@ -1,3 +1,4 @@
+import PushgateCore
 import ArgumentParser
 import Foundation
 import NIOCore
@@ -93,9 +94,9 @@ struct AgentState: Sendable, Equatable {
     /// The `PUT /v1/devices/{id}/state` body.
     var json: String {
         var fields: [String] = []
-        if let power { fields.append("\"power\":\(jsonString(power))") }
+        if let power { fields.append("\"power\":\(JSONText.quote(power))") }
         if !apps.isEmpty {
-            let entries = apps.sorted { $0.key < $1.key }.map { "\(jsonString($0.key)):\(jsonString($0.value))" }
+            let entries = apps.sorted { $0.key < $1.key }.map { "\(JSONText.quote($0.key)):\(JSONText.quote($0.value))" }
             fields.append("\"apps\":{" + entries.joined(separator: ",") + "}")
         }
         return "{" + fields.joined(separator: ",") + "}"
@@ -225,14 +226,14 @@ final class Agent: Sendable {
     }
 
     private func register(_ topic: String, _ identity: AgentIdentity, _ connection: HTTP2ClientConnection) async throws {
-        let body = "{\"topic\":\(jsonString(topic))}"
+        let body = "{\"topic\":\(JSONText.quote(topic))}"
         let response = try await connection.send(request("POST", "/v1/devices/\(identity.deviceId)/registrations", secret: identity.secret, body: body))
         guard response.status == 201 || response.status == 200 else {
             throw AgentFailure(description: "registering \(topic) failed: \(response.status) \(String(buffer: response.body))")
         }
         struct Registered: Decodable { var token: String }
         let token = (try? JSONDecoder().decode(Registered.self, from: Data(response.body.readableBytesView)))?.token ?? "?"
-        emit("{\"type\":\"registered\",\"deviceId\":\(jsonString(identity.deviceId)),\"topic\":\(jsonString(topic)),\"token\":\(jsonString(token))}")
+        emit("{\"type\":\"registered\",\"deviceId\":\(JSONText.quote(identity.deviceId)),\"topic\":\(JSONText.quote(topic)),\"token\":\(JSONText.quote(token))}")
     }
 
     private func holdStream(
@@ -251,7 +252,7 @@ final class Agent: Sendable {
             throw AgentFailure(description: "event stream refused: \(response.status)")
         }
         backoff.reset()
-        emit("{\"type\":\"connected\",\"deviceId\":\(jsonString(identity.deviceId))}")
+        emit("{\"type\":\"connected\",\"deviceId\":\(JSONText.quote(identity.deviceId))}")
         let keepalives = keepaliveSeconds > 0 ? Task { [keepaliveSeconds] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(keepaliveSeconds))
@@ -372,9 +373,4 @@ private func emit(_ line: String) {
 
 private func printError(_ message: String) {
     FileHandle.standardError.write(Data("pushgate agent: \(message)\n".utf8))
-}
-
-private func jsonString(_ string: String) -> String {
-    let data = (try? JSONEncoder().encode(string)) ?? Data("\"\"".utf8)
-    return String(decoding: data, as: UTF8.self)
 }

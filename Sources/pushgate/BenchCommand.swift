@@ -4,6 +4,7 @@ import Histogram
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import PushgateCore
 import PushgateTransport
 import Synchronization
 
@@ -249,7 +250,7 @@ struct BenchRun: Sendable {
             throw AgentFailure(description: "device creation failed: \(created.status) \(String(buffer: created.body))")
         }
         let registered = try await connection.send(
-            request("POST", "/v1/devices/\(device.deviceId)/registrations", secret: device.secret, body: ByteBuffer(string: "{\"topic\":\"\(options.topic)\"}"))
+            request("POST", "/v1/devices/\(device.deviceId)/registrations", secret: device.secret, body: ByteBuffer(string: "{\"topic\":" + JSONText.quote(options.topic) + "}"))
         )
         guard registered.status == 201, let token = try? JSONDecoder().decode(Registered.self, from: Data(registered.body.readableBytesView)) else {
             throw AgentFailure(description: "registration failed: \(registered.status) \(String(buffer: registered.body))")
