@@ -42,7 +42,7 @@ public struct ProviderConnectionAuth {
 
     /// Whether a valid token has been posted on this connection. It stays true when that token
     /// later expires: APNs lifts its one-stream limit once, on the first valid token.
-    public private(set) var hasValidToken = false
+    public var hasValidToken: Bool { current != nil }
     /// How many tokens this connection has parsed and checked (JSON and ECDSA). Repeated tokens
     /// are answered from the cache and do not count.
     public private(set) var tokenVerifications = 0
@@ -108,7 +108,6 @@ public struct ProviderConnectionAuth {
         }
         guard let current else {
             current = token
-            hasValidToken = true
             return nil
         }
         guard token.key.keyID == current.key.keyID else {

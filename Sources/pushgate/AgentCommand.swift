@@ -194,15 +194,9 @@ final class Agent: Sendable {
     }
 
     private func request(_ method: String, _ path: String, secret: String?, body: String? = nil) -> HTTPClientRequest {
-        var headers = HTTPHeaders()
-        if let secret { headers.add(name: "authorization", value: "bearer \(secret)") }
-        if body != nil { headers.add(name: "content-type", value: "application/json") }
-        return HTTPClientRequest(
-            method: method,
-            path: path,
-            authority: client.server.authority,
-            scheme: client.server.scheme,
-            headers: headers,
+        client.request(
+            method, path, bearer: secret,
+            headers: body == nil ? [:] : ["content-type": "application/json"],
             body: body.map { ByteBuffer(string: $0) }
         )
     }

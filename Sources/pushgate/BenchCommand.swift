@@ -54,6 +54,16 @@ struct BenchCommand: AsyncParsableCommand {
     )
     var ackDelay: Int = 0
 
+    @Option(
+        name: .customLong("registration-secret"),
+        help: "The gateway's registration secret, needed to create the devices when the gateway has one (also PUSHGATE_REGISTRATION_SECRET)."
+    )
+    var registrationSecretOption: String?
+
+    var registrationSecret: String? {
+        registrationSecretOption ?? ProcessInfo.processInfo.environment["PUSHGATE_REGISTRATION_SECRET"]
+    }
+
     @Option(name: .customLong("payload-bytes"), help: "Approximate payload size.")
     var payloadBytes: Int = 128
 
@@ -158,17 +168,8 @@ struct BenchRun: Sendable {
     /// The providers' `authorization` header value, when the gateway authenticates providers.
     let authorization: String?
 
-    private func request(_ method: String, _ path: String, secret: String? = nil, headers extra: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
-        var headers = extra
-        if let secret { headers.add(name: "authorization", value: "bearer \(secret)") }
-        return HTTPClientRequest(
-            method: method,
-            path: path,
-            authority: options.client.server.authority,
-            scheme: options.client.server.scheme,
-            headers: headers,
-            body: body
-        )
+    private func request(_ method: String, _ path: String, secret: String? = nil, headers: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
+        options.client.request(method, path, bearer: secret, headers: headers, body: body)
     }
 
     /// A connection for many concurrent requests. A gateway that authenticates providers allows
@@ -245,7 +246,7 @@ struct BenchRun: Sendable {
     private func createDevice(on connection: HTTP2ClientConnection) async throws -> Device {
         struct Created: Decodable { var deviceId: String; var secret: String }
         struct Registered: Decodable { var token: String }
-        let created = try await connection.send(request("POST", "/v1/devices"))
+        let created = try await connection.send(request("POST", "/v1/devices", secret: options.registrationSecret))
         guard created.status == 201, let device = try? JSONDecoder().decode(Created.self, from: Data(created.body.readableBytesView)) else {
             throw AgentFailure(description: "device creation failed: \(created.status) \(String(buffer: created.body))")
         }

@@ -93,14 +93,7 @@ struct SendCommand: AsyncParsableCommand {
             group: group
         )
         let response = try await connection.send(
-            HTTPClientRequest(
-                method: "POST",
-                path: "/3/device/\(token)",
-                authority: client.server.authority,
-                scheme: client.server.scheme,
-                headers: headers,
-                body: body
-            )
+            client.request("POST", "/3/device/\(token)", headers: headers, body: body)
         )
         await connection.close()
         var line = "status: \(response.status)\napns-id: \(response.headers.first(name: "apns-id") ?? "-")\n"

@@ -1,4 +1,6 @@
 import ArgumentParser
+import NIOCore
+import NIOHTTP1
 import PushgateTLS
 import PushgateTransport
 
@@ -44,5 +46,15 @@ struct ClientOptions: ParsableArguments {
     func tlsContext() throws -> TLSContext? {
         guard server.isTLS else { return nil }
         return try TLSContext.client(TLSClientConfiguration(trustRootsPath: caFile, serverName: server.host))
+    }
+}
+
+extension ClientOptions {
+    /// A request to the gateway at `--server`, for send, agent and bench alike. `bearer` is a
+    /// device secret, the registration secret, or a provider token.
+    func request(_ method: String, _ path: String, bearer: String? = nil, headers: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
+        var headers = headers
+        if let bearer { headers.add(name: "authorization", value: "bearer \(bearer)") }
+        return HTTPClientRequest(method: method, path: path, authority: server.authority, scheme: server.scheme, headers: headers, body: body)
     }
 }

@@ -19,4 +19,25 @@ struct BenchCLITests {
         #expect(summary["lost"] as? Int == 0)
         #expect(summary["duplicated"] as? Int == 0)
     }
+
+    @Test("against a gateway with a registration secret, bench creates its devices with --registration-secret")
+    func registrationSecret() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = directory + "/pushgate.json"
+        let secret = "bench-registration-secret"
+        try Data(#"{"registrationSecret": "\#(secret)"}"#.utf8).write(to: URL(fileURLWithPath: config))
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--config", config], listeners: 1)
+        defer { _ = gateway.stop() }
+        let base = ["bench", "--server", gateway.urls[0], "--devices", "4", "--providers", "1", "--pushes", "100"]
+        let refused = try runPushgate(base)
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("401"), "without the secret: \(refused.stderr)")
+        let result = try runPushgate(base + ["--registration-secret", secret])
+        #expect(result.status == 0, "bench failed: \(result.stderr)")
+        let last = try #require(result.stdout.split(separator: "\n").last)
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        #expect(summary["accepted"] as? Int == 100)
+        #expect(summary["lost"] as? Int == 0)
+    }
 }

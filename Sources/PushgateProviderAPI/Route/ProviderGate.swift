@@ -32,8 +32,6 @@ final class ProviderConnectionState {
     var auth: ProviderConnectionAuth
     /// The verified client certificate as a provider identity, when certificates are accepted.
     let certificate: CertificateProvider?
-    /// The transport has been told to lift the one-stream limit.
-    var granted = false
     var consecutiveErrors = 0
 
     init(auth: ProviderConnectionAuth, certificate: CertificateProvider?) {

@@ -56,10 +56,8 @@ public enum ProviderRoute {
             connection: &state.auth,
             nowMillis: gate.nowMillis()
         )
-        if !state.granted, state.certificate != nil || state.auth.hasValidToken {
-            state.granted = true
-            connection.grantFullConcurrency()
-        }
+        // Idempotent, and one atomic load once granted.
+        if state.certificate != nil || state.auth.hasValidToken { connection.grantFullConcurrency() }
         var headers = request.headers
         switch authorized {
         case .failure(let refusal):
