@@ -96,8 +96,11 @@ final class AgentProcess: @unchecked Sendable {
         try process.run()
     }
 
-    /// The next JSON line; throws if the agent exits first.
-    func next() throws -> [String: Any] {
+    /// The next JSON line; throws if the agent exits first, or prints nothing for `timeout`
+    /// (it is then killed: a blocking read would outlast the test's time limit).
+    func next(timeout: DispatchTimeInterval = .seconds(60)) throws -> [String: Any] {
+        let watchdog = killAfter(timeout, process)
+        defer { watchdog.cancel() }
         while true {
             if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = pending[pending.startIndex..<newline]

@@ -36,7 +36,9 @@ func runPushgate(_ arguments: [String]) throws -> ToolRun {
     try run(executable: GatewayProcess.executable, arguments)
 }
 
-func run(executable: URL, _ arguments: [String]) throws -> ToolRun {
+/// A tool still running after `timeout` is killed (SIGKILL) and its run returned as it is:
+/// a blocking read cannot be interrupted by a test's time limit, so a stuck tool would hang CI.
+func run(executable: URL, _ arguments: [String], timeout: DispatchTimeInterval = .seconds(120)) throws -> ToolRun {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
@@ -45,6 +47,8 @@ func run(executable: URL, _ arguments: [String]) throws -> ToolRun {
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    let watchdog = killAfter(timeout, process)
+    defer { watchdog.cancel() }
     // Read both pipes to the end before waiting, so a chatty tool cannot block on a full pipe.
     let errData = NIOLockedValueBox(Data())
     let errDone = DispatchSemaphore(value: 0)
@@ -60,6 +64,14 @@ func run(executable: URL, _ arguments: [String]) throws -> ToolRun {
         stdout: String(decoding: outData, as: UTF8.self),
         stderr: String(decoding: errData.withLockedValue { $0 }, as: UTF8.self)
     )
+}
+
+/// Kills `process` after `timeout` unless the returned item is cancelled first.
+func killAfter(_ timeout: DispatchTimeInterval, _ process: Process) -> DispatchWorkItem {
+    let pid = process.processIdentifier
+    let item = DispatchWorkItem { if process.isRunning { kill(pid, SIGKILL) } }
+    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: item)
+    return item
 }
 
 /// A `pushgate serve` process on ephemeral ports.
