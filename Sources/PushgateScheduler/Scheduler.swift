@@ -12,6 +12,11 @@
 ///
 /// Handles that are unknown (removed, or from another instance) are ignored: each method says what
 /// it returns then. Nothing a network peer sends can make the scheduler trap.
+///
+/// Bounds: held silent pushes are capped per app (`maxHeldPerApp`, the oldest dropped as
+/// `overflow`). Held regular pushes (priority 5 or 1) are not capped here: the caller bounds
+/// everything waiting per device before it calls `accept` (the delivery core refuses a push with
+/// 429 once a device has `maxQueuedPerDevice` queued and held).
 public final class Scheduler {
     /// The validated configuration, for what the caller needs per topic (`defaultExpirationMillis`).
     public let configuration: SchedulerConfiguration

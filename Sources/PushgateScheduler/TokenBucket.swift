@@ -16,9 +16,6 @@ public struct BucketSnapshot: Sendable, Hashable {
 
     /// Whole tokens in the bucket at `at`.
     public var wholeTokens: Int { Int(level / Self.unitsPerToken) }
-
-    /// The level in tokens, for display.
-    public var tokens: Double { Double(level) / Double(Self.unitsPerToken) }
 }
 
 /// Bucket arithmetic over a stored (level, time) pair.
