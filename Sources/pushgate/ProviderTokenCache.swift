@@ -14,45 +14,38 @@ struct ProviderTokenCache {
         return "\(base)/pushgate/\(teamID).\(keyID).jwt"
     }
 
-    /// The cached token while it is younger than 50 minutes and was signed by this key, else a
-    /// new one (written back, mode 0600).
+    /// The cached token while the signer may reuse it (younger than 50 minutes, minted by this
+    /// key id and team), else a new one, written back (mode 0600).
     func token(keyFile: String, keyID: String, teamID: String, nowMillis: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) throws -> String {
-        let now = nowMillis / 1000
+        var previous: (token: String, issuedAt: Int64)?
         if let cached = try? String(contentsOfFile: path, encoding: .utf8) {
             let parts = cached.split(separator: " ", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-            if parts.count == 2, let issuedAt = Int64(parts[0]), now >= issuedAt,
-               now - issuedAt < ProviderTokenRules.signerReuse,
-               parts[1].hasPrefix(Self.headerPrefix(keyID: keyID))
-            {
-                return parts[1]
-            }
+            if parts.count == 2, let issuedAt = Int64(parts[0]) { previous = (parts[1], issuedAt) }
         }
-        let token = try Self.sign(keyFile: keyFile, keyID: keyID, teamID: teamID, nowMillis: nowMillis)
+        var signer = try Self.signer(keyFile: keyFile, keyID: keyID, teamID: teamID, reusing: previous)
+        let token = signer.token(nowMillis: nowMillis)
+        guard token != previous?.token, let issuedAt = signer.issued?.issuedAt else { return token }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         // A cache that cannot be written only costs a new token next time.
-        _ = FileManager.default.createFile(atPath: path, contents: Data("\(now) \(token)\n".utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: path, contents: Data("\(issuedAt) \(token)\n".utf8), attributes: [.posixPermissions: 0o600])
         return token
     }
 
     /// A new token signed with the `.p8` in `keyFile`.
     static func sign(keyFile: String, keyID: String, teamID: String, nowMillis: Int64) throws -> String {
-        guard let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
-            throw ValidationError("cannot read the signing key \(keyFile)")
-        }
-        let key: ES256PrivateKey
-        do {
-            key = try ES256PrivateKey(pem: pem)
-        } catch {
-            throw ValidationError("\(keyFile): \(error)")
-        }
-        var signer = ProviderTokenSigner(privateKey: key, keyID: keyID, teamID: teamID)
+        var signer = try signer(keyFile: keyFile, keyID: keyID, teamID: teamID, reusing: nil)
         return signer.token(nowMillis: nowMillis)
     }
 
-    /// Tokens of another key are not reused even if the cache file is shared by mistake.
-    private static func headerPrefix(keyID: String) -> String {
-        let header = #"{"alg":"ES256","kid":""# + keyID + #""}"#
-        return Base64URL.encode(header.utf8)
+    private static func signer(keyFile: String, keyID: String, teamID: String, reusing previous: (token: String, issuedAt: Int64)?) throws -> ProviderTokenSigner {
+        guard let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
+            throw ValidationError("cannot read the signing key \(keyFile)")
+        }
+        do {
+            return ProviderTokenSigner(privateKey: try ES256PrivateKey(pem: pem), keyID: keyID, teamID: teamID, reusing: previous)
+        } catch {
+            throw ValidationError("\(keyFile): \(error)")
+        }
     }
 }

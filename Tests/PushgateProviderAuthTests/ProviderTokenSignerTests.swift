@@ -27,6 +27,25 @@ struct ProviderTokenSignerTests {
         #expect(claims == #"{"iss":"TEAM000001","iat":\#(TestWorld.nowSeconds)}"#)
     }
 
+    @Test("a token kept from an earlier run is reused only if this key id and team minted it, within its 50 minutes")
+    func reusingPrevious() {
+        var earlier = ProviderTokenSigner(privateKey: world.keyA, keyID: "KEY0000001", teamID: "TEAM000001")
+        let token = earlier.token(nowMillis: TestWorld.now)
+        let kept = (token: token, issuedAt: TestWorld.nowSeconds)
+
+        var same = ProviderTokenSigner(privateKey: world.keyA, keyID: "KEY0000001", teamID: "TEAM000001", reusing: kept)
+        #expect(same.token(nowMillis: TestWorld.now + 60_000) == token)
+        var late = ProviderTokenSigner(privateKey: world.keyA, keyID: "KEY0000001", teamID: "TEAM000001", reusing: kept)
+        #expect(late.token(nowMillis: TestWorld.now + 3_000_000) != token)
+        for (keyID, teamID) in [("KEY0000002", "TEAM000001"), ("KEY0000001", "TEAM000002")] {
+            var other = ProviderTokenSigner(privateKey: world.keyA, keyID: keyID, teamID: teamID, reusing: kept)
+            #expect(other.token(nowMillis: TestWorld.now + 60_000) != token, "\(keyID) \(teamID)")
+        }
+        // The iat kept with it must be the token's own.
+        var shifted = ProviderTokenSigner(privateKey: world.keyA, keyID: "KEY0000001", teamID: "TEAM000001", reusing: (token, kept.issuedAt + 1))
+        #expect(shifted.token(nowMillis: TestWorld.now + 60_000) != token)
+    }
+
     @Test("a clock that steps back before the cached iat gets a new token")
     func clockBack() {
         var signer = ProviderTokenSigner(privateKey: world.keyA, keyID: "KEY0000001", teamID: "TEAM000001")
