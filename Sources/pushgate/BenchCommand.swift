@@ -114,11 +114,6 @@ struct BenchCommand: AsyncParsableCommand {
     }
 }
 
-/// The newest seq a bench device has received, read by its ack task.
-private final class NewestSeq: Sendable {
-    let value = Atomic<UInt64>(0)
-}
-
 /// Shared measurements, behind one lock: three short critical sections per push.
 final class BenchLedger: Sendable {
     struct State {
@@ -192,52 +187,35 @@ struct BenchRun: Sendable {
         log("creating \(options.devices) devices")
         let devices = try await createDevices()
         log("opening \(devices.count) event streams")
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for device in devices {
-                group.addTask { try await receive(device, ledger: ledger) }
-            }
-            while ledger.streamsOpen.load(ordering: .relaxed) < devices.count {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            if options.idleSeconds > 0 {
-                log("\(devices.count) streams open and idle for \(options.idleSeconds) s")
-                try await Task.sleep(for: .seconds(options.idleSeconds))
-            }
-            log("sending \(options.pushes) pushes over \(options.providers) connections" + (options.rate.map { " at \($0)/s" } ?? " flat out"))
-            let started = BenchLedger.now()
-            let progress = Task { await reportProgress(ledger, started: started) }
-            try await send(devices, ledger: ledger)
-            let sendSeconds = Double(BenchLedger.now() - started) / 1e9
-            if options.silentPercent > 0 { try await wakeAll(devices, ledger: ledger) }
-            let deadline = BenchLedger.now() + UInt64(options.drainSeconds) * 1_000_000_000
-            while BenchLedger.now() < deadline {
-                let (accepted, received) = ledger.state.withLock { ($0.accepted, $0.receivedTotal - $0.duplicates) }
-                if received >= accepted { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            progress.cancel()
-            ledger.stopped.store(true, ordering: .relaxed)
-            group.cancelAll()
-            report(ledger, sendSeconds: sendSeconds)
+        let streams = try await devices.concurrentMap(width: 256) { device in try await openStream(device, ledger: ledger) }
+        if options.idleSeconds > 0 {
+            log("\(devices.count) streams open and idle for \(options.idleSeconds) s")
+            try await Task.sleep(for: .seconds(options.idleSeconds))
+        }
+        log("sending \(options.pushes) pushes over \(options.providers) connections" + (options.rate.map { " at \($0)/s" } ?? " flat out"))
+        let started = BenchLedger.now()
+        let progress = Task { await reportProgress(ledger, started: started) }
+        try await send(devices, ledger: ledger)
+        let sendSeconds = Double(BenchLedger.now() - started) / 1e9
+        if options.silentPercent > 0 { try await wakeAll(devices, ledger: ledger) }
+        let deadline = BenchLedger.now() + UInt64(options.drainSeconds) * 1_000_000_000
+        while BenchLedger.now() < deadline {
+            let (accepted, received) = ledger.state.withLock { ($0.accepted, $0.receivedTotal - $0.duplicates) }
+            if received >= accepted { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        progress.cancel()
+        ledger.stopped.store(true, ordering: .relaxed)
+        report(ledger, sendSeconds: sendSeconds)
+        await withTaskGroup(of: Void.self) { group in
+            for connection in streams { group.addTask { await connection.close() } }
         }
     }
 
     private func createDevices() async throws -> [Device] {
         let connections = try await (0..<4).asyncMap { _ in try await connectSettled() }
-        let devices = try await withThrowingTaskGroup(of: Device.self) { group in
-            var created: [Device] = []
-            var next = 0
-            func add() {
-                let connection = connections[next % connections.count]
-                next += 1
-                group.addTask { try await createDevice(on: connection) }
-            }
-            for _ in 0..<min(64, options.devices) { add() }
-            while let device = try await group.next() {
-                created.append(device)
-                if next < options.devices { add() }
-            }
-            return created
+        let devices = try await Array(0..<options.devices).concurrentMap(width: 64) { index in
+            try await createDevice(on: connections[index % connections.count])
         }
         for connection in connections { await connection.close() }
         return devices
@@ -259,49 +237,30 @@ struct BenchRun: Sendable {
         return Device(id: device.deviceId, secret: device.secret, token: token.token)
     }
 
-    /// One device: its own connection and event stream; records each push's arrival and acks.
-    private func receive(_ device: Device, ledger: BenchLedger) async throws {
+    /// One device's connection and event stream, acking on its own from then on (see
+    /// `BenchDevice`); returns once the stream is open.
+    private func openStream(_ device: Device, ledger: BenchLedger) async throws -> HTTP2ClientConnection {
         let connection = try await connect()
-        defer { Task { await connection.close() } }
-        let response = try await connection.stream(request("GET", "/v1/devices/\(device.id)/events", secret: device.secret))
-        guard response.status == 200 else { throw AgentFailure(description: "event stream refused: \(response.status)") }
-        ledger.streamsOpen.add(1, ordering: .relaxed)
-        // Acks run beside the reads, so that receipt is timed when an event arrives, not after
-        // the previous ack's answer; what arrives while an ack is in flight (or waits out
-        // --ack-delay) shares the next cumulative ack.
-        let newestSeen = NewestSeq()
-        let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let delay = options.ackDelay
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { [self] in
-                var acked: UInt64 = 0
-                for await _ in wakeups {
-                    if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
-                    let newest = newestSeen.value.load(ordering: .relaxed)
-                    guard newest > acked, !ledger.stopped.load(ordering: .relaxed) else { continue }
-                    _ = try await connection.send(
-                        request("POST", "/v1/devices/\(device.id)/ack", secret: device.secret, body: ByteBuffer(string: "{\"upTo\":\(newest)}"))
-                    )
-                    acked = newest
-                }
-            }
-            var parser = EventStreamParser()
-            for try await chunk in response.body {
-                var newest: UInt64?
-                var indices: [Int] = []
-                for event in parser.feed(chunk) where event.type == "notification" {
-                    if let seq = event.id.flatMap(UInt64.init) { newest = seq }
-                    indices += BenchRun.pushIndices(in: event.data)
-                }
-                ledger.received(indices, at: BenchLedger.now())
-                if let newest {
-                    newestSeen.value.store(newest, ordering: .relaxed)
-                    wake.yield()
-                }
-            }
-            wake.finish()
-            try await group.waitForAll()
+        let eventLoop = connection.channel.eventLoop
+        let streamRequest = request("GET", "/v1/devices/\(device.id)/events", secret: device.secret)
+        let ackPath = "/v1/devices/\(device.id)/ack"
+        let ack: @Sendable (UInt64) -> HTTPClientRequest = { [options] upTo in
+            options.client.request("POST", ackPath, bearer: device.secret, body: ByteBuffer(string: "{\"upTo\":\(upTo)}"))
         }
+        let ackDelay = options.ackDelay
+        let head = try await eventLoop.flatSubmit {
+            let receiver = NIOLoopBound(
+                BenchDevice(connection: connection, ack: ack, ackDelay: ackDelay, ledger: ledger),
+                eventLoop: eventLoop
+            )
+            return connection.submitStreaming(streamRequest) { chunk in receiver.value.received(chunk) }
+        }.get()
+        guard head.status == 200 else {
+            await connection.close()
+            throw AgentFailure(description: "event stream refused: \(head.status)")
+        }
+        ledger.streamsOpen.add(1, ordering: .relaxed)
+        return connection
     }
 
     /// The bench's apns-ids carry the push index in their last 12 hex digits.
@@ -349,38 +308,48 @@ struct BenchRun: Sendable {
         let body = ByteBuffer(string: "{\"aps\":{\"alert\":\"bench\"},\"pad\":\"\(padding)\"}")
         // Silent pushes are the same size, so that a mix compares like with like.
         let silentBody = ByteBuffer(string: "{\"aps\":{\"content-available\":1},\"pad\":\"\(String(padding.dropLast(6)))\"}")
+        var alertHeaders = HTTPHeaders()
+        alertHeaders.add(name: "apns-topic", value: options.topic)
+        alertHeaders.add(name: "apns-push-type", value: "alert")
+        var silentHeaders = HTTPHeaders()
+        silentHeaders.add(name: "apns-topic", value: options.topic)
+        silentHeaders.add(name: "apns-push-type", value: "background")
+        silentHeaders.add(name: "apns-priority", value: "5")
+        if let authorization {
+            alertHeaders.add(name: "authorization", value: authorization)
+            silentHeaders.add(name: "authorization", value: authorization)
+        }
+        let paths = devices.map { "/3/device/\($0.token)" }
+        let request: @Sendable (Int) -> HTTPClientRequest = { [options, alertHeaders, silentHeaders] index in
+            // Spread evenly over each device's pushes (its n-th push is round n): a device gets
+            // silent and alert pushes interleaved, as an app's mix would arrive.
+            let round = index / options.devices
+            let silent = (round + 1) * options.silentPercent / 100 > round * options.silentPercent / 100
+            var headers = silent ? silentHeaders : alertHeaders
+            headers.add(name: "apns-id", value: BenchRun.apnsID(for: index))
+            return options.client.request("POST", paths[index % paths.count], headers: headers, body: silent ? silentBody : body)
+        }
         let started = BenchLedger.now()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<options.providers {
-                let connection = try await connectSettled()
-                group.addTask {
-                    defer { Task { await connection.close() } }
-                    try await withThrowingTaskGroup(of: Void.self) { inFlight in
-                        var running = 0
-                        while true {
-                            let index = ledger.nextIndex.add(1, ordering: .relaxed).oldValue
-                            guard index < options.pushes else { break }
-                            if let rate = options.rate {
-                                let due = started + UInt64(index) * 1_000_000_000 / UInt64(rate)
-                                let now = BenchLedger.now()
-                                if due > now + 1_000_000 { try await Task.sleep(for: .nanoseconds(Int(due - now))) }
-                            }
-                            if running >= options.inFlight {
-                                try await inFlight.next()
-                                running -= 1
-                            }
-                            running += 1
-                            let device = devices[index % devices.count]
-                            inFlight.addTask {
-                                try await push(index, to: device, body: body, silentBody: silentBody, on: connection, ledger: ledger)
-                            }
-                        }
-                        try await inFlight.waitForAll()
+        var connections: [HTTP2ClientConnection] = []
+        for _ in 0..<options.providers { connections.append(try await connectSettled()) }
+        let plan = ProviderPump.Plan(pushes: options.pushes, inFlight: options.inFlight, rate: options.rate, started: started, request: request)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for connection in connections {
+                    let eventLoop = connection.channel.eventLoop
+                    group.addTask {
+                        try await eventLoop.flatSubmit {
+                            ProviderPump(connection: connection, plan: plan, ledger: ledger).start()
+                        }.get()
                     }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
+        } catch {
+            for connection in connections { await connection.close() }
+            throw error
         }
+        for connection in connections { await connection.close() }
     }
 
     /// A keep-alive per device (a wake event): what the scheduler still holds comes back in the
@@ -398,41 +367,6 @@ struct BenchRun: Sendable {
                 }
             }
             try await group.waitForAll()
-        }
-    }
-
-    private func push(
-        _ index: Int,
-        to device: Device,
-        body: ByteBuffer,
-        silentBody: ByteBuffer,
-        on connection: HTTP2ClientConnection,
-        ledger: BenchLedger
-    ) async throws {
-        var headers = HTTPHeaders()
-        headers.add(name: "apns-topic", value: options.topic)
-        // Spread evenly over each device's pushes (its n-th push is round n): a device gets
-        // silent and alert pushes interleaved, as an app's mix would arrive.
-        let round = index / options.devices
-        let silent = (round + 1) * options.silentPercent / 100 > round * options.silentPercent / 100
-        headers.add(name: "apns-push-type", value: silent ? "background" : "alert")
-        if silent { headers.add(name: "apns-priority", value: "5") }
-        headers.add(name: "apns-id", value: BenchRun.apnsID(for: index))
-        if let authorization { headers.add(name: "authorization", value: authorization) }
-        let sentAt = BenchLedger.now()
-        ledger.state.withLock { $0.sentAt[index] = sentAt }
-        let response = try await connection.send(
-            request("POST", "/3/device/\(device.token)", headers: headers, body: silent ? silentBody : body)
-        )
-        let latency = (BenchLedger.now() - sentAt) / 1000
-        ledger.state.withLock { state in
-            if response.status == 200 {
-                state.accepted += 1
-                _ = state.acceptLatency.record(latency)
-            } else {
-                state.refused += 1
-                if state.firstRefusal == nil { state.firstRefusal = "\(response.status) \(String(buffer: response.body))" }
-            }
         }
     }
 
@@ -479,6 +413,188 @@ struct BenchRun: Sendable {
 
     private func log(_ message: String) {
         FileHandle.standardError.write(Data("pushgate bench: \(message)\n".utf8))
+    }
+}
+
+/// A bench device's event stream, on its connection's event loop: records each push's arrival
+/// and acks. Acks run beside the reads, so that receipt is timed when an event arrives, not
+/// after the previous ack's answer; what arrives while an ack is in flight (or waits out
+/// --ack-delay) shares the next cumulative ack. Everything runs in the connection's callbacks,
+/// with no task per event, so that the load generator costs little next to the gateway.
+private final class BenchDevice {
+    private let connection: HTTP2ClientConnection
+    private let ack: @Sendable (UInt64) -> HTTPClientRequest
+    private let ackDelay: Int
+    private let ledger: BenchLedger
+    private var parser = EventStreamParser()
+    private var newest: UInt64 = 0
+    private var acked: UInt64 = 0
+    /// An ack is in flight or waiting out the delay.
+    private var acking = false
+    /// An ack failed (the connection is going): no more are sent.
+    private var failed = false
+
+    init(connection: HTTP2ClientConnection, ack: @escaping @Sendable (UInt64) -> HTTPClientRequest, ackDelay: Int, ledger: BenchLedger) {
+        self.connection = connection
+        self.ack = ack
+        self.ackDelay = ackDelay
+        self.ledger = ledger
+    }
+
+    func received(_ chunk: ByteBuffer) {
+        var indices: [Int] = []
+        var newest: UInt64?
+        for event in parser.feed(chunk) where event.type == "notification" {
+            if let seq = event.id.flatMap(UInt64.init) { newest = seq }
+            indices += BenchRun.pushIndices(in: event.data)
+        }
+        ledger.received(indices, at: BenchLedger.now())
+        if let newest {
+            self.newest = max(self.newest, newest)
+            ackIfIdle()
+        }
+    }
+
+    private func ackIfIdle() {
+        guard !acking, !failed, newest > acked, !ledger.stopped.load(ordering: .relaxed) else { return }
+        acking = true
+        if ackDelay > 0 {
+            connection.channel.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(ackDelay))) { self.sendAck() }
+        } else {
+            sendAck()
+        }
+    }
+
+    private func sendAck() {
+        let upTo = newest
+        connection.submit(ack(upTo)).assumeIsolated().whenComplete { result in
+            self.acking = false
+            guard case .success = result else {
+                self.failed = true
+                return
+            }
+            self.acked = upTo
+            self.ackIfIdle()
+        }
+    }
+}
+
+/// One provider connection's share of the pushes, on its event loop: keeps --in-flight
+/// requests going, each answer starting the next, paced to --rate when given. The connections
+/// take push indices from one shared counter.
+private final class ProviderPump {
+    struct Plan: Sendable {
+        var pushes: Int
+        var inFlight: Int
+        var rate: Int?
+        var started: UInt64
+        var request: @Sendable (Int) -> HTTPClientRequest
+    }
+
+    private let connection: HTTP2ClientConnection
+    private let plan: Plan
+    private let ledger: BenchLedger
+    private let done: EventLoopPromise<Void>
+    private var running = 0
+    /// A push is scheduled for its due time (--rate): the next waits for it.
+    private var pacing = false
+    private var exhausted = false
+    private var finished = false
+
+    init(connection: HTTP2ClientConnection, plan: Plan, ledger: BenchLedger) {
+        self.connection = connection
+        self.plan = plan
+        self.ledger = ledger
+        self.done = connection.channel.eventLoop.makePromise()
+    }
+
+    /// Completes when every push this connection took has its answer; fails with the first
+    /// request that got none.
+    func start() -> EventLoopFuture<Void> {
+        fill()
+        return done.futureResult
+    }
+
+    private func fill() {
+        while !finished, !exhausted, !pacing, running < plan.inFlight {
+            let index = ledger.nextIndex.add(1, ordering: .relaxed).oldValue
+            guard index < plan.pushes else {
+                exhausted = true
+                break
+            }
+            if let rate = plan.rate {
+                let due = plan.started + UInt64(index) * 1_000_000_000 / UInt64(rate)
+                let now = BenchLedger.now()
+                if due > now + 1_000_000 {
+                    pacing = true
+                    connection.channel.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(due - now))) {
+                        self.pacing = false
+                        self.push(index)
+                        self.fill()
+                    }
+                    return
+                }
+            }
+            push(index)
+        }
+        if exhausted, running == 0, !finished {
+            finished = true
+            done.succeed()
+        }
+    }
+
+    private func push(_ index: Int) {
+        running += 1
+        let request = plan.request(index)
+        let sentAt = BenchLedger.now()
+        ledger.state.withLock { $0.sentAt[index] = sentAt }
+        connection.submit(request).assumeIsolated().whenComplete { result in
+            self.running -= 1
+            switch result {
+            case .success(let response):
+                let latency = (BenchLedger.now() - sentAt) / 1000
+                self.ledger.state.withLock { state in
+                    if response.status == 200 {
+                        state.accepted += 1
+                        _ = state.acceptLatency.record(latency)
+                    } else {
+                        state.refused += 1
+                        if state.firstRefusal == nil { state.firstRefusal = "\(response.status) \(String(buffer: response.body))" }
+                    }
+                }
+            case .failure(let error):
+                if !self.finished {
+                    self.finished = true
+                    self.done.fail(error)
+                }
+            }
+            self.fill()
+        }
+    }
+}
+
+extension Array where Element: Sendable {
+    /// `transform` of every element, at most `width` running at once; results in completion order.
+    func concurrentMap<T: Sendable>(width: Int, _ transform: @escaping @Sendable (Element) async throws -> T) async throws -> [T] {
+        try await withThrowingTaskGroup(of: T.self) { group in
+            var results: [T] = []
+            results.reserveCapacity(count)
+            var next = 0
+            while next < Swift.min(width, count) {
+                let element = self[next]
+                group.addTask { try await transform(element) }
+                next += 1
+            }
+            while let result = try await group.next() {
+                results.append(result)
+                if next < count {
+                    let element = self[next]
+                    group.addTask { try await transform(element) }
+                    next += 1
+                }
+            }
+            return results
+        }
     }
 }
 

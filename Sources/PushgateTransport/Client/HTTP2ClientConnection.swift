@@ -69,6 +69,35 @@ public final class HTTP2ClientConnection: Sendable {
         return try await promise.futureResult.get()
     }
 
+    /// Sends a request; the future completes with the whole response. For callers that keep
+    /// many requests in flight from event-loop callbacks (the bench's load generator), where a
+    /// task per request would cost more than the request itself.
+    public func submit(_ request: HTTPClientRequest) -> EventLoopFuture<HTTPClientResponse> {
+        let promise = channel.eventLoop.makePromise(of: HTTPClientResponse.self)
+        let handler = self.handler
+        if channel.eventLoop.inEventLoop {
+            handler.value.send(request, promise: promise)
+        } else {
+            channel.eventLoop.execute { handler.value.send(request, promise: promise) }
+        }
+        return promise.futureResult
+    }
+
+    /// Sends a request whose body goes to `onChunk`, called on the connection's event loop as
+    /// each chunk arrives. A chunk counts as read (HTTP/2 flow control) when `onChunk` returns,
+    /// so it should not hand its work to another thread. The future completes with the head;
+    /// the head's `ended` completes with the body.
+    public func submitStreaming(
+        _ request: HTTPClientRequest,
+        onChunk: @escaping @Sendable (ByteBuffer) -> Void
+    ) -> EventLoopFuture<HTTPClientStreamedHead> {
+        let promise = channel.eventLoop.makePromise(of: HTTPClientStreamedHead.self)
+        let ended = channel.eventLoop.makePromise(of: Void.self)
+        let handler = self.handler
+        channel.eventLoop.execute { handler.value.stream(request, promise: promise, ended: ended, onChunk: onChunk) }
+        return promise.futureResult
+    }
+
     /// Sends a request and returns as soon as the response head arrives; the body follows.
     public func stream(_ request: HTTPClientRequest) async throws -> HTTPClientStreamingResponse {
         let promise = channel.eventLoop.makePromise(of: HTTPClientStreamingResponse.self)

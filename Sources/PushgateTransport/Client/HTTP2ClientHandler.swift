@@ -12,6 +12,9 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     private enum Delivery {
         case whole(EventLoopPromise<HTTPClientResponse>)
         case streaming(EventLoopPromise<HTTPClientStreamingResponse>)
+        /// Body chunks go to `onChunk` on the event loop, with no task or async sequence in
+        /// between; `ended` completes when the body does.
+        case callbacks(EventLoopPromise<HTTPClientStreamedHead>, onChunk: (ByteBuffer) -> Void, ended: EventLoopPromise<Void>)
     }
 
     private final class Stream {
@@ -21,6 +24,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         var body: ByteBuffer?
         var continuation: AsyncThrowingStream<ByteBuffer, any Error>.Continuation?
         var done = false
+        /// A `.callbacks` stream whose head has gone out: chunks go to its `onChunk` from now on.
+        var headDelivered = false
         /// Body bytes handed to the application and not yet credited back to the server.
         var unconsumed = 0
 
@@ -129,6 +134,15 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         submit(request, delivery: .streaming(promise))
     }
 
+    func stream(
+        _ request: HTTPClientRequest,
+        promise: EventLoopPromise<HTTPClientStreamedHead>,
+        ended: EventLoopPromise<Void>,
+        onChunk: @escaping (ByteBuffer) -> Void
+    ) {
+        submit(request, delivery: .callbacks(promise, onChunk: onChunk, ended: ended))
+    }
+
     private func submit(_ request: HTTPClientRequest, delivery: Delivery) {
         guard !closed, session != nil else {
             fail(delivery, HTTP2ClientError.connectionClosed)
@@ -230,6 +244,9 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         switch delivery {
         case .whole(let promise): promise.fail(error)
         case .streaming(let promise): promise.fail(error)
+        case .callbacks(let promise, _, let ended):
+            promise.fail(error)
+            ended.fail(error)
         }
     }
 
@@ -249,16 +266,27 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
             stream.continuation = nil
             return
         }
-        if let error {
+        switch (stream.delivery, error) {
+        case (.callbacks(_, _, let ended), let error?) where stream.headDelivered:
+            ended.fail(error)
+        case (.callbacks(_, _, let ended), nil) where stream.headDelivered:
+            ended.succeed()
+        case (_, let error?):
             fail(stream.delivery, error)
-            return
-        }
-        if case .whole(let promise) = stream.delivery {
+        case (.whole(let promise), nil):
             promise.succeed(HTTPClientResponse(status: stream.status, headers: stream.headers, body: stream.body ?? ByteBuffer()))
+        case (.streaming, nil), (.callbacks, nil):
+            // Ended before a final head: a head-only response whose head was informational.
+            fail(stream.delivery, HTTP2ClientError.connectionClosed)
         }
     }
 
     private func headReceived(_ stream: Stream, streamID: Int32) {
+        if case .callbacks(let promise, _, let ended) = stream.delivery, !stream.headDelivered {
+            stream.headDelivered = true
+            promise.succeed(HTTPClientStreamedHead(streamID: streamID, status: stream.status, headers: stream.headers, ended: ended.futureResult))
+            return
+        }
         guard case .streaming(let promise) = stream.delivery, stream.continuation == nil, let context else { return }
         let (chunks, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
         stream.continuation = continuation
@@ -310,6 +338,12 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
             chunk.writeBytes(bytes)
             stream.unconsumed += bytes.count
             continuation.yield(chunk)
+        } else if case .callbacks(_, let onChunk, _) = stream.delivery, stream.headDelivered {
+            var chunk = context.channel.allocator.buffer(capacity: bytes.count)
+            chunk.writeBytes(bytes)
+            // Handled by the time the callback returns: credit it at once.
+            session.consume(streamID: streamID, count: bytes.count)
+            onChunk(chunk)
         } else {
             session.consume(streamID: streamID, count: bytes.count)
             if (stream.body?.readableBytes ?? 0) + bytes.count > maxResponseBodySize {

@@ -42,6 +42,16 @@ public struct HTTPClientStreamingResponse: Sendable {
     public var body: HTTPClientResponseBody
 }
 
+/// The head of a response whose body goes to a callback (`HTTP2ClientConnection.submitStreaming`).
+public struct HTTPClientStreamedHead: Sendable {
+    /// The HTTP/2 stream, for `HTTP2ClientConnection.reset(streamID:)`.
+    public var streamID: Int32
+    public var status: Int
+    public var headers: HTTPHeaders
+    /// Completes when the body ends; fails if the stream is reset or the connection closes first.
+    public var ended: EventLoopFuture<Void>
+}
+
 public struct HTTPClientResponseBody: AsyncSequence, Sendable {
     public typealias Element = ByteBuffer
 
