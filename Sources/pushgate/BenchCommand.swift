@@ -132,6 +132,7 @@ final class BenchLedger: Sendable {
     let streamsOpen = Atomic<Int>(0)
     let stopped = Atomic<Bool>(false)
     let nextIndex = Atomic<Int>(0)
+    let acksSent = Atomic<Int>(0)
 
     init(pushes: Int) {
         state = Mutex(State(sentAt: Array(repeating: 0, count: pushes), received: Array(repeating: 0, count: pushes)))
@@ -383,6 +384,7 @@ struct BenchRun: Sendable {
 
     private func report(_ ledger: BenchLedger, sendSeconds: Double) {
         let state = ledger.state.withLock { $0 }
+        let acks = ledger.acksSent.load(ordering: .relaxed)
         var lost = 0
         for index in 0..<state.sentAt.count where state.sentAt[index] > 0 && state.received[index] == 0 { lost += 1 }
         lost -= state.refused
@@ -399,14 +401,15 @@ struct BenchRun: Sendable {
             ("received", "\(state.receivedTotal - state.duplicates)"),
             ("lost (accepted, never received)", "\(max(0, lost))"),
             ("duplicated", "\(state.duplicates)"),
+            ("acks sent by the devices", "\(acks)"),
         ]
         for (name, value) in rows { print(name.padding(toLength: 38, withPad: " ", startingAt: 0) + value) }
         let json = String(
-            format: "{\"devices\":%d,\"pushes\":%d,\"accepted\":%d,\"refused\":%d,\"acceptedPerSecond\":%.0f,\"acceptP50Ms\":%.3f,\"acceptP99Ms\":%.3f,\"deliveryP50Ms\":%.3f,\"deliveryP99Ms\":%.3f,\"deliveryMaxMs\":%.3f,\"lost\":%d,\"duplicated\":%d}",
+            format: "{\"devices\":%d,\"pushes\":%d,\"accepted\":%d,\"refused\":%d,\"acceptedPerSecond\":%.0f,\"acceptP50Ms\":%.3f,\"acceptP99Ms\":%.3f,\"deliveryP50Ms\":%.3f,\"deliveryP99Ms\":%.3f,\"deliveryMaxMs\":%.3f,\"lost\":%d,\"duplicated\":%d,\"acks\":%d}",
             options.devices, options.pushes, state.accepted, state.refused, acceptRate,
             ms(state.acceptLatency.valueAtPercentile(50)), ms(state.acceptLatency.valueAtPercentile(99)),
             ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)), ms(state.deliveryLatency.max),
-            max(0, lost), state.duplicates
+            max(0, lost), state.duplicates, acks
         )
         print(json)
     }
@@ -467,6 +470,7 @@ private final class BenchDevice {
 
     private func sendAck() {
         let upTo = newest
+        ledger.acksSent.add(1, ordering: .relaxed)
         connection.submit(ack(upTo)).assumeIsolated().whenComplete { result in
             self.acking = false
             guard case .success = result else {
