@@ -163,7 +163,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ]
+            ],
+            // jemalloc instead of glibc's malloc: the gateway allocates on one event loop and
+            // frees on another, and glibc spent about 10% of its CPU consolidating and unlinking
+            // chunks. Measured side by side (jemalloc preloaded or not, alternating runs of
+            // Benchmarks/delivery.sh's flat-out step): 13% less server CPU per push, the same
+            // memory per idle device. Debian: libjemalloc-dev to build, libjemalloc2 to run.
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]
         ),
         // Release-mode benchmark of the scheduler alone (events/s, bytes per idle device).
         .executableTarget(
