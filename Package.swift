@@ -1,5 +1,17 @@
 // swift-tools-version:6.1
+import Foundation
 import PackageDescription
+
+// jemalloc instead of glibc's malloc for `pushgate`: the gateway allocates on one event loop and
+// frees on another, and glibc spent about a tenth of the server's CPU consolidating and
+// unlinking chunks. Measured side by side (jemalloc preloaded or not, alternating runs of
+// Benchmarks/delivery.sh's flat-out step): 13% less server CPU per push, the same memory per
+// idle device. Debian: libjemalloc-dev to build, libjemalloc2 to run.
+// Sanitizer builds set PUSHGATE_SYSTEM_MALLOC: the sanitizers replace malloc themselves, and a
+// second allocator linked beside theirs frees memory it never allocated.
+let allocator: [LinkerSetting] =
+    ProcessInfo.processInfo.environment["PUSHGATE_SYSTEM_MALLOC"] == nil
+    ? [.linkedLibrary("jemalloc", .when(platforms: [.linux]))] : []
 
 let package = Package(
     name: "pushgate",
@@ -164,12 +176,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            // jemalloc instead of glibc's malloc: the gateway allocates on one event loop and
-            // frees on another, and glibc spent about 10% of its CPU consolidating and unlinking
-            // chunks. Measured side by side (jemalloc preloaded or not, alternating runs of
-            // Benchmarks/delivery.sh's flat-out step): 13% less server CPU per push, the same
-            // memory per idle device. Debian: libjemalloc-dev to build, libjemalloc2 to run.
-            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]
+            linkerSettings: allocator
         ),
         // Release-mode benchmark of the scheduler alone (events/s, bytes per idle device).
         .executableTarget(

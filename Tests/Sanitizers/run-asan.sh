@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-30}
 
-swift build --sanitize=address --scratch-path .build-asan --product pushgate >/dev/null
+# AddressSanitizer brings its own malloc: build without jemalloc (see Package.swift).
+PUSHGATE_SYSTEM_MALLOC=1 swift build --sanitize=address --scratch-path .build-asan --product pushgate >/dev/null
 BIN=.build-asan/debug/pushgate
 log=$(mktemp)
 trap 'rm -rf "$log" "$log.data"' EXIT
