@@ -6,9 +6,11 @@ import PushgateTransport
 
 /// `http://HOST:PORT` (h2c, prior knowledge) or `https://HOST:PORT` (TLS, ALPN h2).
 struct ServerURL: ExpressibleByArgument, CustomStringConvertible {
-    var isTLS: Bool
-    var host: String
-    var port: Int
+    let isTLS: Bool
+    let host: String
+    let port: Int
+    /// `HOST:PORT` for `:authority`, worked out once: the bench sends it with every request.
+    let authority: String
 
     init?(argument: String) {
         let rest: Substring
@@ -26,11 +28,11 @@ struct ServerURL: ExpressibleByArgument, CustomStringConvertible {
         else { return nil }
         host = address.host
         port = address.port
+        self.authority = address.description
     }
 
     var description: String { "\(isTLS ? "https" : "http")://\(ListenAddress(host: host, port: port))" }
     var scheme: String { isTLS ? "https" : "http" }
-    var authority: String { ListenAddress(host: host, port: port).description }
 
     static var defaultValueDescription: String { "http://127.0.0.1:2197" }
 }
