@@ -7,8 +7,9 @@ import PackageDescription
 // unlinking chunks. Measured side by side (jemalloc preloaded or not, alternating runs of
 // Benchmarks/delivery.sh's flat-out step): 13% less server CPU per push, the same memory per
 // idle device. Debian: libjemalloc-dev to build, libjemalloc2 to run.
-// Sanitizer builds set PUSHGATE_SYSTEM_MALLOC: the sanitizers replace malloc themselves, and a
-// second allocator linked beside theirs frees memory it never allocated.
+// Sanitizer builds (`swift build/test --sanitize=...`) must set PUSHGATE_SYSTEM_MALLOC (to any
+// value): the sanitizers replace malloc themselves, and a second allocator linked beside theirs
+// frees memory it never allocated. Tests/Sanitizers/run-asan.sh does.
 let allocator: [LinkerSetting] =
     ProcessInfo.processInfo.environment["PUSHGATE_SYSTEM_MALLOC"] == nil
     ? [.linkedLibrary("jemalloc", .when(platforms: [.linux]))] : []

@@ -129,7 +129,8 @@ final class BenchLedger: Sendable {
     }
 
     let state: Mutex<State>
-    let streamsOpen = Atomic<Int>(0)
+    /// Event streams that ended before the run did: their devices' later pushes show as lost.
+    let streamsLost = Atomic<Int>(0)
     let stopped = Atomic<Bool>(false)
     let nextIndex = Atomic<Int>(0)
     let acksSent = Atomic<Int>(0)
@@ -249,18 +250,26 @@ struct BenchRun: Sendable {
             options.client.request("POST", ackPath, bearer: device.secret, body: ByteBuffer(string: "{\"upTo\":\(upTo)}"))
         }
         let ackDelay = options.ackDelay
-        let head = try await eventLoop.flatSubmit {
-            let receiver = NIOLoopBound(
-                BenchDevice(connection: connection, ack: ack, ackDelay: ackDelay, ledger: ledger),
-                eventLoop: eventLoop
-            )
-            return connection.submitStreaming(streamRequest) { chunk in receiver.value.received(chunk) }
-        }.get()
+        let head: HTTPClientStreamedHead
+        do {
+            head = try await eventLoop.flatSubmit {
+                let receiver = NIOLoopBound(
+                    BenchDevice(connection: connection, ack: ack, ackDelay: ackDelay, ledger: ledger),
+                    eventLoop: eventLoop
+                )
+                return connection.submitStreaming(streamRequest) { chunk in receiver.value.received(chunk) }
+            }.get()
+        } catch {
+            await connection.close()
+            throw error
+        }
         guard head.status == 200 else {
             await connection.close()
             throw AgentFailure(description: "event stream refused: \(head.status)")
         }
-        ledger.streamsOpen.add(1, ordering: .relaxed)
+        head.ended.whenComplete { _ in
+            if !ledger.stopped.load(ordering: .relaxed) { ledger.streamsLost.add(1, ordering: .relaxed) }
+        }
         return connection
     }
 
@@ -338,10 +347,17 @@ struct BenchRun: Sendable {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for connection in connections {
                     let eventLoop = connection.channel.eventLoop
-                    group.addTask {
-                        try await eventLoop.flatSubmit {
-                            ProviderPump(connection: connection, plan: plan, ledger: ledger).start()
-                        }.get()
+                    group.addTask { [connections] in
+                        do {
+                            try await eventLoop.flatSubmit {
+                                ProviderPump(connection: connection, plan: plan, ledger: ledger).start()
+                            }.get()
+                        } catch {
+                            // The other pumps wait on futures, which ignore task cancellation:
+                            // closing their connections fails their requests and ends them now.
+                            for other in connections { other.channel.close(promise: nil) }
+                            throw error
+                        }
                     }
                 }
                 try await group.waitForAll()
@@ -385,6 +401,7 @@ struct BenchRun: Sendable {
     private func report(_ ledger: BenchLedger, sendSeconds: Double) {
         let state = ledger.state.withLock { $0 }
         let acks = ledger.acksSent.load(ordering: .relaxed)
+        let streamsLost = ledger.streamsLost.load(ordering: .relaxed)
         var lost = 0
         for index in 0..<state.sentAt.count where state.sentAt[index] > 0 && state.received[index] == 0 { lost += 1 }
         lost -= state.refused
@@ -402,14 +419,15 @@ struct BenchRun: Sendable {
             ("lost (accepted, never received)", "\(max(0, lost))"),
             ("duplicated", "\(state.duplicates)"),
             ("acks sent by the devices", "\(acks)"),
+            ("event streams lost during the run", "\(streamsLost)"),
         ]
         for (name, value) in rows { print(name.padding(toLength: 38, withPad: " ", startingAt: 0) + value) }
         let json = String(
-            format: "{\"devices\":%d,\"pushes\":%d,\"accepted\":%d,\"refused\":%d,\"acceptedPerSecond\":%.0f,\"acceptP50Ms\":%.3f,\"acceptP99Ms\":%.3f,\"deliveryP50Ms\":%.3f,\"deliveryP99Ms\":%.3f,\"deliveryMaxMs\":%.3f,\"lost\":%d,\"duplicated\":%d,\"acks\":%d}",
+            format: "{\"devices\":%d,\"pushes\":%d,\"accepted\":%d,\"refused\":%d,\"acceptedPerSecond\":%.0f,\"acceptP50Ms\":%.3f,\"acceptP99Ms\":%.3f,\"deliveryP50Ms\":%.3f,\"deliveryP99Ms\":%.3f,\"deliveryMaxMs\":%.3f,\"lost\":%d,\"duplicated\":%d,\"acks\":%d,\"streamsLost\":%d}",
             options.devices, options.pushes, state.accepted, state.refused, acceptRate,
             ms(state.acceptLatency.valueAtPercentile(50)), ms(state.acceptLatency.valueAtPercentile(99)),
             ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)), ms(state.deliveryLatency.max),
-            max(0, lost), state.duplicates, acks
+            max(0, lost), state.duplicates, acks, streamsLost
         )
         print(json)
     }
@@ -469,6 +487,10 @@ private final class BenchDevice {
     }
 
     private func sendAck() {
+        guard !ledger.stopped.load(ordering: .relaxed) else {
+            acking = false
+            return
+        }
         let upTo = newest
         ledger.acksSent.add(1, ordering: .relaxed)
         connection.submit(ack(upTo)).assumeIsolated().whenComplete { result in
@@ -533,6 +555,7 @@ private final class ProviderPump {
                     pacing = true
                     connection.channel.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(due - now))) {
                         self.pacing = false
+                        guard !self.finished else { return }
                         self.push(index)
                         self.fill()
                     }

@@ -5,7 +5,10 @@ import Testing
 /// and received exactly once, whether devices ack at once or coalesce their acks.
 @Suite("pushgate bench: end to end", .serialized, .timeLimit(.minutes(3)))
 struct BenchCLITests {
-    @Test("a small run loses and duplicates nothing", arguments: [["--ack-delay", "0"], ["--ack-delay", "20"], ["--silent-percent", "50"]])
+    @Test(
+        "a small run loses and duplicates nothing; devices ack and keep their streams",
+        arguments: [["--ack-delay", "0"], ["--ack-delay", "20"], ["--silent-percent", "50"], ["--rate", "1000"]]
+    )
     func smallRun(_ extra: [String]) throws {
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
         defer { _ = gateway.stop() }
@@ -18,6 +21,14 @@ struct BenchCLITests {
         #expect(summary["accepted"] as? Int == 2000)
         #expect(summary["lost"] as? Int == 0)
         #expect(summary["duplicated"] as? Int == 0)
+        #expect((summary["acks"] as? Int ?? 0) > 0)
+        #expect(summary["streamsLost"] as? Int == 0)
+        if let rate = extra.firstIndex(of: "--rate").flatMap({ Int(extra[$0 + 1]) }) {
+            // Paced: the 2,000th push is not due before 1,999 / rate seconds have passed (flat
+            // out, a debug build here sends about 3,600/s).
+            let perSecond = try #require(summary["acceptedPerSecond"] as? Double ?? (summary["acceptedPerSecond"] as? Int).map(Double.init))
+            #expect(perSecond <= Double(rate) * 2000 / 1999 + 1)
+        }
     }
 
     @Test("against a gateway with a registration secret, bench creates its devices with --registration-secret")

@@ -72,6 +72,10 @@ public final class HTTP2ClientConnection: Sendable {
     /// Sends a request; the future completes with the whole response. For callers that keep
     /// many requests in flight from event-loop callbacks (the bench's load generator), where a
     /// task per request would cost more than the request itself.
+    ///
+    /// On the connection's loop the request is submitted at once, also from inside another
+    /// request's callbacks (which run while nghttp2 is reading): nghttp2 queues it, and the
+    /// connection sends it when the read is done.
     public func submit(_ request: HTTPClientRequest) -> EventLoopFuture<HTTPClientResponse> {
         let promise = channel.eventLoop.makePromise(of: HTTPClientResponse.self)
         let handler = self.handler
@@ -84,9 +88,10 @@ public final class HTTP2ClientConnection: Sendable {
     }
 
     /// Sends a request whose body goes to `onChunk`, called on the connection's event loop as
-    /// each chunk arrives. A chunk counts as read (HTTP/2 flow control) when `onChunk` returns,
-    /// so it should not hand its work to another thread. The future completes with the head;
-    /// the head's `ended` completes with the body.
+    /// each chunk arrives. A chunk counts as read (HTTP/2 flow control) as it is handed over, so
+    /// `onChunk` should handle it before returning, not pass it to another thread. The future
+    /// completes with the head; the head's `ended` completes with the body. Submitted at once on
+    /// the connection's loop, like `submit`.
     public func submitStreaming(
         _ request: HTTPClientRequest,
         onChunk: @escaping @Sendable (ByteBuffer) -> Void
@@ -94,7 +99,11 @@ public final class HTTP2ClientConnection: Sendable {
         let promise = channel.eventLoop.makePromise(of: HTTPClientStreamedHead.self)
         let ended = channel.eventLoop.makePromise(of: Void.self)
         let handler = self.handler
-        channel.eventLoop.execute { handler.value.stream(request, promise: promise, ended: ended, onChunk: onChunk) }
+        if channel.eventLoop.inEventLoop {
+            handler.value.stream(request, promise: promise, ended: ended, onChunk: onChunk)
+        } else {
+            channel.eventLoop.execute { handler.value.stream(request, promise: promise, ended: ended, onChunk: onChunk) }
+        }
         return promise.futureResult
     }
 

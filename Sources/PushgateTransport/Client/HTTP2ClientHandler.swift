@@ -276,8 +276,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         case (.whole(let promise), nil):
             promise.succeed(HTTPClientResponse(status: stream.status, headers: stream.headers, body: stream.body ?? ByteBuffer()))
         case (.streaming, nil), (.callbacks, nil):
-            // Ended before a final head: a head-only response whose head was informational.
-            fail(stream.delivery, HTTP2ClientError.connectionClosed)
+            // Ended with only an informational (1xx) head.
+            fail(stream.delivery, HTTP2ClientError.noFinalResponse)
         }
     }
 

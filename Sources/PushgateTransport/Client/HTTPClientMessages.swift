@@ -120,6 +120,8 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
     case responseTooLarge(limit: Int)
     /// The server sent no HTTP/2 SETTINGS in time (not an HTTP/2 server, or a stalled one).
     case noSettings(within: TimeAmount)
+    /// The server ended the stream after an informational (1xx) head, with no final response.
+    case noFinalResponse
 
     public var description: String {
         switch self {
@@ -128,6 +130,8 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
         case .refused: return "the server refused the stream without processing it (going away or over a limit); retry it"
         case .submitFailed(let reason): return "the request could not be sent: \(reason)"
         case .responseTooLarge(let limit): return "the response body is larger than \(limit) bytes; use a streamed request"
+        case .noFinalResponse:
+            return "the server ended the stream without a final response (only an informational 1xx head)"
         case .noSettings(let timeout):
             return "the server sent no HTTP/2 SETTINGS within \(Double(timeout.nanoseconds) / 1e9) s; is it an HTTP/2 server (h2 or prior-knowledge h2c)?"
         }
