@@ -201,4 +201,26 @@ struct ProviderAuthRouteTests {
             try await provider.connection.channel.closeFuture.get()
         }
     }
+
+    @Test("token updates too often count as errors: the connection ends with GOAWAY TooManyProviderTokenUpdates", .timeLimit(.minutes(1)))
+    func tokenChurnEndsConnection() async throws {
+        let keys = Keys()
+        let clock = TestClock(Self.start)
+        try await withGateway(clock: clock, access: try keys.access(maxErrors: 2)) { gateway in
+            let token = try await Self.deviceToken(gateway)
+            let provider = try await API(gateway)
+            func push(at millis: Int64) async throws -> Int {
+                try await provider.push(token: token, topic: Self.topic, headers: [("authorization", "bearer \(keys.token(keys.first, at: millis))")]).status
+            }
+            #expect(try await push(at: Self.start) == 200)
+            clock.set(Self.start + 600_000)
+            #expect(try await push(at: Self.start + 600_000) == 200)
+            clock.set(Self.start + 900_000)
+            #expect(try await push(at: Self.start + 900_000) == 429)
+            #expect(try await push(at: Self.start + 901_000) == 429)
+            let goAway = try await provider.connection.goAwayReceived.get()
+            #expect(goAway.debugData == #"{"reason":"TooManyProviderTokenUpdates"}"#)
+            try await provider.connection.channel.closeFuture.get()
+        }
+    }
 }
