@@ -61,6 +61,7 @@ let package = Package(
             dependencies: [
                 "CNGHTTP2",
                 "PushgateTLS",
+                "PushgateCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -78,7 +79,8 @@ let package = Package(
         // machine, one instance per shard; no I/O, no locks, injected time.
         .target(name: "PushgateScheduler"),
         // Domain words shared by the provider and device APIs, provider auth and the delivery
-        // core. The scheduler keeps its own few (e.g. `PushPriority`) to stay dependency-free.
+        // core, and the one JSON quoter (the transport's GOAWAY reasons use it too). The
+        // scheduler keeps its own few (e.g. `PushPriority`) to stay dependency-free.
         .target(
             name: "PushgateCore",
             dependencies: [.product(name: "NIOCore", package: "swift-nio")]

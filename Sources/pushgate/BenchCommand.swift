@@ -245,10 +245,7 @@ struct BenchRun: Sendable {
         let connection = try await connect()
         let eventLoop = connection.channel.eventLoop
         let streamRequest = request("GET", "/v1/devices/\(device.id)/events", secret: device.secret)
-        let ackPath = "/v1/devices/\(device.id)/ack"
-        let ack: @Sendable (UInt64) -> HTTPClientRequest = { [options] upTo in
-            options.client.request("POST", ackPath, bearer: device.secret, body: ByteBuffer(string: "{\"upTo\":\(upTo)}"))
-        }
+        let ack = request("POST", "/v1/devices/\(device.id)/ack", secret: device.secret)
         let ackDelay = options.ackDelay
         let head: HTTPClientStreamedHead
         do {
@@ -444,7 +441,8 @@ struct BenchRun: Sendable {
 /// with no task per event, so that the load generator costs little next to the gateway.
 private final class BenchDevice {
     private let connection: HTTP2ClientConnection
-    private let ack: @Sendable (UInt64) -> HTTPClientRequest
+    /// The device's ack request but for its body.
+    private let ack: HTTPClientRequest
     private let ackDelay: Int
     private let ledger: BenchLedger
     private var parser = EventStreamParser()
@@ -455,7 +453,7 @@ private final class BenchDevice {
     /// An ack failed (the connection is going): no more are sent.
     private var failed = false
 
-    init(connection: HTTP2ClientConnection, ack: @escaping @Sendable (UInt64) -> HTTPClientRequest, ackDelay: Int, ledger: BenchLedger) {
+    init(connection: HTTP2ClientConnection, ack: HTTPClientRequest, ackDelay: Int, ledger: BenchLedger) {
         self.connection = connection
         self.ack = ack
         self.ackDelay = ackDelay
@@ -493,7 +491,9 @@ private final class BenchDevice {
         }
         let upTo = newest
         ledger.acksSent.add(1, ordering: .relaxed)
-        connection.submit(ack(upTo)).assumeIsolated().whenComplete { result in
+        var request = ack
+        request.body = ByteBuffer(string: "{\"upTo\":\(upTo)}")
+        connection.submit(request).assumeIsolated().whenComplete { result in
             self.acking = false
             guard case .success = result else {
                 self.failed = true

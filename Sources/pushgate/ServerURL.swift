@@ -31,7 +31,7 @@ struct ServerURL: ExpressibleByArgument, CustomStringConvertible {
         self.authority = address.description
     }
 
-    var description: String { "\(isTLS ? "https" : "http")://\(ListenAddress(host: host, port: port))" }
+    var description: String { "\(scheme)://\(authority)" }
     var scheme: String { isTLS ? "https" : "http" }
 
     static var defaultValueDescription: String { "http://127.0.0.1:2197" }

@@ -63,10 +63,7 @@ public final class HTTP2ClientConnection: Sendable {
 
     /// Sends a request and returns the whole response.
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
-        let promise = channel.eventLoop.makePromise(of: HTTPClientResponse.self)
-        let handler = self.handler
-        channel.eventLoop.execute { handler.value.send(request, promise: promise) }
-        return try await promise.futureResult.get()
+        try await submit(request).get()
     }
 
     /// Sends a request; the future completes with the whole response. For callers that keep
@@ -78,12 +75,7 @@ public final class HTTP2ClientConnection: Sendable {
     /// connection sends it when the read is done.
     public func submit(_ request: HTTPClientRequest) -> EventLoopFuture<HTTPClientResponse> {
         let promise = channel.eventLoop.makePromise(of: HTTPClientResponse.self)
-        let handler = self.handler
-        if channel.eventLoop.inEventLoop {
-            handler.value.send(request, promise: promise)
-        } else {
-            channel.eventLoop.execute { handler.value.send(request, promise: promise) }
-        }
+        onLoop { $0.send(request, promise: promise) }
         return promise.futureResult
     }
 
@@ -98,21 +90,25 @@ public final class HTTP2ClientConnection: Sendable {
     ) -> EventLoopFuture<HTTPClientStreamedHead> {
         let promise = channel.eventLoop.makePromise(of: HTTPClientStreamedHead.self)
         let ended = channel.eventLoop.makePromise(of: Void.self)
-        let handler = self.handler
-        if channel.eventLoop.inEventLoop {
-            handler.value.stream(request, promise: promise, ended: ended, onChunk: onChunk)
-        } else {
-            channel.eventLoop.execute { handler.value.stream(request, promise: promise, ended: ended, onChunk: onChunk) }
-        }
+        onLoop { $0.stream(request, promise: promise, ended: ended, onChunk: onChunk) }
         return promise.futureResult
     }
 
     /// Sends a request and returns as soon as the response head arrives; the body follows.
     public func stream(_ request: HTTPClientRequest) async throws -> HTTPClientStreamingResponse {
         let promise = channel.eventLoop.makePromise(of: HTTPClientStreamingResponse.self)
-        let handler = self.handler
-        channel.eventLoop.execute { handler.value.stream(request, promise: promise) }
+        onLoop { $0.stream(request, promise: promise) }
         return try await promise.futureResult.get()
+    }
+
+    /// Runs `body` with the handler: now when already on the connection's loop, else on it.
+    private func onLoop(_ body: @escaping @Sendable (HTTP2ClientHandler) -> Void) {
+        let handler = self.handler
+        if channel.eventLoop.inEventLoop {
+            body(handler.value)
+        } else {
+            channel.eventLoop.execute { body(handler.value) }
+        }
     }
 
     /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS (gated connections start low).

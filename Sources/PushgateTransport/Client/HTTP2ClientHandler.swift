@@ -22,14 +22,19 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         var status = 0
         var headers = HTTPHeaders()
         var body: ByteBuffer?
-        var continuation: AsyncThrowingStream<ByteBuffer, any Error>.Continuation?
+        /// Where the body goes once a streamed response's head is out (the async sequence or the
+        /// caller's callback); nil while the body is buffered for a whole response.
+        var sink: BodySink?
         var done = false
-        /// A `.callbacks` stream whose head has gone out: chunks go to its `onChunk` from now on.
-        var headDelivered = false
         /// Body bytes handed to the application and not yet credited back to the server.
         var unconsumed = 0
 
         init(_ delivery: Delivery) { self.delivery = delivery }
+    }
+
+    private struct BodySink {
+        let chunk: (ByteBuffer) -> Void
+        let end: ((any Error)?) -> Void
     }
 
     private let limits: HTTP2SessionLimits
@@ -261,16 +266,12 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
 
     private func finish(_ stream: Stream, error: (any Error)?) {
         stream.done = true
-        if let continuation = stream.continuation {
-            if let error { continuation.finish(throwing: error) } else { continuation.finish() }
-            stream.continuation = nil
+        if let sink = stream.sink {
+            stream.sink = nil
+            sink.end(error)
             return
         }
         switch (stream.delivery, error) {
-        case (.callbacks(_, _, let ended), let error?) where stream.headDelivered:
-            ended.fail(error)
-        case (.callbacks(_, _, let ended), nil) where stream.headDelivered:
-            ended.succeed()
         case (_, let error?):
             fail(stream.delivery, error)
         case (.whole(let promise), nil):
@@ -282,24 +283,41 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     }
 
     private func headReceived(_ stream: Stream, streamID: Int32) {
-        if case .callbacks(let promise, _, let ended) = stream.delivery, !stream.headDelivered {
-            stream.headDelivered = true
-            promise.succeed(HTTPClientStreamedHead(streamID: streamID, status: stream.status, headers: stream.headers, ended: ended.futureResult))
+        guard stream.sink == nil, let context else { return }
+        switch stream.delivery {
+        case .whole:
             return
+        case .streaming(let promise):
+            let (chunks, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
+            stream.sink = BodySink(
+                // Credited when the application reads it (`consumed`).
+                chunk: { [weak stream] chunk in
+                    stream?.unconsumed += chunk.readableBytes
+                    continuation.yield(chunk)
+                },
+                end: { error in if let error { continuation.finish(throwing: error) } else { continuation.finish() } }
+            )
+            let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let eventLoop = context.eventLoop
+            let body = HTTPClientResponseBody(
+                chunks: chunks,
+                consumed: { count in eventLoop.execute { loopBound.value.consumed(streamID: streamID, count: count) } },
+                // A consumer that stops iterating early abandons the stream: reset it so the
+                // server stops sending, and credit what was never read.
+                abandoned: { eventLoop.execute { loopBound.value.reset(streamID: streamID) } }
+            )
+            promise.succeed(HTTPClientStreamingResponse(streamID: streamID, status: stream.status, headers: stream.headers, body: body))
+        case .callbacks(let promise, let onChunk, let ended):
+            stream.sink = BodySink(
+                // Handled by the time the callback returns: credited at once.
+                chunk: { [unowned self] chunk in
+                    self.session.consume(streamID: streamID, count: chunk.readableBytes)
+                    onChunk(chunk)
+                },
+                end: { error in if let error { ended.fail(error) } else { ended.succeed() } }
+            )
+            promise.succeed(HTTPClientStreamedHead(streamID: streamID, status: stream.status, headers: stream.headers, ended: ended.futureResult))
         }
-        guard case .streaming(let promise) = stream.delivery, stream.continuation == nil, let context else { return }
-        let (chunks, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
-        stream.continuation = continuation
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let eventLoop = context.eventLoop
-        let body = HTTPClientResponseBody(
-            chunks: chunks,
-            consumed: { count in eventLoop.execute { loopBound.value.consumed(streamID: streamID, count: count) } },
-            // A consumer that stops iterating early abandons the stream: reset it so the server
-            // stops sending, and credit what was never read.
-            abandoned: { eventLoop.execute { loopBound.value.reset(streamID: streamID) } }
-        )
-        promise.succeed(HTTPClientStreamingResponse(streamID: streamID, status: stream.status, headers: stream.headers, body: body))
     }
 }
 
@@ -333,17 +351,10 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
             session.consume(streamID: streamID, count: bytes.count)
             return true
         }
-        if let continuation = stream.continuation {
+        if let sink = stream.sink {
             var chunk = context.channel.allocator.buffer(capacity: bytes.count)
             chunk.writeBytes(bytes)
-            stream.unconsumed += bytes.count
-            continuation.yield(chunk)
-        } else if case .callbacks(_, let onChunk, _) = stream.delivery, stream.headDelivered {
-            var chunk = context.channel.allocator.buffer(capacity: bytes.count)
-            chunk.writeBytes(bytes)
-            // Handled by the time the callback returns: credit it at once.
-            session.consume(streamID: streamID, count: bytes.count)
-            onChunk(chunk)
+            sink.chunk(chunk)
         } else {
             session.consume(streamID: streamID, count: bytes.count)
             if (stream.body?.readableBytes ?? 0) + bytes.count > maxResponseBodySize {

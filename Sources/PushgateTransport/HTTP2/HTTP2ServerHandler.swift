@@ -2,6 +2,7 @@ import CNGHTTP2
 import Logging
 import NIOCore
 import NIOHTTP1
+import PushgateCore
 
 /// The server side of one HTTP/2 connection: an nghttp2 session fed from the channel, requests
 /// dispatched to the application, responses written back, whole or streamed.
@@ -374,13 +375,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
 
     /// `{"reason":"..."}` as APNs puts it in GOAWAY debug data.
     static func reasonJSON(_ reason: String) -> [UInt8] {
-        var out = Array(#"{"reason":""#.utf8)
-        for byte in reason.utf8 {
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
-            if byte >= 0x20 { out.append(byte) }
-        }
-        out.append(contentsOf: #""}"#.utf8)
-        return out
+        Array(JSONText.object(["reason": reason]).utf8)
     }
 
     // MARK: Responses (HTTPResponseSink)
