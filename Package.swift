@@ -107,6 +107,7 @@ let package = Package(
                 "PushgateStore",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

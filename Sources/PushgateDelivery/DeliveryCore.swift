@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import PushgateCore
 import PushgateCrypto
@@ -14,7 +15,7 @@ public final class DeliveryCore: Sendable {
     private let store: any NotificationStore
     private let configuration: DeliveryConfiguration
     private let acceptanceIDs = AcceptanceIDs()
-    private let maintenance = Mutex<[RepeatedTask]>([])
+    private let maintenance = NIOLockedValueBox<[RepeatedTask]>([])
     public let counters = DeliveryCounters()
 
     public init(
@@ -82,11 +83,11 @@ public final class DeliveryCore: Sendable {
             tasks.append(shard.eventLoop.scheduleRepeatedTask(initialDelay: heartbeat, delay: heartbeat) { _ in shard.heartbeat() })
             tasks.append(shard.eventLoop.scheduleRepeatedTask(initialDelay: sweep, delay: sweep) { _ in shard.sweepExpired() })
         }
-        maintenance.withLock { $0 += tasks }
+        maintenance.withLockedValue { $0 += tasks }
     }
 
     public func stopMaintenance() {
-        let tasks = maintenance.withLock { tasks in
+        let tasks = maintenance.withLockedValue { tasks in
             defer { tasks = [] }
             return tasks
         }

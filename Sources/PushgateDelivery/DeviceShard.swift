@@ -120,8 +120,9 @@ final class DeviceShard: @unchecked Sendable {
         // Queues in seq order: seqs are assigned at release, so acceptance order (the store's)
         // can differ (a held push released after a later stored one).
         var orphans: [UInt64] = []
-        for record in records.filter({ $0.seq != nil }).sorted(by: { $0.seq! < $1.seq! }) {
-            guard let device = devices[record.deviceID], let seq = record.seq else {
+        let sequenced = records.compactMap { record in record.seq.map { (record, $0) } }.sorted { $0.1 < $1.1 }
+        for (record, seq) in sequenced {
+            guard let device = devices[record.deviceID] else {
                 orphans.append(record.acceptanceID)
                 continue
             }
@@ -184,8 +185,8 @@ final class DeviceShard: @unchecked Sendable {
             return
         }
         if let token = device.tokensByTopic[topic] {
-            if registrations[token]?.waiters != nil {
-                registrations[token]?.waiters?.append(promise)
+            if let committing = registrations[token]?.committing {
+                promise.completeWith(committing)
             } else {
                 promise.succeed(token)
             }
@@ -201,15 +202,13 @@ final class DeviceShard: @unchecked Sendable {
         let record = RegistrationRecord(token: token, deviceID: deviceID, topic: topic, createdAt: clock.nowMillis())
         let app = scheduler.addApp(device: device.handle, topic: topic)
         if let app { appTokens[app] = token }
-        registrations[token] = RegistrationState(deviceID: deviceID, topic: topic, app: app, waiters: [])
+        registrations[token] = RegistrationState(deviceID: deviceID, topic: topic, app: app, committing: promise.futureResult)
         device.tokensByTopic[topic] = token
         commit([.register(record)]) { [self] result in
-            let waiters = registrations[token]?.waiters ?? []
             switch result {
             case .success:
-                registrations[token]?.waiters = nil
+                registrations[token]?.committing = nil
                 promise.succeed(token)
-                for waiter in waiters { waiter.succeed(token) }
             case .failure(let error):
                 registrations[token] = nil
                 if let app {
@@ -218,7 +217,6 @@ final class DeviceShard: @unchecked Sendable {
                 }
                 if device.tokensByTopic[topic] == token { device.tokensByTopic[topic] = nil }
                 promise.fail(Refusal.storeFailed(error))
-                for waiter in waiters { waiter.fail(Refusal.storeFailed(error)) }
             }
         }
     }
@@ -275,10 +273,7 @@ final class DeviceShard: @unchecked Sendable {
             counters.connected(-1)
         }
         // Every notification of the device goes, held ones included.
-        var heldRemoval: [StoreCommand] = []
-        forget(scheduler.removeDevice(device.handle), into: &heldRemoval)
-        var acceptanceIDs = device.queue.map(\.record.acceptanceID)
-        for case .remove(let ids) in heldRemoval { acceptanceIDs += ids }
+        let acceptanceIDs = device.queue.map(\.record.acceptanceID) + forgetHeld(scheduler.removeDevice(device.handle))
         deviceIDs[device.handle] = nil
         counters.recordDrop(.unregistered, count: device.queue.count)
         counters.add(queued: -device.queue.count)
@@ -391,7 +386,7 @@ final class DeviceShard: @unchecked Sendable {
             if let collapseID = record.collapseID {
                 // The newest push with a collapse id replaces the stored one (APNs keeps one).
                 let removed = removeUndelivered(from: device) {
-                    $0.committed && !$0.sent && $0.record.token == record.token && $0.record.collapseID == collapseID
+                    $0.committed && $0.record.token == record.token && $0.record.collapseID == collapseID
                 }
                 if !removed.isEmpty {
                     replaced = true
@@ -514,7 +509,12 @@ final class DeviceShard: @unchecked Sendable {
 
     /// Held pushes the scheduler gave up on: deleted and counted.
     private func forget(_ drops: [Drop], into commands: inout [StoreCommand]) {
-        guard !drops.isEmpty else { return }
+        let ids = forgetHeld(drops)
+        if !ids.isEmpty { commands.append(.remove(acceptanceIDs: ids)) }
+    }
+
+    /// Takes the dropped pushes out of the held set and counts them; returns their ids.
+    private func forgetHeld(_ drops: [Drop]) -> [UInt64] {
         var ids: [UInt64] = []
         ids.reserveCapacity(drops.count)
         for drop in drops {
@@ -524,7 +524,7 @@ final class DeviceShard: @unchecked Sendable {
             counters.recordDrop(drop.reason, count: 1)
             ids.append(drop.id)
         }
-        if !ids.isEmpty { commands.append(.remove(acceptanceIDs: ids)) }
+        return ids
     }
 
     /// Releases and drops of a wake event or tick, with no push of its own.
@@ -823,6 +823,8 @@ final class DeviceShard: @unchecked Sendable {
                 device.deliveredCount += 1
                 continue
             }
+            // Never written again once expired, even if an earlier stream had it (PRODUCT.md:
+            // expired pushes are never delivered); the sweep leaves sent ones to this check.
             if entry.record.expiresAt <= now {
                 device.queue.remove(at: device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount))
                 expired.append(entry.record.acceptanceID)
@@ -867,8 +869,7 @@ final class DeviceShard: @unchecked Sendable {
         let now = clock.nowMillis()
         for deviceID in withQueue {
             guard let device = devices[deviceID] else { continue }
-            // A push already sent (in a keep-alive response) waits for its ack, expired or not.
-            let expired = removeUndelivered(from: device) { $0.committed && !$0.sent && $0.record.expiresAt <= now }
+            let expired = removeUndelivered(from: device) { $0.committed && $0.record.expiresAt <= now }
             if !expired.isEmpty { dropExpired(expired, from: device) }
         }
     }
@@ -880,12 +881,13 @@ final class DeviceShard: @unchecked Sendable {
         commit([.remove(acceptanceIDs: ids)]) { _ in }
     }
 
-    /// Removes entries not yet written on the current stream that match; returns their ids.
+    /// Removes entries that match and were never sent (on any stream or in a keep-alive
+    /// response); returns their ids. A sent one stays for its ack: the agent may be handling it.
     private func removeUndelivered(from device: DeviceState, where matches: (QueuedNotification) -> Bool) -> [UInt64] {
         var kept = CircularBuffer<QueuedNotification>(initialCapacity: device.queue.count)
         var removed: [UInt64] = []
         for (offset, entry) in device.queue.enumerated() {
-            if offset >= device.deliveredCount, matches(entry) {
+            if offset >= device.deliveredCount, !entry.sent, matches(entry) {
                 removed.append(entry.record.acceptanceID)
             } else {
                 kept.append(entry)

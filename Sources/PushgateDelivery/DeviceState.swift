@@ -44,8 +44,8 @@ struct RegistrationState {
     /// The app in the shard's scheduler, while the registration is active.
     var app: AppHandle?
     /// Set while the registration's commit is pending: further registrations of the same topic
-    /// wait here, so no caller gets a token before it is on disk.
-    var waiters: [EventLoopPromise<String>]?
+    /// complete with it, so no caller gets a token before it is on disk.
+    var committing: EventLoopFuture<String>?
 }
 
 /// Everything the gateway keeps in memory for one device. Confined to its shard's event loop.

@@ -1,5 +1,5 @@
+import NIOConcurrencyHelpers
 import NIOCore
-import Synchronization
 
 /// Work handed to one event loop from other threads, run in batches. The store's writer
 /// completes the commits of a whole group at once, often a hundred for one shard: one loop task
@@ -7,7 +7,9 @@ import Synchronization
 /// completion took the lock (and competed with the loop for it) a hundred times.
 ///
 /// Bounded by what submits to it: each item is a committed store batch, and the store refuses
-/// batches beyond its limit of waiting commands.
+/// batches beyond its limit of waiting commands. Locked with NIO's pthread lock, not
+/// `Synchronization.Mutex`, whose raw futex calls ThreadSanitizer cannot see (as in the store's
+/// `Locked`).
 final class LoopInbox: Sendable {
     private struct Pending {
         var items: [@Sendable () -> Void] = []
@@ -16,7 +18,7 @@ final class LoopInbox: Sendable {
     }
 
     private let loop: any EventLoop
-    private let pending = Mutex(Pending())
+    private let pending = NIOLockedValueBox(Pending())
 
     init(loop: any EventLoop) {
         self.loop = loop
@@ -24,7 +26,7 @@ final class LoopInbox: Sendable {
 
     /// Runs `item` on the loop, after every item submitted before it.
     func submit(_ item: @escaping @Sendable () -> Void) {
-        let schedule = pending.withLock { state in
+        let schedule = pending.withLockedValue { state in
             state.items.append(item)
             if state.scheduled { return false }
             state.scheduled = true
@@ -36,7 +38,7 @@ final class LoopInbox: Sendable {
     }
 
     private func drain() {
-        let items = pending.withLock { state in
+        let items = pending.withLockedValue { state in
             state.scheduled = false
             return state.items.take()
         }

@@ -147,15 +147,16 @@ enum SQLiteCommands {
             // reservations existed: a row leaving without an ack hands its seq to `last_seq`, so
             // that seqs are never reused. (Not on the per-push path: expiry and coalescing only.)
             let keepSeq = try db.cachedStatement(sql: """
-                UPDATE devices SET last_seq = max(last_seq, n.seq)                 FROM (SELECT device_id, seq FROM notifications WHERE acceptance_id = ? AND seq IS NOT NULL) AS n                 WHERE devices.id = n.device_id
+                UPDATE devices SET last_seq = max(last_seq, n.seq) \
+                FROM (SELECT device_id, seq FROM notifications WHERE acceptance_id = ? AND seq IS NOT NULL) AS n \
+                WHERE devices.id = n.device_id
                 """)
-            let delete = try db.cachedStatement(sql: "DELETE FROM notifications WHERE acceptance_id = ?")
             for id in acceptanceIDs {
                 // Ids beyond Int64 cannot have been stored: nothing to remove.
                 guard let id = Int64(exactly: id) else { continue }
                 try keepSeq.execute(arguments: [id])
-                try delete.execute(arguments: [id])
             }
+            try deleteNotifications(acceptanceIDs, db, command)
 
         case .ack(_, let acceptanceIDs):
             try deleteNotifications(acceptanceIDs, db, command)

@@ -140,4 +140,21 @@ import Testing
         #expect(harness.scheduler.accept(next, now: t0)?.drops.ids == [1, 2, 3])
         #expect(harness.scheduler.heldIDs(app: app) == [4, 5])
     }
+
+    @Test func withdrawnHeldPushIsGoneWithoutADrop() throws {
+        let harness = try Harness(connected: false)
+        let app = harness.app()
+        for (id, pushClass) in [(UInt64(1), PushClass.silent), (2, .regular), (3, .silent)] {
+            let push = SchedulerPush(id: id, app: app, pushClass: pushClass, priority: .normal, expiresAt: t0 + day)
+            #expect(harness.scheduler.restoreHeld(push, acceptedAt: t0))
+        }
+        // From the silent list and from the regular list; a second withdrawal finds nothing.
+        #expect(harness.scheduler.withdrawHeld(id: 3, app: app))
+        #expect(harness.scheduler.withdrawHeld(id: 2, app: app))
+        #expect(!harness.scheduler.withdrawHeld(id: 2, app: app))
+        #expect(harness.scheduler.heldIDs(app: app) == [1])
+        let online = harness.scheduler.connect(harness.device, now: t0 + 1)
+        #expect(online.releases.ids == [1])
+        #expect(online.drops.isEmpty)
+    }
 }
