@@ -449,8 +449,9 @@ final class DeviceShard: @unchecked Sendable {
     private struct QueuedEntry {
         var deviceID: String
         var seq: UInt64
-        /// For a released held push: its record as held, to hold it again if the commit fails.
-        var wasHeld: NotificationRecord?
+        /// A released held push: held again if the commit fails (its record, less the seq, is the
+        /// queue entry's).
+        var wasHeld = false
     }
 
     static func schedulerPush(_ record: NotificationRecord, app: AppHandle, nowOrNever: Bool) -> SchedulerPush {
@@ -487,7 +488,6 @@ final class DeviceShard: @unchecked Sendable {
         entries: inout [QueuedEntry]
     ) -> NotificationRecord? {
         guard var record = held.removeValue(forKey: release.id), let device = devices[record.deviceID] else { return nil }
-        let asHeld = record
         device.heldCount -= 1
         counters.add(held: -1)
         let seq = takeSeq(device, into: &commands)
@@ -502,7 +502,7 @@ final class DeviceShard: @unchecked Sendable {
         }
         commands.append(.assignSeq(acceptanceID: record.acceptanceID, seq: seq))
         var entry = enqueue(record, delivery: delivery, on: device, keepalive: keepalive)
-        entry.wasHeld = asHeld
+        entry.wasHeld = true
         entries.append(entry)
         return record
     }
@@ -564,10 +564,13 @@ final class DeviceShard: @unchecked Sendable {
                 case .success:
                     device.queue[index].committed = true
                 case .failure:
-                    device.queue.remove(at: index)
+                    var record = device.queue.remove(at: index).record
                     counters.add(queued: -1)
                     if device.queue.isEmpty { withQueue.remove(device.id) }
-                    if let record = entry.wasHeld { holdAgain(record, on: device) }
+                    if entry.wasHeld {
+                        record.seq = nil
+                        holdAgain(record, on: device)
+                    }
                 }
             }
             // Once all are marked, so that a device's entries go out in one write. Pumping a
