@@ -147,6 +147,13 @@ public struct SchedulerConfigurationError: Error, Sendable, Hashable, CustomStri
     public var value: Int64
     public var allowed: ClosedRange<Int64>
 
+    public init(topic: String?, field: String, value: Int64, allowed: ClosedRange<Int64>) {
+        self.topic = topic
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+    }
+
     public var description: String {
         let place = topic.map { "scheduler policy for topic \"\($0)\"" } ?? "global scheduler policy"
         return "\(place): \(field) is \(value); allowed \(allowed.lowerBound)...\(allowed.upperBound)"

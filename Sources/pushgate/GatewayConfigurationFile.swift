@@ -53,7 +53,8 @@ struct GatewayConfigurationFile: Decodable {
             var defaultExpirationSeconds: Int64?
         }
 
-        /// Validated: a wrong value names its topic, field and allowed range.
+        /// Validated: a wrong value names its topic, field and allowed range, in the file's own
+        /// terms (seconds where the file has seconds).
         func configuration() throws(SchedulerConfigurationError) -> SchedulerConfiguration {
             var global = SchedulerPolicy()
             if let appBurst { global.appBurst = appBurst }
@@ -61,23 +62,55 @@ struct GatewayConfigurationFile: Decodable {
             if let deviceBurst { global.deviceBurst = deviceBurst }
             if let deviceRefillPerHour { global.deviceRefillPerHour = deviceRefillPerHour }
             if let maxHeldPerApp { global.maxHeldPerApp = maxHeldPerApp }
-            if let maxDeferralSeconds { global.maxDeferralMillis = maxDeferralSeconds.multipliedReportingOverflow(by: 1000).partialValue }
-            if let defaultExpirationSeconds {
-                global.defaultExpirationMillis = defaultExpirationSeconds.multipliedReportingOverflow(by: 1000).partialValue
-            }
+            if let maxDeferralSeconds { global.maxDeferralMillis = Self.millis(maxDeferralSeconds) }
+            if let defaultExpirationSeconds { global.defaultExpirationMillis = Self.millis(defaultExpirationSeconds) }
             var overrides: [String: TopicPolicyOverride] = [:]
             for (topic, section) in topics ?? [:] {
                 overrides[topic] = TopicPolicyOverride(
                     appBurst: section.appBurst,
                     appRefillPerHour: section.appRefillPerHour,
                     maxHeldPerApp: section.maxHeldPerApp,
-                    maxDeferralMillis: section.maxDeferralSeconds.map { $0.multipliedReportingOverflow(by: 1000).partialValue },
-                    defaultExpirationMillis: section.defaultExpirationSeconds.map { $0.multipliedReportingOverflow(by: 1000).partialValue }
+                    maxDeferralMillis: section.maxDeferralSeconds.map(Self.millis),
+                    defaultExpirationMillis: section.defaultExpirationSeconds.map(Self.millis)
                 )
             }
             let configuration = SchedulerConfiguration(global: global, topics: overrides)
-            try configuration.validate()
+            do {
+                try configuration.validate()
+            } catch {
+                throw inSeconds(error)
+            }
             return configuration
+        }
+
+        /// Saturating: a huge number of seconds stays huge (and out of range), never wraps into
+        /// a value that passes.
+        private static func millis(_ seconds: Int64) -> Int64 {
+            let (product, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+            return overflow ? (seconds < 0 ? .min : .max) : product
+        }
+
+        /// The policy counts milliseconds; this file counts seconds: an error about a
+        /// milliseconds field names the seconds field, the value as written, and the range in
+        /// whole seconds.
+        private func inSeconds(_ error: SchedulerConfigurationError) -> SchedulerConfigurationError {
+            guard error.field.hasSuffix("Millis") else { return error }
+            let field = String(error.field.dropLast("Millis".count)) + "Seconds"
+            let topic = error.topic.flatMap { topics?[$0] }
+            let written: Int64?
+            switch field {
+            case "maxDeferralSeconds": written = topic?.maxDeferralSeconds ?? maxDeferralSeconds
+            case "defaultExpirationSeconds": written = topic?.defaultExpirationSeconds ?? defaultExpirationSeconds
+            default: written = nil
+            }
+            let lower = error.allowed.lowerBound
+            let upper = error.allowed.upperBound
+            return SchedulerConfigurationError(
+                topic: error.topic,
+                field: field,
+                value: written ?? error.value / 1000,
+                allowed: (lower / 1000 + (lower % 1000 > 0 ? 1 : 0))...(upper / 1000)
+            )
         }
     }
 

@@ -1,0 +1,34 @@
+import Foundation
+import Testing
+
+/// `serve --config`: a scheduler value out of range stops the gateway with a message in the
+/// file's own terms.
+@Suite("Configuration file: scheduler values are checked as written", .timeLimit(.minutes(2)))
+struct ConfigurationFileCLITests {
+    @Test(
+        "seconds that would overflow in milliseconds are refused, named as written",
+        arguments: [
+            // 18446744073709552 s is 2^64 + 384 ms: wrapped, it passed as 384 ms.
+            (#"{"scheduler": {"maxDeferralSeconds": 18446744073709552}}"#,
+             "global scheduler policy: maxDeferralSeconds is 18446744073709552; allowed 1...86400"),
+            (#"{"scheduler": {"topics": {"com.example.news": {"defaultExpirationSeconds": -9223372036854775807}}}}"#,
+             #"scheduler policy for topic "com.example.news": defaultExpirationSeconds is -9223372036854775807; allowed 1...2592000"#),
+            (#"{"scheduler": {"maxDeferralSeconds": 0}}"#,
+             "global scheduler policy: maxDeferralSeconds is 0; allowed 1...86400"),
+        ]
+    )
+    func outOfRangeSeconds(config: String, message: String) throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/pushgate.json"
+        try Data(config.utf8).write(to: URL(fileURLWithPath: path))
+        // A gateway that starts anyway is killed: its stderr then lacks the message.
+        let result = try run(
+            executable: GatewayProcess.executable,
+            ["serve", "--data-dir", directory + "/data", "--listen", "127.0.0.1:0", "--config", path],
+            timeout: .seconds(30)
+        )
+        #expect(result.status != 0)
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+}
