@@ -156,6 +156,28 @@ struct SchedulerDeliveryTests {
         }
     }
 
+    @Test("unregister drops the app's pushes never sent, and leaves one sent in a keep-alive response to its ack")
+    func unregisterKeepsKeepaliveSent() async throws {
+        try await withGateway(clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
+            let api = try await API(gateway)
+            let device = try await api.createDevice()
+            let token = try await api.registeredToken(device, topic: Self.topic)
+            #expect(try await Self.silent(api, token).disposition == "held")
+            let keepalive = try await api.device(device, "POST", "keepalive")
+            let released = try #require(keepalive.json["notifications"] as? [[String: Any]], "\(keepalive.text)")
+            let seq = try #require((released.first?["seq"] as? NSNumber)?.uint64Value)
+            #expect(try await api.push(token: token, topic: Self.topic).disposition == "stored")
+            #expect(gateway.core.counters.queued == 2)
+
+            #expect(try await api.unregister(device, token: token).status == 204)
+            #expect(gateway.core.counters.dropped(.unregistered) == 1, "the stored push was never sent")
+            #expect(gateway.core.counters.queued == 1, "the agent may be handling the keep-alive's push")
+            #expect(try await api.ack(device, upTo: seq).status == 204)
+            #expect(gateway.core.counters.queued == 0)
+            await api.close()
+        }
+    }
+
     @Test("after a restart the stream still sends in seq order, though a held push was released after a later stored one")
     func restartKeepsSeqOrder() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-sched-\(UUID().uuidString)").path
