@@ -327,14 +327,20 @@ struct BenchRun: Sendable {
             silentHeaders.add(name: "authorization", value: authorization)
         }
         let paths = devices.map { "/3/device/\($0.token)" }
-        let request: @Sendable (Int) -> HTTPClientRequest = { [options, alertHeaders, silentHeaders] index in
+        // Plain values: an option's getter (ArgumentParser's property wrapper) is generic code
+        // that showed in the bench's own profile when read per push.
+        let (deviceCount, silentPercent, server) = (options.devices, options.silentPercent, options.client.server)
+        let request: @Sendable (Int) -> HTTPClientRequest = { [alertHeaders, silentHeaders] index in
             // Spread evenly over each device's pushes (its n-th push is round n): a device gets
             // silent and alert pushes interleaved, as an app's mix would arrive.
-            let round = index / options.devices
-            let silent = (round + 1) * options.silentPercent / 100 > round * options.silentPercent / 100
+            let round = index / deviceCount
+            let silent = (round + 1) * silentPercent / 100 > round * silentPercent / 100
             var headers = silent ? silentHeaders : alertHeaders
             headers.add(name: "apns-id", value: BenchRun.apnsID(for: index))
-            return options.client.request("POST", paths[index % paths.count], headers: headers, body: silent ? silentBody : body)
+            return HTTPClientRequest(
+                method: "POST", path: paths[index % paths.count], authority: server.authority, scheme: server.scheme,
+                headers: headers, body: silent ? silentBody : body
+            )
         }
         let started = BenchLedger.now()
         var connections: [HTTP2ClientConnection] = []
