@@ -319,6 +319,9 @@ public struct ProviderRequestValidator: Sendable {
     private static let devicePrefix = "/3/device"
 
     private static func parsePath(_ path: String) -> PathVerdict {
+        if let token = path.utf8.withContiguousStorageIfAvailable(wellFormedToken) ?? nil {
+            return .token(token)
+        }
         let expected = "expected /3/device/<64 hex digit device token>"
         if let mark = path.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
             return .failure(
@@ -345,6 +348,25 @@ public struct ProviderRequestValidator: Sendable {
             return .failure(status: 400, reason: "BadDeviceToken", detail: problem)
         }
         return .token(FieldSyntax.lowercasingHex(token))
+    }
+
+    /// Every push's path, so the usual one is checked on its bytes in one pass: exactly
+    /// `/3/device/` and 64 hex digits gives the lowercased token; anything else `nil`, and the
+    /// rules above find what is wrong.
+    private static func wellFormedToken(_ path: UnsafeBufferPointer<UInt8>) -> String? {
+        let prefix: StaticString = "/3/device/"
+        let prefixCount = prefix.utf8CodeUnitCount
+        guard path.count == prefixCount + 64,
+              path.prefix(prefixCount).elementsEqual(UnsafeBufferPointer(start: prefix.utf8Start, count: prefixCount))
+        else { return nil }
+        let token = UnsafeBufferPointer(rebasing: path[prefixCount...])
+        guard token.allSatisfy(FieldSyntax.isHex) else { return nil }
+        return String(unsafeUninitializedCapacity: 64) { buffer in
+            for (i, byte) in token.enumerated() {
+                buffer[i] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "F") ? byte | 0x20 : byte
+            }
+            return 64
+        }
     }
 
     // MARK: payload
