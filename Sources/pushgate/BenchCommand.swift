@@ -327,8 +327,7 @@ struct BenchRun: Sendable {
             silentHeaders.add(name: "authorization", value: authorization)
         }
         let paths = devices.map { "/3/device/\($0.token)" }
-        // Plain values: an option's getter (ArgumentParser's property wrapper) is generic code
-        // that showed in the bench's own profile when read per push.
+        // Plain values, not options read per push (their getters showed in the bench's profile).
         let (deviceCount, silentPercent, server) = (options.devices, options.silentPercent, options.client.server)
         let request: @Sendable (Int) -> HTTPClientRequest = { [alertHeaders, silentHeaders] index in
             // Spread evenly over each device's pushes (its n-th push is round n): a device gets
@@ -337,10 +336,7 @@ struct BenchRun: Sendable {
             let silent = (round + 1) * silentPercent / 100 > round * silentPercent / 100
             var headers = silent ? silentHeaders : alertHeaders
             headers.add(name: "apns-id", value: BenchRun.apnsID(for: index))
-            return HTTPClientRequest(
-                method: "POST", path: paths[index % paths.count], authority: server.authority, scheme: server.scheme,
-                headers: headers, body: silent ? silentBody : body
-            )
+            return server.request("POST", paths[index % paths.count], headers: headers, body: silent ? silentBody : body)
         }
         let started = BenchLedger.now()
         var connections: [HTTP2ClientConnection] = []

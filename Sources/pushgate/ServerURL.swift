@@ -51,12 +51,20 @@ struct ClientOptions: ParsableArguments {
     }
 }
 
-extension ClientOptions {
-    /// A request to the gateway at `--server`, for send, agent and bench alike. `bearer` is a
-    /// device secret, the registration secret, or a provider token.
+extension ServerURL {
+    /// A request to this gateway, for send, agent and bench alike. `bearer` is a device secret,
+    /// the registration secret, or a provider token.
     func request(_ method: String, _ path: String, bearer: String? = nil, headers: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
         var headers = headers
         if let bearer { headers.add(name: "authorization", value: "bearer \(bearer)") }
-        return HTTPClientRequest(method: method, path: path, authority: server.authority, scheme: server.scheme, headers: headers, body: body)
+        return HTTPClientRequest(method: method, path: path, authority: authority, scheme: scheme, headers: headers, body: body)
+    }
+}
+
+extension ClientOptions {
+    /// A request to the gateway at `--server`. Per-push code takes `server` once instead: an
+    /// option's getter (ArgumentParser's property wrapper) is generic code.
+    func request(_ method: String, _ path: String, bearer: String? = nil, headers: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
+        server.request(method, path, bearer: bearer, headers: headers, body: body)
     }
 }

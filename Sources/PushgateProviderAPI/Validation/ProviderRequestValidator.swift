@@ -354,17 +354,15 @@ public struct ProviderRequestValidator: Sendable {
     /// `/3/device/` and 64 hex digits gives the lowercased token; anything else `nil`, and the
     /// rules above find what is wrong.
     private static func wellFormedToken(_ path: UnsafeBufferPointer<UInt8>) -> String? {
-        let prefix: StaticString = "/3/device/"
-        let prefixCount = prefix.utf8CodeUnitCount
+        let prefixCount = devicePrefix.utf8.count + 1
         guard path.count == prefixCount + 64,
-              path.prefix(prefixCount).elementsEqual(UnsafeBufferPointer(start: prefix.utf8Start, count: prefixCount))
+              path.prefix(prefixCount - 1).elementsEqual(devicePrefix.utf8),
+              path[prefixCount - 1] == UInt8(ascii: "/")
         else { return nil }
         let token = UnsafeBufferPointer(rebasing: path[prefixCount...])
         guard token.allSatisfy(FieldSyntax.isHex) else { return nil }
         return String(unsafeUninitializedCapacity: 64) { buffer in
-            for (i, byte) in token.enumerated() {
-                buffer[i] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "F") ? byte | 0x20 : byte
-            }
+            for (i, byte) in token.enumerated() { buffer[i] = FieldSyntax.isUpperHex(byte) ? byte | 0x20 : byte }
             return 64
         }
     }
