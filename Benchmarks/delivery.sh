@@ -9,6 +9,10 @@
 #    in flight takes along what arrives meanwhile); then again with acks coalesced for 100 ms.
 # 2. Latency: the same devices at 5,000 pushes/s (50,000 pushes): delivery p50/p99.
 # 3. Memory: 10,000 idle devices over h2c; RSS growth of the server divided by 10,000.
+# 4. Reference, same run: the same h2load POSTs (100,000, 8 connections, 256 streams each, the
+#    bench's 128-byte alert payload) against pushgate's provider endpoint for 1,000 offline devices
+#    (validated and stored durably, no device side) and against nghttpd (a static file); requests/s
+#    and server CPU-seconds per 100k for both, and their ratios.
 # The load generator runs on the same 2 cores as the server. Exits 1 at the end if any run
 # lost, duplicated or refused a push or lost an event stream.
 source "$(dirname "$0")/common.sh"
@@ -41,6 +45,8 @@ echo "== flat out: 1,000 devices, 200,000 pushes, devices ack at once"
 flat_out
 echo "== flat out, devices coalesce acks for 100 ms (--ack-delay 100)"
 flat_out --ack-delay 100
+echo "== flat out, devices send no ack during the run (--ack-delay 60000): what acks cost"
+flat_out --ack-delay 60000
 
 echo "== latency: 1,000 devices at 5,000 pushes/s"
 start_server
@@ -60,4 +66,56 @@ idle=$(rss_kib "$server")
 wait "$bench" || true
 python3 -c "print(f'server RSS: {$base} KiB at start, {$idle} KiB with 10,000 idle devices: {($idle-$base)/10000:.1f} KiB per idle device')"
 stop_server
+
+echo "== reference: h2load POSTs, pushgate's provider endpoint (1,000 offline devices) against nghttpd"
+if ! command -v h2load >/dev/null || [ ! -x /usr/sbin/nghttpd ]; then
+    apt-get install -y --no-install-recommends nghttp2-client nghttp2-server >/dev/null
+fi
+printf '{"aps":{"alert":"bench"},"pad":"%s"}' "$(head -c 88 /dev/zero | tr '\0' x)" > "$work/payload"
+H2LOAD=(h2load -n 100000 -c 8 -m 256 -t 1 -d "$work/payload" -H 'apns-topic: com.example.bench' -H 'apns-push-type: alert')
+# Runs h2load against server pid $1 and URLs $2...; prints "requests/s CPU-s-per-100k", or fails
+# when any request did not succeed.
+h2load_cpu() {
+    local pid=$1 before after out
+    shift
+    before=$(cpu_ticks "$pid")
+    out=$("${H2LOAD[@]}" "$@")
+    after=$(cpu_ticks "$pid")
+    if ! grep -q "100000 succeeded, 0 failed" <<<"$out"; then echo "h2load failed against $1:" >&2; echo "$out" >&2; return 1; fi
+    python3 -c "print($(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out"), ($after-$before)/$(getconf CLK_TCK))"
+}
+start_server
+# 1,000 devices, each with one registration, through two curl processes (create, then register).
+printf '{"topic":"com.example.bench"}' > "$work/topic.json"
+# A curl config: one block per request, "next" between them (not after the last).
+for _ in $(seq 1000); do printf 'next\nurl = "%s/v1/devices"\nrequest = "POST"\n' "$url"; done | tail -n +2 > "$work/create.curl"
+# curl prints the answers back to back: one JSON object each.
+objects() { python3 -c 'import json, sys; d = json.JSONDecoder(); s = sys.stdin.read(); i = 0
+while i < len(s): o, i = d.raw_decode(s, i); print(json.dumps(o))'; }
+curl -s --http2-prior-knowledge -K "$work/create.curl" | objects | python3 -c '
+import json, sys
+url, body = sys.argv[1], sys.argv[2]
+for line in sys.stdin:
+    d = json.loads(line)
+    device, secret = d["deviceId"], d["secret"]
+    print(f"next\nurl = \"{url}/v1/devices/{device}/registrations\"\nheader = \"authorization: bearer {secret}\"\ndata = \"@{body}\"")
+' "$url" "$work/topic.json" | tail -n +2 > "$work/register.curl"
+curl -s --http2-prior-knowledge -K "$work/register.curl" | objects \
+    | python3 -c 'import json, sys; [print(sys.argv[1] + "/3/device/" + json.loads(l)["token"]) for l in sys.stdin]' "$url" > "$work/urls"
+[ "$(wc -l < "$work/urls")" -eq 1000 ] || { echo "could not register 1,000 devices" >&2; exit 1; }
+pg=$(h2load_cpu "$server" $(cat "$work/urls"))
+read -r pg_rate pg_cpu <<<"$pg"
+stop_server
+printf 'ok\n' > "$work/static"
+ng_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+/usr/sbin/nghttpd --no-tls -n 2 -d "$work" "$ng_port" >/dev/null 2>&1 &
+ng=$!
+for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$ng_port") 2>/dev/null && break; sleep 0.05; done
+ng_result=$(h2load_cpu "$ng" "http://127.0.0.1:$ng_port/static")
+read -r ng_rate ng_cpu <<<"$ng_result"
+kill "$ng"; wait "$ng" 2>/dev/null || true
+python3 -c "
+print(f'pushgate provider endpoint: {$pg_rate:.0f} req/s, {$pg_cpu:.2f} CPU-s per 100k (validated, stored durably)')
+print(f'nghttpd static file:        {$ng_rate:.0f} req/s, {$ng_cpu:.2f} CPU-s per 100k')
+print(f'ratio pushgate/nghttpd: requests/s {$pg_rate/$ng_rate:.2f}, CPU per request {$pg_cpu/$ng_cpu:.1f}')"
 exit "$failed"
