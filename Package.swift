@@ -126,6 +126,7 @@ let package = Package(
             name: "PushgateProviderAPI",
             dependencies: [
                 "PushgateCore",
+                "PushgateCrypto",
                 "PushgateProviderAuth",
                 "PushgateDelivery",
                 "PushgateRouting",

@@ -12,6 +12,16 @@ public enum SecureRandom {
         guard ok == 1 else { throw Failure() }
         return bytes
     }
+
+    /// 128 random bits in one call. OpenSSL's generator runs in user space once seeded, where
+    /// the standard library's `SystemRandomNumberGenerator` makes a `getrandom` system call for
+    /// every 64 bits: a provider that leaves out `apns-id` gets one generated per push.
+    public static func uint64Pair() throws(Failure) -> (UInt64, UInt64) {
+        var pair: (UInt64, UInt64) = (0, 0)
+        let ok = withUnsafeMutableBytes(of: &pair) { RAND_bytes($0.baseAddress!.assumingMemoryBound(to: UInt8.self), 16) }
+        guard ok == 1 else { throw Failure() }
+        return pair
+    }
 }
 
 /// SHA-256 on libcrypto.

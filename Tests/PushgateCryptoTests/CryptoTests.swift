@@ -19,6 +19,14 @@ struct CryptoTests {
         #expect(try SecureRandom.bytes(0).isEmpty)
     }
 
+    @Test("random 128-bit pairs fill both halves and differ between calls")
+    func randomPairs() throws {
+        let pairs = try (0..<64).map { _ in try SecureRandom.uint64Pair() }
+        #expect(Set(pairs.map { "\($0.0)-\($0.1)" }).count == 64)
+        // A half left at zero 64 times in a row would mean it is not written.
+        #expect(pairs.contains { $0.0 != 0 } && pairs.contains { $0.1 != 0 })
+    }
+
     @Test("constant-time comparison")
     func comparison() {
         #expect(constantTimeEquals([1, 2, 3], [1, 2, 3]))

@@ -199,7 +199,7 @@ func inference(_ c: InferenceCase) {
         let id = FieldSyntax.uuidV4((rng.next(), rng.next()))
         #expect(isCanonicalV4(id), "\(id)")
     }
-    // The default generator (system randomness) gives distinct canonical ids.
+    // The default generator (OpenSSL's) gives distinct canonical ids.
     let validator = ProviderRequestValidator()
     let a = validator.validate(method: "POST", path: "/3/device/" + sampleToken, headers: [(name: "apns-topic", value: "a.b")], body: buffer(#"{"aps":{"alert":"x"}}"#))
     let b = validator.validate(method: "POST", path: "/3/device/" + sampleToken, headers: [(name: "apns-topic", value: "a.b")], body: buffer(#"{"aps":{"alert":"x"}}"#))

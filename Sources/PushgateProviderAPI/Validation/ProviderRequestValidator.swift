@@ -1,5 +1,6 @@
 import NIOCore
 import PushgateCore
+import PushgateCrypto
 
 /// The verdict on one provider request.
 public enum ValidationOutcome: Sendable, Equatable {
@@ -93,8 +94,13 @@ public struct ProviderRequestValidator: Sendable {
     public init(
         defaultPriority: PushPriority = .high,
         uuidGenerator: @escaping @Sendable () -> (UInt64, UInt64) = {
-            var rng = SystemRandomNumberGenerator()
-            return (rng.next(), rng.next())
+            do {
+                return try SecureRandom.uint64Pair()
+            } catch {
+                // OpenSSL without entropy: the kernel's generator, which traps if it has none either.
+                var rng = SystemRandomNumberGenerator()
+                return (rng.next(), rng.next())
+            }
         }
     ) {
         self.defaultPriority = defaultPriority
