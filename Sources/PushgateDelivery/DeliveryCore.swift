@@ -105,6 +105,13 @@ public final class DeliveryCore: Sendable {
         for shard in shards { try await shard.eventLoop.submit { shard.advanceScheduler() }.get() }
     }
 
+    /// Slots the device's queue has room for, whatever it holds now; nil for an unknown device.
+    /// Tests check with it that a drained backlog gives its memory back.
+    func queueCapacity(deviceID: String) async throws -> Int? {
+        guard let shard = shard(of: deviceID) else { return nil }
+        return try await shard.eventLoop.submit { shard.queueCapacity(deviceID: deviceID) }.get()
+    }
+
     // MARK: Device API
 
     public func createDevice() -> EventLoopFuture<(deviceID: String, secret: String)> {

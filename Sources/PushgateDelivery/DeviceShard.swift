@@ -242,7 +242,7 @@ final class DeviceShard: @unchecked Sendable {
         let dropped = removeUndelivered(from: device) { $0.record.token == token }
         counters.recordDrop(.unregistered, count: dropped.count)
         counters.add(queued: -dropped.count)
-        if device.queue.isEmpty { withQueue.remove(device.id) }
+        queueShrank(device)
         var commands: [StoreCommand] = [.unregister(token: token, at: now)]
         if !dropped.isEmpty { commands.append(.remove(acceptanceIDs: dropped)) }
         if let app = registration.app {
@@ -566,7 +566,7 @@ final class DeviceShard: @unchecked Sendable {
                 case .failure:
                     var record = device.queue.remove(at: index).record
                     counters.add(queued: -1)
-                    if device.queue.isEmpty { withQueue.remove(device.id) }
+                    queueShrank(device)
                     if entry.wasHeld {
                         record.seq = nil
                         holdAgain(record, on: device)
@@ -801,7 +801,7 @@ final class DeviceShard: @unchecked Sendable {
         }
         counters.add(queued: -removed.count)
         counters.acknowledged(removed.count)
-        if device.queue.isEmpty { withQueue.remove(device.id) }
+        queueShrank(device)
         device.ackedSeq = upTo
         var commands: [StoreCommand] = [.ack(deviceID: device.id, acceptanceIDs: removed)]
         // After a restart nothing is reserved yet: the seqs this ack deletes must stay covered.
@@ -880,9 +880,22 @@ final class DeviceShard: @unchecked Sendable {
     private func dropExpired(_ ids: [UInt64], from device: DeviceState) {
         counters.recordDrop(.expired, count: ids.count)
         counters.add(queued: -ids.count)
-        if device.queue.isEmpty { withQueue.remove(device.id) }
+        queueShrank(device)
         commit([.remove(acceptanceIDs: ids)]) { _ in }
     }
+
+    /// After entries left the device's queue. An empty queue leaves the set the sweep walks and
+    /// gives back the storage a backlog grew: a `CircularBuffer` never shrinks, so a device that
+    /// once had thousands stored would hold their slots (about 200 bytes each) for as long as the
+    /// process runs. Small queues keep theirs, so a connected device is not reallocated per push.
+    private func queueShrank(_ device: DeviceState) {
+        guard device.queue.isEmpty else { return }
+        withQueue.remove(device.id)
+        if device.queue.capacity > DeviceState.retainedQueueCapacity { device.queue = DeviceState.emptyQueue }
+    }
+
+    /// Slots the device's queue has room for; nil for an unknown device.
+    func queueCapacity(deviceID: String) -> Int? { devices[deviceID]?.queue.capacity }
 
     /// Removes entries that match and were never sent (on any stream or in a keep-alive
     /// response); returns their ids. A sent one stays for its ack: the agent may be handling it.

@@ -62,7 +62,9 @@ final class DeviceState {
 
     /// Even at capacity 0 a `CircularBuffer` allocates a slot (about 200 bytes here); devices
     /// start out sharing this one and copy it on their first notification.
-    private static let emptyQueue = CircularBuffer<QueuedNotification>(initialCapacity: 0)
+    static let emptyQueue = CircularBuffer<QueuedNotification>(initialCapacity: 0)
+    /// Room an emptied queue keeps (see `DeviceShard.queueShrank`).
+    static let retainedQueueCapacity = 16
     /// The next sequence number to assign.
     var nextSeq: UInt64
     /// Seqs up to this one are reserved on disk (or in a commit on its way): 0 until this

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
-import PushgateDelivery
+@testable import PushgateDelivery
 import PushgateStore
 import PushgateTransport
 import Synchronization
@@ -249,6 +249,38 @@ struct DeliveryTests {
             #expect(immediate.status == 200)
             #expect(immediate.disposition == "delivered")
             #expect(try await stream.nextNotification().apnsID == now)
+            await api.close()
+        }
+    }
+
+    @Test("a drained backlog gives its queue's memory back; the device's next pushes still arrive")
+    func drainedBacklogReleasesQueue() async throws {
+        try await withGateway(clock: TestClock(Self.start)) { gateway in
+            let api = try await API(gateway)
+            let device = try await api.createDevice()
+            let token = try await api.registeredToken(device, topic: Self.news)
+            for n in 1...100 {
+                let response = try await api.push(token: token, topic: Self.news, payload: #"{"aps":{"alert":"n\#(n)"}}"#)
+                #expect(response.disposition == "stored")
+            }
+            let grown = try #require(try await gateway.core.queueCapacity(deviceID: device.id))
+            #expect(grown >= 100)
+
+            let stream = try await api.openEvents(device)
+            var last: UInt64 = 0
+            for _ in 1...100 { last = UInt64(try await stream.nextNotification().seq) }
+            // Half acked: the queue still holds the rest, and its room.
+            #expect(try await api.ack(device, upTo: last - 50).status == 204)
+            #expect(try await gateway.core.queueCapacity(deviceID: device.id) == grown)
+            #expect(try await api.ack(device, upTo: last).status == 204)
+            let drained = try #require(try await gateway.core.queueCapacity(deviceID: device.id))
+            #expect(drained <= 16, "an empty queue kept room for \(drained) notifications")
+
+            let response = try await api.push(token: token, topic: Self.news)
+            #expect(response.disposition == "delivered")
+            let event = try await stream.nextNotification()
+            #expect(event.apnsID == response.apnsID)
+            #expect(UInt64(event.seq) == last + 1)
             await api.close()
         }
     }
