@@ -1,13 +1,15 @@
-# Shared by the delivery benchmarks (sourced, not run): a release build of pushgate, a scratch
+# Shared by the benchmarks (sourced, not run): a release build of pushgate, a scratch
 # directory removed on exit, and a gateway started on an ephemeral port.
 #
 #   start_server [serve flags...]   sets $server (pid) and $url
 #   stop_server
+#   need_nghttp2_tools              installs h2load and nghttpd when missing
+#   free_port, wait_port PORT       for servers started on a chosen port (nghttpd)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ulimit -n "$(ulimit -Hn)"  # thousands of connections need as many descriptors on each side
 
-swift build -c release --product pushgate >/dev/null
+if ! build_log=$(swift build -c release --product pushgate 2>&1); then echo "$build_log" >&2; exit 1; fi
 BIN=$(swift build -c release --show-bin-path)/pushgate
 work=$(mktemp -d)
 cleanup() { pkill -P $$ 2>/dev/null || true; rm -rf "$work"; }
@@ -25,6 +27,16 @@ stop_server() {
     kill -TERM "$server"
     wait "$server" || true
 }
+
+need_nghttp2_tools() {
+    if ! command -v h2load >/dev/null || [ ! -x /usr/sbin/nghttpd ]; then
+        apt-get install -y --no-install-recommends nghttp2-client nghttp2-server >/dev/null
+    fi
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 
 # Runs `pushgate bench` against $url with the given flags; prints its durable accepted pushes/s,
 # or fails (status 1) when the bench failed or lost, refused or duplicated a push.

@@ -10,7 +10,7 @@
 # 2. Latency: the same devices at 5,000 pushes/s (50,000 pushes): delivery p50/p99.
 # 3. Memory: 10,000 idle devices over h2c; RSS growth of the server divided by 10,000.
 # 4. Reference, same run: the same h2load POSTs (100,000, 8 connections, 256 streams each, the
-#    bench's 128-byte alert payload) against pushgate's provider endpoint for 1,000 offline devices
+#    bench's alert payload, 122 bytes) against pushgate's provider endpoint for 1,000 offline devices
 #    (validated and stored durably, no device side) and against nghttpd (a static file); requests/s
 #    and server CPU-seconds per 100k for both, and their ratios.
 # The load generator runs on the same 2 cores as the server. Exits 1 at the end if any run
@@ -68,9 +68,7 @@ python3 -c "print(f'server RSS: {$base} KiB at start, {$idle} KiB with 10,000 id
 stop_server
 
 echo "== reference: h2load POSTs, pushgate's provider endpoint (1,000 offline devices) against nghttpd"
-if ! command -v h2load >/dev/null || [ ! -x /usr/sbin/nghttpd ]; then
-    apt-get install -y --no-install-recommends nghttp2-client nghttp2-server >/dev/null
-fi
+need_nghttp2_tools
 printf '{"aps":{"alert":"bench"},"pad":"%s"}' "$(head -c 88 /dev/zero | tr '\0' x)" > "$work/payload"
 H2LOAD=(h2load -n 100000 -c 8 -m 256 -t 1 -d "$work/payload" -H 'apns-topic: com.example.bench' -H 'apns-push-type: alert')
 # Runs h2load against server pid $1 and URLs $2...; prints "requests/s CPU-s-per-100k", or fails
@@ -107,10 +105,10 @@ pg=$(h2load_cpu "$server" $(cat "$work/urls"))
 read -r pg_rate pg_cpu <<<"$pg"
 stop_server
 printf 'ok\n' > "$work/static"
-ng_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+ng_port=$(free_port)
 /usr/sbin/nghttpd --no-tls -n 2 -d "$work" "$ng_port" >/dev/null 2>&1 &
 ng=$!
-for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$ng_port") 2>/dev/null && break; sleep 0.05; done
+wait_port "$ng_port"
 ng_result=$(h2load_cpu "$ng" "http://127.0.0.1:$ng_port/static")
 read -r ng_rate ng_cpu <<<"$ng_result"
 kill "$ng"; wait "$ng" 2>/dev/null || true

@@ -7,28 +7,17 @@
 #
 # Both servers answer GET /healthz with the same 3-byte body ("ok\n"; nghttpd serves it as a
 # static file). h2load runs on the same machine, so client and server share the cores.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/common.sh"
 
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}
 THREADS=${THREADS:-"1 2"}
 H2LOAD_ARGS=(-c 16 -m 100 -t 1 -D "$DURATION" --warm-up-time "$WARMUP")
 
-if ! command -v h2load >/dev/null || [ ! -x /usr/sbin/nghttpd ]; then
-    apt-get install -y --no-install-recommends nghttp2-client nghttp2-server >/dev/null
-fi
-swift build -c release --product pushgate >/dev/null
-BIN=$(swift build -c release --show-bin-path)/pushgate
-
-work=$(mktemp -d)
-cleanup() { pkill -P $$ 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+need_nghttp2_tools
 printf 'ok\n' > "$work/healthz"
 CERT=Tests/Fixtures/tls/server.pem
 KEY=Tests/Fixtures/tls/server-key.pem
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # Prints requests/s of one h2load run, and fails loudly if any request failed.
 measure() {
@@ -41,8 +30,6 @@ measure() {
     fi
     sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out"
 }
-
-wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 
 printf '%-8s %-5s %14s %14s %7s\n' threads proto pushgate_req/s nghttpd_req/s ratio
 for threads in $THREADS; do

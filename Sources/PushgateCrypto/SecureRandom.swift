@@ -8,8 +8,7 @@ public enum SecureRandom {
 
     public static func bytes(_ count: Int) throws(Failure) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
-        let ok = bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32($0.count)) }
-        guard ok == 1 else { throw Failure() }
+        guard bytes.withUnsafeMutableBytes(fill) else { throw Failure() }
         return bytes
     }
 
@@ -18,9 +17,12 @@ public enum SecureRandom {
     /// every 64 bits: a provider that leaves out `apns-id` gets one generated per push.
     public static func uint64Pair() throws(Failure) -> (UInt64, UInt64) {
         var pair: (UInt64, UInt64) = (0, 0)
-        let ok = withUnsafeMutableBytes(of: &pair) { RAND_bytes($0.baseAddress!.assumingMemoryBound(to: UInt8.self), 16) }
-        guard ok == 1 else { throw Failure() }
+        guard withUnsafeMutableBytes(of: &pair, fill) else { throw Failure() }
         return pair
+    }
+
+    private static func fill(_ buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        buffer.isEmpty || RAND_bytes(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(buffer.count)) == 1
     }
 }
 
