@@ -38,12 +38,26 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 
+# bench_json FIELD: that field of the bench's result (its last output line) read on stdin.
+bench_json() { python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
+
+# Reads the bench's output on stdin; fails (status 1), saying what, when the run lost, duplicated
+# or refused a push or lost an event stream.
+bench_clean() {
+    python3 -c "
+import json, sys
+r = json.loads(sys.stdin.read().strip().splitlines()[-1])
+bad = {k: r[k] for k in ('lost', 'duplicated', 'refused', 'streamsLost') if r[k]}
+if bad: print('NOT CLEAN:', bad, file=sys.stderr); sys.exit(1)"
+}
+
 # Runs `pushgate bench` against $url with the given flags; prints its durable accepted pushes/s,
-# or fails (status 1) when the bench failed or lost, refused or duplicated a push.
+# or fails (status 1) when the bench failed or its run was not clean.
 bench_rate() {
     "$BIN" bench --server "$url" "$@" 2>"$work/bench.err" | tail -1 > "$work/result.json"
     if [ ! -s "$work/result.json" ]; then echo "bench failed:" >&2; tail -5 "$work/bench.err" >&2; return 1; fi
-    python3 -c "import json; r=json.load(open('$work/result.json')); assert r['lost']==0 and r['refused']==0 and r['duplicated']==0, r; print(r['acceptedPerSecond'])"
+    bench_clean < "$work/result.json" || return 1
+    bench_json acceptedPerSecond < "$work/result.json"
 }
 
 # compare_medians "LABEL A" "RATES A" "LABEL B" "RATES B": the medians and B/A.

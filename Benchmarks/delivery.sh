@@ -18,16 +18,9 @@
 source "$(dirname "$0")/common.sh"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
-json_field() { python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
 failed=0
-# Reads a bench's output on stdin; says so, and marks the benchmark failed, unless it is clean.
-check_clean() {
-    python3 -c "
-import json, sys
-r = json.loads(sys.stdin.read().strip().splitlines()[-1])
-bad = {k: r[k] for k in ('lost', 'duplicated', 'refused', 'streamsLost') if r[k]}
-if bad: print('NOT CLEAN:', bad); sys.exit(1)" || failed=1
-}
+# Marks the benchmark failed, and goes on, when a run was not clean.
+check_clean() { bench_clean || failed=1; }
 
 flat_out() {
     start_server
@@ -36,7 +29,7 @@ flat_out() {
     after=$(cpu_ticks "$server")
     echo "$out"
     echo "$out" | check_clean
-    received=$(echo "$out" | json_field accepted)
+    received=$(echo "$out" | bench_json accepted)
     python3 -c "print(f'server CPU-seconds per 100k delivered: {($after-$before)/$(getconf CLK_TCK)/($received/100000):.2f}')"
     stop_server
 }

@@ -8,6 +8,9 @@ public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
     public var detail: String
     /// Milliseconds since the epoch; only on 410 `Unregistered` (when the token was unregistered).
     public var timestamp: Int64?
+    /// The gateway's own limit was reached, not a fault in the request: a provider is not
+    /// counted as misbehaving for it (see `deviceQueueFull`).
+    public private(set) var isGatewayLimit = false
 
     public init(status: Int, reason: String, detail: String, timestamp: Int64? = nil) {
         self.status = status
@@ -17,6 +20,18 @@ public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "\(status) \(reason): \(detail)" }
+
+    /// 429 as APNs answers too many pushes for one device: here, `waiting` notifications are
+    /// already queued or held for it.
+    public static func deviceQueueFull(waiting: Int) -> Refusal {
+        var refusal = Refusal(
+            status: 429,
+            reason: "TooManyRequests",
+            detail: "\(waiting) notifications are already waiting for this device; retry later"
+        )
+        refusal.isGatewayLimit = true
+        return refusal
+    }
 
     /// The same answer for a wrong secret and an unknown device: it never tells whether a device
     /// id exists.

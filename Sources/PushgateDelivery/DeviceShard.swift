@@ -338,13 +338,7 @@ final class DeviceShard: @unchecked Sendable {
             }
         }
         guard device.queue.count + device.heldCount < configuration.maxQueuedPerDevice else {
-            promise.fail(
-                Refusal(
-                    status: 429,
-                    reason: "TooManyRequests",
-                    detail: "\(device.queue.count + device.heldCount) notifications are already waiting for this device; retry later"
-                )
-            )
+            promise.fail(Refusal.deviceQueueFull(waiting: device.queue.count + device.heldCount))
             return
         }
         var record = NotificationRecord(
@@ -925,13 +919,11 @@ final class DeviceShard: @unchecked Sendable {
         store.commit(commands) { result in
             if case .failure(let error) = result {
                 logger.error("store commit failed", metadata: ["error": "\(error)", "store.commands": "\(commands.count)"])
-                completions.submit {
-                    shard.value.forgetReservations(in: commands)
-                    continuation.value(result)
-                }
-                return
             }
-            completions.submit { continuation.value(result) }
+            completions.submit {
+                if case .failure = result { shard.value.forgetReservations(in: commands) }
+                continuation.value(result)
+            }
         }
     }
 

@@ -49,14 +49,17 @@ public enum DeviceRoutes {
                 }
             }
         }
-        router.addPrefix(nil, "/v1/devices/", protocols: .http2Only) { request, responder in
+        router.addPrefix(nil, devicePrefix, protocols: .http2Only) { request, responder in
             route(request, responder, core: core)
         }
     }
 
+    private static let devicePrefix = "/v1/devices/"
+
     private static func route(_ request: HTTPServerRequest, _ responder: HTTPResponder, core: DeliveryCore) {
-        let path = request.path.split(separator: "?", maxSplits: 1)[0]
-        let (deviceID, action) = parse(path.dropFirst("/v1/devices/".count))
+        // A slice, not `split`: no array per request (acks come with every delivered push).
+        let path = request.path[..<(request.path.utf8.firstIndex(of: UInt8(ascii: "?")) ?? request.path.endIndex)]
+        let (deviceID, action) = parse(path.dropFirst(devicePrefix.utf8.count))
         guard !deviceID.isEmpty else {
             responder.respond(.error(status: 404, reason: "NotFound", detail: "no route for \(path)"))
             return

@@ -1,4 +1,3 @@
-import COpenSSL
 import PushgateCrypto
 
 /// A TLS failure: a configuration file OpenSSL would not load, or a handshake or record-layer error.

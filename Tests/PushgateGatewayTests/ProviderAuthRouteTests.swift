@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import PushgateCrypto
+import PushgateDelivery
 import PushgateGateway
 import PushgateProviderAuth
 import PushgateTransport
@@ -168,11 +169,13 @@ struct ProviderAuthRouteTests {
         }
     }
 
-    @Test("too many errors in a row end the connection with GOAWAY {\"reason\": ...}; 410s do not count")
+    @Test("too many errors in a row end the connection with GOAWAY {\"reason\": ...}; 410s and a full device queue's 429s do not count")
     func tooManyErrors() async throws {
         let keys = Keys()
         let clock = TestClock(Self.start)
-        try await withGateway(clock: clock, access: try keys.access(maxErrors: 3)) { gateway in
+        var delivery = DeliveryConfiguration()
+        delivery.maxQueuedPerDevice = 1
+        try await withGateway(clock: clock, access: try keys.access(maxErrors: 3), delivery: delivery) { gateway in
             let agent = try await API(gateway)
             let device = try await agent.createDevice()
             let token = try await agent.registeredToken(device, topic: Self.topic)
@@ -192,6 +195,12 @@ struct ProviderAuthRouteTests {
                 // token is checked before the topic match, and it is unregistered.
                 let reply = try await provider.push(token: gone, topic: Self.topic, headers: auth)
                 #expect(reply.status == 410)
+            }
+            // The device's queue is full (the push that succeeded is stored): the gateway's limit.
+            for _ in 0..<5 {
+                let reply = try await provider.push(token: token, topic: Self.topic, headers: auth)
+                #expect(reply.status == 429)
+                #expect(reply.json["reason"] as? String == "TooManyRequests")
             }
             // The third error in a row: answered, then GOAWAY with its reason.
             let third = try await provider.push(token: unknown, topic: Self.topic, headers: auth)

@@ -112,9 +112,9 @@ public enum ProviderRoute {
         responder.respond(
             response(status: refusal.status, reason: refusal.reason, detail: refusal.detail, apnsID: apnsID, timestamp: refusal.timestamp)
         )
-        // 410 is not an error condition at APNs; 429 TooManyRequests is the gateway's own limit
-        // (a full device queue), not the provider misbehaving. 429 TooManyProviderTokenUpdates is.
-        guard (400..<500).contains(refusal.status), refusal.status != 410, refusal.reason != "TooManyRequests" else { return }
+        // 410 is not an error condition at APNs, and the gateway's own limits are not the
+        // provider misbehaving (429 TooManyProviderTokenUpdates is).
+        guard (400..<500).contains(refusal.status), refusal.status != 410, !refusal.isGatewayLimit else { return }
         state.consecutiveErrors += 1
         if gate.maxConsecutiveErrors > 0, state.consecutiveErrors >= gate.maxConsecutiveErrors {
             connection.goAway(reason: refusal.reason)
