@@ -76,7 +76,6 @@ final class DeviceShard: @unchecked Sendable {
                 id: record.id,
                 secretHash: record.secretHash,
                 handle: handle,
-                ackedSeq: record.ackedSeq,
                 lastSeq: record.lastSeq
             )
         }
@@ -121,13 +120,12 @@ final class DeviceShard: @unchecked Sendable {
         // can differ (a held push released after a later stored one).
         var orphans: [UInt64] = []
         let sequenced = records.compactMap { record in record.seq.map { (record, $0) } }.sorted { $0.1 < $1.1 }
-        for (record, seq) in sequenced {
+        for (record, _) in sequenced {
             guard let device = devices[record.deviceID] else {
                 orphans.append(record.acceptanceID)
                 continue
             }
             device.queue.append(QueuedNotification(record: record, committed: true, delivery: .stored))
-            device.nextSeq = max(device.nextSeq, seq + 1)
             withQueue.insert(device.id)
             counters.add(queued: 1)
         }
@@ -162,7 +160,7 @@ final class DeviceShard: @unchecked Sendable {
         let record = DeviceRecord(id: id, secretHash: secretHash, createdAt: now)
         let handle = scheduler.addDevice(now: now)
         deviceIDs[handle] = id
-        devices[id] = DeviceState(id: id, secretHash: secretHash, handle: handle, ackedSeq: 0, lastSeq: 0)
+        devices[id] = DeviceState(id: id, secretHash: secretHash, handle: handle, lastSeq: 0)
         commit([.createDevice(record)]) { [self] result in
             if case .failure = result {
                 devices[id] = nil

@@ -70,18 +70,20 @@ final class DeviceState {
     /// Seqs up to this one are reserved on disk (or in a commit on its way): 0 until this
     /// process reserves any, so the first seq or ack after a start reserves again.
     var reservedSeq: UInt64 = 0
-    var ackedSeq: UInt64
+    /// The highest seq acknowledged since this process loaded the device (acks delete rows and
+    /// record no level, so it starts at 0).
+    var ackedSeq: UInt64 = 0
     var stream: StreamBinding?
     /// How many queue entries (from the front) were written on the current stream.
     var deliveredCount = 0
     var unackedBytes = 0
 
-    init(id: String, secretHash: [UInt8], handle: DeviceHandle, ackedSeq: UInt64, lastSeq: UInt64) {
+    /// `lastSeq`: the store's `DeviceRecord.lastSeq`, which covers every seq ever assigned.
+    init(id: String, secretHash: [UInt8], handle: DeviceHandle, lastSeq: UInt64) {
         self.id = id
         self.secretHash = secretHash
         self.handle = handle
-        self.ackedSeq = ackedSeq
-        self.nextSeq = max(ackedSeq, lastSeq) + 1
+        self.nextSeq = lastSeq + 1
     }
 
     /// Forgets what the current stream was sent: the next stream starts again after the last ack.

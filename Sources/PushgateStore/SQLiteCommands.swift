@@ -43,9 +43,9 @@ enum SQLiteCommands {
         switch command {
         case .createDevice(let device):
             try db.cachedStatement(sql: """
-                INSERT INTO devices (id, secret_hash, created_at, acked_seq) VALUES (?, ?, ?, ?)
+                INSERT INTO devices (id, secret_hash, created_at, last_seq) VALUES (?, ?, ?, ?)
                 """).execute(arguments: [
-                device.id, Data(device.secretHash), device.createdAt, try int64(device.ackedSeq, "ackedSeq", command),
+                device.id, Data(device.secretHash), device.createdAt, try int64(device.lastSeq, "lastSeq", command),
             ])
 
         case .deleteDevice(let id, let at, let acceptanceIDs):

@@ -483,14 +483,14 @@ public final class SQLiteStore: NotificationStore {
         // taken from the rows read above: the table has no index by device to ask per device.
         var devices: [DeviceRecord] = []
         let deviceRows = try Row.fetchCursor(db, sql: """
-            SELECT id, secret_hash, created_at, acked_seq, max(last_seq, acked_seq) FROM devices ORDER BY id
+            SELECT id, secret_hash, created_at, max(last_seq, acked_seq) FROM devices ORDER BY id
             """)
         while let row = try deviceRows.next() {
             let secret: Data = row[1]
             let id: String = row[0]
             devices.append(DeviceRecord(
-                id: id, secretHash: [UInt8](secret), createdAt: row[2], ackedSeq: UInt64(row[3] as Int64),
-                lastSeq: max(UInt64(row[4] as Int64), maxSeqByDevice[id] ?? 0)
+                id: id, secretHash: [UInt8](secret), createdAt: row[2],
+                lastSeq: max(UInt64(row[3] as Int64), maxSeqByDevice[id] ?? 0)
             ))
         }
 

@@ -5,20 +5,17 @@ public struct DeviceRecord: Sendable, Equatable {
     /// SHA-256 of the device secret (the secret itself is never stored).
     public var secretHash: [UInt8]
     public var createdAt: Int64
-    /// The ack level recorded by databases written before seq reservations (acks no longer
-    /// record it: they only delete). A lower bound for `lastSeq` on load.
-    public var ackedSeq: UInt64
-    /// At least the highest sequence number ever assigned: new ones continue above it, so a seq
-    /// an agent has seen is never reused. Derived on load from the stored notifications, the old
-    /// ack level, and the `last_seq` column that `reserveSeqs` (and `remove`, for a
-    /// notification leaving without an ack) raises.
+    /// At least the highest sequence number ever assigned, including every seq still stored:
+    /// new ones continue above it, so a seq an agent has seen is never reused. The store owns
+    /// this on load (callers add nothing): SQLite folds the `last_seq` column that `reserveSeqs`
+    /// (and `remove`, for a notification leaving without an ack) raises, the ack level that
+    /// databases written before reservations kept, and the stored notifications' seqs.
     public var lastSeq: UInt64
 
-    public init(id: String, secretHash: [UInt8], createdAt: Int64, ackedSeq: UInt64 = 0, lastSeq: UInt64 = 0) {
+    public init(id: String, secretHash: [UInt8], createdAt: Int64, lastSeq: UInt64 = 0) {
         self.id = id
         self.secretHash = secretHash
         self.createdAt = createdAt
-        self.ackedSeq = ackedSeq
         self.lastSeq = lastSeq
     }
 }

@@ -91,7 +91,7 @@ struct SQLiteStoreTests {
     func roundTrip() async throws {
         try await withStore { store, _ in
             let d1 = device("dev-1", createdAt: 111)
-            let d2 = device("dev-2", createdAt: 222, ackedSeq: 7)
+            let d2 = device("dev-2", createdAt: 222, lastSeq: 7)
             let r1 = registration(1, device: "dev-1", topic: "com.example.news", createdAt: 333)
             let r2 = registration(2, device: "dev-2", topic: "com.example.chat", createdAt: 444)
             let n1 = notification(5, device: "dev-1", collapseID: "c1", payloadSize: 300, seq: nil)
@@ -342,7 +342,7 @@ struct SQLiteStoreTests {
         defer { directory.remove() }
         var store = try openStore(directory.path)
         try await store.commit([
-            .createDevice(device("d", ackedSeq: 0)),
+            .createDevice(device("d")),
             .register(registration(1, device: "d", topic: "t")),
             .register(registration(2, device: "d", topic: "u", unregisteredAt: 77)),
             .enqueue(notification(10, device: "d", seq: 1)),
@@ -475,7 +475,7 @@ struct SQLiteStoreTests {
             let snapshot = try store.load()
             #expect(snapshot.notifications.map(\.acceptanceID) == [1, 2, 3, 5])
             #expect(snapshot.notifications.map(\.seq) == [1, 5, 6, nil])
-            #expect(snapshot.devices.map(\.ackedSeq) == [0])
+            #expect(snapshot.devices.map(\.lastSeq) == [6])
             #expect(snapshot.registrations.isEmpty)
             #expect(snapshot.maxAcceptanceID == 5)
         }

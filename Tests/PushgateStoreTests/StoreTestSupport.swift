@@ -85,8 +85,8 @@ extension Result where Success == Void, Failure == StoreError {
 
 // MARK: - Records
 
-func device(_ id: String, createdAt: Int64 = 1_000, ackedSeq: UInt64 = 0) -> DeviceRecord {
-    DeviceRecord(id: id, secretHash: Array(repeating: 0xAB, count: 32) + Array(id.utf8), createdAt: createdAt, ackedSeq: ackedSeq)
+func device(_ id: String, createdAt: Int64 = 1_000, lastSeq: UInt64 = 0) -> DeviceRecord {
+    DeviceRecord(id: id, secretHash: Array(repeating: 0xAB, count: 32) + Array(id.utf8), createdAt: createdAt, lastSeq: lastSeq)
 }
 
 func token(_ n: Int) -> String {
