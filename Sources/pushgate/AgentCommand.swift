@@ -43,11 +43,7 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(help: "Send a keep-alive (a wake event) every this many seconds; 0: never.")
     var keepalive: Int = 0
 
-    @Option(
-        name: .customLong("registration-secret"),
-        help: "The gateway's registration secret, needed to create the device when the gateway has one (also PUSHGATE_REGISTRATION_SECRET)."
-    )
-    var registrationSecret: String?
+    @OptionGroup var deviceCreation: DeviceCreationOptions
 
     func validate() throws {
         if let power, !AgentState.powers.contains(power) {
@@ -74,7 +70,7 @@ struct AgentCommand: AsyncParsableCommand {
             topics: topic,
             state: state,
             keepaliveSeconds: keepalive,
-            registrationSecret: registrationSecret ?? ProcessInfo.processInfo.environment["PUSHGATE_REGISTRATION_SECRET"],
+            registrationSecret: deviceCreation.registrationSecret,
             group: group
         )
         try await agent.run()
@@ -194,7 +190,7 @@ final class Agent: Sendable {
     }
 
     private func request(_ method: String, _ path: String, secret: String?, body: String? = nil) -> HTTPClientRequest {
-        client.request(
+        client.server.request(
             method, path, bearer: secret,
             headers: body == nil ? [:] : ["content-type": "application/json"],
             body: body.map { ByteBuffer(string: $0) }

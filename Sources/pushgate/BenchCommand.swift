@@ -54,15 +54,7 @@ struct BenchCommand: AsyncParsableCommand {
     )
     var ackDelay: Int = 0
 
-    @Option(
-        name: .customLong("registration-secret"),
-        help: "The gateway's registration secret, needed to create the devices when the gateway has one (also PUSHGATE_REGISTRATION_SECRET)."
-    )
-    var registrationSecretOption: String?
-
-    var registrationSecret: String? {
-        registrationSecretOption ?? ProcessInfo.processInfo.environment["PUSHGATE_REGISTRATION_SECRET"]
-    }
+    @OptionGroup var deviceCreation: DeviceCreationOptions
 
     @Option(name: .customLong("payload-bytes"), help: "Approximate payload size.")
     var payloadBytes: Int = 128
@@ -166,7 +158,7 @@ struct BenchRun: Sendable {
     let authorization: String?
 
     private func request(_ method: String, _ path: String, secret: String? = nil, headers: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
-        options.client.request(method, path, bearer: secret, headers: headers, body: body)
+        options.client.server.request(method, path, bearer: secret, headers: headers, body: body)
     }
 
     /// A connection for many concurrent requests. A gateway that authenticates providers allows
@@ -226,7 +218,7 @@ struct BenchRun: Sendable {
     private func createDevice(on connection: HTTP2ClientConnection) async throws -> Device {
         struct Created: Decodable { var deviceId: String; var secret: String }
         struct Registered: Decodable { var token: String }
-        let created = try await connection.send(request("POST", "/v1/devices", secret: options.registrationSecret))
+        let created = try await connection.send(request("POST", "/v1/devices", secret: options.deviceCreation.registrationSecret))
         guard created.status == 201, let device = try? JSONDecoder().decode(Created.self, from: Data(created.body.readableBytesView)) else {
             throw AgentFailure(description: "device creation failed: \(created.status) \(String(buffer: created.body))")
         }

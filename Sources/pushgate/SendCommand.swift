@@ -93,7 +93,7 @@ struct SendCommand: AsyncParsableCommand {
             group: group
         )
         let response = try await connection.send(
-            client.request("POST", "/3/device/\(token)", headers: headers, body: body)
+            client.server.request("POST", "/3/device/\(token)", headers: headers, body: body)
         )
         await connection.close()
         var line = "status: \(response.status)\napns-id: \(response.headers.first(name: "apns-id") ?? "-")\n"

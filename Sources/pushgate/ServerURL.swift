@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import NIOCore
 import NIOHTTP1
 import PushgateTLS
@@ -61,10 +62,15 @@ extension ServerURL {
     }
 }
 
-extension ClientOptions {
-    /// A request to the gateway at `--server`. Per-push code takes `server` once instead: an
-    /// option's getter (ArgumentParser's property wrapper) is generic code.
-    func request(_ method: String, _ path: String, bearer: String? = nil, headers: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
-        server.request(method, path, bearer: bearer, headers: headers, body: body)
+/// The registration secret, for the commands that create devices (agent and bench).
+struct DeviceCreationOptions: ParsableArguments {
+    @Option(
+        name: .customLong("registration-secret"),
+        help: "The gateway's registration secret, needed to create devices when the gateway has one (also PUSHGATE_REGISTRATION_SECRET)."
+    )
+    var option: String?
+
+    var registrationSecret: String? {
+        option ?? ProcessInfo.processInfo.environment["PUSHGATE_REGISTRATION_SECRET"]
     }
 }

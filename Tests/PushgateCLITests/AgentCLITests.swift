@@ -66,6 +66,23 @@ struct AgentCLITests {
         #expect(gateway.stop() == 0)
     }
 
+    @Test("against a gateway with a registration secret, the agent creates its device with PUSHGATE_REGISTRATION_SECRET")
+    func registrationSecretFromEnvironment() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = directory + "/pushgate.json"
+        let secret = "agent-registration-secret"
+        try Data(#"{"registrationSecret": "\#(secret)"}"#.utf8).write(to: URL(fileURLWithPath: config))
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--config", config], listeners: 1)
+        defer { _ = gateway.stop() }
+        let agent = try AgentProcess(
+            server: gateway.urls[0], identity: directory + "/device.json", topic: Self.topic,
+            environment: ["PUSHGATE_REGISTRATION_SECRET": secret]
+        )
+        #expect(try agent.next()["type"] as? String == "registered")
+        #expect(try agent.next()["type"] as? String == "connected")
+    }
+
     @Test("serve refuses a scheduler policy out of range and names the topic, field and allowed range")
     func badSchedulerPolicy() throws {
         let directory = try scratchDirectory()
@@ -87,9 +104,11 @@ final class AgentProcess: @unchecked Sendable {
     private let output = Pipe()
     private var pending = Data()
 
-    init(server: String, identity: String, topic: String) throws {
+    /// `environment` is added to this process's own.
+    init(server: String, identity: String, topic: String, environment: [String: String] = [:]) throws {
         process.executableURL = GatewayProcess.executable
         process.arguments = ["agent", "--server", server, "--identity", identity, "--topic", topic]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
