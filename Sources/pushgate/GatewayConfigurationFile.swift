@@ -56,61 +56,53 @@ struct GatewayConfigurationFile: Decodable {
         /// Validated: a wrong value names its topic, field and allowed range, in the file's own
         /// terms (seconds where the file has seconds).
         func configuration() throws(SchedulerConfigurationError) -> SchedulerConfiguration {
+            typealias Limits = SchedulerPolicy.Limits
             var global = SchedulerPolicy()
             if let appBurst { global.appBurst = appBurst }
             if let appRefillPerHour { global.appRefillPerHour = appRefillPerHour }
             if let deviceBurst { global.deviceBurst = deviceBurst }
             if let deviceRefillPerHour { global.deviceRefillPerHour = deviceRefillPerHour }
             if let maxHeldPerApp { global.maxHeldPerApp = maxHeldPerApp }
-            if let maxDeferralSeconds { global.maxDeferralMillis = Self.millis(maxDeferralSeconds) }
-            if let defaultExpirationSeconds { global.defaultExpirationMillis = Self.millis(defaultExpirationSeconds) }
+            if let millis = try Self.millis("maxDeferralSeconds", maxDeferralSeconds, Limits.maxDeferralMillis, topic: nil) {
+                global.maxDeferralMillis = millis
+            }
+            if let millis = try Self.millis("defaultExpirationSeconds", defaultExpirationSeconds, Limits.defaultExpirationMillis, topic: nil) {
+                global.defaultExpirationMillis = millis
+            }
             var overrides: [String: TopicPolicyOverride] = [:]
-            for (topic, section) in topics ?? [:] {
+            // Sorted, as the policy's own checks are: the same file always reports the same error.
+            for (topic, section) in (topics ?? [:]).sorted(by: { $0.key < $1.key }) {
                 overrides[topic] = TopicPolicyOverride(
                     appBurst: section.appBurst,
                     appRefillPerHour: section.appRefillPerHour,
                     maxHeldPerApp: section.maxHeldPerApp,
-                    maxDeferralMillis: section.maxDeferralSeconds.map(Self.millis),
-                    defaultExpirationMillis: section.defaultExpirationSeconds.map(Self.millis)
+                    maxDeferralMillis: try Self.millis("maxDeferralSeconds", section.maxDeferralSeconds, Limits.maxDeferralMillis, topic: topic),
+                    defaultExpirationMillis: try Self.millis(
+                        "defaultExpirationSeconds", section.defaultExpirationSeconds, Limits.defaultExpirationMillis, topic: topic
+                    )
                 )
             }
             let configuration = SchedulerConfiguration(global: global, topics: overrides)
-            do {
-                try configuration.validate()
-            } catch {
-                throw inSeconds(error)
-            }
+            try configuration.validate()
             return configuration
         }
 
-        /// Saturating: a huge number of seconds stays huge (and out of range), never wraps into
-        /// a value that passes.
-        private static func millis(_ seconds: Int64) -> Int64 {
-            let (product, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-            return overflow ? (seconds < 0 ? .min : .max) : product
-        }
-
-        /// The policy counts milliseconds; this file counts seconds: an error about a
-        /// milliseconds field names the seconds field, the value as written, and the range in
-        /// whole seconds.
-        private func inSeconds(_ error: SchedulerConfigurationError) -> SchedulerConfigurationError {
-            guard error.field.hasSuffix("Millis") else { return error }
-            let field = String(error.field.dropLast("Millis".count)) + "Seconds"
-            let topic = error.topic.flatMap { topics?[$0] }
-            let written: Int64?
-            switch field {
-            case "maxDeferralSeconds": written = topic?.maxDeferralSeconds ?? maxDeferralSeconds
-            case "defaultExpirationSeconds": written = topic?.defaultExpirationSeconds ?? defaultExpirationSeconds
-            default: written = nil
+        /// The policy counts milliseconds, this file seconds: a seconds field is checked here, in
+        /// the file's terms (the whole seconds inside the policy's range), so that its error names
+        /// the field, the value as written and the range in seconds.
+        private static func millis(
+            _ field: String,
+            _ seconds: Int64?,
+            _ allowedMillis: ClosedRange<Int64>,
+            topic: String?
+        ) throws(SchedulerConfigurationError) -> Int64? {
+            guard let seconds else { return nil }
+            let lower = allowedMillis.lowerBound
+            let allowed = (lower / 1000 + (lower % 1000 > 0 ? 1 : 0))...(allowedMillis.upperBound / 1000)
+            guard allowed.contains(seconds) else {
+                throw SchedulerConfigurationError(topic: topic, field: field, value: seconds, allowed: allowed)
             }
-            let lower = error.allowed.lowerBound
-            let upper = error.allowed.upperBound
-            return SchedulerConfigurationError(
-                topic: error.topic,
-                field: field,
-                value: written ?? error.value / 1000,
-                allowed: (lower / 1000 + (lower % 1000 > 0 ? 1 : 0))...(upper / 1000)
-            )
+            return seconds * 1000
         }
     }
 
