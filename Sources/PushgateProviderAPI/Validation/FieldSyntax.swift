@@ -22,7 +22,16 @@ enum FieldSyntax {
     /// The string with `A`-`F` lowered; the same string (no copy) when there is nothing to lower.
     static func lowercasingHex(_ s: Substring) -> String {
         guard s.utf8.contains(where: isUpperHex) else { return String(s) }
-        return String(decoding: s.utf8.map { isUpperHex($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        var copy = String(s)
+        return copy.withUTF8 { lowercasingHex($0) }
+    }
+
+    /// The bytes (ASCII) as a String with `A`-`F` lowered, in one pass.
+    static func lowercasingHex(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count) { buffer in
+            for (i, byte) in bytes.enumerated() { buffer[i] = isUpperHex(byte) ? byte | 0x20 : byte }
+            return bytes.count
+        }
     }
 
     /// Why `token` is not a device token, or `nil` when it is one: exactly 64 hex digits.

@@ -367,10 +367,7 @@ public struct ProviderRequestValidator: Sendable {
         else { return nil }
         let token = UnsafeBufferPointer(rebasing: path[prefixCount...])
         guard token.allSatisfy(FieldSyntax.isHex) else { return nil }
-        return String(unsafeUninitializedCapacity: 64) { buffer in
-            for (i, byte) in token.enumerated() { buffer[i] = FieldSyntax.isUpperHex(byte) ? byte | 0x20 : byte }
-            return 64
-        }
+        return FieldSyntax.lowercasingHex(token)
     }
 
     // MARK: payload
