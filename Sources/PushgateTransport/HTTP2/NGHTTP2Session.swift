@@ -143,19 +143,20 @@ final class NGHTTP2Session {
         self.frameBufferLease = lease
         let userData = Unmanaged.passUnretained(self).toOpaque()
         var created: OpaquePointer?
+        // A nil allocator is nghttp2's default (malloc).
+        func create(_ allocator: UnsafeMutablePointer<nghttp2_mem>?) -> Int32 {
+            switch role {
+            case .server: nghttp2_session_server_new3(&created, callbacks, userData, options, allocator)
+            case .client: nghttp2_session_client_new3(&created, callbacks, userData, options, allocator)
+            }
+        }
         let rc: Int32
         if let lease {
             // nghttp2 copies the allocator; its user data (the lease) lives as long as we do.
             var allocator = SharedFrameBufferLease.allocator(for: lease)
-            switch role {
-            case .server: rc = nghttp2_session_server_new3(&created, callbacks, userData, options, &allocator)
-            case .client: rc = nghttp2_session_client_new3(&created, callbacks, userData, options, &allocator)
-            }
+            rc = create(&allocator)
         } else {
-            switch role {
-            case .server: rc = nghttp2_session_server_new2(&created, callbacks, userData, options)
-            case .client: rc = nghttp2_session_client_new2(&created, callbacks, userData, options)
-            }
+            rc = create(nil)
         }
         guard rc == 0, let created else { throw NGHTTP2Error(code: rc, operation: "session creation") }
         self.session = created
