@@ -119,8 +119,7 @@ final class DeviceShard: @unchecked Sendable {
         // Queues in seq order: seqs are assigned at release, so acceptance order (the store's)
         // can differ (a held push released after a later stored one).
         var orphans: [UInt64] = []
-        let sequenced = records.compactMap { record in record.seq.map { (record, $0) } }.sorted { $0.1 < $1.1 }
-        for (record, _) in sequenced {
+        for record in records.filter({ $0.seq != nil }).sorted(by: { $0.seq! < $1.seq! }) {
             guard let device = devices[record.deviceID] else {
                 orphans.append(record.acceptanceID)
                 continue

@@ -479,8 +479,10 @@ public final class SQLiteStore: NotificationStore {
             notifications.append(record)
         }
 
-        // A device's last seq also covers the seqs still stored (rows older than reservations),
-        // taken from the rows read above: the table has no index by device to ask per device.
+        // A device's last seq also covers the seqs still stored, taken from the rows read above
+        // (the table has no index by device to ask per device): rows older than reservations,
+        // and a row committed without a reservation of its own because the batch that carried
+        // one failed (the next seq or ack reserves again, but a restart may come first).
         var devices: [DeviceRecord] = []
         let deviceRows = try Row.fetchCursor(db, sql: """
             SELECT id, secret_hash, created_at, max(last_seq, acked_seq) FROM devices ORDER BY id

@@ -198,7 +198,8 @@ public protocol NotificationStore: Sendable {
     /// disk: committed and fsync'd. Concurrent calls share one transaction and one fsync (group
     /// commit). Never blocks the caller.
     func commit(_ commands: [StoreCommand], completion: @escaping @Sendable (Result<Void, StoreError>) -> Void)
-    /// Reads everything; used once at start.
+    /// Reads everything; used once at start. Each device's `lastSeq` covers every seq it ever
+    /// had, stored or gone: callers continue after it without looking at the notifications.
     func load() throws(StoreError) -> StoreSnapshot
     /// Finishes what was submitted, then closes. Later commits fail with `.closed`.
     func close() async

@@ -70,7 +70,8 @@ struct GatewayConfigurationFile: Decodable {
                 global.defaultExpirationMillis = millis
             }
             var overrides: [String: TopicPolicyOverride] = [:]
-            // Sorted, as the policy's own checks are: the same file always reports the same error.
+            // Sorted: the same file always reports the same error. The seconds fields (global,
+            // then by topic) are checked before the policy's own checks of everything else.
             for (topic, section) in (topics ?? [:]).sorted(by: { $0.key < $1.key }) {
                 overrides[topic] = TopicPolicyOverride(
                     appBurst: section.appBurst,

@@ -1,8 +1,6 @@
 import ArgumentParser
-import Foundation
 import NIOCore
 import NIOHTTP1
-import PushgateTLS
 import PushgateTransport
 
 /// `http://HOST:PORT` (h2c, prior knowledge) or `https://HOST:PORT` (TLS, ALPN h2).
@@ -38,20 +36,6 @@ struct ServerURL: ExpressibleByArgument, CustomStringConvertible {
     static var defaultValueDescription: String { "http://127.0.0.1:2197" }
 }
 
-/// Options every client command shares.
-struct ClientOptions: ParsableArguments {
-    @Option(help: "Gateway URL: http://HOST:PORT (h2c) or https://HOST:PORT (TLS).")
-    var server: ServerURL = ServerURL(argument: "http://127.0.0.1:2197")!
-
-    @Option(name: .customLong("cacert"), help: "PEM CA file to verify the gateway's certificate (https).")
-    var caFile: String?
-
-    func tlsContext() throws -> TLSContext? {
-        guard server.isTLS else { return nil }
-        return try TLSContext.client(TLSClientConfiguration(trustRootsPath: caFile, serverName: server.host))
-    }
-}
-
 extension ServerURL {
     /// A request to this gateway, for send, agent and bench alike. `bearer` is a device secret,
     /// the registration secret, or a provider token.
@@ -59,18 +43,5 @@ extension ServerURL {
         var headers = headers
         if let bearer { headers.add(name: "authorization", value: "bearer \(bearer)") }
         return HTTPClientRequest(method: method, path: path, authority: authority, scheme: scheme, headers: headers, body: body)
-    }
-}
-
-/// The registration secret, for the commands that create devices (agent and bench).
-struct DeviceCreationOptions: ParsableArguments {
-    @Option(
-        name: .customLong("registration-secret"),
-        help: "The gateway's registration secret, needed to create devices when the gateway has one (also PUSHGATE_REGISTRATION_SECRET)."
-    )
-    var option: String?
-
-    var registrationSecret: String? {
-        option ?? ProcessInfo.processInfo.environment["PUSHGATE_REGISTRATION_SECRET"]
     }
 }

@@ -37,4 +37,23 @@ struct MigrationTests {
         #expect(try store.load().notifications.isEmpty)
         await store.close()
     }
+
+    @Test("the ack level of a database written before reservations still bounds the seqs given next")
+    func legacyAckLevel() async throws {
+        let directory = try TempDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/" + SQLiteSchema.databaseFileName
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try SQLiteSchema.migrator.migrate(queue, upTo: "v3")
+            // Acked up to 12, every row deleted, the reservation behind: seq 12 was seen.
+            try await queue.write { db in
+                try db.execute(sql: "INSERT INTO devices (id, secret_hash, created_at, acked_seq, last_seq) VALUES ('d', x'00', 1, 12, 3)")
+            }
+            try queue.close()
+        }
+        let store = try openStore(directory.path)
+        #expect(try store.load().devices.map(\.lastSeq) == [12])
+        await store.close()
+    }
 }

@@ -19,11 +19,11 @@ enum FieldSyntax {
     @inline(__always)
     static func isUpperHex(_ b: UInt8) -> Bool { b >= UInt8(ascii: "A") && b <= UInt8(ascii: "F") }
 
-    /// The string with `A`-`F` lowered; the same string (no copy) when there is nothing to lower.
+    /// The string with `A`-`F` lowered.
     static func lowercasingHex(_ s: Substring) -> String {
         guard s.utf8.contains(where: isUpperHex) else { return String(s) }
-        var copy = String(s)
-        return copy.withUTF8 { lowercasingHex($0) }
+        var s = s
+        return s.withUTF8(lowercasingHex)
     }
 
     /// The bytes (ASCII) as a String with `A`-`F` lowered, in one pass.
