@@ -70,10 +70,8 @@ struct AgentCLITests {
     func registrationSecretFromEnvironment() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let config = directory + "/pushgate.json"
         let secret = "agent-registration-secret"
-        try Data(#"{"registrationSecret": "\#(secret)"}"#.utf8).write(to: URL(fileURLWithPath: config))
-        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--config", config], listeners: 1)
+        let gateway = try GatewayProcess.withRegistrationSecret(secret, in: directory)
         defer { _ = gateway.stop() }
         let agent = try AgentProcess(
             server: gateway.urls[0], identity: directory + "/device.json", topic: Self.topic,

@@ -41,10 +41,8 @@ struct BenchCLITests {
     func registrationSecret() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let config = directory + "/pushgate.json"
         let secret = "bench-registration-secret"
-        try Data(#"{"registrationSecret": "\#(secret)"}"#.utf8).write(to: URL(fileURLWithPath: config))
-        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--config", config], listeners: 1)
+        let gateway = try GatewayProcess.withRegistrationSecret(secret, in: directory)
         defer { _ = gateway.stop() }
         let base = ["bench", "--server", gateway.urls[0], "--devices", "4", "--providers", "1", "--pushes", "100"]
         let refused = try runPushgate(base)

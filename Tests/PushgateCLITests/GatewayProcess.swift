@@ -136,6 +136,14 @@ final class GatewayProcess: @unchecked Sendable {
         )
     }
 
+    /// One cleartext listener, with `secret` as its registration secret (a config file in
+    /// `directory`).
+    static func withRegistrationSecret(_ secret: String, in directory: String) throws -> GatewayProcess {
+        let config = directory + "/pushgate.json"
+        try Data(#"{"registrationSecret": "\#(secret)"}"#.utf8).write(to: URL(fileURLWithPath: config))
+        return try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--config", config], listeners: 1)
+    }
+
     struct GatewayFailed: Error, CustomStringConvertible {
         var message: String
         var description: String { message }

@@ -4,23 +4,32 @@ import Testing
 
 @Suite("SQLite migrations")
 struct MigrationTests {
+    /// A database in `directory` migrated up to v3 only, holding the rows `sql` inserts; `check`
+    /// looks at it before it is closed.
+    private static func v3Database(
+        in directory: TempDirectory,
+        _ sql: String,
+        check: (DatabaseQueue) async throws -> Void = { _ in }
+    ) async throws {
+        let queue = try DatabaseQueue(path: directory.path + "/" + SQLiteSchema.databaseFileName)
+        try SQLiteSchema.migrator.migrate(queue, upTo: "v3")
+        try await queue.write { db in try db.execute(sql: sql) }
+        try await check(queue)
+        try queue.close()
+    }
+
     @Test("v4 keeps every notification of a v3 database and drops the device index and foreign key")
     func v3ToV4() async throws {
         let directory = try TempDirectory()
         defer { directory.remove() }
-        let path = directory.path + "/" + SQLiteSchema.databaseFileName
-        do {
-            let queue = try DatabaseQueue(path: path)
-            try SQLiteSchema.migrator.migrate(queue, upTo: "v3")
-            try await queue.write { db in
-                try db.execute(sql: """
-                    INSERT INTO devices (id, secret_hash, created_at, acked_seq, last_seq) VALUES ('d', x'00', 1, 2, 3);
-                    INSERT INTO notifications VALUES (1, 'd', 't', 'topic', 'a1', 'alert', 10, NULL, x'7b7d', 5, 99, 7);
-                    INSERT INTO notifications VALUES (2, 'd', 't', 'topic', 'a2', 'background', 5, 'c', x'7b7d', 6, 99, NULL);
-                    """)
-            }
-            #expect(try await queue.read { db in try String.fetchOne(db, sql: "PRAGMA index_list(notifications)") } != nil)
-            try queue.close()
+        try await Self.v3Database(in: directory, """
+            INSERT INTO devices (id, secret_hash, created_at, acked_seq, last_seq) VALUES ('d', x'00', 1, 2, 3);
+            INSERT INTO notifications VALUES (1, 'd', 't', 'topic', 'a1', 'alert', 10, NULL, x'7b7d', 5, 99, 7);
+            INSERT INTO notifications VALUES (2, 'd', 't', 'topic', 'a2', 'background', 5, 'c', x'7b7d', 6, 99, NULL);
+            """
+        ) { queue in
+            let index = try await queue.read { db in try String.fetchOne(db, sql: "PRAGMA index_list(notifications)") }
+            #expect(index != nil)
         }
 
         let store = try openStore(directory.path)
@@ -42,16 +51,11 @@ struct MigrationTests {
     func legacyAckLevel() async throws {
         let directory = try TempDirectory()
         defer { directory.remove() }
-        let path = directory.path + "/" + SQLiteSchema.databaseFileName
-        do {
-            let queue = try DatabaseQueue(path: path)
-            try SQLiteSchema.migrator.migrate(queue, upTo: "v3")
-            // Acked up to 12, every row deleted, the reservation behind: seq 12 was seen.
-            try await queue.write { db in
-                try db.execute(sql: "INSERT INTO devices (id, secret_hash, created_at, acked_seq, last_seq) VALUES ('d', x'00', 1, 12, 3)")
-            }
-            try queue.close()
-        }
+        // Acked up to 12, every row deleted, the reservation behind: seq 12 was seen.
+        try await Self.v3Database(
+            in: directory,
+            "INSERT INTO devices (id, secret_hash, created_at, acked_seq, last_seq) VALUES ('d', x'00', 1, 12, 3)"
+        )
         let store = try openStore(directory.path)
         #expect(try store.load().devices.map(\.lastSeq) == [12])
         await store.close()
