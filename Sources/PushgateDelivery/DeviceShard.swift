@@ -891,16 +891,18 @@ final class DeviceShard: @unchecked Sendable {
     /// Removes entries that match and were never sent (on any stream or in a keep-alive
     /// response); returns their ids. A sent one stays for its ack: the agent may be handling it.
     private func removeUndelivered(from device: DeviceState, where matches: (QueuedNotification) -> Bool) -> [UInt64] {
+        func removable(_ entry: QueuedNotification) -> Bool { !entry.sent && matches(entry) }
+        // Most calls (every push with a collapse id, every device at each sweep) match nothing:
+        // the queue is copied only once one entry must go.
+        let unsent = device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)
+        guard let first = device.queue[unsent...].firstIndex(where: removable) else { return [] }
         var kept = CircularBuffer<QueuedNotification>(initialCapacity: device.queue.count)
+        kept.append(contentsOf: device.queue[..<first])
         var removed: [UInt64] = []
-        for (offset, entry) in device.queue.enumerated() {
-            if offset >= device.deliveredCount, !entry.sent, matches(entry) {
-                removed.append(entry.record.acceptanceID)
-            } else {
-                kept.append(entry)
-            }
+        for entry in device.queue[first...] {
+            if removable(entry) { removed.append(entry.record.acceptanceID) } else { kept.append(entry) }
         }
-        if !removed.isEmpty { device.queue = kept }
+        device.queue = kept
         return removed
     }
 

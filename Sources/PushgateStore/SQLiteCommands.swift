@@ -144,8 +144,9 @@ enum SQLiteCommands {
 
         case .remove(let acceptanceIDs):
             // Seqs are covered by `reserveSeqs`, except those of rows written before
-            // reservations existed: a row leaving without an ack hands its seq to `last_seq`, so
-            // that seqs are never reused. (Not on the per-push path: expiry and coalescing only.)
+            // reservations existed or after the batch carrying their reservation failed: a row
+            // leaving without an ack hands its seq to `last_seq`, so that seqs are never reused.
+            // (Not on the per-push path: expiry and coalescing only.)
             let keepSeq = try db.cachedStatement(sql: """
                 UPDATE devices SET last_seq = max(last_seq, n.seq) \
                 FROM (SELECT device_id, seq FROM notifications WHERE acceptance_id = ? AND seq IS NOT NULL) AS n \

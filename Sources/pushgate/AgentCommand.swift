@@ -1,9 +1,9 @@
-import PushgateCore
 import ArgumentParser
 import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import PushgateCore
 import PushgateTransport
 import Synchronization
 

@@ -313,7 +313,7 @@ struct SchedulerDeliveryTests {
         }
     }
 
-    @Test("collapse ids: a newer push replaces a held one and a stored one (coalesced)")
+    @Test("collapse ids: a newer push replaces a held one and a stored one (coalesced); others queued stay")
     func collapse() async throws {
         try await withGateway(clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
             let api = try await API(gateway)
@@ -325,13 +325,17 @@ struct SchedulerDeliveryTests {
             #expect(try await Self.silent(api, token, id: second, collapse: "sync").disposition == "coalesced")
             #expect(gateway.core.counters.dropped(.coalesced) == 1)
 
+            // A stored push with no collapse id, queued before the replaced one, stays.
+            let storedPlain = newAPNsID()
             let storedFirst = newAPNsID()
             let storedSecond = newAPNsID()
             let collapse = [("apns-collapse-id", "score")]
+            #expect(try await api.push(token: token, topic: Self.topic, apnsID: storedPlain).disposition == "stored")
             #expect(try await api.push(token: token, topic: Self.topic, apnsID: storedFirst, headers: collapse).disposition == "stored")
             #expect(try await api.push(token: token, topic: Self.topic, apnsID: storedSecond, headers: collapse).disposition == "coalesced")
 
             let stream = try await api.openEvents(device)
+            #expect(try await stream.nextNotification().apnsID == storedPlain)
             let storedEvent = try await stream.nextNotification()
             #expect(storedEvent.apnsID == storedSecond)
             #expect(storedEvent.delivery == "stored")
