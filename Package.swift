@@ -267,7 +267,11 @@ let package = Package(
             name: "PushgateCLITests",
             dependencies: [
                 "pushgate",
+                "PushgateTransport",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             exclude: ["python"]
         ),

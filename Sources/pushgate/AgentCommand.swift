@@ -251,19 +251,32 @@ final class Agent: Sendable {
             }
         } : nil
         defer { keepalives?.cancel() }
-        var parser = EventStreamParser()
-        for try await chunk in response.body {
-            var newest: UInt64?
-            for event in parser.feed(chunk) where event.type == "notification" {
-                emit(event.data)
-                if let seq = event.id.flatMap(UInt64.init) { newest = seq }
+        // Acks run beside the reads, one in flight at a time: waiting for each ack's answer
+        // before reading on would hold every later notification back a round trip. Acks are
+        // cumulative, so the newest seq handled meanwhile is the only one worth sending next.
+        let (handled, handledSink) = AsyncStream<UInt64>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        try await withThrowingTaskGroup(of: Void.self) { acks in
+            acks.addTask {
+                for await seq in handled { try await self.ack(upTo: seq, identity, connection) }
             }
-            if let newest {
-                lastSeq = max(lastSeq ?? 0, newest)
-                try await ack(upTo: newest, identity, connection)
+            var parser = EventStreamParser()
+            for try await chunk in response.body {
+                var newest: UInt64?
+                for event in parser.feed(chunk) where event.type == "notification" {
+                    emit(event.data)
+                    if let seq = event.id.flatMap(UInt64.init) { newest = seq }
+                }
+                if let newest {
+                    lastSeq = max(lastSeq ?? 0, newest)
+                    handledSink.yield(newest)
+                }
             }
+            // The last ack still goes out, so a stream ended by a newer one leaves nothing
+            // handled to be sent again.
+            handledSink.finish()
+            try await acks.waitForAll()
+            throw StreamEnded()
         }
-        throw StreamEnded()
     }
 
     private func ack(upTo seq: UInt64, _ identity: AgentIdentity, _ connection: HTTP2ClientConnection) async throws {
