@@ -5,7 +5,8 @@
 #
 # 1. Flat out: 1,000 devices holding streams, 200,000 pushes over 8 provider connections.
 #    Reports durable accepted pushes/s, lost/duplicated, and the server's CPU-seconds per 100k
-#    delivered pushes (utime+stime from /proc, before and after). Devices ack at once (an ack
+#    delivered pushes (utime+stime from /proc, before and after; also split into the event-loop
+#    threads and the rest, which is the store writer). Devices ack at once (an ack
 #    in flight takes along what arrives meanwhile); then again with acks coalesced for 100 ms.
 # 2. Latency: the same devices at 5,000 pushes/s (50,000 pushes): delivery p50/p99.
 # 3. Memory: 10,000 idle devices over h2c; RSS growth of the server divided by 10,000.
@@ -18,6 +19,18 @@
 source "$(dirname "$0")/common.sh"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+# CPU ticks of the NIO event-loop threads; the rest of the process's (the store's writer thread
+# nearly all of it) shows what the durable store costs on its own.
+loop_ticks() {
+    local total=0 task stat fields
+    for task in /proc/"$1"/task/*; do
+        [[ $(cat "$task/comm" 2>/dev/null) == NIO-ELT-* ]] || continue
+        stat=$(cat "$task/stat")
+        read -r -a fields <<<"${stat##*) }"
+        total=$((total + fields[11] + fields[12]))
+    done
+    echo "$total"
+}
 failed=0
 # Marks the benchmark failed, and goes on, when a run was not clean.
 check_clean() { bench_clean || failed=1; }
@@ -25,12 +38,16 @@ check_clean() { bench_clean || failed=1; }
 flat_out() {
     start_server
     before=$(cpu_ticks "$server")
+    loops_before=$(loop_ticks "$server")
     out=$("$BIN" bench --server "$url" --devices 1000 --providers 8 --in-flight 256 --pushes 200000 "$@" 2>"$work/bench.err")
     after=$(cpu_ticks "$server")
+    loops_after=$(loop_ticks "$server")
     echo "$out"
     echo "$out" | check_clean
     received=$(echo "$out" | bench_json accepted)
-    python3 -c "print(f'server CPU-seconds per 100k delivered: {($after-$before)/$(getconf CLK_TCK)/($received/100000):.2f}')"
+    python3 -c "
+tck, per, loops = $(getconf CLK_TCK), $received / 100000, $loops_after - $loops_before
+print(f'server CPU-seconds per 100k delivered: {($after-$before)/tck/per:.2f} (event loops {loops/tck/per:.2f}, store writer and other threads {($after-$before-loops)/tck/per:.2f})')"
     stop_server
 }
 
