@@ -257,7 +257,15 @@ final class Agent: Sendable {
         let (handled, handledSink) = AsyncStream<UInt64>.makeStream(bufferingPolicy: .bufferingNewest(1))
         try await withThrowingTaskGroup(of: Void.self) { acks in
             acks.addTask {
-                for await seq in handled { try await self.ack(upTo: seq, identity, connection) }
+                do {
+                    for await seq in handled { try await self.ack(upTo: seq, identity, connection) }
+                } catch {
+                    // Reading on without acking would stall once the gateway's unacked window
+                    // is full: start over on a new connection, as a lost stream does.
+                    printError("ack failed (\(error)); reconnecting")
+                    await connection.close()
+                    throw error
+                }
             }
             var parser = EventStreamParser()
             for try await chunk in response.body {

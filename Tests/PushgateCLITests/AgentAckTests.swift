@@ -13,45 +13,23 @@ import Testing
 struct AgentAckTests {
     @Test("notifications arriving while an ack is unanswered are printed at once and share the next ack")
     func readsOnWhileAnAckIsUnanswered() async throws {
-        let directory = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let identity = directory + "/device.json"
-        try Data(#"{"deviceId":"\#(AckHoldingGateway.deviceID)","secret":"s"}"#.utf8).write(to: URL(fileURLWithPath: identity))
-
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let gateway = AckHoldingGateway(eventLoop: group.next())
-        let server = HTTPServer(
-            listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
-            application: gateway,
-            group: group,
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        )
-        let port = try #require(try await server.start()[0].port)
-        var failure: (any Error)?
-        do {
-            let agent = try AgentProcess(server: "http://127.0.0.1:\(port)", identity: identity, topic: "com.example.acks")
+        try await withAgent(answeringAcks: .hold) { gateway, agent in
             #expect(try agent.next()["type"] as? String == "registered")
             #expect(try agent.next()["type"] as? String == "connected")
-            let stream = try await gateway.stream.futureResult.get()
-            func notify(_ seq: Int) async throws {
-                let written = try await stream.eventLoop.submit {
-                    stream.write(ByteBuffer(string: "id: \(seq)\nevent: notification\ndata: {\"seq\":\(seq)}\n\n"))
-                }.get()
-                #expect(written == .accepted)
-            }
+            let stream = try await gateway.firstStream.futureResult.get()
 
-            try await notify(1)
+            try await notify(1, on: stream)
             #expect(try agent.next()["seq"] as? Int == 1)
             try await gateway.waitForAck(upTo: 1)
             // Ack 1 stays unanswered. An agent that waits for its answer before reading on
             // prints nothing more (the deadline then kills it).
-            try await notify(2)
+            try await notify(2, on: stream)
             #expect(try agent.next(timeout: .seconds(20))["seq"] as? Int == 2)
-            try await notify(3)
+            try await notify(3, on: stream)
             #expect(try agent.next()["seq"] as? Int == 3)
             // Printing 4 comes after 2 and 3 were handed to the acker, so 2 has been
             // superseded whenever the acker next looks.
-            try await notify(4)
+            try await notify(4, on: stream)
             #expect(try agent.next()["seq"] as? Int == 4)
             gateway.answerAcks()
             try await gateway.waitForAck(upTo: 4)
@@ -59,6 +37,48 @@ struct AgentAckTests {
             #expect(acked.first == 1)
             #expect(!acked.contains(2), "2 was acked on its own: \(acked)")
             #expect(acked.count <= 3, "\(acked)")
+        }
+    }
+
+    @Test("an ack that fails makes the agent reconnect instead of reading on without acks")
+    func failedAckReconnects() async throws {
+        try await withAgent(answeringAcks: .reset) { gateway, agent in
+            #expect(try agent.next()["type"] as? String == "registered")
+            #expect(try agent.next()["type"] as? String == "connected")
+            let stream = try await gateway.firstStream.futureResult.get()
+            try await notify(1, on: stream)
+            #expect(try agent.next()["seq"] as? Int == 1)
+            // The ack's stream is reset. An agent that reads on never acks again, and the
+            // gateway would stop sending once its unacked window is full.
+            #expect(try agent.next(timeout: .seconds(20))["type"] as? String == "connected")
+            #expect(gateway.lastEventIDs == [nil, "1"])
+        }
+    }
+
+    /// Runs `pushgate agent` against an `AckHoldingGateway` on port 0, with an identity file
+    /// that the stand-in knows.
+    private func withAgent(
+        answeringAcks answer: AckHoldingGateway.AckAnswer,
+        _ body: (AckHoldingGateway, AgentProcess) async throws -> Void
+    ) async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let identity = directory + "/device.json"
+        try Data(#"{"deviceId":"\#(AckHoldingGateway.deviceID)","secret":"s"}"#.utf8).write(to: URL(fileURLWithPath: identity))
+
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let gateway = AckHoldingGateway(eventLoop: group.next(), answer: answer)
+        let server = HTTPServer(
+            listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
+            application: gateway,
+            group: group,
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        var failure: (any Error)?
+        do {
+            let port = try #require(try await server.start()[0].port)
+            let agent = try AgentProcess(server: "http://127.0.0.1:\(port)", identity: identity, topic: "com.example.acks")
+            try await body(gateway, agent)
         } catch {
             failure = error
         }
@@ -66,29 +86,48 @@ struct AgentAckTests {
         try await group.shutdownGracefully()
         if let failure { throw failure }
     }
+
+    private func notify(_ seq: Int, on stream: ResponseBodyWriter) async throws {
+        let written = try await stream.eventLoop.submit {
+            stream.write(ByteBuffer(string: "id: \(seq)\nevent: notification\ndata: {\"seq\":\(seq)}\n\n"))
+        }.get()
+        #expect(written == .accepted)
+    }
 }
 
-/// Answers the agent's registration and event stream like the gateway, and holds every ack's
-/// answer until `answerAcks`; acks after that are answered at once.
+/// Answers the agent's registration and event streams like the gateway; answers acks as told.
 final class AckHoldingGateway: HTTPServerHandler {
+    enum AckAnswer {
+        /// Held until `answerAcks`; acks after that are answered at once.
+        case hold
+        /// The ack's stream is reset after its head.
+        case reset
+    }
+
     static let deviceID = String(repeating: "ab", count: 16)
-    let stream: EventLoopPromise<ResponseBodyWriter>
+    /// The first event stream's writer.
+    let firstStream: EventLoopPromise<ResponseBodyWriter>
     private let eventLoop: any EventLoop
-    private let state = NIOLockedValueBox(State())
+    private let state: NIOLockedValueBox<State>
 
     private struct State {
+        var answer: AckAnswer
+        var holding: Bool
         var acked: [UInt64] = []
         var held: [HTTPResponder] = []
-        var holding = true
+        var lastEventIDs: [String?] = []
         var waiter: (upTo: UInt64, promise: EventLoopPromise<Void>)?
     }
 
-    init(eventLoop: any EventLoop) {
+    init(eventLoop: any EventLoop, answer: AckAnswer) {
         self.eventLoop = eventLoop
-        stream = eventLoop.makePromise()
+        firstStream = eventLoop.makePromise()
+        state = NIOLockedValueBox(State(answer: answer, holding: answer == .hold))
     }
 
     var ackedSeqs: [UInt64] { state.withLockedValue { $0.acked } }
+    /// The `Last-Event-ID` of each event stream request, in order.
+    var lastEventIDs: [String?] { state.withLockedValue { $0.lastEventIDs } }
 
     func handle(_ request: HTTPServerRequest, responder: HTTPResponder) {
         let device = "/v1/devices/\(Self.deviceID)"
@@ -96,20 +135,28 @@ final class AckHoldingGateway: HTTPServerHandler {
         case ("POST", device + "/registrations"):
             responder.respond(HTTPServerResponse(status: 201, text: #"{"token":"\#(String(repeating: "0", count: 64))"}"#))
         case ("GET", device + "/events"):
-            let stream = self.stream
-            responder.startStream(ResponseHead(status: 200, headers: ["content-type": "text/event-stream"]))
-                .whenComplete { stream.completeWith($0) }
+            let first = state.withLockedValue { state -> Bool in
+                state.lastEventIDs.append(request.headers.first(name: "last-event-id"))
+                return state.lastEventIDs.count == 1
+            }
+            let stream = responder.startStream(ResponseHead(status: 200, headers: ["content-type": "text/event-stream"]))
+            if first { stream.whenComplete { self.firstStream.completeWith($0) } }
         case ("POST", device + "/ack"):
             let body = String(buffer: request.body)
             let upTo = body.split(whereSeparator: { !$0.isNumber }).last.flatMap { UInt64($0) } ?? 0
-            let (answer, woken) = state.withLockedValue { state -> (Bool, EventLoopPromise<Void>?) in
+            let (answer, woken) = state.withLockedValue { state -> (AckAnswer?, EventLoopPromise<Void>?) in
                 state.acked.append(upTo)
+                let answer: AckAnswer? = state.holding ? nil : state.answer
                 if state.holding { state.held.append(responder) }
-                guard let waiter = state.waiter, upTo >= waiter.upTo else { return (!state.holding, nil) }
+                guard let waiter = state.waiter, upTo >= waiter.upTo else { return (answer, nil) }
                 state.waiter = nil
-                return (!state.holding, waiter.promise)
+                return (answer, waiter.promise)
             }
-            if answer { responder.respond(HTTPServerResponse(status: 204)) }
+            switch answer {
+            case nil: break
+            case .hold: responder.respond(HTTPServerResponse(status: 204))
+            case .reset: responder.startStream(ResponseHead(status: 200)).whenSuccess { $0.cancel() }
+            }
             woken?.succeed()
         default:
             responder.respond(HTTPServerResponse(status: 404, text: "not part of this stand-in"))
@@ -128,6 +175,7 @@ final class AckHoldingGateway: HTTPServerHandler {
         try await promise.futureResult.get()
     }
 
+    /// Answers the held acks, and later ones at once.
     func answerAcks() {
         let held = state.withLockedValue { state -> [HTTPResponder] in
             state.holding = false
