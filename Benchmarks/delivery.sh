@@ -6,7 +6,7 @@
 # 1. Flat out: 1,000 devices holding streams, 200,000 pushes over 8 provider connections.
 #    Reports durable accepted pushes/s, lost/duplicated, and the server's CPU-seconds per 100k
 #    delivered pushes (utime+stime from /proc, before and after; also split into the event-loop
-#    threads and the rest, which is the store writer). Devices ack at once (an ack
+#    threads and the others, nearly all the store's writer). Devices ack at once (an ack
 #    in flight takes along what arrives meanwhile); then again with acks coalesced for 100 ms.
 # 2. Latency: the same devices at 5,000 pushes/s (50,000 pushes): delivery p50/p99.
 # 3. Memory: 10,000 idle devices over h2c; RSS growth of the server divided by 10,000.
@@ -19,13 +19,13 @@
 source "$(dirname "$0")/common.sh"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
-# CPU ticks of the NIO event-loop threads; the rest of the process's (the store's writer thread
-# nearly all of it) shows what the durable store costs on its own.
+# CPU ticks of the NIO event-loop threads. The rest of the process's is nearly all the store's
+# writer thread (SQLite and its fsyncs; batching commands and completions run on the loops).
 loop_ticks() {
     local total=0 task stat fields
     for task in /proc/"$1"/task/*; do
         [[ $(cat "$task/comm" 2>/dev/null) == NIO-ELT-* ]] || continue
-        stat=$(cat "$task/stat")
+        stat=$(cat "$task/stat" 2>/dev/null) || continue
         read -r -a fields <<<"${stat##*) }"
         total=$((total + fields[11] + fields[12]))
     done

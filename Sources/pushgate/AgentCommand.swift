@@ -251,15 +251,15 @@ final class Agent: Sendable {
             }
         } : nil
         defer { keepalives?.cancel() }
-        // Acks run beside the reads, one in flight at a time: waiting for each ack's answer
-        // before reading on would hold every later notification back a round trip. Acks are
-        // cumulative, so the newest seq handled meanwhile is the only one worth sending next.
+        // Stream acks run beside the reads, one in flight at a time: waiting for each ack's
+        // answer before reading on would hold every later notification back a round trip. Acks
+        // are cumulative, so the newest seq handled meanwhile is the only one worth sending next.
         let (handled, handledSink) = AsyncStream<UInt64>.makeStream(bufferingPolicy: .bufferingNewest(1))
         try await withThrowingTaskGroup(of: Void.self) { acks in
             acks.addTask {
                 do {
                     for await seq in handled { try await self.ack(upTo: seq, identity, connection) }
-                } catch {
+                } catch where !Task.isCancelled {
                     // Reading on without acking would stall once the gateway's unacked window
                     // is full: start over on a new connection, as a lost stream does.
                     printError("ack failed (\(error)); reconnecting")
@@ -267,23 +267,30 @@ final class Agent: Sendable {
                     throw error
                 }
             }
-            var parser = EventStreamParser()
-            for try await chunk in response.body {
-                var newest: UInt64?
-                for event in parser.feed(chunk) where event.type == "notification" {
-                    emit(event.data)
-                    if let seq = event.id.flatMap(UInt64.init) { newest = seq }
+            let ended: any Error
+            do {
+                var parser = EventStreamParser()
+                for try await chunk in response.body {
+                    var newest: UInt64?
+                    for event in parser.feed(chunk) where event.type == "notification" {
+                        emit(event.data)
+                        if let seq = event.id.flatMap(UInt64.init) { newest = seq }
+                    }
+                    if let newest {
+                        lastSeq = max(lastSeq ?? 0, newest)
+                        handledSink.yield(newest)
+                    }
                 }
-                if let newest {
-                    lastSeq = max(lastSeq ?? 0, newest)
-                    handledSink.yield(newest)
-                }
+                ended = StreamEnded()
+            } catch {
+                ended = error
             }
-            // The last ack still goes out, so a stream ended by a newer one leaves nothing
-            // handled to be sent again.
-            handledSink.finish()
-            try await acks.waitForAll()
-            throw StreamEnded()
+            // However the stream ended, the agent starts over: the next stream's Last-Event-ID
+            // acknowledges everything handled here, and closing the connection ends an ack in
+            // flight at once (a send does not heed cancellation).
+            acks.cancelAll()
+            await connection.close()
+            throw ended
         }
     }
 

@@ -6,18 +6,15 @@ import NIOPosix
 import PushgateTransport
 import Testing
 
-/// The real `pushgate agent` against a stand-in gateway that withholds ack answers, which the
-/// real one cannot be made to do: the agent must keep reading its stream while an ack is
-/// unanswered, and send only the newest handled seq once it may ack again.
+/// The real `pushgate agent` against a stand-in gateway that withholds or resets ack answers,
+/// which the real one cannot be made to do: the agent must keep reading its stream while an ack
+/// is unanswered, send only the newest handled seq once it may ack again, and start over when an
+/// ack fails.
 @Suite("pushgate agent: acks beside reads", .serialized, .timeLimit(.minutes(2)))
 struct AgentAckTests {
     @Test("notifications arriving while an ack is unanswered are printed at once and share the next ack")
     func readsOnWhileAnAckIsUnanswered() async throws {
-        try await withAgent(answeringAcks: .hold) { gateway, agent in
-            #expect(try agent.next()["type"] as? String == "registered")
-            #expect(try agent.next()["type"] as? String == "connected")
-            let stream = try await gateway.firstStream.futureResult.get()
-
+        try await withAgent(answeringAcks: .heldUntilReleased) { gateway, agent, stream in
             try await notify(1, on: stream)
             #expect(try agent.next()["seq"] as? Int == 1)
             try await gateway.waitForAck(upTo: 1)
@@ -42,10 +39,7 @@ struct AgentAckTests {
 
     @Test("an ack that fails makes the agent reconnect instead of reading on without acks")
     func failedAckReconnects() async throws {
-        try await withAgent(answeringAcks: .reset) { gateway, agent in
-            #expect(try agent.next()["type"] as? String == "registered")
-            #expect(try agent.next()["type"] as? String == "connected")
-            let stream = try await gateway.firstStream.futureResult.get()
+        try await withAgent(answeringAcks: .reset) { gateway, agent, stream in
             try await notify(1, on: stream)
             #expect(try agent.next()["seq"] as? Int == 1)
             // The ack's stream is reset. An agent that reads on never acks again, and the
@@ -55,11 +49,11 @@ struct AgentAckTests {
         }
     }
 
-    /// Runs `pushgate agent` against an `AckHoldingGateway` on port 0, with an identity file
-    /// that the stand-in knows.
+    /// Runs `pushgate agent` against an `AckHoldingGateway` on port 0, with an identity file the
+    /// stand-in knows, and hands `body` the agent's first event stream once it is connected.
     private func withAgent(
         answeringAcks answer: AckHoldingGateway.AckAnswer,
-        _ body: (AckHoldingGateway, AgentProcess) async throws -> Void
+        _ body: (AckHoldingGateway, AgentProcess, ResponseBodyWriter) async throws -> Void
     ) async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -78,10 +72,13 @@ struct AgentAckTests {
         do {
             let port = try #require(try await server.start()[0].port)
             let agent = try AgentProcess(server: "http://127.0.0.1:\(port)", identity: identity, topic: "com.example.acks")
-            try await body(gateway, agent)
+            #expect(try agent.next()["type"] as? String == "registered")
+            #expect(try agent.next()["type"] as? String == "connected")
+            try await body(gateway, agent, try await gateway.firstStream())
         } catch {
             failure = error
         }
+        gateway.abandonWaits()
         await server.shutdownGracefully(deadline: .milliseconds(100))
         try await group.shutdownGracefully()
         if let failure { throw failure }
@@ -96,18 +93,23 @@ struct AgentAckTests {
 }
 
 /// Answers the agent's registration and event streams like the gateway; answers acks as told.
+/// Its waits fail after 20 seconds: it cannot see an agent that died.
 final class AckHoldingGateway: HTTPServerHandler {
     enum AckAnswer {
-        /// Held until `answerAcks`; acks after that are answered at once.
-        case hold
+        /// Unanswered until `answerAcks`; acks after that are answered at once.
+        case heldUntilReleased
         /// The ack's stream is reset after its head.
         case reset
     }
 
+    struct StandInTimeout: Error, CustomStringConvertible {
+        var waitingFor: String
+        var description: String { "the stand-in gateway waited 20 s for \(waitingFor)" }
+    }
+
     static let deviceID = String(repeating: "ab", count: 16)
-    /// The first event stream's writer.
-    let firstStream: EventLoopPromise<ResponseBodyWriter>
     private let eventLoop: any EventLoop
+    private let firstStreamPromise: EventLoopPromise<ResponseBodyWriter>
     private let state: NIOLockedValueBox<State>
 
     private struct State {
@@ -121,13 +123,18 @@ final class AckHoldingGateway: HTTPServerHandler {
 
     init(eventLoop: any EventLoop, answer: AckAnswer) {
         self.eventLoop = eventLoop
-        firstStream = eventLoop.makePromise()
-        state = NIOLockedValueBox(State(answer: answer, holding: answer == .hold))
+        firstStreamPromise = eventLoop.makePromise()
+        state = NIOLockedValueBox(State(answer: answer, holding: answer == .heldUntilReleased))
     }
 
     var ackedSeqs: [UInt64] { state.withLockedValue { $0.acked } }
     /// The `Last-Event-ID` of each event stream request, in order.
     var lastEventIDs: [String?] { state.withLockedValue { $0.lastEventIDs } }
+
+    /// The writer of the agent's first event stream.
+    func firstStream() async throws -> ResponseBodyWriter {
+        try await withDeadline(firstStreamPromise.futureResult, "the agent's event stream")
+    }
 
     func handle(_ request: HTTPServerRequest, responder: HTTPResponder) {
         let device = "/v1/devices/\(Self.deviceID)"
@@ -140,7 +147,7 @@ final class AckHoldingGateway: HTTPServerHandler {
                 return state.lastEventIDs.count == 1
             }
             let stream = responder.startStream(ResponseHead(status: 200, headers: ["content-type": "text/event-stream"]))
-            if first { stream.whenComplete { self.firstStream.completeWith($0) } }
+            if first { stream.whenComplete { self.firstStreamPromise.completeWith($0) } }
         case ("POST", device + "/ack"):
             let body = String(buffer: request.body)
             let upTo = body.split(whereSeparator: { !$0.isNumber }).last.flatMap { UInt64($0) } ?? 0
@@ -154,7 +161,7 @@ final class AckHoldingGateway: HTTPServerHandler {
             }
             switch answer {
             case nil: break
-            case .hold: responder.respond(HTTPServerResponse(status: 204))
+            case .heldUntilReleased: responder.respond(HTTPServerResponse(status: 204))
             case .reset: responder.startStream(ResponseHead(status: 200)).whenSuccess { $0.cancel() }
             }
             woken?.succeed()
@@ -172,7 +179,7 @@ final class AckHoldingGateway: HTTPServerHandler {
             return false
         }
         if arrived { promise.succeed() }
-        try await promise.futureResult.get()
+        try await withDeadline(promise.futureResult, "an ack up to \(seq)")
     }
 
     /// Answers the held acks, and later ones at once.
@@ -183,5 +190,24 @@ final class AckHoldingGateway: HTTPServerHandler {
             return state.held
         }
         for responder in held { responder.respond(HTTPServerResponse(status: 204)) }
+    }
+
+    /// Fails what nobody will complete any more (NIO traps on a promise dropped unfulfilled).
+    func abandonWaits() {
+        firstStreamPromise.fail(CancellationError())
+        state.withLockedValue { state in
+            defer { state.waiter = nil }
+            return state.waiter?.promise
+        }?.fail(CancellationError())
+    }
+
+    private func withDeadline<T: Sendable>(_ future: EventLoopFuture<T>, _ what: String) async throws -> T {
+        let bounded = eventLoop.makePromise(of: T.self)
+        let deadline = eventLoop.scheduleTask(in: .seconds(20)) { bounded.fail(StandInTimeout(waitingFor: what)) }
+        future.whenComplete { result in
+            deadline.cancel()
+            bounded.completeWith(result)
+        }
+        return try await bounded.futureResult.get()
     }
 }
