@@ -5,7 +5,11 @@
 #   stop_server
 #   need_nghttp2_tools              installs h2load and nghttpd when missing
 #   free_port, wait_port PORT       for servers started on a chosen port (nghttpd)
-set -euo pipefail
+#   h2load_rate ARGS...             requests/s of one h2load run that must fully succeed
+#   bench_json, bench_clean, bench_rate, compare_medians   reading `pushgate bench` results
+set -Eeuo pipefail
+# A failing command stops the benchmark: say where, rather than end silently.
+trap 'echo "${BASH_SOURCE[0]}: line $LINENO: a command failed (status $?)" >&2' ERR
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ulimit -n "$(ulimit -Hn)"  # thousands of connections need as many descriptors on each side
 
@@ -37,6 +41,19 @@ need_nghttp2_tools() {
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+
+# h2load_rate H2LOAD_ARGS...: requests/s of one h2load run; fails, showing h2load's output, when
+# any request failed or was answered with a 4xx or 5xx.
+h2load_rate() {
+    local out
+    out=$(h2load "$@")
+    if ! grep -q " 0 failed, 0 errored, 0 timeout" <<<"$out" || ! grep -q ", 0 4xx, 0 5xx" <<<"$out"; then
+        echo "h2load reported failures:" >&2
+        echo "$out" >&2
+        return 1
+    fi
+    sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out"
+}
 
 # bench_json FIELD: that field of the bench's result (its last output line) read on stdin.
 bench_json() { python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }

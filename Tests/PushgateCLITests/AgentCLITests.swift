@@ -80,19 +80,6 @@ struct AgentCLITests {
         #expect(try agent.next()["type"] as? String == "registered")
         #expect(try agent.next()["type"] as? String == "connected")
     }
-
-    @Test("serve refuses a scheduler policy out of range and names the topic, field and allowed range")
-    func badSchedulerPolicy() throws {
-        let directory = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let config = directory + "/pushgate.json"
-        try Data(#"{"scheduler": {"topics": {"com.example.news": {"appBurst": 0}}}}"#.utf8).write(to: URL(fileURLWithPath: config))
-        let result = try runPushgate(["serve", "--listen", "127.0.0.1:0", "--data-dir", directory + "/data", "--config", config])
-        #expect(result.status != 0)
-        #expect(result.stderr.contains("com.example.news"), "\(result.stderr)")
-        #expect(result.stderr.contains("appBurst"), "\(result.stderr)")
-        #expect(result.stderr.contains("1...1000"), "\(result.stderr)")
-    }
 }
 
 /// A running `pushgate agent`, read line by line; commands go to its stdin.

@@ -5,34 +5,43 @@ import Testing
 /// and received exactly once, whether devices ack at once or coalesce their acks.
 @Suite("pushgate bench: end to end", .serialized, .timeLimit(.minutes(3)))
 struct BenchCLITests {
+    /// One bench run's flags and what its devices' acks and pacing must show.
+    struct Run: Sendable, CustomTestStringConvertible {
+        var flags: [String]
+        /// False when the run ends before any ack is due.
+        var acks = true
+        /// The --rate given, which caps the accepted rate.
+        var rate: Int?
+        var testDescription: String { flags.joined(separator: " ") }
+    }
+
     @Test(
         "a small run loses and duplicates nothing; devices ack (unless told to wait past the run) and keep their streams",
-        arguments: [["--ack-delay", "0"], ["--ack-delay", "60000"], ["--silent-percent", "50"], ["--rate", "1000"]]
+        arguments: [
+            Run(flags: ["--ack-delay", "0"]),
+            // The run ends long before the first ack is due: a bench that ignored the delay
+            // would send about one ack per ten pushes here.
+            Run(flags: ["--ack-delay", "60000"], acks: false),
+            Run(flags: ["--silent-percent", "50"]),
+            Run(flags: ["--rate", "1000"], rate: 1000),
+        ]
     )
-    func smallRun(_ extra: [String]) throws {
+    func smallRun(_ run: Run) throws {
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
         defer { _ = gateway.stop() }
-        let result = try runPushgate(
-            ["bench", "--server", gateway.urls[0], "--devices", "20", "--providers", "2", "--pushes", "2000", "--drain-seconds", "30"] + extra
-        )
-        #expect(result.status == 0, "bench failed: \(result.stderr)")
-        let last = try #require(result.stdout.split(separator: "\n").last, "no output: \(result.stderr)")
-        let summary = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        let summary = try benchSummary(runPushgate(
+            ["bench", "--server", gateway.urls[0], "--devices", "20", "--providers", "2", "--pushes", "2000", "--drain-seconds", "30"] + run.flags
+        ))
         #expect(summary["accepted"] as? Int == 2000)
         #expect(summary["lost"] as? Int == 0)
         #expect(summary["duplicated"] as? Int == 0)
-        if extra == ["--ack-delay", "60000"] {
-            // The run ends long before the first ack is due: a bench that ignored the delay
-            // would have sent about one ack per ten pushes here.
-            #expect(summary["acks"] as? Int == 0)
-        } else {
-            #expect((summary["acks"] as? Int ?? 0) > 0)
-        }
+        let acks = (summary["acks"] as? NSNumber)?.intValue ?? 0
+        #expect(run.acks ? acks > 0 : acks == 0, "acks: \(acks)")
         #expect(summary["streamsLost"] as? Int == 0)
-        if let rate = extra.firstIndex(of: "--rate").flatMap({ Int(extra[$0 + 1]) }) {
+        if let rate = run.rate {
             // Paced: the 2,000th push is not due before 1,999 / rate seconds have passed (flat
             // out, a debug build here sends about 3,600/s).
-            let perSecond = try #require(summary["acceptedPerSecond"] as? Double ?? (summary["acceptedPerSecond"] as? Int).map(Double.init))
+            let perSecond = try #require((summary["acceptedPerSecond"] as? NSNumber)?.doubleValue)
             #expect(perSecond <= Double(rate) * 2000 / 1999 + 1)
         }
     }
@@ -48,11 +57,15 @@ struct BenchCLITests {
         let refused = try runPushgate(base)
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("401"), "without the secret: \(refused.stderr)")
-        let result = try runPushgate(base + ["--registration-secret", secret])
-        #expect(result.status == 0, "bench failed: \(result.stderr)")
-        let last = try #require(result.stdout.split(separator: "\n").last)
-        let summary = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        let summary = try benchSummary(runPushgate(base + ["--registration-secret", secret]))
         #expect(summary["accepted"] as? Int == 100)
         #expect(summary["lost"] as? Int == 0)
+    }
+
+    /// The JSON line a successful bench run ends with.
+    private func benchSummary(_ result: ToolRun) throws -> [String: Any] {
+        try #require(result.status == 0, "bench failed: \(result.stderr)")
+        let last = try #require(result.stdout.split(separator: "\n").last, "no output: \(result.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
     }
 }

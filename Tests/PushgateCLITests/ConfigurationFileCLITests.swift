@@ -6,8 +6,10 @@ import Testing
 @Suite("Configuration file: scheduler values are checked as written", .timeLimit(.minutes(2)))
 struct ConfigurationFileCLITests {
     @Test(
-        "seconds that would overflow in milliseconds are refused, named as written",
+        "a scheduler value out of range stops serve, named as written: topic, field, value, range",
         arguments: [
+            (#"{"scheduler": {"topics": {"com.example.news": {"appBurst": 0}}}}"#,
+             #"scheduler policy for topic "com.example.news": appBurst is 0; allowed 1...1000"#),
             // 18446744073709552 s is 2^64 + 384 ms: wrapped, it passed as 384 ms.
             (#"{"scheduler": {"maxDeferralSeconds": 18446744073709552}}"#,
              "global scheduler policy: maxDeferralSeconds is 18446744073709552; allowed 1...86400"),
@@ -17,7 +19,7 @@ struct ConfigurationFileCLITests {
              "global scheduler policy: maxDeferralSeconds is 0; allowed 1...86400"),
         ]
     )
-    func outOfRangeSeconds(config: String, message: String) throws {
+    func outOfRange(config: String, message: String) throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/pushgate.json"

@@ -123,8 +123,7 @@ struct DeliveryTests {
         let clock = TestClock(Self.start)
         try await withGateway(clock: clock) { gateway in
             let api = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.news)
+            let (device, token) = try await api.registeredDevice(topic: Self.news)
 
             let stream = try await api.openEvents(device)
             #expect(stream.status == 200)
@@ -257,8 +256,7 @@ struct DeliveryTests {
     func drainedBacklogReleasesQueue() async throws {
         try await withGateway(clock: TestClock(Self.start)) { gateway in
             let api = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.news)
+            let (device, token) = try await api.registeredDevice(topic: Self.news)
             for n in 1...100 {
                 let response = try await api.push(token: token, topic: Self.news, payload: #"{"aps":{"alert":"n\#(n)"}}"#)
                 #expect(response.disposition == "stored")
@@ -296,8 +294,7 @@ struct DeliveryTests {
             #expect(counters.dropped(.expired) == 0)
 
             // At delivery time.
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.news)
+            let (device, token) = try await api.registeredDevice(topic: Self.news)
             let expiring = try await api.push(token: token, topic: Self.news, headers: [("apns-expiration", "\(Self.start / 1000 + 60)")])
             #expect(expiring.disposition == "stored")
             let survivor = newAPNsID()
@@ -343,8 +340,7 @@ struct DeliveryTests {
         let clock = TestClock(Self.start)
         try await withGateway(clock: clock) { gateway in
             let api = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.news)
+            let (device, token) = try await api.registeredDevice(topic: Self.news)
 
             var apnsIDs: [Int: String] = [:]
             func pushLive(_ seq: Int, expecting disposition: String = "delivered") async throws {
@@ -421,8 +417,7 @@ struct DeliveryTests {
         try await withGateway(clock: TestClock(Self.start)) { gateway in
             let api = try await API(gateway)
             let agent = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.news)
+            let (device, token) = try await api.registeredDevice(topic: Self.news)
             let stream = try await agent.openEvents(device)
 
             let count = 80
@@ -503,8 +498,7 @@ struct DeliveryTests {
         try await withGateway(clock: TestClock(Self.start)) { gateway in
             let api = try await API(gateway)
             let other = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.news)
+            let (device, token) = try await api.registeredDevice(topic: Self.news)
 
             let first = try await api.openEvents(device)
             let p1 = try await api.push(token: token, topic: Self.news)

@@ -108,6 +108,19 @@ final class API: @unchecked Sendable {
         return try #require(reply.json["token"] as? String)
     }
 
+    /// A new device with one registration: the set-up most delivery tests start from.
+    func registeredDevice(topic: String) async throws -> (device: Device, token: String) {
+        let device = try await createDevice()
+        return (device, try await registeredToken(device, topic: topic))
+    }
+
+    /// A keep-alive that must succeed: the notifications its response releases.
+    func keepalive(_ device: Device) async throws -> [[String: Any]] {
+        let reply = try await self.device(device, "POST", "keepalive")
+        try #require(reply.status == 200, "keep-alive: \(reply.status) \(reply.text)")
+        return try #require(reply.json["notifications"] as? [[String: Any]], "\(reply.text)")
+    }
+
     func unregister(_ device: Device, token: String) async throws -> Reply {
         try await self.device(device, "DELETE", "registrations/\(token)")
     }

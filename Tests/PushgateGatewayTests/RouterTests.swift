@@ -74,18 +74,24 @@ struct RouterTests {
             configuration: HTTPServerConfiguration(),
             application: router,
             group: group,
-            logger: Logger(label: "test")
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         )
-        let port = try #require(try await server.start().first?.port)
-        let connection = try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: port, group: group)
-        var bodies: [String] = []
-        for path in ["/a/x", "/a/b/x", "/a/b/exact", "/a/b/exact/more", "/a/bb"] {
-            bodies.append(String(buffer: try await connection.send(HTTPClientRequest(path: path)).body))
+        var failure: (any Error)?
+        do {
+            let port = try #require(try await server.start().first?.port)
+            let connection = try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: port, group: group)
+            var bodies: [String] = []
+            for path in ["/a/x", "/a/b/x", "/a/b/exact", "/a/b/exact/more", "/a/bb"] {
+                bodies.append(String(buffer: try await connection.send(HTTPClientRequest(path: path)).body))
+            }
+            #expect(bodies == ["a", "ab", "exact", "ab", "a"])
+            await connection.close()
+        } catch {
+            failure = error
         }
-        #expect(bodies == ["a", "ab", "exact", "ab", "a"])
-        await connection.close()
         await server.shutdownGracefully(deadline: .milliseconds(100))
         try await group.shutdownGracefully()
+        if let failure { throw failure }
     }
 }
 

@@ -46,8 +46,7 @@ struct SchedulerDeliveryTests {
     func heldThenPiggyback() async throws {
         try await withGateway(clock: TestClock(Self.start), delivery: Self.delivery(burst: 2)) { gateway in
             let api = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.topic)
+            let (device, token) = try await api.registeredDevice(topic: Self.topic)
             let stream = try await api.openEvents(device)
 
             let ids = (0..<4).map { _ in newAPNsID() }
@@ -86,21 +85,17 @@ struct SchedulerDeliveryTests {
     func keepaliveRelease() async throws {
         try await withGateway(clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
             let api = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.topic)
+            let (device, token) = try await api.registeredDevice(topic: Self.topic)
             // Offline: silent pushes are held (regular ones would be stored).
             let ids = [newAPNsID(), newAPNsID()]
             for id in ids { #expect(try await Self.silent(api, token, id: id).disposition == "held") }
 
-            let reply = try await api.device(device, "POST", "keepalive")
-            #expect(reply.status == 200)
-            let notifications = try #require(reply.json["notifications"] as? [[String: Any]], "\(reply.text)")
+            let notifications = try await api.keepalive(device)
             #expect(notifications.map { $0["apnsId"] as? String } == ids)
             #expect(notifications.map { $0["delivery"] as? String } == ["keepalive", "keepalive"])
             let seqs = notifications.compactMap { ($0["seq"] as? NSNumber)?.uint64Value }
             #expect(seqs.count == 2 && seqs[1] == seqs[0] + 1)
-            let again = try await api.device(device, "POST", "keepalive")
-            #expect((again.json["notifications"] as? [Any])?.isEmpty == true, "released once")
+            #expect(try await api.keepalive(device).isEmpty, "released once")
 
             #expect(try await api.ack(device, upTo: seqs[1]).status == 204)
             let stream = try await api.openEvents(device)
@@ -117,13 +112,11 @@ struct SchedulerDeliveryTests {
     func ackStopsAtUnsent() async throws {
         try await withGateway(clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
             let api = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.topic)
+            let (device, token) = try await api.registeredDevice(topic: Self.topic)
             let stored = newAPNsID()
             #expect(try await api.push(token: token, topic: Self.topic, apnsID: stored).disposition == "stored")
             #expect(try await Self.silent(api, token).disposition == "held")
-            let keepalive = try await api.device(device, "POST", "keepalive")
-            let released = try #require(keepalive.json["notifications"] as? [[String: Any]], "\(keepalive.text)")
+            let released = try await api.keepalive(device)
             let seq = try #require((released.first?["seq"] as? NSNumber)?.uint64Value)
             #expect(seq == 2, "the stored push has seq 1")
             #expect(try await api.ack(device, upTo: seq).status == 204)
@@ -139,13 +132,11 @@ struct SchedulerDeliveryTests {
         let clock = TestClock(Self.start)
         try await withGateway(clock: clock, delivery: Self.delivery()) { gateway in
             let api = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.topic)
+            let (device, token) = try await api.registeredDevice(topic: Self.topic)
             let expiration = ("apns-expiration", "\((Self.start + 60_000) / 1000)")
             let reply = try await api.push(token: token, topic: Self.topic, headers: Self.silentHeaders + [expiration], payload: Self.silentPayload)
             #expect(reply.disposition == "held")
-            let keepalive = try await api.device(device, "POST", "keepalive")
-            #expect((keepalive.json["notifications"] as? [Any])?.count == 1)
+            #expect(try await api.keepalive(device).count == 1)
             clock.set(Self.start + 120_000)
             try await gateway.core.sweepExpired()
             #expect(gateway.core.counters.dropped(.expired) == 0, "it was delivered; only its ack is missing")
@@ -160,11 +151,9 @@ struct SchedulerDeliveryTests {
     func unregisterKeepsKeepaliveSent() async throws {
         try await withGateway(clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
             let api = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.topic)
+            let (device, token) = try await api.registeredDevice(topic: Self.topic)
             #expect(try await Self.silent(api, token).disposition == "held")
-            let keepalive = try await api.device(device, "POST", "keepalive")
-            let released = try #require(keepalive.json["notifications"] as? [[String: Any]], "\(keepalive.text)")
+            let released = try await api.keepalive(device)
             let seq = try #require((released.first?["seq"] as? NSNumber)?.uint64Value)
             #expect(try await api.push(token: token, topic: Self.topic).disposition == "stored")
             #expect(gateway.core.counters.queued == 2)
@@ -260,8 +249,7 @@ struct SchedulerDeliveryTests {
         // One token, refilled every second.
         try await withGateway(clock: clock, delivery: Self.delivery(burst: 1, perHour: 3600)) { gateway in
             let api = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.topic)
+            let (device, token) = try await api.registeredDevice(topic: Self.topic)
             let stream = try await api.openEvents(device)
             let ids = (0..<3).map { _ in newAPNsID() }
             for id in ids { _ = try await Self.silent(api, token, id: id) }
@@ -290,8 +278,7 @@ struct SchedulerDeliveryTests {
     func terminated() async throws {
         try await withGateway(clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
             let api = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.topic)
+            let (device, token) = try await api.registeredDevice(topic: Self.topic)
             #expect(try await Self.silent(api, token).disposition == "held")
             try await Self.state(api, device, #"{"apps":{"\#(Self.topic)":"terminated"}}"#)
             #expect(gateway.core.counters.dropped(.appTerminated) == 1)
@@ -317,8 +304,7 @@ struct SchedulerDeliveryTests {
     func collapse() async throws {
         try await withGateway(clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
             let api = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.topic)
+            let (device, token) = try await api.registeredDevice(topic: Self.topic)
             let first = newAPNsID()
             let second = newAPNsID()
             #expect(try await Self.silent(api, token, id: first, collapse: "sync").disposition == "held")
@@ -351,8 +337,7 @@ struct SchedulerDeliveryTests {
         let clock = TestClock(Self.start)
         try await withGateway(clock: clock, delivery: Self.delivery(maxDeferralMillis: 60_000)) { gateway in
             let api = try await API(gateway)
-            let device = try await api.createDevice()
-            let token = try await api.registeredToken(device, topic: Self.topic)
+            let (device, token) = try await api.registeredDevice(topic: Self.topic)
             let stream = try await api.openEvents(device)
             try await Self.state(api, device, #"{"power":"idle"}"#)
             let normal = newAPNsID()
@@ -365,8 +350,7 @@ struct SchedulerDeliveryTests {
             #expect(deferred.apnsID == normal)
             #expect(deferred.delivery == "budget")
             #expect(gateway.core.counters.held == 1, "priority 1 has no deadline")
-            let keepalive = try await api.device(device, "POST", "keepalive")
-            #expect((keepalive.json["notifications"] as? [[String: Any]])?.map { $0["apnsId"] as? String } == [low])
+            #expect(try await api.keepalive(device).map { $0["apnsId"] as? String } == [low])
             await api.close()
         }
     }

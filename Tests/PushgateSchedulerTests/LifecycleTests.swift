@@ -44,7 +44,8 @@ import Testing
         let newDevice = scheduler.addDevice(now: t0)
         _ = scheduler.connect(newDevice, now: t0)
         let newApp = try #require(scheduler.addApp(device: newDevice, topic: "com.example.app"))
-        #expect(newDevice.slot == harness.device.slot && newApp.slot == app.slot)
+        // Without slot reuse the checks below would pass whatever the generation check did.
+        try #require(newDevice.slot == harness.device.slot && newApp.slot == app.slot)
         let held = harness.exhaust(newApp, now: t0).held
         let appBucket = scheduler.bucket(app: newApp, now: t0)
         let deviceBucket = scheduler.bucket(device: newDevice, now: t0)
