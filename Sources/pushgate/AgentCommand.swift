@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import NIOCore
-import NIOHTTP1
 import NIOPosix
 import PushgateCore
 import PushgateTransport
@@ -106,16 +105,6 @@ struct AgentState: Sendable, Equatable {
     }
 }
 
-/// The agent's identity on disk.
-struct AgentIdentity: Codable {
-    var deviceId: String
-    var secret: String
-}
-
-struct AgentFailure: Error, CustomStringConvertible {
-    var description: String
-}
-
 /// One device agent: identity, registrations, then the event stream for as long as it runs.
 final class Agent: Sendable {
     private let client: ClientOptions
@@ -126,8 +115,8 @@ final class Agent: Sendable {
     private let group: any EventLoopGroup
     /// Changed by stdin commands; reported again on every connect.
     private let state: Mutex<AgentState>
-    /// The live connection and identity, for stdin commands.
-    private let current = Mutex<(HTTP2ClientConnection, AgentIdentity)?>(nil)
+    /// The live connection and the device's requests, for stdin commands.
+    private let current = Mutex<(HTTP2ClientConnection, DeviceRequests)?>(nil)
 
     init(
         client: ClientOptions,
@@ -152,7 +141,7 @@ final class Agent: Sendable {
         defer { commands.cancel() }
         var backoff = Backoff()
         var lastSeq: UInt64?
-        var identity: AgentIdentity?
+        var device: DeviceRequests?
         var registered = false
         while true {
             do {
@@ -161,16 +150,16 @@ final class Agent: Sendable {
                     current.withLock { $0 = nil }
                     Task { await connection.close() }
                 }
-                if identity == nil { identity = try await loadOrCreateIdentity(connection) }
+                if device == nil { device = DeviceRequests(server: client.server, identity: try await loadOrCreateIdentity(connection)) }
                 if !registered {
-                    for topic in topics { try await register(topic, identity!, connection) }
+                    for topic in topics { try await register(topic, device!, connection) }
                     registered = true
                 }
-                current.withLock { $0 = (connection, identity!) }
+                current.withLock { $0 = (connection, device!) }
                 let report = state.withLock { $0 }
-                if !report.isEmpty { try await sendState(report, identity!, connection) }
-                try await holdStream(connection, identity!, lastSeq: &lastSeq, backoff: &backoff)
-            } catch let failure as AgentFailure {
+                if !report.isEmpty { try await sendState(report, device!, connection) }
+                try await holdStream(connection, device!, lastSeq: &lastSeq, backoff: &backoff)
+            } catch let failure as ClientFailure {
                 throw failure
             } catch {
                 let delay = backoff.next()
@@ -189,65 +178,46 @@ final class Agent: Sendable {
         )
     }
 
-    private func request(_ method: String, _ path: String, secret: String?, body: String? = nil) -> HTTPClientRequest {
-        client.server.request(
-            method, path, bearer: secret,
-            headers: body == nil ? [:] : ["content-type": "application/json"],
-            body: body.map { ByteBuffer(string: $0) }
-        )
-    }
-
-    private func loadOrCreateIdentity(_ connection: HTTP2ClientConnection) async throws -> AgentIdentity {
+    private func loadOrCreateIdentity(_ connection: HTTP2ClientConnection) async throws -> DeviceIdentity {
         if let data = FileManager.default.contents(atPath: identityPath) {
-            guard let identity = try? JSONDecoder().decode(AgentIdentity.self, from: data) else {
-                throw AgentFailure(description: "\(identityPath) is not an agent identity file (expected {\"deviceId\",\"secret\"})")
+            guard let identity = try? JSONDecoder().decode(DeviceIdentity.self, from: data) else {
+                throw ClientFailure(description: "\(identityPath) is not an agent identity file (expected {\"deviceId\",\"secret\"})")
             }
             return identity
         }
-        let response = try await connection.send(request("POST", "/v1/devices", secret: registrationSecret))
-        guard response.status == 201,
-              let identity = try? JSONDecoder().decode(AgentIdentity.self, from: Data(response.body.readableBytesView))
-        else { throw AgentFailure(description: "device creation failed: \(response.status) \(String(buffer: response.body))") }
+        let identity = try await DeviceSetup.createDevice(on: connection, server: client.server, registrationSecret: registrationSecret)
         let data = try JSONEncoder().encode(identity)
         guard FileManager.default.createFile(atPath: identityPath, contents: data, attributes: [.posixPermissions: 0o600]) else {
-            throw AgentFailure(description: "cannot write the identity file \(identityPath)")
+            throw ClientFailure(description: "cannot write the identity file \(identityPath)")
         }
         return identity
     }
 
-    private func register(_ topic: String, _ identity: AgentIdentity, _ connection: HTTP2ClientConnection) async throws {
-        let body = "{\"topic\":\(JSONText.quote(topic))}"
-        let response = try await connection.send(request("POST", "/v1/devices/\(identity.deviceId)/registrations", secret: identity.secret, body: body))
-        guard response.status == 201 || response.status == 200 else {
-            throw AgentFailure(description: "registering \(topic) failed: \(response.status) \(String(buffer: response.body))")
-        }
-        struct Registered: Decodable { var token: String }
-        let token = (try? JSONDecoder().decode(Registered.self, from: Data(response.body.readableBytesView)))?.token ?? "?"
-        emit("{\"type\":\"registered\",\"deviceId\":\(JSONText.quote(identity.deviceId)),\"topic\":\(JSONText.quote(topic)),\"token\":\(JSONText.quote(token))}")
+    private func register(_ topic: String, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
+        let token = try await DeviceSetup.register(topic, device, on: connection)
+        emit("{\"type\":\"registered\",\"deviceId\":\(JSONText.quote(device.identity.deviceId)),\"topic\":\(JSONText.quote(topic)),\"token\":\(JSONText.quote(token))}")
     }
 
     private func holdStream(
         _ connection: HTTP2ClientConnection,
-        _ identity: AgentIdentity,
+        _ device: DeviceRequests,
         lastSeq: inout UInt64?,
         backoff: inout Backoff
     ) async throws {
-        var streamRequest = request("GET", "/v1/devices/\(identity.deviceId)/events", secret: identity.secret)
-        if let lastSeq { streamRequest.headers.add(name: "last-event-id", value: String(lastSeq)) }
-        let response = try await connection.stream(streamRequest)
+        let response = try await connection.stream(device.events(lastEventID: lastSeq))
         if response.status == 401 {
-            throw AgentFailure(description: "the gateway does not know this device or its secret (401); delete \(identityPath) to start as a new device")
+            throw ClientFailure(description: "the gateway does not know this device or its secret (401); delete \(identityPath) to start as a new device")
         }
         guard response.status == 200 else {
-            throw AgentFailure(description: "event stream refused: \(response.status)")
+            throw ClientFailure(description: "event stream refused: \(response.status)")
         }
         backoff.reset()
-        emit("{\"type\":\"connected\",\"deviceId\":\(JSONText.quote(identity.deviceId))}")
+        emit("{\"type\":\"connected\",\"deviceId\":\(JSONText.quote(device.identity.deviceId))}")
         let keepalives = keepaliveSeconds > 0 ? Task { [keepaliveSeconds] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(keepaliveSeconds))
                 if Task.isCancelled { break }
-                try? await self.sendKeepalive(identity, connection)
+                try? await self.sendKeepalive(device, connection)
             }
         } : nil
         defer { keepalives?.cancel() }
@@ -258,7 +228,7 @@ final class Agent: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { acks in
             acks.addTask {
                 do {
-                    for await seq in handled { try await self.ack(upTo: seq, identity, connection) }
+                    for await seq in handled { try await self.ack(upTo: seq, device, connection) }
                 } catch where !Task.isCancelled {
                     // Reading on without acking would stall once the gateway's unacked window
                     // is full: start over on a new connection, as a lost stream does.
@@ -294,17 +264,15 @@ final class Agent: Sendable {
         }
     }
 
-    private func ack(upTo seq: UInt64, _ identity: AgentIdentity, _ connection: HTTP2ClientConnection) async throws {
-        let ack = try await connection.send(
-            request("POST", "/v1/devices/\(identity.deviceId)/ack", secret: identity.secret, body: "{\"upTo\":\(seq)}")
-        )
+    private func ack(upTo seq: UInt64, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
+        let ack = try await connection.send(device.ack(upTo: seq))
         if ack.status != 204 { printError("ack up to \(seq) answered \(ack.status)") }
     }
 
     /// A wake event: what the gateway held comes back in the response; printed and acked like
     /// notifications from the stream.
-    private func sendKeepalive(_ identity: AgentIdentity, _ connection: HTTP2ClientConnection) async throws {
-        let response = try await connection.send(request("POST", "/v1/devices/\(identity.deviceId)/keepalive", secret: identity.secret))
+    private func sendKeepalive(_ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
+        let response = try await connection.send(device.keepalive)
         guard response.status == 200 else {
             printError("keep-alive answered \(response.status) \(String(buffer: response.body))")
             return
@@ -317,11 +285,11 @@ final class Agent: Sendable {
             }
             if let seq = (notification["seq"] as? NSNumber)?.uint64Value { newest = max(newest ?? 0, seq) }
         }
-        if let newest { try await ack(upTo: newest, identity, connection) }
+        if let newest { try await ack(upTo: newest, device, connection) }
     }
 
-    private func sendState(_ report: AgentState, _ identity: AgentIdentity, _ connection: HTTP2ClientConnection) async throws {
-        let response = try await connection.send(request("PUT", "/v1/devices/\(identity.deviceId)/state", secret: identity.secret, body: report.json))
+    private func sendState(_ report: AgentState, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
+        let response = try await connection.send(device.state(report.json))
         guard response.status == 204 else {
             printError("state report answered \(response.status) \(String(buffer: response.body))")
             return
@@ -352,14 +320,14 @@ final class Agent: Sendable {
                 printError("unknown command \"\(line)\": power idle|awake|lowPower, app TOPIC foreground|background|terminated, keepalive")
                 continue
             }
-            guard let (connection, identity) = current.withLock({ $0 }) else {
+            guard let (connection, device) = current.withLock({ $0 }) else {
                 printError("not connected; \(report == nil ? "keep-alive skipped" : "the state is reported on connect")")
                 continue
             }
             if let report {
-                try? await sendState(report, identity, connection)
+                try? await sendState(report, device, connection)
             } else {
-                try? await sendKeepalive(identity, connection)
+                try? await sendKeepalive(device, connection)
             }
         }
     }

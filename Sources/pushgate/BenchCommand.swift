@@ -157,10 +157,6 @@ struct BenchRun: Sendable {
     /// The providers' `authorization` header value, when the gateway authenticates providers.
     let authorization: String?
 
-    private func request(_ method: String, _ path: String, secret: String? = nil, headers: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
-        options.client.server.request(method, path, bearer: secret, headers: headers, body: body)
-    }
-
     /// A connection for many concurrent requests. A gateway that authenticates providers allows
     /// one stream per new connection until it proves who it is: with the server's SETTINGS in
     /// hand, the client queues the other requests instead of racing them (and being refused).
@@ -171,8 +167,7 @@ struct BenchRun: Sendable {
     }
 
     struct Device: Sendable {
-        var id: String
-        var secret: String
+        var requests: DeviceRequests
         var token: String
     }
 
@@ -216,19 +211,10 @@ struct BenchRun: Sendable {
     }
 
     private func createDevice(on connection: HTTP2ClientConnection) async throws -> Device {
-        struct Created: Decodable { var deviceId: String; var secret: String }
-        struct Registered: Decodable { var token: String }
-        let created = try await connection.send(request("POST", "/v1/devices", secret: options.deviceCreation.registrationSecret))
-        guard created.status == 201, let device = try? JSONDecoder().decode(Created.self, from: Data(created.body.readableBytesView)) else {
-            throw AgentFailure(description: "device creation failed: \(created.status) \(String(buffer: created.body))")
-        }
-        let registered = try await connection.send(
-            request("POST", "/v1/devices/\(device.deviceId)/registrations", secret: device.secret, body: ByteBuffer(string: "{\"topic\":" + JSONText.quote(options.topic) + "}"))
-        )
-        guard registered.status == 201, let token = try? JSONDecoder().decode(Registered.self, from: Data(registered.body.readableBytesView)) else {
-            throw AgentFailure(description: "registration failed: \(registered.status) \(String(buffer: registered.body))")
-        }
-        return Device(id: device.deviceId, secret: device.secret, token: token.token)
+        let server = options.client.server
+        let identity = try await DeviceSetup.createDevice(on: connection, server: server, registrationSecret: options.deviceCreation.registrationSecret)
+        let requests = DeviceRequests(server: server, identity: identity)
+        return Device(requests: requests, token: try await DeviceSetup.register(options.topic, requests, on: connection))
     }
 
     /// One device's connection and event stream, acking on its own from then on (see
@@ -236,14 +222,13 @@ struct BenchRun: Sendable {
     private func openStream(_ device: Device, ledger: BenchLedger) async throws -> HTTP2ClientConnection {
         let connection = try await connect()
         let eventLoop = connection.channel.eventLoop
-        let streamRequest = request("GET", "/v1/devices/\(device.id)/events", secret: device.secret)
-        let ack = request("POST", "/v1/devices/\(device.id)/ack", secret: device.secret)
+        let streamRequest = device.requests.events()
         let ackDelay = options.ackDelay
         let head: HTTPClientStreamedHead
         do {
             head = try await eventLoop.flatSubmit {
                 let receiver = NIOLoopBound(
-                    BenchDevice(connection: connection, ack: ack, ackDelay: ackDelay, ledger: ledger),
+                    BenchDevice(connection: connection, requests: device.requests, ackDelay: ackDelay, ledger: ledger),
                     eventLoop: eventLoop
                 )
                 return connection.submitStreaming(streamRequest) { chunk in receiver.value.received(chunk) }
@@ -254,7 +239,7 @@ struct BenchRun: Sendable {
         }
         guard head.status == 200 else {
             await connection.close()
-            throw AgentFailure(description: "event stream refused: \(head.status)")
+            throw ClientFailure(description: "event stream refused: \(head.status)")
         }
         head.ended.whenComplete { _ in
             if !ledger.stopped.load(ordering: .relaxed) { ledger.streamsLost.add(1, ordering: .relaxed) }
@@ -369,7 +354,7 @@ struct BenchRun: Sendable {
             for (index, device) in devices.enumerated() {
                 let connection = connections[index % connections.count]
                 group.addTask {
-                    let response = try await connection.send(request("POST", "/v1/devices/\(device.id)/keepalive", secret: device.secret))
+                    let response = try await connection.send(device.requests.keepalive)
                     let now = BenchLedger.now()
                     ledger.received(BenchRun.pushIndices(in: String(buffer: response.body)), at: now)
                 }
@@ -435,8 +420,7 @@ struct BenchRun: Sendable {
 /// with no task per event, so that the load generator costs little next to the gateway.
 private final class BenchDevice {
     private let connection: HTTP2ClientConnection
-    /// The device's ack request but for its body.
-    private let ack: HTTPClientRequest
+    private let requests: DeviceRequests
     private let ackDelay: Int
     private let ledger: BenchLedger
     private var parser = EventStreamParser()
@@ -447,9 +431,9 @@ private final class BenchDevice {
     /// An ack failed (the connection is going): no more are sent.
     private var failed = false
 
-    init(connection: HTTP2ClientConnection, ack: HTTPClientRequest, ackDelay: Int, ledger: BenchLedger) {
+    init(connection: HTTP2ClientConnection, requests: DeviceRequests, ackDelay: Int, ledger: BenchLedger) {
         self.connection = connection
-        self.ack = ack
+        self.requests = requests
         self.ackDelay = ackDelay
         self.ledger = ledger
     }
@@ -485,9 +469,7 @@ private final class BenchDevice {
         }
         let upTo = newest
         ledger.acksSent.add(1, ordering: .relaxed)
-        var request = ack
-        request.body = ByteBuffer(string: "{\"upTo\":\(upTo)}")
-        connection.submit(request).assumeIsolated().whenComplete { result in
+        connection.submit(requests.ack(upTo: upTo)).assumeIsolated().whenComplete { result in
             self.acking = false
             guard case .success = result else {
                 self.failed = true

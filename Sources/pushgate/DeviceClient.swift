@@ -1,0 +1,84 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import PushgateCore
+import PushgateTransport
+
+/// A device's id and secret, as `POST /v1/devices` answers them; the agent keeps them in its
+/// identity file in this shape.
+struct DeviceIdentity: Codable, Sendable {
+    var deviceId: String
+    var secret: String
+}
+
+/// A client command's failure, told as the person running it needs to hear it.
+struct ClientFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// One device's requests to the device API, for the agent and the bench alike. The ack request
+/// is built once: the bench sends thousands per second.
+struct DeviceRequests: Sendable {
+    let identity: DeviceIdentity
+    private let server: ServerURL
+    private let ackTemplate: HTTPClientRequest
+
+    init(server: ServerURL, identity: DeviceIdentity) {
+        self.server = server
+        self.identity = identity
+        ackTemplate = Self.request(server, identity, "POST", "ack", body: "")
+    }
+
+    /// The event stream, resuming after `lastEventID` when given.
+    func events(lastEventID: UInt64? = nil) -> HTTPClientRequest {
+        var request = Self.request(server, identity, "GET", "events")
+        if let lastEventID { request.headers.add(name: "last-event-id", value: String(lastEventID)) }
+        return request
+    }
+
+    /// The cumulative ack of everything up to `seq`.
+    func ack(upTo seq: UInt64) -> HTTPClientRequest {
+        var request = ackTemplate
+        request.body = ByteBuffer(string: "{\"upTo\":\(seq)}")
+        return request
+    }
+
+    var keepalive: HTTPClientRequest { Self.request(server, identity, "POST", "keepalive") }
+
+    /// A state report; `json` is the `PUT /v1/devices/{id}/state` body.
+    func state(_ json: String) -> HTTPClientRequest { Self.request(server, identity, "PUT", "state", body: json) }
+
+    func registration(topic: String) -> HTTPClientRequest {
+        Self.request(server, identity, "POST", "registrations", body: "{\"topic\":\(JSONText.quote(topic))}")
+    }
+
+    private static func request(_ server: ServerURL, _ identity: DeviceIdentity, _ method: String, _ route: String, body: String? = nil) -> HTTPClientRequest {
+        server.request(
+            method, "/v1/devices/\(identity.deviceId)/\(route)", bearer: identity.secret,
+            headers: body == nil ? [:] : ["content-type": "application/json"],
+            body: body.map { ByteBuffer(string: $0) }
+        )
+    }
+}
+
+/// The steps before a device holds its stream: creating it and registering its topics.
+enum DeviceSetup {
+    /// Creates a device; `registrationSecret` is needed when the gateway has one.
+    static func createDevice(on connection: HTTP2ClientConnection, server: ServerURL, registrationSecret: String?) async throws -> DeviceIdentity {
+        let response = try await connection.send(server.request("POST", "/v1/devices", bearer: registrationSecret))
+        guard response.status == 201, let identity = try? JSONDecoder().decode(DeviceIdentity.self, from: Data(response.body.readableBytesView)) else {
+            throw ClientFailure(description: "device creation failed: \(response.status) \(String(buffer: response.body))")
+        }
+        return identity
+    }
+
+    /// Registers `topic` for the device; returns the token providers send to.
+    static func register(_ topic: String, _ device: DeviceRequests, on connection: HTTP2ClientConnection) async throws -> String {
+        struct Registered: Decodable { var token: String }
+        let response = try await connection.send(device.registration(topic: topic))
+        guard response.status == 201, let registered = try? JSONDecoder().decode(Registered.self, from: Data(response.body.readableBytesView)) else {
+            throw ClientFailure(description: "registering \(topic) failed: \(response.status) \(String(buffer: response.body))")
+        }
+        return registered.token
+    }
+}
