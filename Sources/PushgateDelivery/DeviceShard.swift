@@ -459,7 +459,7 @@ final class DeviceShard: @unchecked Sendable {
 
     /// Appends a notification with its seq to the device's queue, not yet committed.
     private func enqueue(_ record: NotificationRecord, delivery: DeliveryKind, on device: DeviceState, keepalive: Bool = false) -> QueuedEntry {
-        var entry = QueuedNotification(record: record, committed: false, delivery: delivery)
+        let entry = QueuedNotification(record: record, committed: false, delivery: delivery)
         entry.sentInKeepalive = keepalive
         entry.sent = keepalive
         device.queue.append(entry)

@@ -4,7 +4,11 @@ import PushgateStore
 import PushgateTransport
 
 /// One notification in a device's queue: committed to the store or on its way there.
-struct QueuedNotification {
+///
+/// A class: `CircularBuffer` has no in-place element access, so with a struct every read of an
+/// entry copied its record (half a dozen strings and the payload, a retain each) and every flag
+/// set copied it out and back. Confined to its shard's event loop, like the device.
+final class QueuedNotification {
     var record: NotificationRecord
     /// Written to disk: only committed notifications are delivered, so a device never sees a
     /// push its provider was not told was accepted.
@@ -21,6 +25,12 @@ struct QueuedNotification {
     var sent = false
 
     var seq: UInt64 { record.seq ?? 0 }
+
+    init(record: NotificationRecord, committed: Bool, delivery: DeliveryKind) {
+        self.record = record
+        self.committed = committed
+        self.delivery = delivery
+    }
 }
 
 /// The device's event stream. It exists before its response head is sent (`writer` nil until
@@ -61,8 +71,10 @@ final class DeviceState {
     var queue = DeviceState.emptyQueue
 
     /// Even at capacity 0 a `CircularBuffer` allocates a slot (about 200 bytes here); devices
-    /// start out sharing this one and copy it on their first notification.
-    static let emptyQueue = CircularBuffer<QueuedNotification>(initialCapacity: 0)
+    /// start out sharing this one and copy it on their first notification. Shared across
+    /// shards safely: it never holds an entry (an append copies it first), and its storage's
+    /// reference count is atomic.
+    nonisolated(unsafe) static let emptyQueue = CircularBuffer<QueuedNotification>(initialCapacity: 0)
     /// Room an emptied queue keeps (see `DeviceShard.queueShrank`).
     static let retainedQueueCapacity = 16
     /// The next sequence number to assign.
