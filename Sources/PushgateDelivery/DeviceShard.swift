@@ -829,9 +829,8 @@ final class DeviceShard: @unchecked Sendable {
             let before = buffer!.writerIndex
             EventStreamEncoder.writeNotification(entry.record, delivery: entry.delivery, into: &buffer!)
             let size = buffer!.writerIndex - before
-            let index = device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)
-            device.queue[index].eventSize = size
-            device.queue[index].sent = true
+            entry.eventSize = size
+            entry.sent = true
             device.unackedBytes += size
             device.deliveredCount += 1
             counters.recordDelivery(entry.delivery)
@@ -877,8 +876,8 @@ final class DeviceShard: @unchecked Sendable {
 
     /// After entries left the device's queue. An empty queue leaves the set the sweep walks and
     /// gives back the storage a backlog grew: a `CircularBuffer` never shrinks, so a device that
-    /// once had thousands stored would hold their slots (about 200 bytes each) for as long as the
-    /// process runs. Small queues keep theirs, so a connected device is not reallocated per push.
+    /// once had thousands stored would hold their slots (a reference each: 128 KiB after 10,000)
+    /// for as long as the process runs. Small queues keep theirs, so a connected device is not reallocated per push.
     private func queueShrank(_ device: DeviceState) {
         guard device.queue.isEmpty else { return }
         withQueue.remove(device.id)

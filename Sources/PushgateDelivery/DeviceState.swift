@@ -70,10 +70,10 @@ final class DeviceState {
     /// Unacknowledged notifications in sequence order.
     var queue = DeviceState.emptyQueue
 
-    /// Even at capacity 0 a `CircularBuffer` allocates a slot (about 200 bytes here); devices
-    /// start out sharing this one and copy it on their first notification. Shared across
-    /// shards safely: it never holds an entry (an append copies it first), and its storage's
-    /// reference count is atomic.
+    /// Even at capacity 0 a `CircularBuffer` allocates storage (48 bytes here); devices start
+    /// out sharing this one and copy it on their first notification. Shared across shards
+    /// safely: it never holds an entry (an append copies it first), and its storage's reference
+    /// count is atomic.
     nonisolated(unsafe) static let emptyQueue = CircularBuffer<QueuedNotification>(initialCapacity: 0)
     /// Room an emptied queue keeps (see `DeviceShard.queueShrank`).
     static let retainedQueueCapacity = 16
@@ -102,9 +102,9 @@ final class DeviceState {
     func resetStreamProgress() {
         deliveredCount = 0
         unackedBytes = 0
-        for index in queue.indices {
-            queue[index].eventSize = 0
-            queue[index].sentInKeepalive = false
+        for entry in queue {
+            entry.eventSize = 0
+            entry.sentInKeepalive = false
         }
     }
 }

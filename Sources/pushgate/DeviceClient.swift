@@ -26,6 +26,7 @@ struct DeviceRequests: Sendable {
     init(server: ServerURL, identity: DeviceIdentity) {
         self.server = server
         self.identity = identity
+        // Any body, so that the template carries the JSON content type; `ack` replaces it.
         ackTemplate = Self.request(server, identity, "POST", "ack", body: "")
     }
 
