@@ -209,7 +209,8 @@ final class Agent: Sendable {
             throw ClientFailure(description: "the gateway does not know this device or its secret (401); delete \(identityPath) to start as a new device")
         }
         guard response.status == 200 else {
-            throw ClientFailure(description: "event stream refused: \(response.status)")
+            let body = await Self.start(of: response.body)
+            throw RetryableRefusal.refusal(of: "the event stream", status: response.status, body: body, failure: "event stream refused")
         }
         backoff.reset()
         emit("{\"type\":\"connected\",\"deviceId\":\(JSONText.quote(device.identity.deviceId))}")
@@ -261,6 +262,32 @@ final class Agent: Sendable {
             acks.cancelAll()
             await connection.close()
             throw ended
+        }
+    }
+
+    /// The start of a refusal's body, for the message. Waits at most 5 s: a proxy that sends a
+    /// head and never ends its body must not hold the agent.
+    private static func start(of body: HTTPClientResponseBody) async -> String {
+        await withTaskGroup(of: String?.self) { group in
+            group.addTask {
+                var text = ""
+                do {
+                    for try await chunk in body {
+                        text += String(buffer: chunk)
+                        if text.utf8.count >= 300 { break }
+                    }
+                } catch {
+                    // A body cut short still says what it said before the cut.
+                }
+                return text
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(5))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? ""
         }
     }
 

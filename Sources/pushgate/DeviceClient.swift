@@ -11,9 +11,36 @@ struct DeviceIdentity: Codable, Sendable {
     var secret: String
 }
 
-/// A client command's failure, told as the person running it needs to hear it.
+/// A client command's failure, told as the person running it needs to hear it. Retrying the
+/// same request would not help.
 struct ClientFailure: Error, CustomStringConvertible {
     var description: String
+}
+
+/// The gateway, or a proxy in front of it, answered 429 or a 5xx: it is starting, draining or
+/// overloaded, or the proxy cannot reach it. Unlike other refusals, worth another try after a
+/// back-off.
+struct RetryableRefusal: Error, CustomStringConvertible {
+    var request: String
+    var status: Int
+    /// The start of the answer's body: the gateway's JSON error says what happened.
+    var detail: String
+
+    var description: String { "\(request) answered \(status)" + (detail.isEmpty ? "" : ": \(detail)") }
+
+    static func applies(to status: Int) -> Bool { status == 429 || status >= 500 }
+
+    /// Why `request` was refused with `status`: retryable, or a `ClientFailure` saying `failure`.
+    static func refusal(of request: String, status: Int, body: String, failure: String) -> any Error {
+        let detail = oneLine(body)
+        if applies(to: status) { return RetryableRefusal(request: request, status: status, detail: detail) }
+        return ClientFailure(description: "\(failure): \(status)" + (detail.isEmpty ? "" : " \(detail)"))
+    }
+
+    /// The start of a response body, on one line, for a message.
+    static func oneLine(_ body: String) -> String {
+        String(body.prefix(300).map { $0.isNewline ? " " : $0 }).trimmingCharacters(in: .whitespaces)
+    }
 }
 
 /// One device's requests to the device API, for the agent and the bench alike. The ack request
@@ -67,8 +94,11 @@ enum DeviceSetup {
     /// Creates a device; `registrationSecret` is needed when the gateway has one.
     static func createDevice(on connection: HTTP2ClientConnection, server: ServerURL, registrationSecret: String?) async throws -> DeviceIdentity {
         let response = try await connection.send(server.request("POST", "/v1/devices", bearer: registrationSecret))
-        guard response.status == 201, let identity = try? JSONDecoder().decode(DeviceIdentity.self, from: Data(response.body.readableBytesView)) else {
-            throw ClientFailure(description: "device creation failed: \(response.status) \(String(buffer: response.body))")
+        guard response.status == 201 else {
+            throw RetryableRefusal.refusal(of: "device creation", status: response.status, body: String(buffer: response.body), failure: "device creation failed")
+        }
+        guard let identity = try? JSONDecoder().decode(DeviceIdentity.self, from: Data(response.body.readableBytesView)) else {
+            throw ClientFailure(description: "device creation answered 201 without a deviceId and secret: \(RetryableRefusal.oneLine(String(buffer: response.body)))")
         }
         return identity
     }
@@ -77,8 +107,13 @@ enum DeviceSetup {
     static func register(_ topic: String, _ device: DeviceRequests, on connection: HTTP2ClientConnection) async throws -> String {
         struct Registered: Decodable { var token: String }
         let response = try await connection.send(device.registration(topic: topic))
-        guard response.status == 201, let registered = try? JSONDecoder().decode(Registered.self, from: Data(response.body.readableBytesView)) else {
-            throw ClientFailure(description: "registering \(topic) failed: \(response.status) \(String(buffer: response.body))")
+        guard response.status == 201 else {
+            throw RetryableRefusal.refusal(
+                of: "registering \(topic)", status: response.status, body: String(buffer: response.body), failure: "registering \(topic) failed"
+            )
+        }
+        guard let registered = try? JSONDecoder().decode(Registered.self, from: Data(response.body.readableBytesView)) else {
+            throw ClientFailure(description: "registering \(topic) answered 201 without a token: \(RetryableRefusal.oneLine(String(buffer: response.body)))")
         }
         return registered.token
     }

@@ -47,39 +47,17 @@ struct AgentAckTests {
         }
     }
 
-    /// Runs `pushgate agent` against an `AckHoldingGateway` on port 0, with an identity file the
-    /// stand-in knows, and hands `body` the agent's first event stream once it is connected.
+    /// Runs `pushgate agent` against an `AckHoldingGateway` and hands `body` the agent's first
+    /// event stream once it is connected.
     private func withAgent(
         answeringAcks answer: AckHoldingGateway.AckAnswer,
         _ body: (AckHoldingGateway, AgentProcess, ResponseBodyWriter) async throws -> Void
     ) async throws {
-        let directory = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let identity = directory + "/device.json"
-        try Data(#"{"deviceId":"\#(AckHoldingGateway.deviceID)","secret":"s"}"#.utf8).write(to: URL(fileURLWithPath: identity))
-
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let gateway = AckHoldingGateway(eventLoop: group.next(), answer: answer)
-        let server = HTTPServer(
-            listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
-            application: gateway,
-            group: group,
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        )
-        var failure: (any Error)?
-        do {
-            let port = try #require(try await server.start()[0].port)
-            let agent = try AgentProcess(server: "http://127.0.0.1:\(port)", identity: identity, topic: "com.example.acks")
+        try await withStandInGateway(answeringAcks: answer) { gateway, agent in
             #expect(try agent.next()["type"] as? String == "registered")
             #expect(try agent.next()["type"] as? String == "connected")
             try await body(gateway, agent, try await gateway.firstStream())
-        } catch {
-            failure = error
         }
-        gateway.abandonWaits()
-        await server.shutdownGracefully(deadline: .milliseconds(100))
-        try await group.shutdownGracefully()
-        if let failure { throw failure }
     }
 
     private func notify(_ seq: Int, on stream: ResponseBodyWriter) async throws {
@@ -90,8 +68,49 @@ struct AgentAckTests {
     }
 }
 
-/// Answers the agent's registration and event streams like the gateway; answers acks as told.
-/// Its waits fail after 20 seconds: it cannot see an agent that died.
+/// Runs `pushgate agent` against an `AckHoldingGateway` on port 0, with an identity file the
+/// stand-in knows.
+func withStandInGateway(
+    answeringAcks answer: AckHoldingGateway.AckAnswer = .heldUntilReleased,
+    streamRefusals: [Int] = [],
+    registrationRefusals: [Int] = [],
+    capturingErrors: Bool = false,
+    _ body: (AckHoldingGateway, AgentProcess) async throws -> Void
+) async throws {
+    let directory = try scratchDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let identity = directory + "/device.json"
+    try Data(#"{"deviceId":"\#(AckHoldingGateway.deviceID)","secret":"s"}"#.utf8).write(to: URL(fileURLWithPath: identity))
+
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let gateway = AckHoldingGateway(
+        eventLoop: group.next(), answer: answer, streamRefusals: streamRefusals, registrationRefusals: registrationRefusals
+    )
+    let server = HTTPServer(
+        listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
+        application: gateway,
+        group: group,
+        logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    )
+    var failure: (any Error)?
+    do {
+        let port = try #require(try await server.start()[0].port)
+        let agent = try AgentProcess(
+            server: "http://127.0.0.1:\(port)", identity: identity, topic: "com.example.acks", capturingErrors: capturingErrors
+        )
+        try await body(gateway, agent)
+    } catch {
+        failure = error
+    }
+    gateway.abandonWaits()
+    await server.shutdownGracefully(deadline: .milliseconds(100))
+    try await group.shutdownGracefully()
+    if let failure { throw failure }
+}
+
+/// Answers the agent's registration and event streams like the gateway, but for the first
+/// event streams, refused as told; answers acks as told. Its waits fail after 20 seconds: it
+/// cannot see an agent that died.
 final class AckHoldingGateway: HTTPServerHandler {
     enum AckAnswer {
         /// Unanswered until `answerAcks`; acks after that are answered at once.
@@ -113,19 +132,31 @@ final class AckHoldingGateway: HTTPServerHandler {
     private struct State {
         var answer: AckAnswer
         var holding: Bool
+        /// Statuses for the next event stream and registration requests, with a JSON error body.
+        var streamRefusals: [Int]
+        var registrationRefusals: [Int]
+        var streamsOpened = 0
+        var registrations = 0
         var acked: [UInt64] = []
         var held: [HTTPResponder] = []
         var lastEventIDs: [String?] = []
         var waiter: (upTo: UInt64, promise: EventLoopPromise<Void>)?
     }
 
-    init(eventLoop: any EventLoop, answer: AckAnswer) {
+    init(eventLoop: any EventLoop, answer: AckAnswer, streamRefusals: [Int] = [], registrationRefusals: [Int] = []) {
         self.eventLoop = eventLoop
         firstStreamPromise = eventLoop.makePromise()
-        state = NIOLockedValueBox(State(answer: answer, holding: answer == .heldUntilReleased))
+        state = NIOLockedValueBox(
+            State(
+                answer: answer, holding: answer == .heldUntilReleased,
+                streamRefusals: streamRefusals, registrationRefusals: registrationRefusals
+            )
+        )
     }
 
     var ackedSeqs: [UInt64] { state.withLockedValue { $0.acked } }
+    /// Registration requests, refused or not.
+    var registrations: Int { state.withLockedValue { $0.registrations } }
     /// The `Last-Event-ID` of each event stream request, in order.
     var lastEventIDs: [String?] { state.withLockedValue { $0.lastEventIDs } }
 
@@ -138,11 +169,25 @@ final class AckHoldingGateway: HTTPServerHandler {
         let device = "/v1/devices/\(Self.deviceID)"
         switch (request.method, request.path) {
         case ("POST", device + "/registrations"):
-            responder.respond(HTTPServerResponse(status: 201, text: #"{"token":"\#(String(repeating: "0", count: 64))"}"#))
+            let refusal = state.withLockedValue { state -> Int? in
+                state.registrations += 1
+                return state.registrationRefusals.isEmpty ? nil : state.registrationRefusals.removeFirst()
+            }
+            if let refusal {
+                responder.respond(Self.refusal(refusal))
+            } else {
+                responder.respond(HTTPServerResponse(status: 201, text: #"{"token":"\#(String(repeating: "0", count: 64))"}"#))
+            }
         case ("GET", device + "/events"):
-            let first = state.withLockedValue { state -> Bool in
+            let (refusal, first) = state.withLockedValue { state -> (Int?, Bool) in
                 state.lastEventIDs.append(request.headers.first(name: "last-event-id"))
-                return state.lastEventIDs.count == 1
+                if !state.streamRefusals.isEmpty { return (state.streamRefusals.removeFirst(), false) }
+                state.streamsOpened += 1
+                return (nil, state.streamsOpened == 1)
+            }
+            if let refusal {
+                responder.respond(Self.refusal(refusal))
+                return
             }
             let stream = responder.startStream(ResponseHead(status: 200, headers: ["content-type": "text/event-stream"]))
             if first { stream.whenComplete { self.firstStreamPromise.completeWith($0) } }
@@ -166,6 +211,10 @@ final class AckHoldingGateway: HTTPServerHandler {
         default:
             responder.respond(HTTPServerResponse(status: 404, text: "not part of this stand-in"))
         }
+    }
+
+    private static func refusal(_ status: Int) -> HTTPServerResponse {
+        HTTPServerResponse(status: status, text: #"{"reason":"StandIn","detail":"refused by the stand-in"}"#)
     }
 
     /// Returns once an ack up to `seq` or beyond has arrived.

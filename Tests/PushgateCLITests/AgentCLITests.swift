@@ -87,17 +87,30 @@ final class AgentProcess: @unchecked Sendable {
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
+    /// Set when the test reads what the agent says on stderr (`exitMessages`).
+    private let errors: Pipe?
     private var pending = Data()
 
     /// `environment` is added to this process's own.
-    init(server: String, identity: String, topic: String, environment: [String: String] = [:]) throws {
+    init(server: String, identity: String, topic: String, environment: [String: String] = [:], capturingErrors: Bool = false) throws {
+        errors = capturingErrors ? Pipe() : nil
         process.executableURL = GatewayProcess.executable
         process.arguments = ["agent", "--server", server, "--identity", identity, "--topic", topic]
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardInput = input
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardError = errors ?? FileHandle.nullDevice
         try process.run()
+    }
+
+    /// Everything the agent wrote on stderr (`capturingErrors` only). For an agent that should
+    /// have exited: one still running is killed first, so that a test of a wrong agent fails
+    /// instead of waiting for ever.
+    func exitMessages() -> String {
+        guard let errors else { return "" }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        return String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 
     /// The next JSON line; throws if the agent exits first, or prints nothing for `timeout`

@@ -1,0 +1,38 @@
+import Testing
+
+/// The real `pushgate agent` against a stand-in gateway that refuses its event stream: a
+/// gateway starting or draining, or a proxy in front of one that is restarting, answers 5xx
+/// for a while, and the agent must ride that out; a 4xx will not change by retrying, and the
+/// agent must stop and say why.
+@Suite("pushgate agent: refused event streams", .serialized, .timeLimit(.minutes(2)))
+struct AgentRefusalTests {
+    @Test("a 503 or 502 on the event stream makes the agent back off and reconnect, not exit", arguments: [503, 502])
+    func serverErrorIsRetried(status: Int) async throws {
+        try await withStandInGateway(streamRefusals: [status]) { gateway, agent async throws in
+            #expect(try agent.next()["type"] as? String == "registered")
+            #expect(try agent.next(timeout: .seconds(20))["type"] as? String == "connected")
+            #expect(gateway.lastEventIDs.count == 2)
+        }
+    }
+
+    @Test("a 503 on registration makes the agent back off and register again, not exit")
+    func registrationServerErrorIsRetried() async throws {
+        try await withStandInGateway(registrationRefusals: [503]) { gateway, agent async throws in
+            #expect(try agent.next(timeout: .seconds(20))["type"] as? String == "registered")
+            #expect(try agent.next()["type"] as? String == "connected")
+            #expect(gateway.registrations == 2)
+        }
+    }
+
+    @Test("a 404 on the event stream ends the agent with the status and the gateway's detail")
+    func clientErrorEndsTheAgent() async throws {
+        try await withStandInGateway(streamRefusals: [404], capturingErrors: true) { gateway, agent async throws in
+            #expect(try agent.next()["type"] as? String == "registered")
+            #expect(throws: AgentProcess.AgentExited.self) { try agent.next(timeout: .seconds(20)) }
+            let messages = agent.exitMessages()
+            #expect(messages.contains("event stream refused: 404"), "\(messages)")
+            #expect(messages.contains("refused by the stand-in"), "\(messages)")
+            #expect(gateway.lastEventIDs.count == 1)
+        }
+    }
+}
