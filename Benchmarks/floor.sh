@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The floor under the delivery benchmark's CPU figure: what the parts of a delivered, acked push
+# cost when done by C references on this machine, with no Pushgate code involved.
+#
+#   bash Benchmarks/floor.sh [GROUP] [ACKS_PER_PUSH]
+#
+# A push acked at once costs a gateway at least:
+# - its provider request, among many in flight on a few connections: nghttpd answering h2load
+#   POSTs, 8 connections x 256 streams (as delivery.sh's reference);
+# - its share of acks, each a request alone on its device's connection: nghttpd answering
+#   h2load with 1,000 connections of one request each, times ACKS_PER_PUSH (`pushgate bench`
+#   reports acks; 0.45-0.47 per push flat out);
+# - its durable write and the delete of its ack: Benchmarks/store-floor.c, SQLite from C with
+#   the store's settings and statements, GROUP pushes per fsync'd commit (flat out the gateway
+#   commits 25-30 pushes per fsync: `perf stat -e syscalls:sys_enter_fdatasync`);
+# - the write of its event to its device's connection: Benchmarks/write-floor.c, one write(2)
+#   of 420 bytes (the bench's event with its DATA frame header) to each of 1,000 loopback
+#   connections in turn, no HTTP/2 framing.
+# Each part is a lower bound of its own: no parsing, no validation, no routing, no state. The
+# references run on the same cores, one at a time.
+# Prints each part in CPU-seconds per 100k pushes and their sum, to set beside delivery.sh's
+# figure and the issue's target (2.0, set against Mosquitto QoS 1, which stores nothing).
+source "$(dirname "$0")/common.sh"
+need_nghttp2_tools
+GROUP=${1:-25}
+ACKS=${2:-0.45}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+cc -O2 -o "$work/store-floor" Benchmarks/store-floor.c -lsqlite3
+store() {
+    rm -rf "$work/sf" && mkdir "$work/sf"
+    "$work/store-floor" "$work/sf" 200000 "$GROUP" "$1" | awk '{print $1}'
+}
+store_acked=$(store "$ACKS")
+store_unacked=$(store 0)
+cc -O2 -o "$work/write-floor" Benchmarks/write-floor.c
+event_write=$("$work/write-floor" 1000 200000 420 | awk '{print $1}')
+
+printf '{"aps":{"alert":"bench"},"pad":"%s"}' "$(head -c 88 /dev/zero | tr '\0' x)" > "$work/payload"
+printf 'ok\n' > "$work/static"
+port=$(free_port)
+/usr/sbin/nghttpd --no-tls -n 2 -d "$work" "$port" >/dev/null 2>&1 &
+ng=$!
+wait_port "$port"
+# nghttpd's CPU-seconds per 100k requests for one h2load run with the given flags.
+nghttpd_cpu() {
+    local before after
+    before=$(cpu_ticks "$ng")
+    h2load_rate -n 200000 -t 1 "$@" "http://127.0.0.1:$port/static" >/dev/null
+    after=$(cpu_ticks "$ng")
+    python3 -c "print(($after - $before) / $(getconf CLK_TCK) / 2)"
+}
+pipelined=$(nghttpd_cpu -c 8 -m 256 -d "$work/payload")
+lone=$(nghttpd_cpu -c 1000 -m 1 -d "$work/payload")
+kill "$ng"; wait "$ng" 2>/dev/null || true
+
+python3 - "$pipelined" "$lone" "$ACKS" "$store_acked" "$store_unacked" "$event_write" "$GROUP" <<'EOF'
+import sys
+pipelined, lone, acks, store_acked, store_unacked, event_write = map(float, sys.argv[1:7])
+group = sys.argv[7]
+rows = [
+    ("provider request (nghttpd, 8 connections x 256 in flight)", pipelined, ""),
+    (f"acks, {acks} per push (nghttpd, 1,000 connections x 1)", acks * lone, f"{lone:.2f} per 100k requests"),
+    (f"store (SQLite from C, {group} pushes per commit, acked)", store_acked, f"{store_unacked:.2f} without acks"),
+    ("event write to the device (write(2), 1,000 connections)", event_write, ""),
+    ("lower bound, devices acking (target 2.0)", pipelined + acks * lone + store_acked + event_write, ""),
+    ("lower bound, no acks", pipelined + store_unacked + event_write, ""),
+]
+for name, value, note in rows:
+    print(f"{name:<60} {value:5.2f} CPU-s per 100k" + (f" ({note})" if note else ""))
+EOF
