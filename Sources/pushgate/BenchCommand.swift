@@ -65,6 +65,12 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("idle-seconds"), help: "Hold the open, idle streams this long before sending (to measure the gateway's memory per idle device).")
     var idleSeconds: Int = 0
 
+    @Option(
+        name: .customLong("server-pid"),
+        help: "The gateway's process id, when it runs on this machine: the bench then reports the gateway's CPU-seconds per 100k delivered pushes, from the first push sent to the last received (read from /proc)."
+    )
+    var serverPID: Int32?
+
     @Option(name: .customLong("key"), help: "Token authentication for the providers: the .p8 signing key (needs --key-id and --team-id).")
     var keyFile: String?
 
@@ -85,6 +91,9 @@ struct BenchCommand: AsyncParsableCommand {
         if let rate, rate < 1 { throw ValidationError("--rate must be at least 1") }
         if !(0...60_000).contains(ackDelay) { throw ValidationError("--ack-delay must be 0 to 60000 milliseconds") }
         if !(0...100).contains(silentPercent) { throw ValidationError("--silent-percent must be 0 to 100") }
+        if let serverPID {
+            do { _ = try ProcessCPU.sample(pid: serverPID) } catch { throw ValidationError("--server-pid: \(error)") }
+        }
     }
 
     func run() async throws {
@@ -182,6 +191,7 @@ struct BenchRun: Sendable {
             try await Task.sleep(for: .seconds(options.idleSeconds))
         }
         log("sending \(options.pushes) pushes over \(options.providers) connections" + (options.rate.map { " at \($0)/s" } ?? " flat out"))
+        let cpuBefore = try options.serverPID.map { pid throws(ProcessCPU.Unreadable) in try ProcessCPU.sample(pid: pid) }
         let started = BenchLedger.now()
         let progress = Task { await reportProgress(ledger, started: started) }
         try await send(devices, ledger: ledger)
@@ -193,9 +203,17 @@ struct BenchRun: Sendable {
             if received >= accepted { break }
             try await Task.sleep(for: .milliseconds(20))
         }
+        var serverCPU: ProcessCPU?
+        if let pid = options.serverPID, let cpuBefore {
+            let after = try ProcessCPU.sample(pid: pid)
+            serverCPU = ProcessCPU(
+                totalSeconds: after.totalSeconds - cpuBefore.totalSeconds,
+                eventLoopSeconds: after.eventLoopSeconds - cpuBefore.eventLoopSeconds
+            )
+        }
         progress.cancel()
         ledger.stopped.store(true, ordering: .relaxed)
-        report(ledger, sendSeconds: sendSeconds)
+        report(ledger, sendSeconds: sendSeconds, serverCPU: serverCPU)
         await withTaskGroup(of: Void.self) { group in
             for connection in streams { group.addTask { await connection.close() } }
         }
@@ -374,7 +392,8 @@ struct BenchRun: Sendable {
         }
     }
 
-    private func report(_ ledger: BenchLedger, sendSeconds: Double) {
+    /// `serverCPU`: what the gateway used over the pushes, when --server-pid was given.
+    private func report(_ ledger: BenchLedger, sendSeconds: Double, serverCPU: ProcessCPU?) {
         let state = ledger.state.withLock { $0 }
         let acks = ledger.acksSent.load(ordering: .relaxed)
         let streamsLost = ledger.streamsLost.load(ordering: .relaxed)
@@ -383,7 +402,11 @@ struct BenchRun: Sendable {
         lost -= state.refused
         let ms = { (value: UInt64) in Double(value) / 1000 }
         let acceptRate = Double(state.accepted) / sendSeconds
-        let rows: [(String, String)] = [
+        let delivered = state.receivedTotal - state.duplicates
+        // CPU-seconds per 100k delivered pushes: (all threads, event loops).
+        let per100k = { (seconds: Double) in seconds * 100_000 / Double(max(delivered, 1)) }
+        let cpu = serverCPU.map { (per100k($0.totalSeconds), per100k($0.eventLoopSeconds)) }
+        var rows: [(String, String)] = [
             ("devices", "\(options.devices)"),
             ("pushes sent", "\(options.pushes)"),
             ("accepted (200)", "\(state.accepted)"),
@@ -391,20 +414,25 @@ struct BenchRun: Sendable {
             ("accepted per second", String(format: "%.0f", acceptRate)),
             ("accept latency p50 / p99 / max ms", String(format: "%.2f / %.2f / %.2f", ms(state.acceptLatency.valueAtPercentile(50)), ms(state.acceptLatency.valueAtPercentile(99)), ms(state.acceptLatency.max))),
             ("delivery latency p50 / p99 / max ms", String(format: "%.2f / %.2f / %.2f", ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)), ms(state.deliveryLatency.max))),
-            ("received", "\(state.receivedTotal - state.duplicates)"),
+            ("received", "\(delivered)"),
             ("lost (accepted, never received)", "\(max(0, lost))"),
             ("duplicated", "\(state.duplicates)"),
             ("acks sent by the devices", "\(acks)"),
             ("event streams lost during the run", "\(streamsLost)"),
         ]
+        if let (total, loops) = cpu {
+            rows.append(("server CPU-s per 100k delivered", String(format: "%.2f (event loops %.2f, other threads %.2f)", total, loops, total - loops)))
+        }
         for (name, value) in rows { print(name.padding(toLength: 38, withPad: " ", startingAt: 0) + value) }
+        let cpuJSON = cpu.map { String(format: ",\"serverCPUPer100k\":%.3f,\"serverLoopCPUPer100k\":%.3f", $0.0, $0.1) }
+            ?? ",\"serverCPUPer100k\":null,\"serverLoopCPUPer100k\":null"
         let json = String(
-            format: "{\"devices\":%d,\"pushes\":%d,\"accepted\":%d,\"refused\":%d,\"acceptedPerSecond\":%.0f,\"acceptP50Ms\":%.3f,\"acceptP99Ms\":%.3f,\"deliveryP50Ms\":%.3f,\"deliveryP99Ms\":%.3f,\"deliveryMaxMs\":%.3f,\"lost\":%d,\"duplicated\":%d,\"acks\":%d,\"streamsLost\":%d}",
+            format: "{\"devices\":%d,\"pushes\":%d,\"accepted\":%d,\"refused\":%d,\"acceptedPerSecond\":%.0f,\"acceptP50Ms\":%.3f,\"acceptP99Ms\":%.3f,\"deliveryP50Ms\":%.3f,\"deliveryP99Ms\":%.3f,\"deliveryMaxMs\":%.3f,\"lost\":%d,\"duplicated\":%d,\"acks\":%d,\"streamsLost\":%d",
             options.devices, options.pushes, state.accepted, state.refused, acceptRate,
             ms(state.acceptLatency.valueAtPercentile(50)), ms(state.acceptLatency.valueAtPercentile(99)),
             ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)), ms(state.deliveryLatency.max),
             max(0, lost), state.duplicates, acks, streamsLost
-        )
+        ) + cpuJSON + "}"
         print(json)
     }
 

@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// The real `pushgate bench` against the real `pushgate serve`: every push it sends is accepted
-/// and received exactly once, whether devices ack at once or coalesce their acks.
+/// and received exactly once, whether devices ack at once or coalesce their acks; given the
+/// gateway's pid, it reports the gateway's CPU.
 @Suite("pushgate bench: end to end", .serialized, .timeLimit(.minutes(3)))
 struct BenchCLITests {
     /// One bench run's flags and what its devices' acks and pacing must show.
@@ -30,7 +31,8 @@ struct BenchCLITests {
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
         defer { _ = gateway.stop() }
         let summary = try benchSummary(runPushgate(
-            ["bench", "--server", gateway.urls[0], "--devices", "20", "--providers", "2", "--pushes", "2000", "--drain-seconds", "30"] + run.flags
+            ["bench", "--server", gateway.urls[0], "--devices", "20", "--providers", "2", "--pushes", "2000", "--drain-seconds", "30",
+             "--server-pid", "\(gateway.process.processIdentifier)"] + run.flags
         ))
         #expect(summary["accepted"] as? Int == 2000)
         #expect(summary["lost"] as? Int == 0)
@@ -38,12 +40,31 @@ struct BenchCLITests {
         let acks = (summary["acks"] as? NSNumber)?.intValue ?? 0
         #expect(run.acks ? acks > 0 : acks == 0, "acks: \(acks)")
         #expect(summary["streamsLost"] as? Int == 0)
+        // The gateway worked through the pushes: its CPU shows, the event loops' part of it.
+        let cpu = try #require((summary["serverCPUPer100k"] as? NSNumber)?.doubleValue, "no server CPU: \(summary)")
+        let loops = try #require((summary["serverLoopCPUPer100k"] as? NSNumber)?.doubleValue)
+        #expect(cpu > 0)
+        #expect(loops > 0 && loops <= cpu)
         if let rate = run.rate {
             // Paced: the 2,000th push is not due before 1,999 / rate seconds have passed (flat
             // out, a debug build here sends about 3,600/s).
             let perSecond = try #require((summary["acceptedPerSecond"] as? NSNumber)?.doubleValue)
             #expect(perSecond <= Double(rate) * 2000 / 1999 + 1)
         }
+    }
+
+    @Test("without --server-pid the bench reports no server CPU; with a process that does not exist it refuses to start")
+    func serverPID() throws {
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
+        defer { _ = gateway.stop() }
+        let base = ["bench", "--server", gateway.urls[0], "--devices", "2", "--providers", "1", "--pushes", "10"]
+        let summary = try benchSummary(runPushgate(base))
+        #expect(summary["serverCPUPer100k"] is NSNull)
+        // Above the kernel's pid limit (4,194,304 at most): no such process.
+        let refused = try runPushgate(base + ["--server-pid", "2000000000"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("cannot read /proc/2000000000/stat"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("creating"), "refused before creating devices: \(refused.stderr)")
     }
 
     @Test("against a gateway with a registration secret, bench creates its devices with --registration-secret")
