@@ -1,10 +1,14 @@
-# Shared by the benchmarks (sourced, not run): a release build of pushgate, a scratch
-# directory removed on exit, and a gateway started on an ephemeral port.
+# Shared by the benchmarks (sourced, not run): a release build of pushgate (skipped when the
+# caller sets PUSHGATE_BUILD=0 before sourcing), a scratch directory removed on exit, and a
+# gateway started on an ephemeral port.
 #
 #   start_server [serve flags...]   sets $server (pid) and $url
 #   stop_server
 #   need_nghttp2_tools              installs h2load and nghttpd when missing
+#   start_nghttpd                   nghttpd (2 threads, h2c) serving $work/static ("ok"): sets $ng, $ng_port
 #   free_port, wait_port PORT       for servers started on a chosen port (nghttpd)
+#   cpu_ticks PID                   the process's utime + stime so far, in clock ticks
+#   write_alert_payload FILE        the h2load references' push: the bench's alert, 122 bytes
 #   h2load_rate ARGS...             requests/s of one h2load run that must fully succeed
 #   bench_json, bench_clean, bench_rate, compare_medians   reading `pushgate bench` results
 set -Eeuo pipefail
@@ -13,8 +17,10 @@ trap 'echo "${BASH_SOURCE[0]}: line $LINENO: a command failed (status $?)" >&2' 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ulimit -n "$(ulimit -Hn)"  # thousands of connections need as many descriptors on each side
 
-if ! build_log=$(swift build -c release --product pushgate 2>&1); then echo "$build_log" >&2; exit 1; fi
-BIN=$(swift build -c release --show-bin-path)/pushgate
+if [ "${PUSHGATE_BUILD:-1}" != 0 ]; then
+    if ! build_log=$(swift build -c release --product pushgate 2>&1); then echo "$build_log" >&2; exit 1; fi
+    BIN=$(swift build -c release --show-bin-path)/pushgate
+fi
 work=$(mktemp -d)
 cleanup() { pkill -P $$ 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
@@ -37,6 +43,18 @@ need_nghttp2_tools() {
         apt-get install -y --no-install-recommends nghttp2-client nghttp2-server >/dev/null
     fi
 }
+
+start_nghttpd() {
+    printf 'ok\n' > "$work/static"
+    ng_port=$(free_port)
+    /usr/sbin/nghttpd --no-tls -n 2 -d "$work" "$ng_port" >/dev/null 2>&1 &
+    ng=$!
+    wait_port "$ng_port"
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+write_alert_payload() { printf '{"aps":{"alert":"bench"},"pad":"%s"}' "$(head -c 88 /dev/zero | tr '\0' x)" > "$1"; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

@@ -19,7 +19,6 @@
 # The load generator runs on the same 2 cores as the server. Exits 1 at the end if any run
 # lost, duplicated or refused a push or lost an event stream.
 source "$(dirname "$0")/common.sh"
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 # Set when a run was not clean; the benchmark goes on and exits 1 at the end. (`bench_clean` reads
 # a here-string, not a pipe: in a pipeline it would run in a subshell and the flag be lost.)
@@ -63,7 +62,7 @@ stop_server
 
 echo "== reference: h2load POSTs, pushgate's provider endpoint (1,000 offline devices) against nghttpd"
 need_nghttp2_tools
-printf '{"aps":{"alert":"bench"},"pad":"%s"}' "$(head -c 88 /dev/zero | tr '\0' x)" > "$work/payload"
+write_alert_payload "$work/payload"
 REQUESTS=100000
 H2LOAD=(-n "$REQUESTS" -c 8 -m 256 -t 1 -d "$work/payload" -H 'apns-topic: com.example.bench' -H 'apns-push-type: alert')
 # Runs h2load against server pid $1 and URLs $2...; prints "requests/s CPU-s-per-100k", or fails
@@ -100,11 +99,7 @@ curl -s --http2-prior-knowledge -K "$work/register.curl" | objects \
 pg=$(h2load_cpu "$server" $(cat "$work/urls"))
 read -r pg_rate pg_cpu <<<"$pg"
 stop_server
-printf 'ok\n' > "$work/static"
-ng_port=$(free_port)
-/usr/sbin/nghttpd --no-tls -n 2 -d "$work" "$ng_port" >/dev/null 2>&1 &
-ng=$!
-wait_port "$ng_port"
+start_nghttpd
 ng_result=$(h2load_cpu "$ng" "http://127.0.0.1:$ng_port/static")
 read -r ng_rate ng_cpu <<<"$ng_result"
 kill "$ng"; wait "$ng" 2>/dev/null || true

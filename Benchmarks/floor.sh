@@ -14,17 +14,17 @@
 #   the store's settings and statements, GROUP pushes per fsync'd commit (flat out the gateway
 #   commits 25-30 pushes per fsync: `perf stat -e syscalls:sys_enter_fdatasync`);
 # - the write of its event to its device's connection: Benchmarks/write-floor.c, one write(2)
-#   of 420 bytes (the bench's event with its DATA frame header) to each of 1,000 loopback
-#   connections in turn, no HTTP/2 framing.
+#   of 452 bytes (a bench event as curl reads it, 443 bytes, and its DATA frame header) to each
+#   of 1,000 loopback connections in turn, no HTTP/2 framing.
 # Each part is a lower bound of its own: no parsing, no validation, no routing, no state. The
 # references run on the same cores, one at a time.
 # Prints each part in CPU-seconds per 100k pushes and their sum, to set beside delivery.sh's
 # figure and the issue's target (2.0, set against Mosquitto QoS 1, which stores nothing).
+PUSHGATE_BUILD=0  # no Pushgate code runs here
 source "$(dirname "$0")/common.sh"
 need_nghttp2_tools
 GROUP=${1:-25}
 ACKS=${2:-0.45}
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 cc -O2 -o "$work/store-floor" Benchmarks/store-floor.c -lsqlite3
 store() {
@@ -34,19 +34,15 @@ store() {
 store_acked=$(store "$ACKS")
 store_unacked=$(store 0)
 cc -O2 -o "$work/write-floor" Benchmarks/write-floor.c
-event_write=$("$work/write-floor" 1000 200000 420 | awk '{print $1}')
+event_write=$("$work/write-floor" 1000 200000 452 | awk '{print $1}')
 
-printf '{"aps":{"alert":"bench"},"pad":"%s"}' "$(head -c 88 /dev/zero | tr '\0' x)" > "$work/payload"
-printf 'ok\n' > "$work/static"
-port=$(free_port)
-/usr/sbin/nghttpd --no-tls -n 2 -d "$work" "$port" >/dev/null 2>&1 &
-ng=$!
-wait_port "$port"
+write_alert_payload "$work/payload"
+start_nghttpd
 # nghttpd's CPU-seconds per 100k requests for one h2load run with the given flags.
 nghttpd_cpu() {
     local before after
     before=$(cpu_ticks "$ng")
-    h2load_rate -n 200000 -t 1 "$@" "http://127.0.0.1:$port/static" >/dev/null
+    h2load_rate -n 200000 -t 1 "$@" "http://127.0.0.1:$ng_port/static" >/dev/null
     after=$(cpu_ticks "$ng")
     python3 -c "print(($after - $before) / $(getconf CLK_TCK) / 2)"
 }

@@ -205,11 +205,7 @@ struct BenchRun: Sendable {
         }
         var serverCPU: ProcessCPU?
         if let pid = options.serverPID, let cpuBefore {
-            let after = try ProcessCPU.sample(pid: pid)
-            serverCPU = ProcessCPU(
-                totalSeconds: after.totalSeconds - cpuBefore.totalSeconds,
-                eventLoopSeconds: after.eventLoopSeconds - cpuBefore.eventLoopSeconds
-            )
+            serverCPU = try ProcessCPU.sample(pid: pid).since(cpuBefore)
         }
         progress.cancel()
         ledger.stopped.store(true, ordering: .relaxed)

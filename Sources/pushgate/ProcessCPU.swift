@@ -30,10 +30,15 @@ struct ProcessCPU: Sendable {
         return ProcessCPU(totalSeconds: Double(total) / ticksPerSecond, eventLoopSeconds: Double(loops) / ticksPerSecond)
     }
 
+    /// What the process used between `earlier` and this sample.
+    func since(_ earlier: ProcessCPU) -> ProcessCPU {
+        ProcessCPU(totalSeconds: totalSeconds - earlier.totalSeconds, eventLoopSeconds: eventLoopSeconds - earlier.eventLoopSeconds)
+    }
+
     /// utime + stime of a stat line. The command name (field 2) may hold spaces and
     /// parentheses, so the fields are counted from after its last ')': state is the first,
     /// utime and stime (fields 14 and 15) the 12th and 13th.
-    static func ticks(statLine: String) -> Int? {
+    private static func ticks(statLine: String) -> Int? {
         guard let close = statLine.lastIndex(of: ")") else { return nil }
         let fields = statLine[statLine.index(after: close)...].split(separator: " ")
         guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
