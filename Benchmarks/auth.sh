@@ -10,6 +10,7 @@ source "$(dirname "$0")/common.sh"
 rounds=${1:-3}
 pushes=${2:-100000}
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/AuthKey.p8" 2>/dev/null
+gateway_owns "$work/AuthKey.p8"  # written 0600; the bench (root) still reads it
 topic=com.example.bench
 
 run_one() {  # $1 = plain|token

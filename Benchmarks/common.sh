@@ -2,7 +2,8 @@
 # caller sets PUSHGATE_BUILD=0 before sourcing), a scratch directory removed on exit, and a
 # gateway started on an ephemeral port.
 #
-#   start_server [serve flags...]   sets $server (pid) and $url
+#   start_server [serve flags...]   sets $server (pid) and $url; the gateway runs unprivileged
+#   as_gateway, gateway_owns PATH...   for scripts that start the gateway themselves
 #   stop_server
 #   need_nghttp2_tools              installs h2load and nghttpd when missing
 #   start_nghttpd                   nghttpd (2 threads, h2c) serving $work/static ("ok"): sets $ng, $ng_port
@@ -25,9 +26,23 @@ work=$(mktemp -d)
 cleanup() { pkill -P $$ 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
+# The gateway runs as production runs it, as its own user: run as root, this script starts it
+# as nobody ("${as_gateway[@]}" "$BIN" serve ...), from a copy in $work (a clone under root's
+# home is out of nobody's reach), with what it must write or read privately given to it
+# (gateway_owns PATH...: directories are created).
+as_gateway=()
+gateway_owns() { for path in "$@"; do [ -e "$path" ] || mkdir -p "$path"; done; }
+if [ "$(id -u)" = 0 ]; then
+    chmod 755 "$work"
+    as_gateway=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+    gateway_owns() { for path in "$@"; do [ -e "$path" ] || mkdir -p "$path"; chown nobody:nogroup "$path"; done; }
+    if [ -n "${BIN:-}" ]; then install -m 755 "$BIN" "$work/pushgate"; BIN=$work/pushgate; fi
+fi
+
 start_server() {
     rm -rf "$work/data"
-    "$BIN" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-level error "$@" > "$work/serve.out" 2>&1 &
+    gateway_owns "$work/data"
+    "${as_gateway[@]}" "$BIN" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-level error "$@" > "$work/serve.out" 2>&1 &
     server=$!
     for _ in $(seq 200); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.05; done
     url=$(sed -n 's/^listening //p' "$work/serve.out" | head -1)

@@ -16,8 +16,10 @@ H2LOAD_ARGS=(-c 16 -m 100 -t 1 -D "$DURATION" --warm-up-time "$WARMUP")
 
 need_nghttp2_tools
 printf 'ok\n' > "$work/healthz"
-CERT=Tests/Fixtures/tls/server.pem
-KEY=Tests/Fixtures/tls/server-key.pem
+cp Tests/Fixtures/tls/server.pem Tests/Fixtures/tls/server-key.pem "$work/"
+CERT=$work/server.pem
+KEY=$work/server-key.pem
+gateway_owns "$KEY"
 
 measure() { h2load_rate "${H2LOAD_ARGS[@]}" "$1"; }
 
@@ -26,10 +28,12 @@ for threads in $THREADS; do
     for proto in h2c tls; do
         pg_port=$(free_port)
         if [ "$proto" = h2c ]; then
-            "$BIN" serve --listen "127.0.0.1:$pg_port" --data-dir "$work/data-$threads-$proto" --threads "$threads" --log-level error >/dev/null &
+            gateway_owns "$work/data-$threads-$proto"
+            "${as_gateway[@]}" "$BIN" serve --listen "127.0.0.1:$pg_port" --data-dir "$work/data-$threads-$proto" --threads "$threads" --log-level error >/dev/null &
             url_pg="http://127.0.0.1:$pg_port/healthz"
         else
-            "$BIN" serve --tls-listen "127.0.0.1:$pg_port" --data-dir "$work/data-$threads-$proto" --tls-cert "$CERT" --tls-key "$KEY" \
+            gateway_owns "$work/data-$threads-$proto"
+            "${as_gateway[@]}" "$BIN" serve --tls-listen "127.0.0.1:$pg_port" --data-dir "$work/data-$threads-$proto" --tls-cert "$CERT" --tls-key "$KEY" \
                 --threads "$threads" --log-level error >/dev/null &
             url_pg="https://127.0.0.1:$pg_port/healthz"
         fi

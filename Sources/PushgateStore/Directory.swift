@@ -40,6 +40,22 @@ enum Directory {
         }
     }
 
+    /// Fails, naming the user and the way out, unless this process may create files in
+    /// `directory` and read and write those of `files` that exist. Checked up front because
+    /// SQLite says only "unable to open database file" (or opens read-only and fails the first
+    /// commit), typically when a store made by root is run by the gateway's own user.
+    static func checkWritable(_ directory: String, files: [String]) throws(StoreError) {
+        let denied = access(directory, W_OK | X_OK) != 0 ? directory
+            : files.first { access($0, F_OK) == 0 && access($0, R_OK | W_OK) != 0 }
+        guard let denied else { return }
+        let user = "uid \(geteuid())"
+        throw StoreError(.database, """
+            cannot use the store directory \(directory): \(denied) is not writable by this process (\(user)); \
+            give the directory and its files to the user the gateway runs as (chown -R; systemd's \
+            StateDirectory= does this), or choose another data directory
+            """)
+    }
+
     /// fsyncs a directory so that entries created in it survive a power loss. Best effort.
     static func sync(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY)

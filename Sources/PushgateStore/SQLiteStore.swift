@@ -49,6 +49,7 @@ public final class SQLiteStore: NotificationStore {
         precondition(maxPendingCommands > 0, "maxPendingCommands must be positive")
         try Directory.create(directory)
         let path = Directory.join(directory, SQLiteSchema.databaseFileName)
+        try Directory.checkWritable(directory, files: [path, path + "-wal"])
         self.path = path
         self.maxPendingCommands = maxPendingCommands
         self.logger = logger

@@ -84,7 +84,7 @@ struct AgentCLITests {
 
 /// A running `pushgate agent`, read line by line; commands go to its stdin.
 final class AgentProcess: @unchecked Sendable {
-    private let process = Process()
+    private let process: Process
     private let input = Pipe()
     private let output = Pipe()
     /// Set when the test reads what the agent says on stderr (`exitMessages`).
@@ -94,8 +94,7 @@ final class AgentProcess: @unchecked Sendable {
     /// `environment` is added to this process's own.
     init(server: String, identity: String, topic: String, environment: [String: String] = [:], capturingErrors: Bool = false) throws {
         errors = capturingErrors ? Pipe() : nil
-        process.executableURL = GatewayProcess.executable
-        process.arguments = ["agent", "--server", server, "--identity", identity, "--topic", topic]
+        process = Unprivileged.process(["agent", "--server", server, "--identity", identity, "--topic", topic])
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardInput = input
         process.standardOutput = output

@@ -25,8 +25,7 @@ struct ConfigurationFileCLITests {
         let path = directory + "/pushgate.json"
         try Data(config.utf8).write(to: URL(fileURLWithPath: path))
         // A gateway that starts anyway is killed: its stderr then lacks the message.
-        let result = try run(
-            executable: GatewayProcess.executable,
+        let result = try runPushgate(
             ["serve", "--data-dir", directory + "/data", "--listen", "127.0.0.1:0", "--config", path],
             timeout: .seconds(30)
         )

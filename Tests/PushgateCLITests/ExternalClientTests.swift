@@ -73,9 +73,7 @@ struct ExternalClientTests {
     }
 
     private func runPushgate(_ arguments: [String]) throws -> ToolRun {
-        let process = Process()
-        process.executableURL = GatewayProcess.executable
-        process.arguments = arguments
+        let process = Unprivileged.process(arguments)
         let err = Pipe()
         process.standardError = err
         process.standardOutput = Pipe()

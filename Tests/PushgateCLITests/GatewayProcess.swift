@@ -2,12 +2,13 @@ import Foundation
 import NIOConcurrencyHelpers
 
 enum Fixtures {
-    static let tlsDirectory = URL(fileURLWithPath: #filePath)
+    static let sourceTLSDirectory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent()
         .deletingLastPathComponent()
         .appendingPathComponent("Fixtures/tls")
 
-    static func tls(_ name: String) -> String { tlsDirectory.appendingPathComponent(name).path }
+    /// A TLS fixture where the unprivileged gateway can read it.
+    static func tls(_ name: String) -> String { Unprivileged.staged.tlsDirectory.appendingPathComponent(name).path }
 }
 
 struct ToolMissing: Error, CustomStringConvertible {
@@ -31,9 +32,10 @@ func run(_ tool: String, _ arguments: [String]) throws -> ToolRun {
     return try run(executable: URL(fileURLWithPath: path), arguments)
 }
 
-/// Runs the `pushgate` binary under test to completion.
-func runPushgate(_ arguments: [String]) throws -> ToolRun {
-    try run(executable: GatewayProcess.executable, arguments)
+/// Runs the `pushgate` binary under test to completion, unprivileged.
+func runPushgate(_ arguments: [String], timeout: DispatchTimeInterval = .seconds(120)) throws -> ToolRun {
+    let command = Unprivileged.command(arguments)
+    return try run(executable: command.executable, command.arguments, timeout: timeout)
 }
 
 /// A tool still running after `timeout` is killed (SIGKILL) and its run returned as it is:
@@ -74,9 +76,9 @@ func killAfter(_ timeout: DispatchTimeInterval, _ process: Process) -> DispatchW
     return item
 }
 
-/// A `pushgate serve` process on ephemeral ports.
+/// A `pushgate serve` process on ephemeral ports, run unprivileged (`Unprivileged`).
 final class GatewayProcess: @unchecked Sendable {
-    let process = Process()
+    let process: Process
     /// Base URLs in listener order, as the process printed them.
     private(set) var urls: [String] = []
     private let stdout = Pipe()
@@ -97,8 +99,7 @@ final class GatewayProcess: @unchecked Sendable {
             ownDataDirectory = directory
             arguments += ["--data-dir", directory]
         }
-        process.executableURL = Self.executable
-        process.arguments = ["serve", "--log-level", "warning"] + arguments
+        process = Unprivileged.process(["serve", "--log-level", "warning"] + arguments)
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()

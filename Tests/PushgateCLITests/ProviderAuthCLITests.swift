@@ -14,6 +14,8 @@ struct ProviderAuthCLITests {
         let path = directory + "/AuthKey_\(keyID).p8"
         let made = try run("openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path])
         try #require(made.status == 0, "openssl genpkey: \(made.stderr)")
+        // openssl writes it 0600, as a key should be: the gateway's user must own it.
+        try Unprivileged.handOver(path)
         return path
     }
 

@@ -534,9 +534,11 @@ func isLowercaseUUID(_ value: String?) -> Bool {
     return value == value.lowercased()
 }
 
-/// A fresh directory for one gateway's store, under the system temporary directory.
+/// A fresh directory under the system temporary directory, owned by the user pushgate processes
+/// run as: a gateway's store, an agent's identity file.
 func scratchDirectory() throws -> String {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-cli-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    try Unprivileged.handOver(url.path)
     return url.path
 }

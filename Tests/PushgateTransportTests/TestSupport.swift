@@ -227,6 +227,7 @@ func withTestServer(
     tls: [TLSContext] = [],
     cleartext: Bool = true,
     configure: (inout HTTPServerConfiguration) -> Void = { _ in },
+    logger: Logger? = nil,
     _ body: (TestServer) async throws -> Void
 ) async throws {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
@@ -235,9 +236,12 @@ func withTestServer(
     configure(&configuration)
     var listeners: [ListenerConfiguration] = cleartext ? [ListenerConfiguration(host: "127.0.0.1", port: 0)] : []
     listeners += tls.map { ListenerConfiguration(host: "127.0.0.1", port: 0, tls: $0) }
-    var logger = Logger(label: "test")
-    // PUSHGATE_TEST_LOG=debug shows the server's logs when a test needs explaining.
-    logger.logLevel = ProcessInfo.processInfo.environment["PUSHGATE_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+    let logger = logger ?? {
+        var logger = Logger(label: "test")
+        // PUSHGATE_TEST_LOG=debug shows the server's logs when a test needs explaining.
+        logger.logLevel = ProcessInfo.processInfo.environment["PUSHGATE_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        return logger
+    }()
     let server = HTTPServer(
         listeners: listeners,
         configuration: configuration,

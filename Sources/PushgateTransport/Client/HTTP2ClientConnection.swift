@@ -32,7 +32,7 @@ public final class HTTP2ClientConnection: Sendable {
         group: any EventLoopGroup
     ) async throws -> HTTP2ClientConnection {
         try await ClientBootstrap(group: group)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connect(host: host, port: port) { channel in
                 // The handler is captured here, not looked up later: a refused handshake may
                 // already have torn the pipeline down by the time the caller resumes.

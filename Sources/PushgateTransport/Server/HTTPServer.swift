@@ -3,6 +3,9 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#endif
 import PushgateTLS
 
 /// One address to listen on, cleartext (h2c + HTTP/1.1 by sniffing) or TLS.
@@ -25,6 +28,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// Time a new connection has to finish TLS and show which protocol it speaks.
     public var connectionSetupTimeout: TimeAmount = .seconds(10)
     public var backlog: Int32 = 1024
+    /// Set on every accepted connection; one the kernel refuses closes that connection, logged
+    /// and counted (`HTTPServer.connectionSetupFailures`).
+    public var socketOptions: [AcceptedSocketOption] = [.tcpNoDelay]
 
     public init() {}
 }
@@ -35,10 +41,24 @@ public final class HTTPServer: Sendable {
         case bindFailed(host: String, port: Int, underlying: any Error)
         case alreadyStarted
 
+        private static func hint(port: Int, error: any Error) -> String {
+            switch (error as? IOError)?.errnoCode {
+            case EACCES where port < 1024:
+                return "ports below 1024 need CAP_NET_BIND_SERVICE: systemd's AmbientCapabilities=CAP_NET_BIND_SERVICE, "
+                    + "or `setcap cap_net_bind_service=+ep` on the binary; or listen on a port from 1024 up"
+            case EADDRINUSE:
+                return "another process is using the port"
+            case EADDRNOTAVAIL:
+                return "the address is not one of this machine's"
+            default:
+                return "is another process using the port, or is the address not local?"
+            }
+        }
+
         public var description: String {
             switch self {
             case .bindFailed(let host, let port, let error):
-                return "cannot listen on \(host):\(port): \(error) (is another process using the port, or is the address not local?)"
+                return "cannot listen on \(host):\(port): \(error) (\(Self.hint(port: port, error: error)))"
             case .alreadyStarted:
                 return "the server was already started"
             }
@@ -51,6 +71,7 @@ public final class HTTPServer: Sendable {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let tracker = ConnectionTracker()
+    private let setupFailures = ConnectionSetupFailures()
     private let serverChannels = NIOLockedValueBox<[any Channel]?>(nil)
 
     public init(
@@ -79,6 +100,9 @@ public final class HTTPServer: Sendable {
                 } catch {
                     throw ServerError.bindFailed(host: listener.host, port: listener.port, underlying: error)
                 }
+                // Added once bound, so that it sits after SwiftNIO's accept handler, whose
+                // errors travel towards the pipeline's end.
+                try await channel.pipeline.addHandler(ListenerErrorHandler(failures: setupFailures, logger: logger))
                 bound.append(channel)
                 logger.info(
                     "listening",
@@ -105,6 +129,10 @@ public final class HTTPServer: Sendable {
     }
 
     public var openConnections: Int { tracker.count }
+
+    /// Connections accepted and closed at once because they could not be set up, and accepts
+    /// that failed, since start. The first failure of each cause is logged.
+    public var connectionSetupFailures: Int { setupFailures.total }
 
     /// Stops accepting, asks every connection to finish what is in flight (HTTP/2: shutdown
     /// notice, then GOAWAY), waits up to `deadline` for them to close, then closes the rest.
@@ -134,20 +162,24 @@ public final class HTTPServer: Sendable {
         let tracker = self.tracker
         let logger = self.logger
         let http2 = SharedHTTP2ServerConfiguration(configuration.http2)
+        let setupFailures = self.setupFailures
         return ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: configuration.backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             // NIO keeps each connection's last receive buffer for reuse. Starting small (and
             // adapting up under load) keeps that at a few hundred bytes on idle connections,
             // where the default would hold 2 KiB on each of them.
             .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 128, initial: 256, maximum: 64 * 1024))
-            .childChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            // Socket options are set here rather than as child channel options: SwiftNIO closes a
+            // connection whose option fails and reports it nowhere a person would see.
             .childChannelInitializer { channel in
                 guard let id = tracker.register(channel) else {
                     return channel.close()
                 }
-                return channel.eventLoop.makeCompletedFuture {
+                let options = configuration.socketOptions.reduce(channel.eventLoop.makeSucceededVoidFuture()) { done, option in
+                    done.flatMap { option.apply(to: channel) }
+                }
+                return options.flatMapThrowing {
                     try ServerConnectionPipeline(
                         id: id,
                         tls: listener.tls,
@@ -156,6 +188,10 @@ public final class HTTPServer: Sendable {
                         application: application,
                         logger: logger
                     ).configure(channel.pipeline.syncOperations, channel: channel)
+                }.flatMapError { error in
+                    setupFailures.record(error, stage: "setup", peer: channel.remoteAddress, logger: logger)
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeSucceededVoidFuture()
                 }
             }
     }
