@@ -62,7 +62,6 @@ let package = Package(
             dependencies: [
                 "CNGHTTP2",
                 "PushgateTLS",
-                "PushgateCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -75,22 +74,21 @@ let package = Package(
         .target(name: "PushgateCrypto", dependencies: ["COpenSSL"]),
         // Provider authentication: APNs JWT (ES256) and client-certificate identities, the
         // per-connection token state. Pure and clock-injected; no I/O.
-        .target(name: "PushgateProviderAuth", dependencies: ["PushgateCrypto", "PushgateCore"]),
+        .target(name: "PushgateProviderAuth", dependencies: ["PushgateCrypto", "PushgateModel"]),
         // The power-aware scheduler: silent budgets, held queues, wake events. A pure state
         // machine, one instance per shard; no I/O, no locks, injected time.
-        .target(name: "PushgateScheduler"),
-        // Domain words shared by the provider and device APIs, provider auth and the delivery
-        // core, and the one JSON quoter (the transport's GOAWAY reasons use it too). The
-        // scheduler keeps its own few (e.g. `PushPriority`) to stay dependency-free.
-        .target(
-            name: "PushgateCore",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio")]
-        ),
+        .target(name: "PushgateScheduler", dependencies: ["PushgateModel"]),
+        // One definition of each concept every layer shares: the push and its notification,
+        // push type, priority, disposition, delivery kind, drop reasons, power and app states;
+        // the error catalog; the bearer-header reader and the one JSON quoter. No I/O and no
+        // dependencies, so that the scheduler stays pure.
+        .target(name: "PushgateModel"),
 
         // Durable state: SQLite (WAL, fsync'd group commit) behind the NotificationStore protocol.
         .target(
             name: "PushgateStore",
             dependencies: [
+                "PushgateModel",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding the hot commands without GRDB's argument values.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -102,7 +100,7 @@ let package = Package(
         .target(
             name: "PushgateDelivery",
             dependencies: [
-                "PushgateCore",
+                "PushgateModel",
                 "PushgateScheduler",
                 "PushgateCrypto",
                 "PushgateStore",
@@ -114,10 +112,10 @@ let package = Package(
         ),
         // Method and path to handler; the one JSON error format.
         .target(
-            name: "PushgateRouting",
+            name: "PushgateHTTP",
             dependencies: [
                 "PushgateTransport",
-                "PushgateCore",
+                "PushgateModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
@@ -126,11 +124,11 @@ let package = Package(
         .target(
             name: "PushgateProviderAPI",
             dependencies: [
-                "PushgateCore",
+                "PushgateModel",
                 "PushgateCrypto",
                 "PushgateProviderAuth",
                 "PushgateDelivery",
-                "PushgateRouting",
+                "PushgateHTTP",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -140,11 +138,11 @@ let package = Package(
         .target(
             name: "PushgateDeviceAPI",
             dependencies: [
-                "PushgateCore",
+                "PushgateModel",
                 "PushgateScheduler",
                 "PushgateCrypto",
                 "PushgateDelivery",
-                "PushgateRouting",
+                "PushgateHTTP",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -159,7 +157,7 @@ let package = Package(
                 "PushgateDeviceAPI",
                 "PushgateProviderAPI",
                 "PushgateStore",
-                "PushgateRouting",
+                "PushgateHTTP",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -174,7 +172,7 @@ let package = Package(
                 "PushgateScheduler",
                 "PushgateProviderAuth",
                 "PushgateCrypto",
-                "PushgateCore",
+                "PushgateModel",
                 "PushgateTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -187,7 +185,7 @@ let package = Package(
         // Release-mode benchmark of the scheduler alone (events/s, bytes per idle device).
         .executableTarget(
             name: "SchedulerBenchmark",
-            dependencies: ["PushgateScheduler"],
+            dependencies: ["PushgateScheduler", "PushgateModel"],
             path: "Benchmarks/SchedulerBenchmark"
         ),
 
@@ -217,13 +215,14 @@ let package = Package(
         .testTarget(
             name: "PushgateGatewayTests",
             dependencies: [
+                "PushgateModel",
                 "PushgateGateway",
                 "PushgateDeviceAPI",
                 "PushgateScheduler",
                 "PushgateCrypto",
                 "PushgateProviderAuth",
                 "PushgateDelivery",
-                "PushgateRouting",
+                "PushgateHTTP",
                 "PushgateStore",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -235,7 +234,7 @@ let package = Package(
             name: "PushgateProviderAPITests",
             dependencies: [
                 "PushgateProviderAPI",
-                "PushgateCore",
+                "PushgateModel",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -245,12 +244,13 @@ let package = Package(
             name: "PushgateSchedulerTests",
             dependencies: [
                 "PushgateScheduler",
+                "PushgateModel",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
         .testTarget(
             name: "PushgateProviderAuthTests",
-            dependencies: ["PushgateProviderAuth", "PushgateCrypto", "PushgateCore", "PushgateTestTools"]
+            dependencies: ["PushgateProviderAuth", "PushgateCrypto", "PushgateModel", "PushgateTestTools"]
         ),
         .testTarget(
             name: "PushgateCryptoTests",
@@ -260,6 +260,7 @@ let package = Package(
             name: "PushgateStoreTests",
             dependencies: [
                 "PushgateStore",
+                "PushgateModel",
                 .product(name: "Logging", package: "swift-log"),
                 // To write databases of older schema versions for the migration tests.
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -5,6 +5,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import PushgateModel
 import PushgateScheduler
 
 /// xorshift64*: deterministic, so runs are comparable.

@@ -1,7 +1,7 @@
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import PushgateCore
+import PushgateModel
 import PushgateCrypto
 import PushgateScheduler
 import PushgateStore
@@ -53,7 +53,7 @@ public final class DeliveryCore: Sendable {
         acceptanceIDs.continue(after: snapshot.maxAcceptanceID)
         var devices = Array(repeating: [DeviceRecord](), count: shards.count)
         var registrations = Array(repeating: [RegistrationRecord](), count: shards.count)
-        var notifications = Array(repeating: [NotificationRecord](), count: shards.count)
+        var notifications = Array(repeating: [AcceptedPush](), count: shards.count)
         var buckets = Array(repeating: [BucketRecord](), count: shards.count)
         for record in snapshot.buckets {
             // `device:<id>` and `app:<token>` both carry the shard byte after the prefix.
@@ -122,7 +122,7 @@ public final class DeliveryCore: Sendable {
             id = try Identifiers.newDeviceID()
             secret = try Identifiers.newSecret()
         } catch {
-            return loop.makeFailedFuture(Refusal(status: 500, reason: "InternalServerError", detail: "\(error)"))
+            return loop.makeFailedFuture(Refusal(.internalServerError, "\(error)"))
         }
         let shard = self.shard(of: id)!
         let promise = shard.eventLoop.makePromise(of: Void.self)
@@ -210,14 +210,14 @@ public final class DeliveryCore: Sendable {
     // MARK: Provider API
 
     /// Routes a validated push to its device: 200 dispositions, or the APNs refusal.
-    public func accept(_ push: ValidatedPush) -> EventLoopFuture<Disposition> {
+    public func accept(_ push: Push, expiration: Expiration) -> EventLoopFuture<Disposition> {
         guard let shard = shard(of: push.deviceToken) else {
             return shards[0].eventLoop.makeFailedFuture(
-                Refusal(status: 400, reason: "BadDeviceToken", detail: "no device has the token \(push.deviceToken)")
+                Refusal(.badDeviceToken, "no device has the token \(push.deviceToken)")
             )
         }
         let promise = shard.eventLoop.makePromise(of: Disposition.self)
-        shard.eventLoop.execute { shard.accept(push, promise: promise) }
+        shard.eventLoop.execute { shard.accept(push, expiration: expiration, promise: promise) }
         return promise.futureResult
     }
 

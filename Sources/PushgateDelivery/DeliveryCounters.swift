@@ -1,13 +1,9 @@
-import PushgateScheduler
+import PushgateModel
 import Synchronization
 
 /// Running totals of the delivery core, for operator metrics. Updated with relaxed atomics:
 /// they are statistics, not synchronisation.
 public final class DeliveryCounters: Sendable {
-    /// Why a notification was dropped undelivered (PRODUCT.md section 4): the scheduler's own
-    /// reasons, which cover the delivery core's (expiry, unregistration) too.
-    public typealias DropReason = PushgateScheduler.DropReason
-
     private final class Counter: Sendable {
         let value = Atomic<Int>(0)
     }
@@ -16,12 +12,12 @@ public final class DeliveryCounters: Sendable {
     private let heldCount = Atomic<Int>(0)
     private let connectedCount = Atomic<Int>(0)
     private let acknowledgedCount = Atomic<Int>(0)
-    private let deliveriesByKind: [DeliveryKind.Label: Counter]
+    private let deliveriesByKind: [DeliveryKind: Counter]
     private let dropsByReason: [DropReason: Counter]
     private let dispositionsByName: [Disposition: Counter]
 
     public init() {
-        deliveriesByKind = Dictionary(uniqueKeysWithValues: DeliveryKind.Label.allCases.map { ($0, Counter()) })
+        deliveriesByKind = Dictionary(uniqueKeysWithValues: DeliveryKind.allCases.map { ($0, Counter()) })
         dropsByReason = Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0, Counter()) })
         dispositionsByName = Dictionary(uniqueKeysWithValues: Disposition.allCases.map { ($0, Counter()) })
     }
@@ -33,7 +29,7 @@ public final class DeliveryCounters: Sendable {
     public var connectedDevices: Int { connectedCount.load(ordering: .relaxed) }
     public var acknowledged: Int { acknowledgedCount.load(ordering: .relaxed) }
 
-    public func deliveries(_ kind: DeliveryKind.Label) -> Int {
+    public func deliveries(_ kind: DeliveryKind) -> Int {
         deliveriesByKind[kind]!.value.load(ordering: .relaxed)
     }
 
@@ -51,7 +47,7 @@ public final class DeliveryCounters: Sendable {
     func acknowledged(_ count: Int) { acknowledgedCount.add(count, ordering: .relaxed) }
 
     func recordDelivery(_ kind: DeliveryKind) {
-        deliveriesByKind[kind.label]!.value.add(1, ordering: .relaxed)
+        deliveriesByKind[kind]!.value.add(1, ordering: .relaxed)
     }
 
     func recordDrop(_ reason: DropReason, count: Int) {

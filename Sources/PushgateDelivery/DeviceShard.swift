@@ -1,6 +1,6 @@
 import Logging
 import NIOCore
-import PushgateCore
+import PushgateModel
 import PushgateCrypto
 import PushgateScheduler
 import PushgateStore
@@ -37,7 +37,7 @@ final class DeviceShard: @unchecked Sendable {
 
     private let scheduler: Scheduler
     /// Records of the pushes the scheduler holds, by acceptance id.
-    private var held: [UInt64: NotificationRecord] = [:]
+    private var held: [UInt64: AcceptedPush] = [:]
     /// Who the scheduler's handles are, for bucket keys and drops.
     private var deviceIDs: [DeviceHandle: String] = [:]
     private var appTokens: [AppHandle: String] = [:]
@@ -115,7 +115,7 @@ final class DeviceShard: @unchecked Sendable {
         _ = scheduler.drainDirtyBuckets()
     }
 
-    func load(notifications records: [NotificationRecord]) {
+    func load(notifications records: [AcceptedPush]) {
         // Queues in seq order: seqs are assigned at release, so acceptance order (the store's)
         // can differ (a held push released after a later stored one).
         var orphans: [UInt64] = []
@@ -133,8 +133,8 @@ final class DeviceShard: @unchecked Sendable {
                 orphans.append(record.acceptanceID)
                 continue
             }
-            if let app = registrations[record.token]?.app,
-                      scheduler.restoreHeld(Self.schedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
+            if let app = registrations[record.push.deviceToken]?.app,
+                      scheduler.restoreHeld(SchedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
             {
                 held[record.acceptanceID] = record
                 device.heldCount += 1
@@ -193,7 +193,7 @@ final class DeviceShard: @unchecked Sendable {
         do {
             token = try Identifiers.newToken(forDevice: deviceID)
         } catch {
-            promise.fail(Refusal(status: 500, reason: "InternalServerError", detail: "\(error)"))
+            promise.fail(Refusal(.internalServerError, "\(error)"))
             return
         }
         let record = RegistrationRecord(token: token, deviceID: deviceID, topic: topic, createdAt: clock.nowMillis())
@@ -227,7 +227,7 @@ final class DeviceShard: @unchecked Sendable {
               registration.unregisteredAt == nil
         else {
             promise.fail(
-                Refusal(status: 404, reason: "NotFound", detail: "no active registration \(token) on this device")
+                Refusal(.notFound, "no active registration \(token) on this device")
             )
             return
         }
@@ -236,7 +236,7 @@ final class DeviceShard: @unchecked Sendable {
         registrations[token] = registration
         device.tokensByTopic[registration.topic] = nil
         // Undelivered pushes for the app are dropped with it; delivered ones wait for their ack.
-        let dropped = removeUndelivered(from: device) { $0.record.token == token }
+        let dropped = removeUndelivered(from: device) { $0.record.push.deviceToken == token }
         counters.recordDrop(.unregistered, count: dropped.count)
         counters.add(queued: -dropped.count)
         queueShrank(device)
@@ -284,44 +284,38 @@ final class DeviceShard: @unchecked Sendable {
 
     // MARK: Provider pushes
 
-    func accept(_ push: ValidatedPush, promise: EventLoopPromise<Disposition>) {
+    func accept(_ push: Push, expiration: Expiration, promise: EventLoopPromise<Disposition>) {
         guard let registration = registrations[push.deviceToken] else {
-            promise.fail(Refusal(status: 400, reason: "BadDeviceToken", detail: "no device has the token \(push.deviceToken)"))
+            promise.fail(Refusal(.badDeviceToken, "no device has the token \(push.deviceToken)"))
             return
         }
         // Checked before the device: a deleted device's tokens are unregistered, not unknown.
         if let at = registration.unregisteredAt {
             promise.fail(
-                Refusal(
-                    status: 410,
-                    reason: "Unregistered",
-                    detail: "the token was unregistered; stop sending to it",
+                Refusal(.unregistered, "the token was unregistered; stop sending to it",
                     timestamp: at
                 )
             )
             return
         }
         guard let device = devices[registration.deviceID] else {
-            promise.fail(Refusal(status: 400, reason: "BadDeviceToken", detail: "no device has the token \(push.deviceToken)"))
+            promise.fail(Refusal(.badDeviceToken, "no device has the token \(push.deviceToken)"))
             return
         }
         guard registration.topic == push.topic else {
             promise.fail(
-                Refusal(
-                    status: 400,
-                    reason: "DeviceTokenNotForTopic",
-                    detail: "the token is registered for \(registration.topic), not \(push.topic)"
+                Refusal(.deviceTokenNotForTopic, "the token is registered for \(registration.topic), not \(push.topic)"
                 )
             )
             return
         }
         guard let app = registration.app else {
-            promise.fail(Refusal(status: 500, reason: "InternalServerError", detail: "registration \(push.deviceToken) has no scheduler state"))
+            promise.fail(Refusal(.internalServerError, "registration \(push.deviceToken) has no scheduler state"))
             return
         }
         let now = clock.nowMillis()
         let expiresAt: Int64
-        switch push.expiration {
+        switch expiration {
         case .defaultLifetime:
             expiresAt = now + configuration.scheduler.policy(forTopic: registration.topic).defaultExpirationMillis
         case .immediately:
@@ -338,23 +332,17 @@ final class DeviceShard: @unchecked Sendable {
             promise.fail(Refusal.deviceQueueFull(waiting: device.queue.count + device.heldCount))
             return
         }
-        var record = NotificationRecord(
+        var record = AcceptedPush(
             acceptanceID: nextAcceptanceID(),
             deviceID: device.id,
-            token: push.deviceToken,
-            topic: push.topic,
-            apnsID: push.apnsID,
-            pushType: push.pushType.rawValue,
-            priority: push.priority.rawValue,
-            collapseID: push.collapseID,
-            payload: Array(push.payload.readableBytesView),
+            push: push,
             acceptedAt: now,
             expiresAt: expiresAt,
             seq: nil
         )
-        let nowOrNever = push.expiration == .immediately
-        guard let acceptance = scheduler.accept(Self.schedulerPush(record, app: app, nowOrNever: nowOrNever), now: now) else {
-            promise.fail(Refusal(status: 500, reason: "InternalServerError", detail: "the scheduler does not know this registration"))
+        let nowOrNever = expiration == .immediately
+        guard let acceptance = scheduler.accept(SchedulerPush(record, app: app, nowOrNever: nowOrNever), now: now) else {
+            promise.fail(Refusal(.internalServerError, "the scheduler does not know this registration"))
             return
         }
 
@@ -374,10 +362,10 @@ final class DeviceShard: @unchecked Sendable {
             return
         case .stored:
             var replaced = false
-            if let collapseID = record.collapseID {
+            if let collapseID = record.push.collapseID {
                 // The newest push with a collapse id replaces the stored one (APNs keeps one).
                 let removed = removeUndelivered(from: device) {
-                    $0.committed && $0.record.token == record.token && $0.record.collapseID == collapseID
+                    $0.committed && $0.record.push.deviceToken == record.push.deviceToken && $0.record.push.collapseID == collapseID
                 }
                 if !removed.isEmpty {
                     replaced = true
@@ -395,7 +383,7 @@ final class DeviceShard: @unchecked Sendable {
             held[record.acceptanceID] = record
             device.heldCount += 1
             counters.add(held: 1)
-            disposition = acceptance.disposition == .held ? .held : .coalesced
+            disposition = acceptance.disposition
         case .delivered:
             // In acceptance order: what was held rides ahead of the push that woke the device.
             for release in acceptance.releases {
@@ -404,7 +392,7 @@ final class DeviceShard: @unchecked Sendable {
                     commands.append(.enqueue(record))
                     entries.append(enqueue(record, delivery: .immediate, on: device))
                 } else {
-                    releaseHeld(release, carrierAPNsID: record.apnsID, into: &commands, entries: &entries)
+                    releaseHeld(release, carrierAPNsID: record.push.apnsID, into: &commands, entries: &entries)
                 }
             }
             disposition = .delivered
@@ -423,13 +411,7 @@ final class DeviceShard: @unchecked Sendable {
                     scheduler.withdrawHeld(id: acceptanceID, app: app)
                     armSchedulerTimer()
                 }
-                promise.fail(
-                    Refusal(
-                        status: error.kind == .overloaded ? 503 : 500,
-                        reason: error.kind == .overloaded ? "ServiceUnavailable" : "InternalServerError",
-                        detail: "the notification could not be stored: \(error); retry"
-                    )
-                )
+                promise.fail(Refusal.storeFailed(error))
             }
         }
     }
@@ -445,21 +427,15 @@ final class DeviceShard: @unchecked Sendable {
         var wasHeld = false
     }
 
-    static func schedulerPush(_ record: NotificationRecord, app: AppHandle, nowOrNever: Bool) -> SchedulerPush {
-        SchedulerPush(
-            id: record.acceptanceID,
-            app: app,
-            pushClass: record.pushType == PushType.background.rawValue ? .silent : .regular,
-            priority: PushgateScheduler.PushPriority(rawValue: record.priority) ?? .high,
-            collapseID: record.collapseID,
-            expiresAt: record.expiresAt,
-            nowOrNever: nowOrNever
-        )
-    }
-
     /// Appends a notification with its seq to the device's queue, not yet committed.
-    private func enqueue(_ record: NotificationRecord, delivery: DeliveryKind, on device: DeviceState, keepalive: Bool = false) -> QueuedEntry {
-        let entry = QueuedNotification(record: record, committed: false, delivery: delivery)
+    private func enqueue(
+        _ record: AcceptedPush,
+        delivery: DeliveryKind,
+        carrier: String? = nil,
+        on device: DeviceState,
+        keepalive: Bool = false
+    ) -> QueuedEntry {
+        let entry = QueuedNotification(record: record, committed: false, delivery: delivery, carrier: carrier)
         entry.sentInKeepalive = keepalive
         entry.sent = keepalive
         device.queue.append(entry)
@@ -477,22 +453,15 @@ final class DeviceShard: @unchecked Sendable {
         keepalive: Bool = false,
         into commands: inout [StoreCommand],
         entries: inout [QueuedEntry]
-    ) -> NotificationRecord? {
+    ) -> AcceptedPush? {
         guard var record = held.removeValue(forKey: release.id), let device = devices[record.deviceID] else { return nil }
         device.heldCount -= 1
         counters.add(held: -1)
         let seq = takeSeq(device, into: &commands)
         record.seq = seq
-        let delivery: DeliveryKind
-        switch release.kind {
-        case .immediate: delivery = .immediate
-        case .piggyback: delivery = .piggyback(carrier: carrierAPNsID ?? "")
-        case .keepalive: delivery = .keepalive
-        case .online: delivery = .online
-        case .budget: delivery = .budget
-        }
         commands.append(.assignSeq(acceptanceID: record.acceptanceID, seq: seq))
-        var entry = enqueue(record, delivery: delivery, on: device, keepalive: keepalive)
+        let carrier = release.kind == .piggyback ? carrierAPNsID : nil
+        var entry = enqueue(record, delivery: release.kind, carrier: carrier, on: device, keepalive: keepalive)
         entry.wasHeld = true
         entries.append(entry)
         return record
@@ -524,8 +493,8 @@ final class DeviceShard: @unchecked Sendable {
         keepalive: Bool = false,
         into commands: inout [StoreCommand],
         entries: inout [QueuedEntry]
-    ) -> [NotificationRecord] {
-        var released: [NotificationRecord] = []
+    ) -> [AcceptedPush] {
+        var released: [AcceptedPush] = []
         for release in output.releases {
             if let record = releaseHeld(release, keepalive: keepalive, into: &commands, entries: &entries) {
                 released.append(record)
@@ -575,9 +544,9 @@ final class DeviceShard: @unchecked Sendable {
 
     /// A released push whose seq did not reach the disk: it is still held there, so it is held
     /// here again (released by the next wake event) instead of waiting for a restart.
-    private func holdAgain(_ record: NotificationRecord, on device: DeviceState) {
-        guard let app = registrations[record.token]?.app,
-              scheduler.restoreHeld(Self.schedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
+    private func holdAgain(_ record: AcceptedPush, on device: DeviceState) {
+        guard let app = registrations[record.push.deviceToken]?.app,
+              scheduler.restoreHeld(SchedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
         else { return }
         held[record.acceptanceID] = record
         device.heldCount += 1
@@ -652,7 +621,7 @@ final class DeviceShard: @unchecked Sendable {
                 var body = ByteBuffer(string: "{\"notifications\":[")
                 for (index, record) in released.enumerated() {
                     if index > 0 { body.writeInteger(UInt8(ascii: ",")) }
-                    EventStreamEncoder.writeJSON(record, delivery: .keepalive, into: &body)
+                    EventStreamEncoder.writeJSON(record, delivery: .keepalive, carrier: nil, into: &body)
                     counters.recordDelivery(.keepalive)
                 }
                 body.writeString("]}")
@@ -679,7 +648,7 @@ final class DeviceShard: @unchecked Sendable {
         for (topic, state) in apps {
             guard let token = device.tokensByTopic[topic], let app = registrations[token]?.app else {
                 promise.fail(
-                    Refusal(status: 400, reason: "BadTopic", detail: "\(topic) is not registered on this device; register it first")
+                    Refusal(.badTopic, "\(topic) is not registered on this device; register it first")
                 )
                 return
             }
@@ -827,7 +796,7 @@ final class DeviceShard: @unchecked Sendable {
             guard device.unackedBytes < configuration.unackedWindowBytes else { break }
             if buffer == nil { buffer = ByteBufferAllocator().buffer(capacity: EventStreamEncoder.estimatedSize(of: entry.record)) }
             let before = buffer!.writerIndex
-            EventStreamEncoder.writeNotification(entry.record, delivery: entry.delivery, into: &buffer!)
+            EventStreamEncoder.writeNotification(entry.record, delivery: entry.delivery, carrier: entry.carrier, into: &buffer!)
             let size = buffer!.writerIndex - before
             entry.eventSize = size
             entry.sent = true

@@ -1,4 +1,5 @@
 import NIOCore
+import PushgateModel
 import PushgateScheduler
 import PushgateStore
 import PushgateTransport
@@ -9,11 +10,13 @@ import PushgateTransport
 /// entry copied its record (half a dozen strings and the payload, a retain each) and every flag
 /// set copied it out and back. Confined to its shard's event loop, like the device.
 final class QueuedNotification {
-    var record: NotificationRecord
+    var record: AcceptedPush
     /// Written to disk: only committed notifications are delivered, so a device never sees a
     /// push its provider was not told was accepted.
     var committed: Bool
     var delivery: DeliveryKind
+    /// For `piggyback`: the apns-id of the priority-10 push it rode on.
+    let carrier: String?
     /// Bytes of its event on the current stream, counted against the unacked window.
     var eventSize = 0
     /// Released by a keep-alive and sent in its response: the current stream skips it. A new
@@ -26,10 +29,11 @@ final class QueuedNotification {
 
     var seq: UInt64 { record.seq ?? 0 }
 
-    init(record: NotificationRecord, committed: Bool, delivery: DeliveryKind) {
+    init(record: AcceptedPush, committed: Bool, delivery: DeliveryKind, carrier: String? = nil) {
         self.record = record
         self.committed = committed
         self.delivery = delivery
+        self.carrier = carrier
     }
 }
 

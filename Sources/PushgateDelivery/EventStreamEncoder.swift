@@ -1,55 +1,56 @@
 import NIOCore
-import PushgateStore
+import PushgateModel
 
 /// Server-sent events as PRODUCT.md section 3 defines them.
 enum EventStreamEncoder {
     /// `id: <seq>`, `event: notification`, `data: <one JSON object>`.
-    static func writeNotification(_ record: NotificationRecord, delivery: DeliveryKind, into buffer: inout ByteBuffer) {
+    static func writeNotification(_ record: AcceptedPush, delivery: DeliveryKind, carrier: String?, into buffer: inout ByteBuffer) {
         buffer.writeStaticString("id: ")
         writeDecimal(record.seq ?? 0, into: &buffer)
         buffer.writeStaticString("\nevent: notification\ndata: ")
-        writeJSON(record, delivery: delivery, into: &buffer)
+        writeJSON(record, delivery: delivery, carrier: carrier, into: &buffer)
         buffer.writeStaticString("\n\n")
     }
 
     /// Room for one event: the payload and the ids around it (a buffer this size rarely grows).
-    static func estimatedSize(of record: NotificationRecord) -> Int {
-        record.payload.count + record.token.utf8.count + record.topic.utf8.count + 320
+    static func estimatedSize(of record: AcceptedPush) -> Int {
+        record.push.payload.count + record.push.deviceToken.utf8.count + record.push.topic.utf8.count + 320
     }
 
     /// The notification as the JSON object carried in events and keep-alive responses.
-    static func writeJSON(_ record: NotificationRecord, delivery: DeliveryKind, into buffer: inout ByteBuffer) {
+    static func writeJSON(_ record: AcceptedPush, delivery: DeliveryKind, carrier: String?, into buffer: inout ByteBuffer) {
+        let push = record.push
         buffer.writeStaticString("{\"seq\":")
         writeDecimal(record.seq ?? 0, into: &buffer)
         buffer.writeStaticString(",\"apnsId\":")
-        writeString(record.apnsID, into: &buffer)
+        writeString(push.apnsID, into: &buffer)
         buffer.writeStaticString(",\"token\":")
-        writeString(record.token, into: &buffer)
+        writeString(push.deviceToken, into: &buffer)
         buffer.writeStaticString(",\"topic\":")
-        writeString(record.topic, into: &buffer)
+        writeString(push.topic, into: &buffer)
         buffer.writeStaticString(",\"pushType\":")
-        writeString(record.pushType, into: &buffer)
+        writeString(push.pushType.rawValue, into: &buffer)
         buffer.writeStaticString(",\"priority\":")
-        writeDecimal(UInt64(record.priority), into: &buffer)
+        writeDecimal(UInt64(push.priority.rawValue), into: &buffer)
         buffer.writeStaticString(",\"collapseId\":")
-        if let collapseID = record.collapseID { writeString(collapseID, into: &buffer) } else { buffer.writeStaticString("null") }
+        if let collapseID = push.collapseID { writeString(collapseID, into: &buffer) } else { buffer.writeStaticString("null") }
         buffer.writeStaticString(",\"payload\":")
         // The payload is a validated JSON object. SSE ends a data line at CR or LF; in valid
         // JSON those only occur as whitespace between tokens, so a space is equivalent.
-        if record.payload.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
-            for byte in record.payload {
+        if push.payload.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
+            for byte in push.payload {
                 buffer.writeInteger(byte == 0x0A || byte == 0x0D ? 0x20 : byte)
             }
         } else {
-            buffer.writeBytes(record.payload)
+            buffer.writeBytes(push.payload)
         }
         buffer.writeStaticString(",\"acceptedAt\":")
         if record.acceptedAt < 0 { buffer.writeInteger(UInt8(ascii: "-")) }
         writeDecimal(record.acceptedAt.magnitude, into: &buffer)
         buffer.writeStaticString(",\"delivery\":\"")
-        buffer.writeString(delivery.label.rawValue)
+        buffer.writeString(delivery.rawValue)
         buffer.writeStaticString("\",\"carrier\":")
-        if let carrier = delivery.carrier { writeString(carrier, into: &buffer) } else { buffer.writeStaticString("null") }
+        if let carrier { writeString(carrier, into: &buffer) } else { buffer.writeStaticString("null") }
         buffer.writeInteger(UInt8(ascii: "}"))
     }
 

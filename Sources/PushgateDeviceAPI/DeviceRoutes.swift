@@ -1,10 +1,10 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
-import PushgateCore
+import PushgateModel
 import PushgateCrypto
 import PushgateDelivery
-import PushgateRouting
+import PushgateHTTP
 import PushgateScheduler
 import PushgateTransport
 
@@ -24,15 +24,11 @@ public enum DeviceRoutes {
         let expectedSecret = registrationSecret.map { SHA256.hash($0.utf8) }
         router.add("POST", "/v1/devices", protocols: .http2Only) { request, responder in
             if let expectedSecret {
-                guard let given = bearerSecret(request.headers),
+                guard let given = BearerCredential.credential(in: request.headers.first(name: "authorization")).map(String.init),
                       constantTimeEquals(SHA256.hash(given.utf8), expectedSecret)
                 else {
                     responder.respond(
-                        .error(
-                            status: 401,
-                            reason: "Unauthorized",
-                            detail: "creating a device needs authorization: bearer <registration secret>, as configured on the gateway"
-                        )
+                        .refusal(Refusal(.unauthorized, "creating a device needs authorization: bearer <registration secret>, as configured on the gateway"))
                     )
                     return
                 }
@@ -45,7 +41,7 @@ public enum DeviceRoutes {
                         .json(status: 201, JSONText.object(["deviceId": created.deviceID, "secret": created.secret]))
                     )
                 case .failure(let error):
-                    responder.respond(errorResponse(error))
+                    responder.respond(.refusal(for: error))
                 }
             }
         }
@@ -61,11 +57,11 @@ public enum DeviceRoutes {
         let path = request.path[..<(request.path.utf8.firstIndex(of: UInt8(ascii: "?")) ?? request.path.endIndex)]
         let (deviceID, action) = parse(path.dropFirst(devicePrefix.utf8.count))
         guard !deviceID.isEmpty else {
-            responder.respond(.error(status: 404, reason: "NotFound", detail: "no route for \(path)"))
+            responder.respond(.refusal(Refusal(.notFound, "no route for \(path)")))
             return
         }
-        guard let secret = bearerSecret(request.headers) else {
-            responder.respond(errorResponse(Refusal.unauthorized))
+        guard let secret = BearerCredential.credential(in: request.headers.first(name: "authorization")).map(String.init) else {
+            responder.respond(.refusal(Refusal.unauthorized))
             return
         }
         let method = request.method
@@ -75,7 +71,7 @@ public enum DeviceRoutes {
         case ("POST", .registrations):
             guard let topic = decode(TopicBody.self, request, responder)?.topic else { return }
             guard TopicRules.isValid(topic) else {
-                responder.respond(.error(status: 400, reason: "BadTopic", detail: TopicRules.explain(topic)))
+                responder.respond(.refusal(Refusal(.badTopic, TopicRules.explain(topic))))
                 return
             }
             complete(core.register(deviceID: deviceID, secret: secret, topic: topic), request, responder) { token in
@@ -97,7 +93,7 @@ public enum DeviceRoutes {
             if let name = body.power {
                 guard let parsed = DevicePower(rawValue: name) else {
                     responder.respond(
-                        .error(status: 400, reason: "BadState", detail: "power must be awake, idle or lowPower, got \"\(name.prefix(40))\"")
+                        .refusal(Refusal(.badState, "power must be awake, idle or lowPower, got \"\(name.prefix(40))\""))
                     )
                     return
                 }
@@ -107,11 +103,7 @@ public enum DeviceRoutes {
             for (topic, name) in (body.apps ?? [:]).sorted(by: { $0.key < $1.key }) {
                 guard let state = AppState(rawValue: name) else {
                     responder.respond(
-                        .error(
-                            status: 400,
-                            reason: "BadState",
-                            detail: "apps.\(topic.prefix(100)) must be foreground, background or terminated, got \"\(name.prefix(40))\""
-                        )
+                        .refusal(Refusal(.badState, "apps.\(topic.prefix(100)) must be foreground, background or terminated, got \"\(name.prefix(40))\""))
                     )
                     return
                 }
@@ -123,9 +115,9 @@ public enum DeviceRoutes {
         case ("GET", .events):
             openEventStream(request, responder, core: core, deviceID: deviceID, secret: secret)
         case (_, let action) where action != .unknown:
-            responder.respond(.error(status: 405, reason: "MethodNotAllowed", detail: "\(path) does not accept \(method)"))
+            responder.respond(.refusal(Refusal(.methodNotAllowed, "\(path) does not accept \(method)")))
         default:
-            responder.respond(.error(status: 404, reason: "NotFound", detail: "no route for \(path)"))
+            responder.respond(.refusal(Refusal(.notFound, "no route for \(path)")))
         }
     }
 
@@ -166,7 +158,7 @@ public enum DeviceRoutes {
         if let header = request.headers.first(name: "last-event-id") {
             guard let value = UInt64(header.trimmingCharacters(in: .whitespaces)) else {
                 responder.respond(
-                    .error(status: 400, reason: "BadLastEventId", detail: "last-event-id must be a sequence number, got \"\(header.prefix(40))\"")
+                    .refusal(Refusal(.badLastEventId, "last-event-id must be a sequence number, got \"\(header.prefix(40))\""))
                 )
                 return
             }
@@ -179,7 +171,7 @@ public enum DeviceRoutes {
                 generation = opened
                 request.connection.grantFullConcurrency()
             case .failure(let error):
-                responder.respond(errorResponse(error))
+                responder.respond(.refusal(for: error))
                 return
             }
             let head = ResponseHead(
@@ -252,7 +244,7 @@ public enum DeviceRoutes {
         do {
             return try JSONDecoder().decode(T.self, from: Data(request.body.readableBytesView))
         } catch {
-            responder.respond(.error(status: 400, reason: "BadRequest", detail: "request body is not the expected JSON: \(describe(error))"))
+            responder.respond(.refusal(Refusal(.badRequest, "request body is not the expected JSON: \(describe(error))")))
             return nil
         }
     }
@@ -265,21 +257,6 @@ public enum DeviceRoutes {
         case DecodingError.dataCorrupted: return "not valid JSON"
         default: return "\(error)"
         }
-    }
-
-    /// The credential of `authorization: bearer <credential>` (scheme in any case). Byte-wise:
-    /// every device request passes here.
-    static func bearerSecret(_ headers: HTTPHeaders) -> String? {
-        guard let value = headers.first(name: "authorization") else { return nil }
-        var bytes = Substring(value).utf8[...]
-        for expected in "bearer".utf8 {
-            guard let byte = bytes.first, byte | 0x20 == expected else { return nil }
-            bytes = bytes.dropFirst()
-        }
-        guard bytes.first == UInt8(ascii: " ") else { return nil }
-        while bytes.first == UInt8(ascii: " ") || bytes.first == UInt8(ascii: "\t") { bytes = bytes.dropFirst() }
-        while bytes.last == UInt8(ascii: " ") || bytes.last == UInt8(ascii: "\t") { bytes = bytes.dropLast() }
-        return bytes.isEmpty ? nil : String(Substring(bytes))
     }
 
     /// Answers with `success` or the refusal; a success proves the device's secret, which lifts
@@ -296,15 +273,8 @@ public enum DeviceRoutes {
             case .success(let value):
                 connection.grantFullConcurrency()
                 responder.respond(success(value))
-            case .failure(let error): responder.respond(errorResponse(error))
+            case .failure(let error): responder.respond(.refusal(for: error))
             }
         }
-    }
-
-    static func errorResponse(_ error: any Error) -> HTTPServerResponse {
-        if let error = error as? Refusal {
-            return .error(status: error.status, reason: error.reason, detail: error.detail)
-        }
-        return .error(status: 500, reason: "InternalServerError", detail: "\(error)")
     }
 }

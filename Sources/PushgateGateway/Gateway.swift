@@ -4,7 +4,7 @@ import PushgateDelivery
 import PushgateDeviceAPI
 import PushgateProviderAPI
 import PushgateProviderAuth
-import PushgateRouting
+import PushgateHTTP
 import PushgateTransport
 
 /// Assembles the gateway's routes. Each API registers its own routes here.

@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 
 /// A provider identified by a TLS client certificate that the operator's CA issued and OpenSSL
 /// verified. The subject's UID attribute is the app's bundle id, as in Apple's provider
@@ -45,7 +45,7 @@ public struct CertificateProvider: Sendable, Equatable {
             } else {
                 problem = "its subject has no UID attribute naming the app's bundle id"
             }
-            return .failure(.badCertificate("the client certificate \"\(subject)\" cannot push: \(problem); ask the operator for a certificate with UID=<bundle id>"))
+            return .failure(Refusal(.badCertificate, "the client certificate \"\(subject)\" cannot push: \(problem); ask the operator for a certificate with UID=<bundle id>"))
         }
         let identity = AuthorizedProvider.Identity.certificate(subject: subject)
         guard let topic else {
@@ -55,9 +55,9 @@ public struct CertificateProvider: Sendable, Equatable {
             return .success(AuthorizedProvider(identity: identity, topic: topic))
         }
         if let suffix = Self.tokenOnlySuffixes.first(where: { Self.topic(topic, is: bundleID, plus: $0) }) {
-            return .failure(.topicDisallowed("topic \"\(topic)\" (\(suffix)) needs token authentication; certificates cannot send that push type"))
+            return .failure(Refusal(.topicDisallowed, "topic \"\(topic)\" (\(suffix)) needs token authentication; certificates cannot send that push type"))
         }
-        return .failure(.topicDisallowed("the client certificate is for \"\(bundleID)\" and may not push to topic \"\(topic.prefix(255))\""))
+        return .failure(Refusal(.topicDisallowed, "the client certificate is for \"\(bundleID)\" and may not push to topic \"\(topic.prefix(255))\""))
     }
 
     /// `topic == bundleID + suffix`, without building the concatenation.

@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 
 /// Chooses, per request, how a provider proves who it is, from what the gateway is configured
 /// with and what the connection presented.
@@ -52,10 +52,10 @@ public struct ProviderAuthenticator: Sendable {
             return connection.authorize(authorization: authorization, topic: topic, nowMillis: nowMillis)
         }
         if acceptsClientCertificates {
-            return .failure(.missingProviderToken("this gateway accepts providers by client certificate only; connect over TLS with a certificate from the operator's CA"))
+            return .failure(Refusal(.missingProviderToken, "this gateway accepts providers by client certificate only; connect over TLS with a certificate from the operator's CA"))
         }
         guard let topic else {
-            return .failure(.missingTopic("no apns-topic header; name the app's topic"))
+            return .failure(Refusal(.missingTopic, "no apns-topic header; name the app's topic"))
         }
         return .success(AuthorizedProvider(identity: .unauthenticated, topic: topic))
     }

@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 
 /// Token authentication for one provider connection: which token it uses, which key it is bound
 /// to, when it last switched tokens, and the verdicts on tokens it sent recently.
@@ -64,7 +64,7 @@ public struct ProviderConnectionAuth {
         nowMillis: Int64
     ) -> Result<AuthorizedProvider, Refusal> {
         guard let authorization else {
-            return .failure(.missingProviderToken("no authorization header; send authorization: bearer <JWT signed with your provider key>"))
+            return .failure(Refusal(.missingProviderToken, "no authorization header; send authorization: bearer <JWT signed with your provider key>"))
         }
         if let current, current.authorization == authorization {
             return admit(current, topic: topic, nowMillis: nowMillis)
@@ -111,14 +111,14 @@ public struct ProviderConnectionAuth {
             return nil
         }
         guard token.key.keyID == current.key.keyID else {
-            return .unrelatedKeyIdInToken(
+            return Refusal(.unrelatedKeyIdInToken, 
                 "this connection is bound to key \"\(current.key.keyID)\" of team \"\(current.key.teamID)\" by its first token; tokens of key \"\(token.key.keyID)\" need a new connection"
             )
         }
         if let lastSwitchMillis, !current.isExpired(atMillis: nowMillis) {
             let elapsed = (nowMillis - lastSwitchMillis) / 1000
             if elapsed < ProviderTokenRules.minimumUpdateInterval {
-                return .tooManyProviderTokenUpdates(
+                return Refusal(.tooManyProviderTokenUpdates, 
                     "this connection switched tokens \(elapsed) s ago; switch at most once every \(ProviderTokenRules.minimumUpdateInterval) s (next in \(ProviderTokenRules.minimumUpdateInterval - elapsed) s) and reuse one token for 20 to 60 minutes"
                 )
             }
@@ -131,10 +131,10 @@ public struct ProviderConnectionAuth {
 
     private func check(_ topic: String?, for token: VerifiedProviderToken) -> Result<AuthorizedProvider, Refusal> {
         guard let topic else {
-            return .failure(.missingTopic("no apns-topic header; token-authenticated requests must name the app's topic"))
+            return .failure(Refusal(.missingTopic, "no apns-topic header; token-authenticated requests must name the app's topic"))
         }
         guard token.key.allows(topic: topic) else {
-            return .failure(.topicDisallowed(Self.disallowed(topic, for: token.key)))
+            return .failure(Refusal(.topicDisallowed, Self.disallowed(topic, for: token.key)))
         }
         return .success(AuthorizedProvider(identity: .token(teamID: token.key.teamID, keyID: token.key.keyID), topic: topic))
     }

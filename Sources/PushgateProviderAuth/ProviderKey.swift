@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 import PushgateCrypto
 
 /// The APNs environment a key, or the gateway, stands for.
@@ -15,7 +15,7 @@ public struct ProviderKey: Sendable {
     public let publicKey: ES256PublicKey
     /// The bundle ids as configured. Each also allows its APNs push-type forms (`<topic>.voip`,
     /// `.complication`, `.pushkit.fileprovider`, `.location-query`, ... every suffix in
-    /// PushgateCore's `PushType`), as a real token key allows every push type of its apps.
+    /// PushgateModel's `PushType`), as a real token key allows every push type of its apps.
     public let topics: [String]
     /// When set and the keyring has an environment too, tokens are refused unless both agree.
     public let environment: ProviderEnvironment?

@@ -1,5 +1,5 @@
 import Foundation
-import PushgateCore
+import PushgateModel
 import PushgateCrypto
 
 /// An APNs provider token taken apart but not yet trusted: a JWS compact serialisation
@@ -25,33 +25,31 @@ struct ProviderToken {
     /// The token in an `authorization` header value, or why there is none
     /// (`403 MissingProviderToken`). The scheme is matched case-insensitively (RFC 9110 §11.1).
     static func bearerToken(in authorization: String) -> Result<Substring, Refusal> {
-        let value = Substring(authorization)
-        let scheme = value.prefix { $0 != " " }
-        guard scheme.lowercased() == "bearer" else {
+        switch BearerCredential(header: authorization) {
+        case .credential(let token):
+            return .success(token)
+        case .otherScheme(let scheme):
             let shown = scheme.isEmpty ? "an empty value" : "scheme \"\(scheme.prefix(20))\""
-            return .failure(.missingProviderToken("the authorization header has \(shown); send authorization: bearer <JWT>"))
+            return .failure(Refusal(.missingProviderToken, "the authorization header has \(shown); send authorization: bearer <JWT>"))
+        case .empty:
+            return .failure(Refusal(.missingProviderToken, "the authorization header says bearer but carries no token; send authorization: bearer <JWT>"))
         }
-        let token = value.dropFirst(scheme.count).drop { $0 == " " }
-        guard !token.isEmpty else {
-            return .failure(.missingProviderToken("the authorization header says bearer but carries no token; send authorization: bearer <JWT>"))
-        }
-        return .success(token)
     }
 
     /// Takes a compact JWS apart; every failure is `403 InvalidProviderToken` saying which part is wrong.
     static func parse(_ token: Substring) -> Result<ProviderToken, Refusal> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else {
-            return .failure(.invalidProviderToken("the token has \(parts.count) part\(parts.count == 1 ? "" : "s") separated by '.'; a JWT has three: header.claims.signature"))
+            return .failure(Refusal(.invalidProviderToken, "the token has \(parts.count) part\(parts.count == 1 ? "" : "s") separated by '.'; a JWT has three: header.claims.signature"))
         }
         guard let headerJSON = Base64URL.decode(parts[0]) else {
-            return .failure(.invalidProviderToken("the JWT header is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
+            return .failure(Refusal(.invalidProviderToken, "the JWT header is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
         }
         guard let claimsJSON = Base64URL.decode(parts[1]) else {
-            return .failure(.invalidProviderToken("the JWT claims set is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
+            return .failure(Refusal(.invalidProviderToken, "the JWT claims set is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
         }
         guard let signature = Base64URL.decode(parts[2]) else {
-            return .failure(.invalidProviderToken("the JWT signature is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
+            return .failure(Refusal(.invalidProviderToken, "the JWT signature is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
         }
 
         let header: Header
@@ -59,44 +57,44 @@ struct ProviderToken {
         do {
             header = try JSONDecoder().decode(Header.self, from: Data(headerJSON))
         } catch {
-            return .failure(.invalidProviderToken(describe(error, in: "header")))
+            return .failure(Refusal(.invalidProviderToken, describe(error, in: "header")))
         }
         do {
             claims = try JSONDecoder().decode(Claims.self, from: Data(claimsJSON))
         } catch {
-            return .failure(.invalidProviderToken(describe(error, in: "claims set")))
+            return .failure(Refusal(.invalidProviderToken, describe(error, in: "claims set")))
         }
 
         guard let algorithm = header.alg else {
-            return .failure(.invalidProviderToken("the JWT header has no alg; APNs tokens need \"alg\": \"ES256\""))
+            return .failure(Refusal(.invalidProviderToken, "the JWT header has no alg; APNs tokens need \"alg\": \"ES256\""))
         }
         guard algorithm == "ES256" else {
-            return .failure(.invalidProviderToken("the JWT header has alg \"\(algorithm.prefix(20))\"; APNs accepts only ES256 (ECDSA P-256, SHA-256)"))
+            return .failure(Refusal(.invalidProviderToken, "the JWT header has alg \"\(algorithm.prefix(20))\"; APNs accepts only ES256 (ECDSA P-256, SHA-256)"))
         }
         guard !header.hasCrit else {
-            return .failure(.invalidProviderToken("the JWT header has crit; no critical extensions are supported"))
+            return .failure(Refusal(.invalidProviderToken, "the JWT header has crit; no critical extensions are supported"))
         }
         guard let keyID = header.kid, !keyID.isEmpty else {
-            return .failure(.invalidProviderToken("the JWT header has no kid; set it to the provider key's key id"))
+            return .failure(Refusal(.invalidProviderToken, "the JWT header has no kid; set it to the provider key's key id"))
         }
         guard let issuer = claims.iss, !issuer.isEmpty else {
-            return .failure(.invalidProviderToken("the JWT claims set has no iss; set it to the team id"))
+            return .failure(Refusal(.invalidProviderToken, "the JWT claims set has no iss; set it to the team id"))
         }
         guard let iat = claims.iat else {
-            return .failure(.invalidProviderToken("the JWT claims set has no iat; set it to the time of signing in seconds since the epoch"))
+            return .failure(Refusal(.invalidProviderToken, "the JWT claims set has no iat; set it to the time of signing in seconds since the epoch"))
         }
         guard iat == iat.rounded(.towardZero) else {
-            return .failure(.invalidProviderToken(wholeSeconds))
+            return .failure(Refusal(.invalidProviderToken, wholeSeconds))
         }
         guard iat >= 0 else {
-            return .failure(.invalidProviderToken("iat \(Int64(exactly: iat).map(String.init) ?? String(iat)) is negative; it is the time of signing in seconds since the epoch"))
+            return .failure(Refusal(.invalidProviderToken, "iat \(Int64(exactly: iat).map(String.init) ?? String(iat)) is negative; it is the time of signing in seconds since the epoch"))
         }
         guard iat <= Double(maximumIssuedAt) else {
-            return .failure(.invalidProviderToken("iat \(Int64(exactly: iat).map(String.init) ?? String(iat)) is too large for seconds since the epoch (milliseconds?); iat is in seconds"))
+            return .failure(Refusal(.invalidProviderToken, "iat \(Int64(exactly: iat).map(String.init) ?? String(iat)) is too large for seconds since the epoch (milliseconds?); iat is in seconds"))
         }
         let issuedAt = Int64(iat)
         guard signature.count == 64 else {
-            return .failure(.invalidProviderToken("the signature is \(signature.count) bytes; an ES256 JWS signature is 64 (r || s), not DER"))
+            return .failure(Refusal(.invalidProviderToken, "the signature is \(signature.count) bytes; an ES256 JWS signature is 64 (r || s), not DER"))
         }
         let signingInput = token[token.startIndex..<parts[1].endIndex]
         return .success(ProviderToken(keyID: keyID, issuer: issuer, issuedAt: issuedAt, signature: signature, signingInput: signingInput))

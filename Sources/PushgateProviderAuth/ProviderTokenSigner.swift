@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 import PushgateCrypto
 
 /// Mints APNs provider tokens for one key, reusing each for

@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 
 /// What checking a token once found out: it verified (its clock checks are still to be made at
 /// each use), or it never will.

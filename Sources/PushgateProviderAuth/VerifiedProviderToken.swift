@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 
 /// A token whose signature, key and team checked out. Whether it is valid *now* depends on the
 /// clock, so that is asked each time (``refusal(atMillis:)``) rather than decided once.
@@ -30,13 +30,13 @@ struct VerifiedProviderToken: Sendable {
     func refusal(atMillis now: Int64) -> Refusal? {
         if now > expiresAtMillis {
             let age = now / 1000 - issuedAt
-            return .expiredProviderToken(
+            return Refusal(.expiredProviderToken, 
                 "the token was issued \(age) s ago (iat \(issuedAt)); tokens are valid for \(ProviderTokenRules.lifetime) s: sign a new one"
             )
         }
         if now < usableFromMillis {
             let ahead = issuedAt - now / 1000
-            return .invalidProviderToken(
+            return Refusal(.invalidProviderToken, 
                 "iat \(issuedAt) is \(ahead) s ahead of the gateway's clock (at most \(ProviderTokenRules.allowedFutureSkew) s is tolerated); check the provider's clock"
             )
         }
@@ -54,16 +54,16 @@ extension ProviderKeyring {
         case .success(let parsed): token = parsed
         }
         guard let key = key(id: token.keyID) else {
-            return .failure(.invalidProviderToken("no provider key with kid \"\(token.keyID.prefix(64))\" is configured on this gateway"))
+            return .failure(Refusal(.invalidProviderToken, "no provider key with kid \"\(token.keyID.prefix(64))\" is configured on this gateway"))
         }
         guard key.publicKey.verify(signature: token.signature, message: token.signingInput.utf8) else {
-            return .failure(.invalidProviderToken("the signature does not verify with the public key configured for kid \"\(key.keyID)\"; sign with that key's .p8"))
+            return .failure(Refusal(.invalidProviderToken, "the signature does not verify with the public key configured for kid \"\(key.keyID)\"; sign with that key's .p8"))
         }
         guard token.issuer == key.teamID else {
-            return .failure(.invalidProviderToken("iss \"\(token.issuer.prefix(64))\" is not the team of key \"\(key.keyID)\"; set iss to \"\(key.teamID)\""))
+            return .failure(Refusal(.invalidProviderToken, "iss \"\(token.issuer.prefix(64))\" is not the team of key \"\(key.keyID)\"; set iss to \"\(key.teamID)\""))
         }
         if let environment, let keyEnvironment = key.environment, keyEnvironment != environment {
-            return .failure(.badEnvironmentKeyIdInToken("key \"\(key.keyID)\" is for \(keyEnvironment.rawValue), but this gateway is \(environment.rawValue)"))
+            return .failure(Refusal(.badEnvironmentKeyIdInToken, "key \"\(key.keyID)\" is for \(keyEnvironment.rawValue), but this gateway is \(environment.rawValue)"))
         }
         return .success(VerifiedProviderToken(authorization: authorization, key: key, issuedAt: token.issuedAt))
     }

@@ -1,3 +1,5 @@
+import PushgateModel
+
 // Accepting a push: deliver now, hold, store or discard.
 
 extension Scheduler {
@@ -12,7 +14,7 @@ extension Scheduler {
     ///   a real device). Otherwise held (`nowOrNever`: discarded).
     /// - Regular, device not connected: `stored` (`nowOrNever`: discarded).
     /// - Priority 10: released at once, and a wake event: everything held for the device rides
-    ///   along as `piggyback(carrier:)`.
+    ///   along as `piggyback`, with this push as their carrier.
     /// - Priority 5: released at once when the device is `awake`, else held until a wake event or
     ///   `maxDeferralMillis` after acceptance, whichever comes first.
     /// - Priority 1: held until a wake event.
@@ -20,7 +22,7 @@ extension Scheduler {
     /// Returns nil for an unknown app handle; nothing is recorded then.
     public func accept(_ push: SchedulerPush, now: Int64) -> Acceptance? {
         guard let a = index(of: push.app) else { return nil }
-        guard push.expiresAt > now else { return Acceptance(disposition: .discarded(.expired)) }
+        guard push.expiresAt > now else { return Acceptance.discarded(.expired) }
         switch push.pushClass {
         case .silent: return acceptSilent(push, app: a, now: now)
         case .regular: return acceptRegular(push, app: a, now: now)
@@ -28,7 +30,7 @@ extension Scheduler {
     }
 
     private func acceptSilent(_ push: SchedulerPush, app a: Int, now: Int64) -> Acceptance {
-        guard apps[a].state != .terminated else { return Acceptance(disposition: .discarded(.appTerminated)) }
+        guard apps[a].state != .terminated else { return Acceptance.discarded(.appTerminated) }
         let d = Int(apps[a].device)
         if devices[d].connected, devices[d].power != .lowPower, apps[a].silent.count == 0,
            takeTokens(app: a, device: d, now: now)
@@ -36,33 +38,33 @@ extension Scheduler {
             rescheduleBudget(device: d)
             return Acceptance(disposition: .delivered, releases: [immediate(push, device: d)])
         }
-        guard !push.nowOrNever else { return Acceptance(disposition: .discarded(.undeliverableNow)) }
+        guard !push.nowOrNever else { return Acceptance.discarded(.undeliverableNow) }
         var drops: [Drop] = []
         let replaced = hold(push, app: a, deadline: .max, drops: &drops)
         rescheduleBudget(device: d)
-        return Acceptance(disposition: replaced.map { .coalesced(replaced: $0) } ?? .held, drops: drops)
+        return Acceptance.held(replacing: replaced, drops: drops)
     }
 
     private func acceptRegular(_ push: SchedulerPush, app a: Int, now: Int64) -> Acceptance {
         let d = Int(apps[a].device)
         guard devices[d].connected else {
-            return Acceptance(disposition: push.nowOrNever ? .discarded(.undeliverableNow) : .stored)
+            return push.nowOrNever ? Acceptance.discarded(.undeliverableNow) : Acceptance(disposition: .stored)
         }
         switch push.priority {
         case .high:
             var output = SchedulerOutput()
-            releaseAll(device: d, kind: .piggyback(carrier: push.id), now: now, into: &output)
+            releaseAll(device: d, kind: .piggyback, carrier: push.id, now: now, into: &output)
             output.releases.append(immediate(push, device: d))
             if output.releases.count > 1 { output.releases.sort { $0.id < $1.id } }
             return Acceptance(disposition: .delivered, releases: output.releases, drops: output.drops)
         case .normal where devices[d].power == .awake:
             return Acceptance(disposition: .delivered, releases: [immediate(push, device: d)])
         case .normal, .low:
-            guard !push.nowOrNever else { return Acceptance(disposition: .discarded(.undeliverableNow)) }
+            guard !push.nowOrNever else { return Acceptance.discarded(.undeliverableNow) }
             let deadline = push.priority == .normal ? now + policy(ofApp: a).policy.maxDeferralMillis : .max
             var drops: [Drop] = []
             let replaced = hold(push, app: a, deadline: deadline, drops: &drops)
-            return Acceptance(disposition: replaced.map { .coalesced(replaced: $0) } ?? .held, drops: drops)
+            return Acceptance.held(replacing: replaced, drops: drops)
         }
     }
 

@@ -1,3 +1,5 @@
+import PushgateModel
+
 // What devices report: streams opening and closing, keep-alives, power and app states.
 
 extension Scheduler {
@@ -17,7 +19,7 @@ extension Scheduler {
     public func disconnect(_ device: DeviceHandle) {
         guard let d = index(of: device) else { return }
         devices[d].connected = false
-        devices[d].budgetDue = DeviceRecord.noBudgetDue
+        devices[d].budgetDue = DeviceSlot.noBudgetDue
     }
 
     /// A keep-alive: a wake event. Everything held is released as `keepalive`, for the keep-alive's

@@ -1,3 +1,5 @@
+import PushgateModel
+
 // What the caller persists and restores: bucket levels, held pushes, app states.
 //
 // On restart the caller adds devices and apps, restores their buckets and app states, then the

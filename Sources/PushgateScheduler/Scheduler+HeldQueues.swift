@@ -1,3 +1,5 @@
+import PushgateModel
+
 // Held queues: the per-app lists of held records, their slots, and the ways out of them.
 
 extension Scheduler {
@@ -54,7 +56,7 @@ extension Scheduler {
         } else {
             slot = UInt32(held.count)
             held.append(
-                HeldRecord(
+                HeldSlot(
                     id: id,
                     expiresAt: expiresAt,
                     deadline: deadline,
@@ -87,7 +89,7 @@ extension Scheduler {
 
     /// Unlinks a held record from its app's list and frees its slot; returns the record as it was.
     @discardableResult
-    func removeHeld(_ slot: UInt32) -> HeldRecord {
+    func removeHeld(_ slot: UInt32) -> HeldSlot {
         let record = held[Int(slot)]
         let a = Int(record.app)
         var list = record.isSilent ? apps[a].silent : apps[a].regular
@@ -124,8 +126,8 @@ extension Scheduler {
     /// A wake event: everything held for the device goes, in acceptance order, without taking
     /// budget. Held pushes already past their expiry are dropped instead, even if their timer has
     /// not fired yet: expiry is enforced at release time.
-    func releaseAll(device d: Int, kind: ReleaseKind, now: Int64, into output: inout SchedulerOutput) {
-        devices[d].budgetDue = DeviceRecord.noBudgetDue
+    func releaseAll(device d: Int, kind: DeliveryKind, carrier: UInt64? = nil, now: Int64, into output: inout SchedulerOutput) {
+        devices[d].budgetDue = DeviceSlot.noBudgetDue
         guard devices[d].heldTotal > 0 else { return }
         var slots: [UInt32] = []
         slots.reserveCapacity(Int(devices[d].heldTotal))
@@ -146,7 +148,7 @@ extension Scheduler {
             if record.expiresAt <= now {
                 output.drops.append(drop(record, reason: .expired))
             } else {
-                output.releases.append(release(record, kind: kind))
+                output.releases.append(release(record, kind: kind, carrier: carrier))
             }
         }
     }
@@ -159,12 +161,12 @@ extension Scheduler {
         }
     }
 
-    func release(_ record: HeldRecord, kind: ReleaseKind) -> Release {
+    func release(_ record: HeldSlot, kind: DeliveryKind, carrier: UInt64? = nil) -> Release {
         let a = Int(record.app)
-        return Release(id: record.id, device: deviceHandle(Int(apps[a].device)), app: appHandle(a), kind: kind)
+        return Release(id: record.id, device: deviceHandle(Int(apps[a].device)), app: appHandle(a), kind: kind, carrier: carrier)
     }
 
-    func drop(_ record: HeldRecord, reason: DropReason) -> Drop {
+    func drop(_ record: HeldSlot, reason: DropReason) -> Drop {
         let a = Int(record.app)
         return Drop(id: record.id, device: deviceHandle(Int(apps[a].device)), app: appHandle(a), reason: reason)
     }

@@ -1,3 +1,5 @@
+import PushgateModel
+
 // Read-only views for the admin API. Each returns nil for an unknown handle.
 
 extension Scheduler {
@@ -70,9 +72,9 @@ extension Scheduler {
     /// Bytes reserved by the scheduler's arrays (records, free lists, timers, dirty lists), not
     /// counting collapse-id strings.
     public var storageBytes: Int {
-        devices.capacity * MemoryLayout<DeviceRecord>.stride
-            + apps.capacity * MemoryLayout<AppRecord>.stride
-            + held.capacity * MemoryLayout<HeldRecord>.stride
+        devices.capacity * MemoryLayout<DeviceSlot>.stride
+            + apps.capacity * MemoryLayout<AppSlot>.stride
+            + held.capacity * MemoryLayout<HeldSlot>.stride
             + (freeDevices.capacity + freeApps.capacity + freeHeld.capacity) * MemoryLayout<UInt32>.stride
             + (dirtyDevices.capacity + dirtyApps.capacity) * MemoryLayout<UInt32>.stride
             + timers.timers.capacity * MemoryLayout<Timer>.stride
@@ -80,6 +82,6 @@ extension Scheduler {
 
     /// Record bytes of one device with one app, nothing held, buckets untouched.
     public static var idleDeviceRecordBytes: Int {
-        MemoryLayout<DeviceRecord>.stride + MemoryLayout<AppRecord>.stride
+        MemoryLayout<DeviceSlot>.stride + MemoryLayout<AppSlot>.stride
     }
 }

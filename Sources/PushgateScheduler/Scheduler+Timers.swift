@@ -1,3 +1,5 @@
+import PushgateModel
+
 // Due work: budget releases, deferral deadlines and expiry, all from one heap of timers.
 
 extension Scheduler {
@@ -75,7 +77,7 @@ extension Scheduler {
     /// when no budget release can happen (disconnected, `lowPower`, nothing silent held).
     func rescheduleBudget(device d: Int) {
         guard devices[d].connected, devices[d].power != .lowPower, devices[d].heldSilent > 0 else {
-            devices[d].budgetDue = DeviceRecord.noBudgetDue
+            devices[d].budgetDue = DeviceSlot.noBudgetDue
             return
         }
         var appReady = Int64.max
@@ -102,7 +104,7 @@ extension Scheduler {
     /// Budget releases for one device: while the device bucket has a token, the oldest held silent
     /// push among the apps whose bucket has one goes out. Expired heads are dropped on the way.
     private func releaseByBudget(device d: Int, now: Int64, into output: inout SchedulerOutput) {
-        devices[d].budgetDue = DeviceRecord.noBudgetDue
+        devices[d].budgetDue = DeviceSlot.noBudgetDue
         while devices[d].connected, devices[d].power != .lowPower, devices[d].heldSilent > 0 {
             var best = noSlot
             var bestApp = 0
@@ -125,7 +127,7 @@ extension Scheduler {
         rescheduleBudget(device: d)
         // The pass released all the buckets allow at `now`, so the next budget time is later.
         // Enforcing it keeps `advance` from ever spinning on a timer it keeps re-adding.
-        if devices[d].budgetDue != DeviceRecord.noBudgetDue, devices[d].budgetDue <= now {
+        if devices[d].budgetDue != DeviceSlot.noBudgetDue, devices[d].budgetDue <= now {
             devices[d].budgetDue = now + 1
             schedule(.budget(device: UInt32(d), generation: devices[d].generation, at: now + 1))
         }

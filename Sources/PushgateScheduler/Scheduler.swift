@@ -1,3 +1,5 @@
+import PushgateModel
+
 /// The power-aware scheduler of one shard: silent budgets, held queues, wake events.
 ///
 /// A pure state machine: no I/O, no clock (every event carries `now`, milliseconds since the
@@ -26,9 +28,9 @@ public final class Scheduler {
     let deviceCapacity: UInt32
     let deviceRate: UInt32
 
-    var devices: [DeviceRecord] = []
-    var apps: [AppRecord] = []
-    var held: [HeldRecord] = []
+    var devices: [DeviceSlot] = []
+    var apps: [AppSlot] = []
+    var held: [HeldSlot] = []
     var freeDevices: [UInt32] = []
     var freeApps: [UInt32] = []
     var freeHeld: [UInt32] = []
@@ -74,7 +76,7 @@ public final class Scheduler {
         if let slot = freeDevices.popLast() {
             let index = Int(slot)
             devices[index].bucketTime = now
-            devices[index].budgetDue = DeviceRecord.noBudgetDue
+            devices[index].budgetDue = DeviceSlot.noBudgetDue
             devices[index].bucketLevel = deviceCapacity
             devices[index].firstApp = noSlot
             devices[index].heldSilent = 0
@@ -85,9 +87,9 @@ public final class Scheduler {
             return DeviceHandle(slot: slot, generation: devices[index].generation)
         }
         devices.append(
-            DeviceRecord(
+            DeviceSlot(
                 bucketTime: now,
-                budgetDue: DeviceRecord.noBudgetDue,
+                budgetDue: DeviceSlot.noBudgetDue,
                 bucketLevel: deviceCapacity,
                 generation: 0,
                 firstApp: noSlot,
@@ -112,7 +114,7 @@ public final class Scheduler {
         }
         devices[d].isLive = false
         devices[d].connected = false
-        devices[d].budgetDue = DeviceRecord.noBudgetDue
+        devices[d].budgetDue = DeviceSlot.noBudgetDue
         devices[d].generation &+= 1
         freeDevices.append(UInt32(d))
         deviceCount -= 1
@@ -124,7 +126,7 @@ public final class Scheduler {
     public func addApp(device: DeviceHandle, topic: String) -> AppHandle? {
         guard let d = index(of: device) else { return nil }
         let policy = policyIndexByTopic[topic] ?? 0
-        let record = AppRecord(
+        let record = AppSlot(
             bucketTime: 0,
             bucketLevel: policies[Int(policy)].appCapacity,
             generation: 0,

@@ -1,20 +1,7 @@
-/// Silent pushes are budgeted and held; regular ones are scheduled by priority only.
-public enum PushClass: UInt8, Sendable, Hashable {
-    case silent
-    case regular
-}
+import PushgateModel
 
-/// `apns-priority`.
-public enum PushPriority: UInt8, Sendable, Hashable {
-    /// 10: delivered at once, and a wake event for the device.
-    case high = 10
-    /// 5: delivered at once when the device is awake, else deferred.
-    case normal = 5
-    /// 1: waits for a wake event.
-    case low = 1
-}
-
-/// What the scheduler needs to know of an accepted push. The caller keeps the payload, keyed by `id`.
+/// What the scheduler needs to know of an accepted push: its id and app, and the facts that
+/// decide its timing. The caller keeps the notification itself, keyed by `id`.
 public struct SchedulerPush: Sendable, Hashable {
     /// The acceptance id: increasing ids are acceptance order, which every release batch follows.
     public var id: UInt64
@@ -43,5 +30,18 @@ public struct SchedulerPush: Sendable, Hashable {
         self.collapseID = collapseID
         self.expiresAt = expiresAt
         self.nowOrNever = nowOrNever
+    }
+
+    /// The scheduler's view of `notification`, whose registration is `app`.
+    public init(_ notification: AcceptedPush, app: AppHandle, nowOrNever: Bool) {
+        self.init(
+            id: notification.acceptanceID,
+            app: app,
+            pushClass: notification.push.pushType.pushClass,
+            priority: notification.push.priority,
+            collapseID: notification.push.collapseID,
+            expiresAt: notification.expiresAt,
+            nowOrNever: nowOrNever
+        )
     }
 }

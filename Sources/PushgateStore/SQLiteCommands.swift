@@ -1,3 +1,4 @@
+import PushgateModel
 import struct Foundation.Data
 import GRDB
 import GRDBSQLite
@@ -98,15 +99,16 @@ enum SQLiteCommands {
                 """)
             let acceptanceID = try int64(n.acceptanceID, "acceptanceID", command)
             let seq = try n.seq.map { seq throws(Failure) in try int64(seq, "seq", command) }
-            var (deviceID, token, topic, apnsID, pushType) = (n.deviceID, n.token, n.topic, n.apnsID, n.pushType)
-            var collapseID = n.collapseID ?? ""
+            let push = n.push
+            var (deviceID, token, topic, apnsID, pushType) = (n.deviceID, push.deviceToken, push.topic, push.apnsID, push.pushType.rawValue)
+            var collapseID = push.collapseID ?? ""
             try deviceID.withUTF8 { deviceID in
                 try token.withUTF8 { token in
                     try topic.withUTF8 { topic in
                         try apnsID.withUTF8 { apnsID in
                             try pushType.withUTF8 { pushType in
                                 try collapseID.withUTF8 { collapse in
-                                    try n.payload.withUnsafeBytes { payload in
+                                    try push.payload.withUnsafeBytes { payload in
                                         try step(statement, db, command) { h in
                                             sqlite3_bind_int64(h, 1, acceptanceID)
                                             bindText(h, 2, deviceID)
@@ -114,8 +116,8 @@ enum SQLiteCommands {
                                             bindText(h, 4, topic)
                                             bindText(h, 5, apnsID)
                                             bindText(h, 6, pushType)
-                                            sqlite3_bind_int64(h, 7, Int64(n.priority))
-                                            if n.collapseID != nil { bindText(h, 8, collapse) } else { sqlite3_bind_null(h, 8) }
+                                            sqlite3_bind_int64(h, 7, Int64(push.priority.rawValue))
+                                            if push.collapseID != nil { bindText(h, 8, collapse) } else { sqlite3_bind_null(h, 8) }
                                             if let base = payload.baseAddress {
                                                 sqlite3_bind_blob(h, 9, base, Int32(payload.count), inPlace)
                                             } else {
@@ -269,7 +271,7 @@ enum SQLiteCommands {
         case .unregister(let token, _):
             return "unregister token \(token)"
         case .enqueue(let n):
-            return "enqueue acceptance id \(n.acceptanceID) (device \(n.deviceID), apns-id \(n.apnsID))"
+            return "enqueue acceptance id \(n.acceptanceID) (device \(n.deviceID), apns-id \(n.push.apnsID))"
         case .assignSeq(let acceptanceID, let seq):
             return "assignSeq \(seq) to acceptance id \(acceptanceID)"
         case .remove(let ids):

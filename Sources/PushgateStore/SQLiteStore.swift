@@ -1,3 +1,4 @@
+import PushgateModel
 import Dispatch
 import struct Foundation.Data
 import GRDB
@@ -457,7 +458,7 @@ public final class SQLiteStore: NotificationStore {
             buckets.append(BucketRecord(key: row[0], level: UInt32(clamping: row[1] as Int64), at: row[2]))
         }
 
-        var notifications: [NotificationRecord] = []
+        var notifications: [AcceptedPush] = []
         var maxSeqByDevice: [String: UInt64] = [:]
         var maxAcceptanceID: UInt64 = 0
         let notificationRows = try Row.fetchCursor(db, sql: """
@@ -468,10 +469,24 @@ public final class SQLiteStore: NotificationStore {
         while let row = try notificationRows.next() {
             let payload: Data = row[8]
             let seq: Int64? = row[11]
-            let record = NotificationRecord(
-                acceptanceID: UInt64(row[0] as Int64), deviceID: row[1], token: row[2], topic: row[3],
-                apnsID: row[4], pushType: row[5], priority: UInt8(row[6] as Int64), collapseID: row[7],
-                payload: [UInt8](payload), acceptedAt: row[9], expiresAt: row[10], seq: seq.map { UInt64($0) }
+            let acceptanceID = UInt64(row[0] as Int64)
+            let typeName: String = row[5]
+            let priorityValue: Int64 = row[6]
+            // Only the gateway writes these columns, from validated pushes.
+            guard let pushType = PushType(rawValue: typeName),
+                  let priority = UInt8(exactly: priorityValue).flatMap(PushPriority.init(rawValue:))
+            else {
+                throw SQLiteCommands.Failure(
+                    message: "notification \(acceptanceID) has push type \"\(typeName)\" and priority \(priorityValue); the database was not written by Pushgate or is damaged"
+                )
+            }
+            let push = Push(
+                deviceToken: row[2], apnsID: row[4], topic: row[3], pushType: pushType, priority: priority,
+                collapseID: row[7], payload: [UInt8](payload)
+            )
+            let record = AcceptedPush(
+                acceptanceID: acceptanceID, deviceID: row[1], push: push,
+                acceptedAt: row[9], expiresAt: row[10], seq: seq.map { UInt64($0) }
             )
             maxAcceptanceID = max(maxAcceptanceID, record.acceptanceID)
             if let seq = record.seq, seq > maxSeqByDevice[record.deviceID, default: 0] {

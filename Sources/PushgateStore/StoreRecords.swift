@@ -1,4 +1,6 @@
-/// Durable records. Times are UNIX milliseconds.
+import PushgateModel
+
+/// Durable records (notifications are the model's `AcceptedPush`). Times are UNIX milliseconds.
 
 public struct DeviceRecord: Sendable, Equatable {
     public var id: String
@@ -68,54 +70,6 @@ public struct BucketRecord: Sendable, Equatable {
     public static func appKey(_ token: String) -> String { "app:" + token }
 }
 
-/// An accepted notification that is not yet acknowledged by its device.
-public struct NotificationRecord: Sendable, Equatable {
-    /// Acceptance order, unique across the gateway; assigned by the caller.
-    public var acceptanceID: UInt64
-    public var deviceID: String
-    public var token: String
-    public var topic: String
-    public var apnsID: String
-    public var pushType: String
-    public var priority: UInt8
-    public var collapseID: String?
-    public var payload: [UInt8]
-    public var acceptedAt: Int64
-    /// Never delivered after this time.
-    public var expiresAt: Int64
-    /// The device sequence number, assigned when the notification becomes deliverable
-    /// (delivered now, or stored for an offline device). Nil while the scheduler holds it.
-    public var seq: UInt64?
-
-    public init(
-        acceptanceID: UInt64,
-        deviceID: String,
-        token: String,
-        topic: String,
-        apnsID: String,
-        pushType: String,
-        priority: UInt8,
-        collapseID: String?,
-        payload: [UInt8],
-        acceptedAt: Int64,
-        expiresAt: Int64,
-        seq: UInt64?
-    ) {
-        self.acceptanceID = acceptanceID
-        self.deviceID = deviceID
-        self.token = token
-        self.topic = topic
-        self.apnsID = apnsID
-        self.pushType = pushType
-        self.priority = priority
-        self.collapseID = collapseID
-        self.payload = payload
-        self.acceptedAt = acceptedAt
-        self.expiresAt = expiresAt
-        self.seq = seq
-    }
-}
-
 /// One change to durable state. A batch of commands is applied atomically.
 public enum StoreCommand: Sendable, Equatable {
     case createDevice(DeviceRecord)
@@ -125,7 +79,7 @@ public enum StoreCommand: Sendable, Equatable {
     case deleteDevice(id: String, at: Int64, acceptanceIDs: [UInt64])
     case register(RegistrationRecord)
     case unregister(token: String, at: Int64)
-    case enqueue(NotificationRecord)
+    case enqueue(AcceptedPush)
     /// A held notification becomes deliverable with this sequence number.
     case assignSeq(acceptanceID: UInt64, seq: UInt64)
     /// Removes notifications that will never be delivered (expired, coalesced, overflow, ...).
@@ -150,7 +104,7 @@ public struct StoreSnapshot: Sendable, Equatable {
     public var devices: [DeviceRecord]
     public var registrations: [RegistrationRecord]
     /// Ordered by acceptanceID.
-    public var notifications: [NotificationRecord]
+    public var notifications: [AcceptedPush]
     /// Highest acceptanceID ever stored (0 if none), so new ones continue above it.
     public var maxAcceptanceID: UInt64
     /// Ordered by key.
@@ -159,7 +113,7 @@ public struct StoreSnapshot: Sendable, Equatable {
     public init(
         devices: [DeviceRecord],
         registrations: [RegistrationRecord],
-        notifications: [NotificationRecord],
+        notifications: [AcceptedPush],
         maxAcceptanceID: UInt64,
         buckets: [BucketRecord] = []
     ) {

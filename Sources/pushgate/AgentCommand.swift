@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import NIOCore
 import NIOPosix
-import PushgateCore
+import PushgateModel
 import PushgateTransport
 import Synchronization
 

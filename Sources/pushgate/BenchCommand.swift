@@ -4,7 +4,7 @@ import Histogram
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import PushgateCore
+import PushgateModel
 import PushgateTransport
 import Synchronization
 

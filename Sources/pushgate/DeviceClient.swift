@@ -1,7 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
-import PushgateCore
+import PushgateModel
 import PushgateTransport
 
 /// A device's id and secret, as `POST /v1/devices` answers them; the agent keeps them in its

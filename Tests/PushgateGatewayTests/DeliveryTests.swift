@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 @testable import PushgateDelivery
+import PushgateModel
 import PushgateStore
 import PushgateTransport
 import Synchronization
@@ -781,10 +782,12 @@ struct DeliveryTests {
         let store = try SQLiteStore(directory: directory, logger: Logger(label: "test"))
         let gone = randomHex(bytes: 16)
         func orphan(_ id: UInt64, seq: UInt64?) -> StoreCommand {
-            .enqueue(NotificationRecord(
-                acceptanceID: id, deviceID: gone, token: String(repeating: "ab", count: 32), topic: Self.news,
-                apnsID: newAPNsID(), pushType: "alert", priority: 10, collapseID: nil, payload: Array("{}".utf8),
-                acceptedAt: Self.start, expiresAt: Self.start + 60_000, seq: seq
+            let push = Push(
+                deviceToken: String(repeating: "ab", count: 32), apnsID: newAPNsID(), topic: Self.news,
+                pushType: .alert, priority: .high, collapseID: nil, payload: Array("{}".utf8)
+            )
+            return .enqueue(AcceptedPush(
+                acceptanceID: id, deviceID: gone, push: push, acceptedAt: Self.start, expiresAt: Self.start + 60_000, seq: seq
             ))
         }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in

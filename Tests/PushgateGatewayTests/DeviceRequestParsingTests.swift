@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 @testable import PushgateDeviceAPI
+import PushgateModel
 import Testing
 
 /// The parsing on the device API's hot path: the path after `/v1/devices/`, the bearer
@@ -58,6 +59,6 @@ struct DeviceRequestParsingTests {
         ("bear abc", nil),
     ])
     func bearer(header: String, expected: String?) {
-        #expect(DeviceRoutes.bearerSecret(HTTPHeaders([("authorization", header)])) == expected)
+        #expect(BearerCredential.credential(in: header).map(String.init) == expected)
     }
 }

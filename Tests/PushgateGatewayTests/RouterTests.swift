@@ -4,7 +4,7 @@ import NIOCore
 import NIOPosix
 import PushgateDelivery
 import PushgateGateway
-import PushgateRouting
+import PushgateHTTP
 import PushgateStore
 import PushgateTransport
 import Testing

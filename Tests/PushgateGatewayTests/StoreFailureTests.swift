@@ -1,6 +1,6 @@
 import Foundation
 import NIOCore
-import PushgateCore
+import PushgateModel
 import PushgateDelivery
 import PushgateStore
 import Synchronization
@@ -89,7 +89,8 @@ struct StoreFailureTests {
             let stream = try await api.openEvents(device)
             faults.failNext(where: Self.isReservation)
             let refused = try await api.push(token: token, topic: "com.example.seq")
-            #expect(refused.status == 500, "\(refused.status) \(refused.text)")
+            #expect(refused.status == 503, "\(refused.status) \(refused.text)")
+            #expect(refused.text.contains("ServiceUnavailable"), "one answer for every store failure: \(refused.text)")
             #expect(try await api.push(token: token, topic: "com.example.seq").status == 200)
             lastSeq = try await stream.nextNotification().seq
             #expect(try await api.ack(device, upTo: UInt64(lastSeq)).status == 204)

@@ -1,5 +1,5 @@
 import NIOCore
-import PushgateCore
+import PushgateModel
 import Synchronization
 import Testing
 
@@ -29,6 +29,7 @@ func makeValidator(_ source: BitsSource = BitsSource(), defaultPriority: PushPri
 
 func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
 func buffer(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
+func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
 
 /// A request that passes every rule: an alert push.
 struct Request: Sendable, CustomTestStringConvertible {
@@ -109,7 +110,7 @@ func expectRejected(
         return nil
     }
     #expect(rejection.status == status, "\(rejection)", sourceLocation: sourceLocation)
-    #expect(rejection.reason == reason, "\(rejection)", sourceLocation: sourceLocation)
+    #expect(rejection.reason.name == reason, "\(rejection)", sourceLocation: sourceLocation)
     for fragment in fragments {
         #expect(rejection.detail.contains(fragment), "detail \(rejection.detail.debugDescription) lacks \(fragment.debugDescription)", sourceLocation: sourceLocation)
     }
@@ -118,12 +119,21 @@ func expectRejected(
 }
 
 @discardableResult
-func expectAccepted(_ outcome: ValidationOutcome, sourceLocation: SourceLocation = #_sourceLocation) -> ValidatedPush? {
-    guard case .accepted(let push) = outcome else {
+func expectAccepted(_ outcome: ValidationOutcome, sourceLocation: SourceLocation = #_sourceLocation) -> Push? {
+    guard case .accepted(let push, _) = outcome else {
         Issue.record("expected acceptance, got \(outcome)", sourceLocation: sourceLocation)
         return nil
     }
     return push
+}
+
+/// The expiration of an accepted request.
+func acceptedExpiration(_ outcome: ValidationOutcome, sourceLocation: SourceLocation = #_sourceLocation) -> Expiration? {
+    guard case .accepted(_, let expiration) = outcome else {
+        Issue.record("expected acceptance, got \(outcome)", sourceLocation: sourceLocation)
+        return nil
+    }
+    return expiration
 }
 
 /// SplitMix64: small, fast, seeded; good enough for test data.

@@ -1,5 +1,5 @@
 import NIOCore
-import PushgateCore
+import PushgateModel
 import Testing
 
 @testable import PushgateProviderAPI
@@ -7,12 +7,11 @@ import Testing
 @Test func minimalAlertIsAcceptedExactly() {
     let source = BitsSource()
     let outcome = base.validate(with: makeValidator(source))
-    let expected = ValidatedPush(
+    let expected = Push(
         deviceToken: sampleToken, apnsID: fixedGeneratedID, topic: "com.example.app", pushType: .alert,
-        priority: .high, expiration: .defaultLifetime, collapseID: nil,
-        payload: buffer(#"{"aps":{"alert":"Hello"}}"#)
+        priority: .high, collapseID: nil, payload: bytes(#"{"aps":{"alert":"Hello"}}"#)
     )
-    #expect(outcome == .accepted(expected))
+    #expect(outcome == .accepted(expected, expiration: .defaultLifetime))
     #expect(outcome.apnsID == fixedGeneratedID)
     #expect(source.callCount == 1)
 }
@@ -30,12 +29,12 @@ import Testing
         .path("/3/device/" + sampleToken.uppercased())
         .validate(with: makeValidator(source))
     let push = expectAccepted(outcome)
+    #expect(acceptedExpiration(outcome) == .at(epochSeconds: 1_700_000_000))
     #expect(push?.deviceToken == sampleToken)
     #expect(push?.apnsID == "123e4567-e89b-12d3-a456-4266554400a0")
     #expect(push?.priority == .normal)
-    #expect(push?.expiration == .at(epochSeconds: 1_700_000_000))
     #expect(push?.collapseID == "score")
-    #expect(push?.isSilent == false)
+    #expect(push?.pushType.pushClass == .regular)
     #expect(source.callCount == 0, "no apns-id is generated when the request has one")
 }
 
@@ -69,8 +68,8 @@ func eachPushTypeWithItsTopic(_ c: TypeCase) {
     let push = expectAccepted(request.validate())
     #expect(push?.pushType == c.type)
     #expect(push?.topic == c.topic)
-    #expect(push?.payload == buffer(c.body))
-    #expect(push?.isSilent == (c.type == .background))
+    #expect(push?.payload == bytes(c.body))
+    #expect(push?.pushType.pushClass == (c.type == .background ? .silent : .regular))
 }
 
 @Test(arguments: PushType.allCases.filter { $0.topicSuffix != nil })
@@ -118,7 +117,7 @@ func inference(_ c: InferenceCase) {
 
 @Test func expiration() {
     func expiration(_ value: String?) -> Expiration? {
-        expectAccepted(base.header("apns-expiration", value).validate())?.expiration
+        acceptedExpiration(base.header("apns-expiration", value).validate())
     }
     #expect(expiration(nil) == .defaultLifetime)
     #expect(expiration("0") == .immediately)
@@ -166,7 +165,7 @@ func inference(_ c: InferenceCase) {
     expectRejected(base.header("apns-push-type", "pushtotalk").header("apns-topic", "a.voip-ptt").body(plainPayload(size: 4097)).validate(),
                    413, "PayloadTooLarge", detailContains: ["pushtotalk"])
     // A one-byte object is fine.
-    #expect(expectAccepted(voipBase.body("{}").validate())?.payload == buffer("{}"))
+    #expect(expectAccepted(voipBase.body("{}").validate())?.payload == bytes("{}"))
 }
 
 @Test func payloadKeepsTheReadableSliceOnly() {
@@ -176,7 +175,7 @@ func inference(_ c: InferenceCase) {
     let outcome = makeValidator().validate(
         method: "POST", path: "/3/device/" + sampleToken, headers: [(name: "apns-topic", value: "a.b")], body: body
     )
-    #expect(expectAccepted(outcome)?.payload == buffer(#"{"aps":{"alert":"x"}}"#))
+    #expect(expectAccepted(outcome)?.payload == bytes(#"{"aps":{"alert":"x"}}"#))
 }
 
 @Test func cookiesMayRepeat() {
@@ -224,7 +223,7 @@ func inference(_ c: InferenceCase) {
     let source = BitsSource()
     let validator = makeValidator(source)
     #expect(base.method("GET").validate(with: validator) == .rejected(
-        Refusal(status: 405, reason: "MethodNotAllowed", detail: #":method must be POST, got "GET""#), apnsID: fixedGeneratedID))
+        Refusal(.methodNotAllowed, #":method must be POST, got "GET""#), apnsID: fixedGeneratedID))
     #expect(base.header("apns-id", "nope").validate(with: validator).apnsID == fixedGeneratedID)
     // Two apns-id headers: neither is trusted.
     let twice = base.adding("apns-id", "123e4567-e89b-12d3-a456-4266554400a0").adding("apns-id", "223e4567-e89b-12d3-a456-4266554400a0")

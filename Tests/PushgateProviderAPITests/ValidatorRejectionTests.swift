@@ -1,5 +1,5 @@
 import NIOCore
-import PushgateCore
+import PushgateModel
 import Testing
 
 @testable import PushgateProviderAPI

@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 import Testing
 
 @testable import PushgateProviderAuth
@@ -39,7 +39,7 @@ struct CertificateProviderTests {
     func disallowed(topic: String, detail: String) {
         let refusal = certificate.authorize(topic: topic).refusal
         #expect(refusal?.status == 400)
-        #expect(refusal?.reason == "TopicDisallowed")
+        #expect(refusal?.reason == .topicDisallowed)
         #expect(refusal?.detail.contains(detail) == true, "\(String(describing: refusal))")
     }
 
@@ -57,7 +57,7 @@ struct CertificateProviderTests {
         for topic in ["com.example.app", nil] {
             let refusal = certificate.authorize(topic: topic).refusal
             #expect(refusal?.status == 403)
-            #expect(refusal?.reason == "BadCertificate")
+            #expect(refusal?.reason == .badCertificate)
             #expect(refusal?.detail.contains("\"CN=someone,O=Example Inc\"") == true)
             #expect(refusal?.detail.contains(detail) == true, "\(String(describing: refusal))")
         }

@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 import PushgateCrypto
 import Testing
 
@@ -32,7 +32,7 @@ struct ConnectionAuthTests {
         var connection = world.connection()
         let bad = world.bearer(signer: world.keyB)
         for _ in 0..<100 {
-            #expect(connection.authorize(authorization: bad, topic: "com.example.app", nowMillis: World.now).refusal?.reason == "InvalidProviderToken")
+            #expect(connection.authorize(authorization: bad, topic: "com.example.app", nowMillis: World.now).refusal?.reason == .invalidProviderToken)
         }
         #expect(connection.tokenVerifications == 1)
     }
@@ -45,7 +45,7 @@ struct ConnectionAuthTests {
         #expect(connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now + 3_600_000).authorized != nil)
         let expired = connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now + 3_600_001)
         #expect(expired.refusal?.status == 403)
-        #expect(expired.refusal?.reason == "ExpiredProviderToken")
+        #expect(expired.refusal?.reason == .expiredProviderToken)
         #expect(connection.tokenVerifications == 1)
         #expect(connection.hasValidToken, "the one-stream limit is lifted once and for all")
     }
@@ -54,7 +54,7 @@ struct ConnectionAuthTests {
     func futureTokenLater() {
         var connection = world.connection()
         let token = world.bearer(iat: World.nowSeconds + 120)
-        #expect(connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now).refusal?.reason == "InvalidProviderToken")
+        #expect(connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now).refusal?.reason == .invalidProviderToken)
         #expect(connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now + World.minute).authorized != nil)
         #expect(connection.tokenVerifications == 1)
     }
@@ -71,7 +71,7 @@ struct ConnectionAuthTests {
 
         let tooSoon = connection.authorize(authorization: third, topic: "com.example.app", nowMillis: World.now + 20 * World.minute)
         #expect(tooSoon.refusal?.status == 429)
-        #expect(tooSoon.refusal?.reason == "TooManyProviderTokenUpdates")
+        #expect(tooSoon.refusal?.reason == .tooManyProviderTokenUpdates)
         #expect(tooSoon.refusal?.detail.contains("switched tokens 1140 s ago") == true, "\(tooSoon)")
         #expect(tooSoon.refusal?.detail.contains("next in 60 s") == true, "\(tooSoon)")
         // The connection keeps the token it had.
@@ -97,7 +97,7 @@ struct ConnectionAuthTests {
         }
         #expect(connection.tokenVerifications == 2)
         // ... until it expires.
-        #expect(connection.authorize(authorization: old, topic: "com.example.app", nowMillis: World.now + 3_600_001).refusal?.reason == "ExpiredProviderToken")
+        #expect(connection.authorize(authorization: old, topic: "com.example.app", nowMillis: World.now + 3_600_001).refusal?.reason == .expiredProviderToken)
     }
 
     @Test("replacing a token that has expired is always allowed, however recent the last switch")
@@ -116,7 +116,7 @@ struct ConnectionAuthTests {
         let shortLived = world.bearer(iat: World.nowSeconds - 3590)
         #expect(second.authorize(authorization: stale, topic: "com.example.app", nowMillis: World.now).authorized != nil)
         #expect(second.authorize(authorization: shortLived, topic: "com.example.app", nowMillis: World.now + 1000).authorized != nil)
-        #expect(second.authorize(authorization: shortLived, topic: "com.example.app", nowMillis: World.now + 11_000).refusal?.reason == "ExpiredProviderToken")
+        #expect(second.authorize(authorization: shortLived, topic: "com.example.app", nowMillis: World.now + 11_000).refusal?.reason == .expiredProviderToken)
         #expect(second.authorize(authorization: fresh, topic: "com.example.app", nowMillis: World.now + 11_000).authorized != nil)
     }
 
@@ -131,7 +131,7 @@ struct ConnectionAuthTests {
             nowMillis: World.now + 30 * World.minute
         )
         #expect(sameTeam.refusal?.status == 403)
-        #expect(sameTeam.refusal?.reason == "UnrelatedKeyIdInToken")
+        #expect(sameTeam.refusal?.reason == .unrelatedKeyIdInToken)
         #expect(sameTeam.refusal?.detail.contains("bound to key \"KEY0000001\" of team \"TEAM000001\"") == true)
 
         let otherTeam = connection.authorize(
@@ -139,12 +139,12 @@ struct ConnectionAuthTests {
             topic: "org.example.app",
             nowMillis: World.now + 30 * World.minute
         )
-        #expect(otherTeam.refusal?.reason == "UnrelatedKeyIdInToken")
+        #expect(otherTeam.refusal?.reason == .unrelatedKeyIdInToken)
         #expect(connection.boundKey?.keyID == "KEY0000001")
 
         // A bad token of another key is InvalidProviderToken: the signature is checked first.
         let forged = connection.authorize(authorization: world.bearer(kid: "KEY0000002"), topic: "com.example.other", nowMillis: World.now)
-        #expect(forged.refusal?.reason == "InvalidProviderToken")
+        #expect(forged.refusal?.reason == .invalidProviderToken)
     }
 
     @Test(
@@ -165,7 +165,7 @@ struct ConnectionAuthTests {
             #expect(result.authorized?.topic == topic)
         } else {
             #expect(result.refusal?.status == 400)
-            #expect(result.refusal?.reason == "TopicDisallowed")
+            #expect(result.refusal?.reason == .topicDisallowed)
             #expect(result.refusal?.detail.contains("key \"KEY0000001\" may not push to topic") == true)
             #expect(result.refusal?.detail.contains("com.example.app, com.example.second") == true)
         }
@@ -178,7 +178,7 @@ struct ConnectionAuthTests {
         var connection = world.connection()
         let result = connection.authorize(authorization: world.bearer(), topic: nil, nowMillis: World.now)
         #expect(result.refusal?.status == 400)
-        #expect(result.refusal?.reason == "MissingTopic")
+        #expect(result.refusal?.reason == .missingTopic)
     }
 
     @Test("10,000 distinct bad tokens: each verified once, memory stays bounded, a good token still works")
@@ -191,7 +191,7 @@ struct ConnectionAuthTests {
             let claims = Base64URL.encode(#"{"iss":"TEAM000001","iat":\#(World.nowSeconds - Int64(index))}"#.utf8)
             let signature = (0..<64).map { UInt8(truncatingIfNeeded: index &* 31 &+ $0 &+ 1) }
             let token = "bearer \(header).\(claims).\(Base64URL.encode(signature))"
-            #expect(connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now).refusal?.reason == "InvalidProviderToken")
+            #expect(connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now).refusal?.reason == .invalidProviderToken)
             #expect(connection.recentVerdictCount <= RecentTokenVerdicts.capacity)
         }
         #expect(connection.tokenVerifications == 10_000)

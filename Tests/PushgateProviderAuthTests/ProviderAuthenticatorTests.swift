@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 import Testing
 
 @testable import PushgateProviderAuth
@@ -36,7 +36,7 @@ struct ProviderAuthenticatorTests {
         var connection = authenticator.makeConnectionState()
         #expect(authenticator.requiresToken(certificate: nil))
         let missing = authenticator.authorize(certificate: nil, authorization: nil, topic: "com.example.app", connection: &connection, nowMillis: TestWorld.now)
-        #expect(missing.refusal?.reason == "MissingProviderToken")
+        #expect(missing.refusal?.reason == .missingProviderToken)
         let good = authenticator.authorize(
             certificate: nil,
             authorization: world.bearer(),
@@ -62,7 +62,7 @@ struct ProviderAuthenticatorTests {
             nowMillis: TestWorld.now
         )
         #expect(refused.refusal?.status == 403)
-        #expect(refused.refusal?.reason == "MissingProviderToken")
+        #expect(refused.refusal?.reason == .missingProviderToken)
         #expect(refused.refusal?.detail.contains("client certificate only") == true)
     }
 
@@ -76,6 +76,6 @@ struct ProviderAuthenticatorTests {
         #expect(open.authorized == AuthorizedProvider(identity: .unauthenticated, topic: "com.example.app"))
         let noTopic = authenticator.authorize(certificate: nil, authorization: nil, topic: nil, connection: &connection, nowMillis: TestWorld.now)
         #expect(noTopic.refusal?.status == 400)
-        #expect(noTopic.refusal?.reason == "MissingTopic")
+        #expect(noTopic.refusal?.reason == .missingTopic)
     }
 }

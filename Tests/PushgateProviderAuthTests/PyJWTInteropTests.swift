@@ -68,7 +68,7 @@ final class PyJWTInteropTests {
             topic: "com.example.app",
             nowMillis: TestWorld.now
         )
-        #expect(refused.refusal?.reason == "InvalidProviderToken")
+        #expect(refused.refusal?.reason == .invalidProviderToken)
         #expect(refused.refusal?.detail.contains("iss \"TEAM000002\"") == true)
     }
 

@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 import PushgateCrypto
 import Testing
 

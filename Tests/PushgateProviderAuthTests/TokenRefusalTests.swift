@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 import PushgateCrypto
 import Testing
 
@@ -138,7 +138,7 @@ struct TokenRefusalTests {
         let result = connection.authorize(authorization: bad.authorization(world), topic: "com.example.app", nowMillis: TestWorld.now)
         let refusal = try #require(result.refusal, "accepted")
         #expect(refusal.status == bad.status)
-        #expect(refusal.reason == bad.reason)
+        #expect(refusal.reason.name == bad.reason)
         #expect(refusal.detail.contains(bad.detail), "\(refusal.detail)")
         #expect(refusal.timestamp == nil)
         #expect(!connection.hasValidToken)

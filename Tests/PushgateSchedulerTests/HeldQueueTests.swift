@@ -1,3 +1,4 @@
+import PushgateModel
 import Testing
 
 @testable import PushgateScheduler
@@ -10,7 +11,7 @@ import Testing
         let x1 = harness.silent(app, collapse: "x", now: t0).id
         let y = harness.silent(app, collapse: "y", now: t0).id
         let x2 = harness.silent(app, collapse: "x", now: t0 + 1)
-        #expect(x2.acceptance.disposition == .coalesced(replaced: x1))
+        #expect(x2.acceptance.replaced == x1)
         #expect(x2.acceptance.drops == [Drop(id: x1, device: harness.device, app: app, reason: .coalesced)])
         #expect(harness.scheduler.heldIDs(app: app) == [y, x2.id])
         #expect(harness.scheduler.connect(harness.device, now: t0 + 2).releases.ids == [y, x2.id])
@@ -39,7 +40,7 @@ import Testing
         _ = harness.scheduler.setPower(harness.device, .idle, now: t0)
         let first = harness.regular(app, .normal, collapse: "score", now: t0).id
         let second = harness.regular(app, .normal, collapse: "score", now: t0 + 10 * minute)
-        #expect(second.acceptance.disposition == .coalesced(replaced: first))
+        #expect(second.acceptance.replaced == first)
         #expect(harness.scheduler.nextDeadline == t0 + 15 * minute)
         let output = harness.scheduler.advance(now: t0 + 15 * minute)
         #expect(output.releases.ids == [second.id])
@@ -108,8 +109,8 @@ import Testing
         let harness = try Harness()
         let app = harness.app()
         let push = harness.silent(app, expiresAt: t0, now: t0)
-        #expect(push.acceptance.disposition == .discarded(.expired))
-        #expect(harness.regular(app, .high, expiresAt: t0 - 1, now: t0).acceptance.disposition == .discarded(.expired))
+        #expect(push.acceptance.discardReason == .expired)
+        #expect(harness.regular(app, .high, expiresAt: t0 - 1, now: t0).acceptance.discardReason == .expired)
     }
 
     @Test func terminatedDropsHeldSilentAndDiscardsUntilForeground() throws {
@@ -123,10 +124,10 @@ import Testing
         #expect(harness.scheduler.heldIDs(app: app) == [regular])
         #expect(harness.scheduler.appState(app) == .terminated)
 
-        #expect(harness.silent(app, now: t0 + hour).acceptance.disposition == .discarded(.appTerminated))
+        #expect(harness.silent(app, now: t0 + hour).acceptance.discardReason == .appTerminated)
         #expect(harness.scheduler.setAppState(app, .background).isEmpty)
         #expect(harness.scheduler.appState(app) == .terminated)
-        #expect(harness.silent(app, now: t0 + hour).acceptance.disposition == .discarded(.appTerminated))
+        #expect(harness.silent(app, now: t0 + hour).acceptance.discardReason == .appTerminated)
 
         _ = harness.scheduler.setAppState(app, .foreground)
         #expect(harness.silent(app, now: t0 + hour).acceptance.disposition == .delivered)

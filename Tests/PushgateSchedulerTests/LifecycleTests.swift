@@ -1,3 +1,4 @@
+import PushgateModel
 import Testing
 
 @testable import PushgateScheduler

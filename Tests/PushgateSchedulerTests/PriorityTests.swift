@@ -1,3 +1,4 @@
+import PushgateModel
 import Testing
 
 @testable import PushgateScheduler
@@ -91,7 +92,7 @@ import Testing
         #expect(harness.silent(app, nowOrNever: true, now: t0).acceptance.disposition == .delivered)
         _ = harness.exhaust(app, now: t0)
         let late = harness.silent(app, nowOrNever: true, now: t0)
-        #expect(late.acceptance == Acceptance(disposition: .discarded(.undeliverableNow)))
+        #expect(late.acceptance == Acceptance.discarded(.undeliverableNow))
         #expect(harness.scheduler.heldIDs(app: app)?.contains(late.id) == false)
     }
 
@@ -101,27 +102,16 @@ import Testing
         _ = harness.scheduler.setPower(harness.device, .idle, now: t0)
         #expect(harness.regular(app, .high, nowOrNever: true, now: t0).acceptance.disposition == .delivered)
         #expect(
-            harness.regular(app, .normal, nowOrNever: true, now: t0).acceptance.disposition
-                == .discarded(.undeliverableNow)
+            harness.regular(app, .normal, nowOrNever: true, now: t0).acceptance.discardReason == .undeliverableNow
         )
         #expect(
-            harness.regular(app, .low, nowOrNever: true, now: t0).acceptance.disposition
-                == .discarded(.undeliverableNow)
+            harness.regular(app, .low, nowOrNever: true, now: t0).acceptance.discardReason == .undeliverableNow
         )
         harness.scheduler.disconnect(harness.device)
         #expect(
-            harness.regular(app, .high, nowOrNever: true, now: t0).acceptance.disposition
-                == .discarded(.undeliverableNow)
+            harness.regular(app, .high, nowOrNever: true, now: t0).acceptance.discardReason == .undeliverableNow
         )
-        #expect(harness.silent(app, nowOrNever: true, now: t0).acceptance.disposition == .discarded(.undeliverableNow))
+        #expect(harness.silent(app, nowOrNever: true, now: t0).acceptance.discardReason == .undeliverableNow)
         #expect(harness.scheduler.heldCount(device: harness.device) == 0)
-    }
-
-    @Test func dispositionAndKindNamesMatchTheWireWords() {
-        #expect(Disposition.coalesced(replaced: 1).name == "coalesced")
-        #expect(Disposition.discarded(.expired).name == "discarded")
-        #expect(ReleaseKind.piggyback(carrier: 1).name == "piggyback")
-        #expect(ReleaseKind.budget.name == "budget")
-        #expect(DropReason.appTerminated.rawValue == "app_terminated")
     }
 }

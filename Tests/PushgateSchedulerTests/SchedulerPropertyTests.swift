@@ -1,3 +1,4 @@
+import PushgateModel
 import PropertyBased
 import Testing
 
@@ -62,8 +63,8 @@ import Testing
             words.append(state ^ (state >> 29))
         }
         let simulation = SchedulerSimulation.run(words)
-        let dispositions = Set(simulation.steps.compactMap { $0.disposition?.name })
-        let kinds = Set(simulation.steps.flatMap { $0.releases.map(\.kind.name) })
+        let dispositions = Set(simulation.steps.compactMap { $0.disposition?.rawValue })
+        let kinds = Set(simulation.steps.flatMap { $0.releases.map(\.kind.rawValue) })
         let reasons = Set(simulation.steps.flatMap { $0.drops.map(\.reason) })
         #expect(dispositions == ["delivered", "held", "coalesced", "stored", "discarded"])
         #expect(kinds == ["immediate", "piggyback", "keepalive", "online", "budget"])
@@ -98,7 +99,7 @@ import Testing
                 case .stored: fates[push.id] = .stored
                 case .discarded: fates[push.id] = .discarded
                 }
-                if case .coalesced(let replaced) = disposition,
+                if disposition == .coalesced, let replaced = step.replaced,
                     !step.drops.contains(where: { $0.id == replaced && $0.reason == .coalesced })
                 {
                     return "\(here): replaced \(replaced) without a coalesced drop"

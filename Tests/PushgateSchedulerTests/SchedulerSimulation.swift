@@ -1,3 +1,4 @@
+import PushgateModel
 @testable import PushgateScheduler
 
 /// Plays a random event sequence against a scheduler and records what came out of each step, plus
@@ -34,6 +35,8 @@ final class SchedulerSimulation {
         var now: Int64
         var accepted: SchedulerPush?
         var disposition: Disposition?
+        /// With `coalesced`: the held push it replaced.
+        var replaced: UInt64?
         var releases: [Release] = []
         var drops: [Drop] = []
         /// What the scheduler says is held after the step, over all live apps.
@@ -178,9 +181,10 @@ final class SchedulerSimulation {
                 + " expires +\(expiresAt - now)\(nowOrNever ? " nowOrNever" : "") → \(acceptance.disposition)"
             step.accepted = push
             step.disposition = acceptance.disposition
+            step.replaced = acceptance.replaced
             step.releases = acceptance.releases
             step.drops = acceptance.drops
-            checkDecision(push, acceptance.disposition, device: device, before: before)
+            checkDecision(push, acceptance, device: device, before: before)
             if acceptance.disposition == .delivered, priority == .high, !silent { checkWake(device.handle, step: step) }
         }
     }
@@ -251,10 +255,10 @@ final class SchedulerSimulation {
         case delivered, held, stored
         case discarded(DiscardReason)
 
-        func matches(_ disposition: Disposition) -> Bool {
-            switch (self, disposition) {
+        func matches(_ acceptance: Acceptance) -> Bool {
+            switch (self, acceptance.disposition) {
             case (.delivered, .delivered), (.held, .held), (.held, .coalesced), (.stored, .stored): true
-            case (.discarded(let expected), .discarded(let reason)): expected == reason
+            case (.discarded(let expected), .discarded): expected == acceptance.discardReason
             default: false
             }
         }
@@ -262,7 +266,7 @@ final class SchedulerSimulation {
 
     /// The disposition the product contract gives `push`, from what the model knows and the
     /// buckets as the scheduler reported them just before.
-    private func checkDecision(_ push: SchedulerPush, _ disposition: Disposition, device: Device, before: Before) {
+    private func checkDecision(_ push: SchedulerPush, _ acceptance: Acceptance, device: Device, before: Before) {
         let waits: Outcome = push.nowOrNever ? .discarded(.undeliverableNow) : .held
         let expected: Outcome
         switch (push.pushClass, push.priority) {
@@ -275,8 +279,8 @@ final class SchedulerSimulation {
         case (.regular, .normal) where device.power == .awake: expected = .delivered
         case (.regular, _): expected = waits
         }
-        if !expected.matches(disposition) {
-            violations.append("step \(steps.count): push \(push.id) got \(disposition), expected \(expected)")
+        if !expected.matches(acceptance) {
+            violations.append("step \(steps.count): push \(push.id) got \(acceptance.disposition), expected \(expected)")
         }
     }
 
@@ -292,7 +296,7 @@ final class SchedulerSimulation {
                 violations.append("step \(steps.count): released unknown id \(release.id)")
                 continue
             }
-            let here = "step \(steps.count) (\(step.event)): push \(release.id) \(release.kind.name)"
+            let here = "step \(steps.count) (\(step.event)): push \(release.id) \(release.kind.rawValue)"
             if release.device != pushed.device || release.app != pushed.push.app {
                 violations.append("\(here) released for the wrong device or app")
             }

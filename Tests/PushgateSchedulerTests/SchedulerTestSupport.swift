@@ -1,3 +1,4 @@
+import PushgateModel
 import Testing
 
 @testable import PushgateScheduler
@@ -99,7 +100,8 @@ final class Harness {
 
 extension Array where Element == Release {
     var ids: [UInt64] { map(\.id) }
-    var kinds: [ReleaseKind] { map(\.kind) }
+    var kinds: [DeliveryKind] { map(\.kind) }
+    var carriers: [UInt64?] { map(\.carrier) }
 }
 
 extension Array where Element == Drop {

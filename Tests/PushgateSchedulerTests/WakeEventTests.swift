@@ -1,3 +1,4 @@
+import PushgateModel
 import Testing
 
 @testable import PushgateScheduler
@@ -18,10 +19,8 @@ import Testing
         let carrier = harness.regular(c, .high, now: t0 + 5)
         #expect(carrier.acceptance.disposition == .delivered)
         #expect(carrier.acceptance.releases.ids == [silentA, lowB, normalA, silentB, silentA2, carrier.id])
-        #expect(
-            carrier.acceptance.releases.kinds
-                == Array(repeating: .piggyback(carrier: carrier.id), count: 5) + [.immediate]
-        )
+        #expect(carrier.acceptance.releases.kinds == Array(repeating: .piggyback, count: 5) + [.immediate])
+        #expect(carrier.acceptance.releases.carriers == Array(repeating: carrier.id, count: 5) + [nil])
         #expect(carrier.acceptance.releases.map(\.app) == [a, b, a, b, a, c])
         #expect(harness.scheduler.heldCount(device: harness.device) == 0)
         #expect(harness.scheduler.nextDeadline == nil)

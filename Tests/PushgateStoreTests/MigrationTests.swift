@@ -36,7 +36,7 @@ struct MigrationTests {
         let snapshot = try store.load()
         #expect(snapshot.notifications.map(\.acceptanceID) == [1, 2])
         #expect(snapshot.notifications.map(\.seq) == [7, nil])
-        #expect(snapshot.notifications.map(\.collapseID) == [nil, "c"])
+        #expect(snapshot.notifications.map(\.push.collapseID) == [nil, "c"])
         // The seq still stored counts: it is above the device's reservation.
         #expect(snapshot.devices.map(\.lastSeq) == [7])
         #expect(try store.pragma("index_list(notifications)") == nil)

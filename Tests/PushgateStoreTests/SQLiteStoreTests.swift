@@ -106,8 +106,8 @@ struct SQLiteStoreTests {
             #expect(snapshot.registrations == [r1, r2])
             #expect(snapshot.notifications == [n2, n1])  // by acceptance id
             #expect(snapshot.maxAcceptanceID == 5)
-            #expect(snapshot.notifications[1].payload.count == 300)
-            #expect(snapshot.notifications[0].payload.count == 4096)
+            #expect(snapshot.notifications[1].push.payload.count == 300)
+            #expect(snapshot.notifications[0].push.payload.count == 4096)
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
-@_spi(Testing) import PushgateStore
+@_spi(Testing) import PushgateModel
+import PushgateStore
 
 /// A fresh directory under the system temp directory, removed by `remove()`.
 struct TempDirectory {
@@ -106,17 +107,20 @@ func notification(
     collapseID: String? = nil,
     payloadSize: Int = 40,
     seq: UInt64? = nil
-) -> NotificationRecord {
-    NotificationRecord(
+) -> AcceptedPush {
+    let push = Push(
+        deviceToken: token(tokenNumber),
+        apnsID: "00000000-0000-0000-0000-\(String(format: "%012d", acceptanceID))",
+        topic: topic,
+        pushType: seq == nil ? .background : .alert,
+        priority: seq == nil ? .normal : .high,
+        collapseID: collapseID,
+        payload: payload(acceptanceID, size: payloadSize)
+    )
+    return AcceptedPush(
         acceptanceID: acceptanceID,
         deviceID: device,
-        token: token(tokenNumber),
-        topic: topic,
-        apnsID: "00000000-0000-0000-0000-\(String(format: "%012d", acceptanceID))",
-        pushType: seq == nil ? "background" : "alert",
-        priority: seq == nil ? 5 : 10,
-        collapseID: collapseID,
-        payload: payload(acceptanceID, size: payloadSize),
+        push: push,
         acceptedAt: 10_000 &+ Int64(truncatingIfNeeded: acceptanceID),
         expiresAt: 99_000_000 &+ Int64(truncatingIfNeeded: acceptanceID),
         seq: seq

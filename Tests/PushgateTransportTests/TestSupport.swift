@@ -128,7 +128,7 @@ struct TestApplication: HTTPServerHandler {
             responder.respond(HTTPServerResponse(status: 200, text: "granted"))
         case ("GET", "/goaway"):
             responder.respond(HTTPServerResponse(status: 200, text: "bye"))
-            request.connection.goAway(reason: String(query.dropFirst(2)))
+            request.connection.goAway(debugData: Array(query.dropFirst(2).utf8))
         case ("GET", "/slow"):
             hooks.slowResponders.withLockedValue { $0.append(responder) }
             let waiter = hooks.slowArrived.withLockedValue { state -> EventLoopPromise<Void>? in

@@ -1,5 +1,5 @@
 import NIOCore
-import PushgateRouting
+import PushgateHTTP
 import PushgateTransport
 import Synchronization
 

@@ -1,7 +1,7 @@
 import Logging
 import NIOCore
 import PushgateDelivery
-import PushgateRouting
+import PushgateHTTP
 import PushgateStore
 import PushgateTransport
 import ServiceLifecycle

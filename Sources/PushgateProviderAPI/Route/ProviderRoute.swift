@@ -1,9 +1,9 @@
 import NIOCore
 import NIOHTTP1
-import PushgateCore
+import PushgateModel
 import PushgateDelivery
 import PushgateProviderAuth
-import PushgateRouting
+import PushgateHTTP
 import PushgateTransport
 
 /// `POST /3/device/{token}`: APNs' provider endpoint (PRODUCT.md section 2), HTTP/2 only.
@@ -42,9 +42,7 @@ public enum ProviderRoute {
         }
         if gate.isDraining() {
             let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
-            responder.respond(
-                response(status: 503, reason: "Shutdown", detail: "the gateway is shutting down; retry on a new connection", apnsID: apnsID)
-            )
+            responder.respond(.refusal(Refusal(.shutdown, "the gateway is shutting down; retry on a new connection"), apnsID: apnsID))
             return
         }
 
@@ -76,12 +74,11 @@ public enum ProviderRoute {
             body: request.body
         )
         switch outcome {
-        case .rejected(let rejection, let apnsID):
-            let refusal = Refusal(status: rejection.status, reason: rejection.reason, detail: rejection.detail)
+        case .rejected(let refusal, let apnsID):
             answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder)
-        case .accepted(let push):
+        case .accepted(let push, let expiration):
             let boundState = NIOLoopBound(state, eventLoop: connection.eventLoop)
-            core.accept(push).hop(to: connection.eventLoop).whenComplete { result in
+            core.accept(push, expiration: expiration).hop(to: connection.eventLoop).whenComplete { result in
                 let state = boundState.value
                 switch result {
                 case .success(let disposition):
@@ -91,8 +88,7 @@ public enum ProviderRoute {
                     headers.add(name: "pushgate-disposition", value: disposition.rawValue)
                     responder.respond(HTTPServerResponse(status: 200, headers: headers))
                 case .failure(let error):
-                    let refusal = error as? Refusal
-                        ?? Refusal(status: 500, reason: "InternalServerError", detail: "\(error)")
+                    let refusal = error as? Refusal ?? Refusal(.internalServerError, "\(error)")
                     answer(refusal: refusal, apnsID: push.apnsID, state: state, connection: connection, gate: gate, responder: responder)
                 }
             }
@@ -109,26 +105,13 @@ public enum ProviderRoute {
         gate: ProviderGate,
         responder: HTTPResponder
     ) {
-        responder.respond(
-            response(status: refusal.status, reason: refusal.reason, detail: refusal.detail, apnsID: apnsID, timestamp: refusal.timestamp)
-        )
+        responder.respond(.refusal(refusal, apnsID: apnsID))
         // 410 is not an error condition at APNs, and the gateway's own limits are not the
         // provider misbehaving (429 TooManyProviderTokenUpdates is).
-        guard (400..<500).contains(refusal.status), refusal.status != 410, !refusal.isGatewayLimit else { return }
+        guard (400..<500).contains(refusal.status), refusal.reason != .unregistered, !refusal.reason.isGatewayLimit else { return }
         state.consecutiveErrors += 1
         if gate.maxConsecutiveErrors > 0, state.consecutiveErrors >= gate.maxConsecutiveErrors {
-            connection.goAway(reason: refusal.reason)
+            connection.goAway(debugData: Array(JSONText.object(["reason": refusal.reason.name]).utf8))
         }
-    }
-
-    /// APNs' error body, `{"reason": ...}` (with `timestamp` on 410), plus Pushgate's `detail`.
-    static func response(status: Int, reason: String, detail: String, apnsID: String, timestamp: Int64? = nil) -> HTTPServerResponse {
-        var body = "{\"reason\":" + JSONText.quote(reason) + ",\"detail\":" + JSONText.quote(detail)
-        if let timestamp { body += ",\"timestamp\":\(timestamp)" }
-        body += "}"
-        var headers = HTTPHeaders()
-        headers.add(name: "apns-id", value: apnsID)
-        headers.add(name: "content-type", value: "application/json")
-        return HTTPServerResponse(status: status, headers: headers, body: ByteBuffer(string: body))
     }
 }

@@ -1,4 +1,4 @@
-import PushgateCore
+import PushgateModel
 
 /// Syntax of the individual request fields. Pure functions over strings; no allocation unless a
 /// value has to be normalized.
@@ -126,7 +126,7 @@ enum FieldSyntax {
     // MARK: topics
 
     /// Why `topic` is not a plausible bundle id (or MDM topic), or `nil` when it is. The verdict is
-    /// PushgateCore's ``TopicRules`` (shared with device registration, so that every registrable
+    /// PushgateModel's ``TopicRules`` (shared with device registration, so that every registrable
     /// topic can be pushed to): 1-255 bytes of ASCII letters, digits, `.`, `-`, `_`. This function
     /// only says precisely what is wrong.
     static func topicProblem(_ topic: String) -> String? {

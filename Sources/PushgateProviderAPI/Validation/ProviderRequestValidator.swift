@@ -1,10 +1,10 @@
 import NIOCore
-import PushgateCore
+import PushgateModel
 import PushgateCrypto
 
 /// The verdict on one provider request.
 public enum ValidationOutcome: Sendable, Equatable {
-    case accepted(ValidatedPush)
+    case accepted(Push, expiration: Expiration)
     /// Answer with `rejection` and this `apns-id`: the request's own (normalized) when it sent a
     /// single valid one, otherwise a generated one.
     case rejected(Refusal, apnsID: String)
@@ -12,7 +12,7 @@ public enum ValidationOutcome: Sendable, Equatable {
     /// The `apns-id` to put on the response, whatever the verdict.
     public var apnsID: String {
         switch self {
-        case .accepted(let push): return push.apnsID
+        case .accepted(let push, _): return push.apnsID
         case .rejected(_, let apnsID): return apnsID
         }
     }
@@ -36,7 +36,7 @@ public enum ValidationOutcome: Sendable, Equatable {
 ///     order) to repeat. `cookie` is exempt: HTTP/2 splits it on purpose (RFC 9113 8.2.3).
 ///  4. `apns-id` not a canonical UUID → 400 `BadMessageId`.
 ///  5. `apns-topic` absent → 400 `MissingTopic`; empty, over 255 bytes, or anything but ASCII letters,
-///     digits, `.`, `-`, `_` (PushgateCore's `TopicRules`) → 400 `BadTopic`.
+///     digits, `.`, `-`, `_` (PushgateModel's `TopicRules`) → 400 `BadTopic`.
 ///  6. `apns-push-type` not one of ``PushType``'s raw values → 400 `InvalidPushType`; topic does not
 ///     fit the type (missing suffix, or another type's suffix) → 400 `BadTopic`.
 ///  7. `apns-priority` not `1`, `5` or `10` → 400 `BadPriority`.
@@ -71,7 +71,7 @@ public enum ValidationOutcome: Sendable, Equatable {
 /// - `apns-expiration` may have leading zeros (`000` is `0`, i.e. `.immediately`); times in the past
 ///   are syntactically valid and passed on as `.at`.
 /// - An empty `apns-collapse-id` means "no collapse id".
-/// - Topics follow PushgateCore's `TopicRules` (the rule device registration uses), nothing stricter:
+/// - Topics follow PushgateModel's `TopicRules` (the rule device registration uses), nothing stricter:
 ///   `com..x` or `x.` are accepted.
 /// - Topic suffixes are compared case-sensitively; the part before the suffix must be non-empty.
 ///   Push types without a suffix (`alert`, `background`, `mdm`) may not use a topic that ends in
@@ -133,7 +133,7 @@ public struct ProviderRequestValidator: Sendable {
     ///   - method: `:method`.
     ///   - path: `:path` exactly as sent.
     ///   - headers: the regular header fields in arrival order, lowercase names, duplicates kept.
-    ///   - body: the raw request body (the `payload` of an accepted push shares its storage).
+    ///   - body: the raw request body (an accepted push's `payload` is a copy of it).
     public func validate<Headers: RandomAccessCollection<(name: String, value: String)>>(
         method: String,
         path: String,
@@ -165,44 +165,44 @@ public struct ProviderRequestValidator: Sendable {
 
         // The apns-id the response will carry, whatever happens.
         let requestID: String? = fields.apnsIDCount == 1 ? fields.apnsID.flatMap(FieldSyntax.canonicalUUID) : nil
-        func reject(_ status: Int, _ reason: String, _ detail: String) -> ValidationOutcome {
-            .rejected(
-                Refusal(status: status, reason: reason, detail: detail),
-                apnsID: requestID ?? FieldSyntax.uuidV4(uuidBits())
-            )
+        func reject(_ refusal: Refusal) -> ValidationOutcome {
+            .rejected(refusal, apnsID: requestID ?? FieldSyntax.uuidV4(uuidBits()))
+        }
+        func reject(_ reason: Refusal.Reason, _ detail: String) -> ValidationOutcome {
+            reject(Refusal(reason, detail))
         }
 
         // 1. Method.
         guard method == "POST" else {
-            return reject(405, "MethodNotAllowed", ":method must be POST, got \(Detail.quote(method))")
+            return reject(.methodNotAllowed, ":method must be POST, got \(Detail.quote(method))")
         }
 
         // 2. Path and device token.
         let deviceToken: String
         switch Self.parsePath(path) {
         case .token(let token): deviceToken = token
-        case .failure(let status, let reason, let detail): return reject(status, reason, detail)
+        case .failure(let refusal): return reject(refusal)
         }
 
         // 3. Duplicate headers.
         if let name = fields.duplicate {
-            return reject(400, "DuplicateHeaders", "header \(Detail.quote(name)) appears more than once; send each header once")
+            return reject(.duplicateHeaders, "header \(Detail.quote(name)) appears more than once; send each header once")
         }
 
         // 4. apns-id.
         if let raw = fields.apnsID, requestID == nil {
             return reject(
-                400, "BadMessageId",
+                .badMessageId,
                 "apns-id must be a UUID written 8-4-4-4-12 in hex, e.g. \"123e4567-e89b-12d3-a456-4266554400a0\"; got \(Detail.quote(raw))"
             )
         }
 
         // 5. apns-topic.
         guard let topic = fields.topic else {
-            return reject(400, "MissingTopic", "apns-topic is required: send the app's bundle id, e.g. \"com.example.app\"")
+            return reject(.missingTopic, "apns-topic is required: send the app's bundle id, e.g. \"com.example.app\"")
         }
         if let problem = FieldSyntax.topicProblem(topic) {
-            return reject(400, "BadTopic", problem)
+            return reject(.badTopic, problem)
         }
         let topicType = FieldSyntax.pushTypeImplied(byTopic: topic)
 
@@ -211,20 +211,20 @@ public struct ProviderRequestValidator: Sendable {
         if let raw = fields.pushType {
             guard let type = PushType(rawValue: raw) else {
                 return reject(
-                    400, "InvalidPushType",
+                    .invalidPushType,
                     "apns-push-type must be one of \(Self.pushTypeList), got \(Detail.quote(raw))"
                 )
             }
             if let suffix = type.topicSuffix {
                 guard FieldSyntax.hasProperSuffix(topic, suffix) else {
                     return reject(
-                        400, "BadTopic",
+                        .badTopic,
                         "apns-push-type \(type.rawValue) needs apns-topic <bundle id>\(suffix), got \(Detail.quote(topic))"
                     )
                 }
             } else if let other = topicType, let otherSuffix = other.topicSuffix {
                 return reject(
-                    400, "BadTopic",
+                    .badTopic,
                     "apns-topic \(Detail.quote(topic)) ends with \"\(otherSuffix)\", the suffix of \(other.rawValue) pushes; \(type.rawValue) pushes go to \(type == .mdm ? "the MDM certificate's topic" : "the bare bundle id")"
                 )
             }
@@ -235,7 +235,7 @@ public struct ProviderRequestValidator: Sendable {
         var explicitPriority: PushPriority?
         if let raw = fields.priority {
             guard let priority = FieldSyntax.priority(raw) else {
-                return reject(400, "BadPriority", "apns-priority must be 1, 5 or 10, got \(Detail.quote(raw))")
+                return reject(.badPriority, "apns-priority must be 1, 5 or 10, got \(Detail.quote(raw))")
             }
             explicitPriority = priority
         }
@@ -245,7 +245,7 @@ public struct ProviderRequestValidator: Sendable {
         if let raw = fields.expiration {
             guard let seconds = FieldSyntax.expirationSeconds(raw) else {
                 return reject(
-                    400, "BadExpirationDate",
+                    .badExpirationDate,
                     "apns-expiration must be a UNIX time in seconds (digits only, 0 = deliver now or never), got \(Detail.quote(raw))"
                 )
             }
@@ -258,7 +258,7 @@ public struct ProviderRequestValidator: Sendable {
             let bytes = raw.utf8.count
             guard bytes <= Self.maxCollapseIDBytes else {
                 return reject(
-                    400, "BadCollapseId",
+                    .badCollapseId,
                     "apns-collapse-id is \(bytes) bytes, at most \(Self.maxCollapseIDBytes) are allowed: \(Detail.quote(raw))"
                 )
             }
@@ -267,19 +267,19 @@ public struct ProviderRequestValidator: Sendable {
 
         // 10. content-encoding.
         if let encoding = fields.contentEncoding, encoding.lowercased() != "identity" {
-            return reject(400, "BadPayload", "the payload must not be compressed, got content-encoding \(Detail.quote(encoding))")
+            return reject(.badPayload, "the payload must not be compressed, got content-encoding \(Detail.quote(encoding))")
         }
 
         // 11. Size, before any parsing.
         let size = body.readableBytes
         if size == 0 {
-            return reject(400, "PayloadEmpty", "the payload is empty; send a JSON object, e.g. {\"aps\":{\"alert\":\"Hello\"}}")
+            return reject(.payloadEmpty, "the payload is empty; send a JSON object, e.g. {\"aps\":{\"alert\":\"Hello\"}}")
         }
         let sizeType = declaredType ?? topicType
         let limit = sizeType?.maxPayloadBytes ?? Self.defaultMaxPayloadBytes
         if size > limit {
             let whose = sizeType.map { "\($0.rawValue) pushes" } ?? "pushes without apns-push-type (voip: 5120)"
-            return reject(413, "PayloadTooLarge", "the payload is \(size) bytes; the limit for \(whose) is \(limit) bytes")
+            return reject(.payloadTooLarge, "the payload is \(size) bytes; the limit for \(whose) is \(limit) bytes")
         }
 
         // 12-15. The payload.
@@ -291,20 +291,18 @@ public struct ProviderRequestValidator: Sendable {
         }
         switch payloadVerdict {
         case .failure(let rejection):
-            return reject(rejection.status, rejection.reason, rejection.detail)
+            return reject(rejection)
         case .success(let (pushType, priority)):
-            return .accepted(
-                ValidatedPush(
-                    deviceToken: deviceToken,
-                    apnsID: requestID ?? FieldSyntax.uuidV4(uuidBits()),
-                    topic: topic,
-                    pushType: pushType,
-                    priority: priority,
-                    expiration: expiration,
-                    collapseID: collapseID,
-                    payload: body
-                )
+            let push = Push(
+                deviceToken: deviceToken,
+                apnsID: requestID ?? FieldSyntax.uuidV4(uuidBits()),
+                topic: topic,
+                pushType: pushType,
+                priority: priority,
+                collapseID: collapseID,
+                payload: Array(body.readableBytesView)
             )
+            return .accepted(push, expiration: expiration)
         }
     }
 
@@ -319,7 +317,7 @@ public struct ProviderRequestValidator: Sendable {
 
     private enum PathVerdict {
         case token(String)
-        case failure(status: Int, reason: String, detail: String)
+        case failure(Refusal)
     }
 
     private static let devicePrefix = "/3/device"
@@ -331,27 +329,26 @@ public struct ProviderRequestValidator: Sendable {
         let expected = "expected /3/device/<64 hex digit device token>"
         if let mark = path.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
             return .failure(
-                status: 404, reason: "BadPath",
-                detail: ":path must not carry a query or fragment, got \(Detail.quote(path[mark...])); \(expected)"
+                Refusal(.badPath, ":path must not carry a query or fragment, got \(Detail.quote(path[mark...])); \(expected)")
             )
         }
         guard path.utf8.starts(with: devicePrefix.utf8) else {
-            return .failure(status: 404, reason: "BadPath", detail: ":path \(Detail.quote(path)) is not an APNs path; \(expected)")
+            return .failure(Refusal(.badPath, ":path \(Detail.quote(path)) is not an APNs path; \(expected)"))
         }
         let rest = path.utf8.dropFirst(devicePrefix.utf8.count)
         if rest.isEmpty || rest.elementsEqual(CollectionOfOne(UInt8(ascii: "/"))) {
-            return .failure(status: 400, reason: "MissingDeviceToken", detail: ":path \(Detail.quote(path)) has no device token; \(expected)")
+            return .failure(Refusal(.missingDeviceToken, ":path \(Detail.quote(path)) has no device token; \(expected)"))
         }
         guard rest.first == UInt8(ascii: "/") else {
-            return .failure(status: 404, reason: "BadPath", detail: ":path \(Detail.quote(path)) is not an APNs path; \(expected)")
+            return .failure(Refusal(.badPath, ":path \(Detail.quote(path)) is not an APNs path; \(expected)"))
         }
         let tokenBytes = rest.dropFirst()
         if tokenBytes.contains(UInt8(ascii: "/")) {
-            return .failure(status: 404, reason: "BadPath", detail: ":path \(Detail.quote(path)) has more than one segment after /3/device/; \(expected)")
+            return .failure(Refusal(.badPath, ":path \(Detail.quote(path)) has more than one segment after /3/device/; \(expected)"))
         }
         let token = Substring(tokenBytes)
         if let problem = FieldSyntax.deviceTokenProblem(token) {
-            return .failure(status: 400, reason: "BadDeviceToken", detail: problem)
+            return .failure(Refusal(.badDeviceToken, problem))
         }
         return .token(FieldSyntax.lowercasingHex(token))
     }
@@ -373,7 +370,7 @@ public struct ProviderRequestValidator: Sendable {
     // MARK: payload
 
     private static func badPayload(_ detail: String) -> Result<(PushType, PushPriority), Refusal> {
-        .failure(Refusal(status: 400, reason: "BadPayload", detail: detail))
+        .failure(Refusal(.badPayload, detail))
     }
 
     /// Rules 12-15, on the raw bytes. `declaredType` is the header's type or the topic's.
@@ -445,12 +442,7 @@ public struct ProviderRequestValidator: Sendable {
         }
         if let priority = explicitPriority {
             guard priority != .high else {
-                return .failure(
-                    Refusal(
-                        status: 400, reason: "BadPriority",
-                        detail: "background pushes must use apns-priority 5 or 1, got 10"
-                    )
-                )
+                return .failure(Refusal(.badPriority, "background pushes must use apns-priority 5 or 1, got 10"))
             }
             return .success((.background, priority))
         }

@@ -66,11 +66,11 @@ public final class ConnectionInfo: Sendable {
         onLoop { $0.control?.grantFullConcurrency() }
     }
 
-    /// Ends the connection as APNs does: GOAWAY whose debug data is `{"reason": reason}`;
-    /// streams already open finish, then the connection closes. From any thread; nothing on
-    /// HTTP/1.1 (the routes that need it are HTTP/2 only).
-    public func goAway(reason: String) {
-        onLoop { $0.control?.goAway(reason: reason) }
+    /// Ends the connection as APNs does: GOAWAY carrying `debugData` (APNs sends
+    /// `{"reason": ...}`); streams already open finish, then the connection closes. From any
+    /// thread; nothing on HTTP/1.1 (the routes that need it are HTTP/2 only).
+    public func goAway(debugData: [UInt8]) {
+        onLoop { $0.control?.goAway(debugData: debugData) }
     }
 
     /// The protocol handler registers itself here when it is added to the pipeline, and
@@ -99,5 +99,5 @@ public final class ConnectionInfo: Sendable {
 /// What the application may ask of the connection's protocol handler. On its event loop.
 protocol ConnectionControl: AnyObject {
     func grantFullConcurrency()
-    func goAway(reason: String)
+    func goAway(debugData: [UInt8])
 }

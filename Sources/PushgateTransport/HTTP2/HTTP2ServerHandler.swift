@@ -2,7 +2,6 @@ import CNGHTTP2
 import Logging
 import NIOCore
 import NIOHTTP1
-import PushgateCore
 
 /// The server side of one HTTP/2 connection: an nghttp2 session fed from the channel, requests
 /// dispatched to the application, responses written back, whole or streamed.
@@ -311,13 +310,13 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         guard state == .active, openStreams == 0 else { return }
         logger.debug("closing idle HTTP/2 connection")
         // With no stream open, nghttp2 is done once this GOAWAY is out; flushOutput then closes.
-        sendGoAway(reason: "IdleTimeout")
+        sendGoAway(debugData: Self.idleTimeoutDebugData)
     }
 
     /// The connection's last GOAWAY (NO_ERROR, the last stream we process, APNs' reason JSON):
     /// no timer of the connection may fire after it. Sent by the next flush, which closes the
     /// connection once nghttp2 is done with its streams.
-    private func sendGoAway(reason: String) {
+    private func sendGoAway(debugData: [UInt8]) {
         shutdownTimer?.cancel()
         shutdownTimer = nil
         idleTimer?.cancel()
@@ -326,7 +325,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         session.submitGoAway(
             lastStreamID: session.lastProcessedStreamID,
             errorCode: NGHTTP2_NO_ERROR.rawValue,
-            debugData: Self.reasonJSON(reason)
+            debugData: debugData
         )
         scheduleFlush()
     }
@@ -338,7 +337,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         guard state == .active, let context else { return }
         idleTimer?.cancel()
         if openStreams == 0 {
-            sendGoAway(reason: "Shutdown")
+            sendGoAway(debugData: Self.shutdownDebugData)
             return
         }
         state = .quiescing
@@ -355,7 +354,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     private func sendFinalGoAway() {
         guard state == .quiescing else { return }
         // Called from the PING-ack callback or a timer: the flush sends it.
-        sendGoAway(reason: "Shutdown")
+        sendGoAway(debugData: Self.shutdownDebugData)
     }
 
     // MARK: Application requests (ConnectionControl)
@@ -367,16 +366,15 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         scheduleFlush()
     }
 
-    func goAway(reason: String) {
+    func goAway(debugData: [UInt8]) {
         guard state == .active || state == .quiescing, session != nil else { return }
-        logger.debug("closing HTTP/2 connection", metadata: ["h2.goaway_reason": "\(reason)"])
-        sendGoAway(reason: reason)
+        logger.debug("closing HTTP/2 connection", metadata: ["h2.goaway_debug_data": "\(String(decoding: debugData, as: UTF8.self))"])
+        sendGoAway(debugData: debugData)
     }
 
-    /// `{"reason":"..."}` as APNs puts it in GOAWAY debug data.
-    static func reasonJSON(_ reason: String) -> [UInt8] {
-        Array(JSONText.object(["reason": reason]).utf8)
-    }
+    /// APNs' GOAWAY debug data for the transport's own reasons.
+    static let idleTimeoutDebugData = Array(#"{"reason":"IdleTimeout"}"#.utf8)
+    static let shutdownDebugData = Array(#"{"reason":"Shutdown"}"#.utf8)
 
     // MARK: Responses (HTTPResponseSink)
 

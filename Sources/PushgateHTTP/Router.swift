@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import PushgateModel
 import PushgateTransport
 
 /// Which HTTP versions a route may be reached over.
@@ -67,25 +68,22 @@ public struct Router: HTTPServerHandler {
 
         if isHTTP1, candidates.contains(where: { $0.protocols == .http2Only }) {
             responder.respond(
-                .error(
-                    status: 505,
-                    reason: "HTTPVersionNotSupported",
-                    detail: "\(path) is served over HTTP/2 only; use an HTTP/2 client (e.g. curl --http2-prior-knowledge, or https with ALPN h2)"
+                .refusal(
+                    Refusal(
+                        .httpVersionNotSupported,
+                        "\(path) is served over HTTP/2 only; use an HTTP/2 client (e.g. curl --http2-prior-knowledge, or https with ALPN h2)"
+                    )
                 )
             )
             return
         }
         guard !candidates.isEmpty else {
-            responder.respond(.error(status: 404, reason: "NotFound", detail: "no route for \(path)"))
+            responder.respond(.refusal(Refusal(.notFound, "no route for \(path)")))
             return
         }
         guard let route = candidates.first(where: { $0.method == nil || $0.method == request.method }) else {
             let allowed = candidates.compactMap(\.method).joined(separator: ", ")
-            var response = HTTPServerResponse.error(
-                status: 405,
-                reason: "MethodNotAllowed",
-                detail: "\(path) accepts \(allowed), not \(request.method)"
-            )
+            var response = HTTPServerResponse.refusal(Refusal(.methodNotAllowed, "\(path) accepts \(allowed), not \(request.method)"))
             response.head.headers.add(name: "allow", value: allowed)
             responder.respond(response)
             return

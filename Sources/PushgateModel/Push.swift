@@ -1,10 +1,7 @@
-import NIOCore
-import PushgateCore
-
-/// A provider request that passed every rule that can be checked without the device registry:
-/// method, path, headers, payload. What remains (does the token exist, is it registered for this
-/// topic, is the provider allowed this topic) is checked by the delivery core.
-public struct ValidatedPush: Sendable, Equatable {
+/// A push as its provider sent it, validated: every rule that can be checked without the device
+/// registry holds. What remains (does the token exist, is it registered for this topic) is
+/// checked by delivery, which accepts it into an ``AcceptedPush``.
+public struct Push: Sendable, Equatable {
     /// 64 lowercase hex characters.
     public var deviceToken: String
     /// Lowercase canonical UUID: the request's `apns-id`, or a generated one.
@@ -13,12 +10,9 @@ public struct ValidatedPush: Sendable, Equatable {
     /// From `apns-push-type`, or inferred from the payload when the header is absent.
     public var pushType: PushType
     public var priority: PushPriority
-    public var expiration: Expiration
     public var collapseID: String?
     /// The JSON object exactly as received.
-    public var payload: ByteBuffer
-    /// A background push: the scheduler's budgets apply.
-    public var isSilent: Bool { pushType == .background }
+    public var payload: [UInt8]
 
     public init(
         deviceToken: String,
@@ -26,22 +20,21 @@ public struct ValidatedPush: Sendable, Equatable {
         topic: String,
         pushType: PushType,
         priority: PushPriority,
-        expiration: Expiration,
         collapseID: String?,
-        payload: ByteBuffer
+        payload: [UInt8]
     ) {
         self.deviceToken = deviceToken
         self.apnsID = apnsID
         self.topic = topic
         self.pushType = pushType
         self.priority = priority
-        self.expiration = expiration
         self.collapseID = collapseID
         self.payload = payload
     }
 }
 
-/// `apns-expiration`.
+/// `apns-expiration`, as the provider asked; delivery resolves it into a notification's
+/// `expiresAt`.
 public enum Expiration: Sendable, Equatable {
     /// Header absent: the gateway's default lifetime applies (30 days unless configured).
     case defaultLifetime

@@ -30,15 +30,26 @@ public enum PushType: String, Sendable, CaseIterable, Hashable {
 
     /// Largest payload APNs accepts for this type.
     public var maxPayloadBytes: Int { self == .voip ? 5120 : 4096 }
+
+    /// Background pushes are silent (PRODUCT.md section 1: a push without `apns-push-type` whose
+    /// `aps` has only `content-available: 1` is validated into `background`); every other type
+    /// is regular.
+    public var pushClass: PushClass { self == .background ? .silent : .regular }
+}
+
+/// Silent pushes are budgeted and held by the scheduler; regular ones are scheduled by priority.
+public enum PushClass: UInt8, Sendable, Hashable {
+    case silent
+    case regular
 }
 
 /// `apns-priority`.
 public enum PushPriority: UInt8, Sendable, Hashable, Comparable {
-    /// Never wakes the device: waits for a wake event.
+    /// 1: never wakes the device; waits for a wake event.
     case low = 1
-    /// Delivered with the device's power in mind.
+    /// 5: delivered at once when the device is awake, else deferred.
     case normal = 5
-    /// Delivered at once; wakes the device.
+    /// 10: delivered at once; a wake event for the device.
     case high = 10
 
     public static func < (lhs: PushPriority, rhs: PushPriority) -> Bool { lhs.rawValue < rhs.rawValue }

@@ -1,3 +1,5 @@
+import PushgateModel
+
 /// "No slot" in every link of the records.
 let noSlot = UInt32.max
 
@@ -10,13 +12,13 @@ struct HeldList {
 
 /// One device. Field order is layout order (Swift does not reorder stored properties), wide
 /// fields first: 40 bytes a device.
-struct DeviceRecord {
+struct DeviceSlot {
     var bucketTime: Int64
     /// The time of the device's pending budget timer; `noBudgetDue` when none is pending.
     var budgetDue: Int64
     var bucketLevel: UInt32
     var generation: UInt32
-    /// The first of the device's apps, linked through `AppRecord.nextSibling`.
+    /// The first of the device's apps, linked through `AppSlot.nextSibling`.
     var firstApp: UInt32
     var heldSilent: UInt32
     var heldRegular: UInt32
@@ -33,7 +35,7 @@ struct DeviceRecord {
 }
 
 /// One app (registration): 56 bytes.
-struct AppRecord {
+struct AppSlot {
     var bucketTime: Int64
     var bucketLevel: UInt32
     var generation: UInt32
@@ -51,7 +53,7 @@ struct AppRecord {
 }
 
 /// One held push. Only held pushes have one, so its size does not count against an idle device.
-struct HeldRecord {
+struct HeldSlot {
     var id: UInt64
     var expiresAt: Int64
     /// The end of a priority-5 deferral; `.max` for anything else.

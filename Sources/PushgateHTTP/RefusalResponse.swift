@@ -1,0 +1,29 @@
+import NIOCore
+import NIOHTTP1
+import PushgateModel
+import PushgateTransport
+
+extension HTTPServerResponse {
+    /// A refusal in the gateway's one error format, for every route: `{"reason": ..., "detail":
+    /// ...}`, plus `"timestamp"` (milliseconds) on 410 as APNs sends it; `reason` is the
+    /// catalog's stable word, `detail` says what to fix. Provider responses carry `apns-id`,
+    /// as every APNs response does.
+    public static func refusal(_ refusal: Refusal, apnsID: String? = nil) -> HTTPServerResponse {
+        var body = "{\"reason\":" + JSONText.quote(refusal.reason.name) + ",\"detail\":" + JSONText.quote(refusal.detail)
+        if let timestamp = refusal.timestamp { body += ",\"timestamp\":\(timestamp)" }
+        body += "}"
+        var headers = HTTPHeaders()
+        if let apnsID { headers.add(name: "apns-id", value: apnsID) }
+        headers.add(name: "content-type", value: "application/json")
+        return HTTPServerResponse(status: refusal.status, headers: headers, body: ByteBuffer(string: body))
+    }
+
+    /// `error` as a refusal: itself when it is one, else `500 InternalServerError` naming it.
+    public static func refusal(for error: any Error, apnsID: String? = nil) -> HTTPServerResponse {
+        refusal(error as? Refusal ?? Refusal(.internalServerError, "\(error)"), apnsID: apnsID)
+    }
+
+    public static func json(status: Int = 200, _ text: String) -> HTTPServerResponse {
+        HTTPServerResponse(status: status, headers: ["content-type": "application/json"], body: ByteBuffer(string: text))
+    }
+}
