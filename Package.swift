@@ -104,7 +104,6 @@ let package = Package(
                 "PushgateScheduler",
                 "PushgateCrypto",
                 "PushgateStore",
-                "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -139,7 +138,6 @@ let package = Package(
             name: "PushgateDeviceAPI",
             dependencies: [
                 "PushgateModel",
-                "PushgateScheduler",
                 "PushgateCrypto",
                 "PushgateDelivery",
                 "PushgateHTTP",
@@ -227,6 +225,38 @@ let package = Package(
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "PushgateModelTests", dependencies: ["PushgateModel"]),
+        .testTarget(
+            name: "PushgateHTTPTests",
+            dependencies: [
+                "PushgateHTTP",
+                "PushgateModel",
+                "PushgateTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "PushgateDeviceAPITests",
+            dependencies: [
+                "PushgateDeviceAPI",
+                "PushgateModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "PushgateDeliveryTests",
+            dependencies: [
+                "PushgateDelivery",
+                "PushgateModel",
+                "PushgateScheduler",
+                "PushgateStore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

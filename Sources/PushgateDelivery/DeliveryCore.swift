@@ -5,13 +5,12 @@ import PushgateModel
 import PushgateCrypto
 import PushgateScheduler
 import PushgateStore
-import PushgateTransport
 import Synchronization
 
 /// Devices, registrations and per-device queues, sharded over the event loops; the durable
 /// store behind them. Entry point for the provider and device APIs.
 public final class DeliveryCore: Sendable {
-    private let shards: [DeviceShard]
+    private let shards: [ShardHandle]
     private let store: any NotificationStore
     private let configuration: DeliveryConfiguration
     private let acceptanceIDs = AcceptanceIDs()
@@ -28,20 +27,19 @@ public final class DeliveryCore: Sendable {
         self.store = store
         self.configuration = configuration
         let ids = self.acceptanceIDs
-        var shards: [DeviceShard] = []
+        var shards: [ShardHandle] = []
         let counters = self.counters
         for loop in group.makeIterator() {
-            shards.append(
-                try DeviceShard(
-                    eventLoop: loop,
-                    store: store,
-                    clock: clock,
-                    configuration: configuration,
-                    counters: counters,
-                    logger: logger,
-                    nextAcceptanceID: { ids.next() }
-                )
+            let shard = try DeviceShard(
+                eventLoop: loop,
+                store: store,
+                clock: clock,
+                configuration: configuration,
+                counters: counters,
+                logger: logger,
+                nextAcceptanceID: { ids.next() }
             )
+            shards.append(ShardHandle(shard, on: loop))
         }
         self.shards = shards
     }
@@ -65,7 +63,7 @@ public final class DeliveryCore: Sendable {
         for record in snapshot.notifications { if let i = shardIndex(of: record.deviceID) { notifications[i].append(record) } }
         for (index, shard) in shards.enumerated() {
             let (d, r, n, b) = (devices[index], registrations[index], notifications[index], buckets[index])
-            try await shard.eventLoop.submit {
+            try await shard.submit { shard in
                 shard.load(devices: d)
                 shard.load(registrations: r)
                 shard.load(buckets: b)
@@ -80,8 +78,8 @@ public final class DeliveryCore: Sendable {
         let sweep = TimeAmount.milliseconds(configuration.expirySweepIntervalMillis)
         var tasks: [RepeatedTask] = []
         for shard in shards {
-            tasks.append(shard.eventLoop.scheduleRepeatedTask(initialDelay: heartbeat, delay: heartbeat) { _ in shard.heartbeat() })
-            tasks.append(shard.eventLoop.scheduleRepeatedTask(initialDelay: sweep, delay: sweep) { _ in shard.sweepExpired() })
+            tasks.append(shard.repeatEvery(heartbeat) { $0.heartbeat() })
+            tasks.append(shard.repeatEvery(sweep) { $0.sweepExpired() })
         }
         maintenance.withLockedValue { $0 += tasks }
     }
@@ -96,20 +94,20 @@ public final class DeliveryCore: Sendable {
 
     /// Runs the expiry sweep now on every shard (the periodic one runs on its own).
     public func sweepExpired() async throws {
-        for shard in shards { try await shard.eventLoop.submit { shard.sweepExpired() }.get() }
+        for shard in shards { try await shard.submit { $0.sweepExpired() }.get() }
     }
 
     /// Runs every shard's scheduler for the current time now (its own timers do this when
     /// deadlines come; tests with an injected clock call this after moving it).
     public func advanceSchedulers() async throws {
-        for shard in shards { try await shard.eventLoop.submit { shard.advanceScheduler() }.get() }
+        for shard in shards { try await shard.submit { $0.advanceScheduler() }.get() }
     }
 
     /// Slots the device's queue has room for, whatever it holds now; nil for an unknown device.
     /// Tests check with it that a drained backlog gives its memory back.
     func queueCapacity(deviceID: String) async throws -> Int? {
         guard let shard = shard(of: deviceID) else { return nil }
-        return try await shard.eventLoop.submit { shard.queueCapacity(deviceID: deviceID) }.get()
+        return try await shard.submit { $0.queueCapacity(deviceID: deviceID) }.get()
     }
 
     // MARK: Device API
@@ -127,7 +125,7 @@ public final class DeliveryCore: Sendable {
         let shard = self.shard(of: id)!
         let promise = shard.eventLoop.makePromise(of: Void.self)
         let hash = SHA256.hash(secret.utf8)
-        shard.eventLoop.execute { shard.createDevice(id: id, secretHash: hash, promise: promise) }
+        shard.execute { $0.createDevice(id: id, secretHash: hash, promise: promise) }
         return promise.futureResult.map { (id, secret) }
     }
 
@@ -155,10 +153,10 @@ public final class DeliveryCore: Sendable {
         }
     }
 
-    /// A keep-alive: a wake event. Succeeds with the response body, `{"notifications": [...]}`
-    /// (what the scheduler held for the device, now with seqs), once that is on disk.
-    public func keepalive(deviceID: String, secret: String) -> EventLoopFuture<ByteBuffer> {
-        onShard(of: deviceID, ByteBuffer.self) { shard, promise in
+    /// A keep-alive: a wake event. Succeeds, once on disk, with what the scheduler held for the
+    /// device, now with seqs, in order: delivered by `keepalive`, in the keep-alive's response.
+    public func keepalive(deviceID: String, secret: String) -> EventLoopFuture<[AcceptedPush]> {
+        onShard(of: deviceID, [AcceptedPush].self) { shard, promise in
             shard.keepalive(deviceID: deviceID, secret: secret, promise: promise)
         }
     }
@@ -189,22 +187,22 @@ public final class DeliveryCore: Sendable {
 
     /// Opens the device's event stream (ending any older one) before its head is sent, so that
     /// a push accepted once the agent sees the head finds the device connected. `lastEventID`
-    /// acknowledges up to that seq first. Then `bindStream` with the writer once the head is
-    /// out; `closeStream` when the stream ends or its head could not be sent.
+    /// acknowledges up to that seq first. Then `bindStream` with the stream's sink once the head
+    /// is out; `closeStream` when the stream ends or its head could not be sent.
     public func openStream(deviceID: String, secret: String, lastEventID: UInt64?) -> EventLoopFuture<UInt64> {
         onShard(of: deviceID, UInt64.self) { shard, promise in
             shard.openStream(deviceID: deviceID, secret: secret, lastEventID: lastEventID, promise: promise)
         }
     }
 
-    public func bindStream(deviceID: String, generation: UInt64, writer: ResponseBodyWriter) {
+    public func bindStream(deviceID: String, generation: UInt64, sink: any EventSink) {
         guard let shard = shard(of: deviceID) else { return }
-        shard.eventLoop.execute { shard.bind(deviceID: deviceID, generation: generation, writer: writer) }
+        shard.execute { $0.bind(deviceID: deviceID, generation: generation, sink: sink) }
     }
 
     public func closeStream(deviceID: String, generation: UInt64) {
         guard let shard = shard(of: deviceID) else { return }
-        shard.eventLoop.execute { shard.close(deviceID: deviceID, generation: generation) }
+        shard.execute { $0.close(deviceID: deviceID, generation: generation) }
     }
 
     // MARK: Provider API
@@ -217,7 +215,7 @@ public final class DeliveryCore: Sendable {
             )
         }
         let promise = shard.eventLoop.makePromise(of: Disposition.self)
-        shard.eventLoop.execute { shard.accept(push, expiration: expiration, promise: promise) }
+        shard.execute { $0.accept(push, expiration: expiration, promise: promise) }
         return promise.futureResult
     }
 
@@ -227,7 +225,7 @@ public final class DeliveryCore: Sendable {
         Identifiers.virtualShard(ofHex: hexID).map { $0 % shards.count }
     }
 
-    private func shard(of hexID: String) -> DeviceShard? {
+    private func shard(of hexID: String) -> ShardHandle? {
         shardIndex(of: hexID).map { shards[$0] }
     }
 
@@ -240,7 +238,7 @@ public final class DeliveryCore: Sendable {
             return shards[0].eventLoop.makeFailedFuture(Refusal.unauthorized)
         }
         let promise = shard.eventLoop.makePromise(of: T.self)
-        shard.eventLoop.execute { body(shard, promise) }
+        shard.execute { body($0, promise) }
         return promise.futureResult
     }
 }

@@ -5,7 +5,6 @@ import PushgateModel
 import PushgateCrypto
 import PushgateDelivery
 import PushgateHTTP
-import PushgateScheduler
 import PushgateTransport
 
 /// The device agents' API (PRODUCT.md section 3), HTTP/2 only.
@@ -84,8 +83,8 @@ public enum DeviceRoutes {
             guard let upTo = AckBody.fastUpTo(request.body) ?? decode(AckBody.self, request, responder)?.upTo else { return }
             complete(core.ack(deviceID: deviceID, secret: secret, upTo: upTo), request, responder) { .init(status: 204) }
         case ("POST", .keepalive):
-            complete(core.keepalive(deviceID: deviceID, secret: secret), request, responder) { body in
-                HTTPServerResponse(status: 200, headers: ["content-type": "application/json"], body: body)
+            complete(core.keepalive(deviceID: deviceID, secret: secret), request, responder) { released in
+                HTTPServerResponse(status: 200, headers: ["content-type": "application/json"], body: EventStreamEncoder.keepaliveBody(released))
             }
         case ("PUT", .state):
             guard let body = decode(StateBody.self, request, responder) else { return }
@@ -184,7 +183,7 @@ public enum DeviceRoutes {
                     writer.onClose = { _ in core.closeStream(deviceID: deviceID, generation: generation) }
                     // Ending the stream lets the agent reconnect elsewhere while the server drains.
                     writer.onShutdown = { writer.finish() }
-                    core.bindStream(deviceID: deviceID, generation: generation, writer: writer)
+                    core.bindStream(deviceID: deviceID, generation: generation, sink: EventStreamSink(writer: writer))
                 case .failure:
                     core.closeStream(deviceID: deviceID, generation: generation)
                 }

@@ -2,7 +2,6 @@ import NIOCore
 import PushgateModel
 import PushgateScheduler
 import PushgateStore
-import PushgateTransport
 
 /// One notification in a device's queue: committed to the store or on its way there.
 ///
@@ -37,11 +36,11 @@ final class QueuedNotification {
     }
 }
 
-/// The device's event stream. It exists before its response head is sent (`writer` nil until
+/// The device's event stream. It exists before its response head is sent (`sink` nil until
 /// then), so a push accepted after the agent has seen the head finds the device connected.
 final class StreamBinding {
     let generation: UInt64
-    var writer: ResponseBodyWriter?
+    var sink: (any EventSink)?
     var lastWriteMillis: Int64
 
     init(generation: UInt64, now: Int64) {

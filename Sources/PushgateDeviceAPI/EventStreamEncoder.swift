@@ -1,7 +1,8 @@
 import NIOCore
 import PushgateModel
 
-/// Server-sent events as PRODUCT.md section 3 defines them.
+/// The device API's wire format of notifications: server-sent events on the event stream, and
+/// the same JSON object in keep-alive responses (PRODUCT.md section 3).
 enum EventStreamEncoder {
     /// `id: <seq>`, `event: notification`, `data: <one JSON object>`.
     static func writeNotification(_ record: AcceptedPush, delivery: DeliveryKind, carrier: String?, into buffer: inout ByteBuffer) {
@@ -55,6 +56,17 @@ enum EventStreamEncoder {
     }
 
     static let heartbeat = ByteBuffer(string: ": heartbeat\n\n")
+
+    /// A keep-alive's response body, `{"notifications": [...]}`: what it released, in order.
+    static func keepaliveBody(_ released: [AcceptedPush]) -> ByteBuffer {
+        var body = ByteBuffer(string: "{\"notifications\":[")
+        for (index, notification) in released.enumerated() {
+            if index > 0 { body.writeInteger(UInt8(ascii: ",")) }
+            writeJSON(notification, delivery: .keepalive, carrier: nil, into: &body)
+        }
+        body.writeString("]}")
+        return body
+    }
 
     /// Decimal digits straight into the buffer: string interpolation would allocate a String
     /// for each number of each event.

@@ -1,12 +1,10 @@
 import NIOCore
 import NIOHTTP1
 @testable import PushgateDeviceAPI
-import PushgateModel
 import Testing
 
-/// The parsing on the device API's hot path: the path after `/v1/devices/`, the bearer
-/// credential of every request and the `{"upTo":N}` of every ack (anything else goes to the
-/// full JSON decoder).
+/// The parsing on the device API's hot path: the path after `/v1/devices/` and the `{"upTo":N}`
+/// of every ack (anything else goes to the full JSON decoder).
 @Suite("Device request parsing")
 struct DeviceRequestParsingTests {
     @Test("paths: the device id, then what is asked of it", arguments: [
@@ -46,19 +44,5 @@ struct DeviceRequestParsingTests {
     ])
     func fastAck(body: String, expected: UInt64?) {
         #expect(DeviceRoutes.AckBody.fastUpTo(ByteBuffer(string: body)) == expected)
-    }
-
-    @Test("bearer credentials: scheme in any case, spaces trimmed, nothing else accepted", arguments: [
-        ("bearer abc", String?.some("abc")),
-        ("Bearer abc", "abc"),
-        ("BEARER  abc \t", "abc"),
-        ("bearer", nil),
-        ("bearer ", nil),
-        ("bearerabc", nil),
-        ("basic abc", nil),
-        ("bear abc", nil),
-    ])
-    func bearer(header: String, expected: String?) {
-        #expect(BearerCredential.credential(in: header).map(String.init) == expected)
     }
 }

@@ -1,0 +1,139 @@
+import NIOCore
+import PushgateModel
+import PushgateScheduler
+import PushgateStore
+
+// A provider push, from its registration to its disposition.
+extension DeviceShard {
+    func accept(_ push: Push, expiration: Expiration, promise: EventLoopPromise<Disposition>) {
+        guard let registration = registrations[push.deviceToken] else {
+            promise.fail(Refusal(.badDeviceToken, "no device has the token \(push.deviceToken)"))
+            return
+        }
+        // Checked before the device: a deleted device's tokens are unregistered, not unknown.
+        if let at = registration.unregisteredAt {
+            promise.fail(
+                Refusal(.unregistered, "the token was unregistered; stop sending to it",
+                    timestamp: at
+                )
+            )
+            return
+        }
+        guard let device = devices[registration.deviceID] else {
+            promise.fail(Refusal(.badDeviceToken, "no device has the token \(push.deviceToken)"))
+            return
+        }
+        guard registration.topic == push.topic else {
+            promise.fail(
+                Refusal(.deviceTokenNotForTopic, "the token is registered for \(registration.topic), not \(push.topic)"
+                )
+            )
+            return
+        }
+        guard let app = registration.app else {
+            promise.fail(Refusal(.internalServerError, "registration \(push.deviceToken) has no scheduler state"))
+            return
+        }
+        let now = clock.nowMillis()
+        let expiresAt: Int64
+        switch expiration {
+        case .defaultLifetime:
+            expiresAt = now + configuration.scheduler.policy(forTopic: registration.topic).defaultExpirationMillis
+        case .immediately:
+            expiresAt = now + configuration.immediateGraceMillis
+        case .at(let seconds):
+            expiresAt = seconds.multipliedReportingOverflow(by: 1000).overflow ? .max : seconds * 1000
+            if expiresAt <= now {
+                counters.recordDisposition(.discarded)
+                promise.succeed(.discarded)
+                return
+            }
+        }
+        guard device.queue.count + device.heldCount < configuration.maxQueuedPerDevice else {
+            promise.fail(Refusal.deviceQueueFull(waiting: device.queue.count + device.heldCount))
+            return
+        }
+        var record = AcceptedPush(
+            acceptanceID: nextAcceptanceID(),
+            deviceID: device.id,
+            push: push,
+            acceptedAt: now,
+            expiresAt: expiresAt,
+            seq: nil
+        )
+        let nowOrNever = expiration == .immediately
+        guard let acceptance = scheduler.accept(SchedulerPush(record, app: app, nowOrNever: nowOrNever), now: now) else {
+            promise.fail(Refusal(.internalServerError, "the scheduler does not know this registration"))
+            return
+        }
+
+        // Usually an enqueue, now and then a seq reservation, and one entry: room for them up
+        // front instead of growing the arrays on the way.
+        var commands: [StoreCommand] = []
+        commands.reserveCapacity(2)
+        var entries: [QueuedEntry] = []
+        entries.reserveCapacity(1)
+        let disposition: Disposition
+        switch acceptance.disposition {
+        case .discarded:
+            counters.recordDisposition(.discarded)
+            promise.succeed(.discarded)
+            forget(acceptance.drops, into: &commands)
+            finish(commands, entries: []) { _ in }
+            return
+        case .stored:
+            var replaced = false
+            if let collapseID = record.push.collapseID {
+                // The newest push with a collapse id replaces the stored one (APNs keeps one).
+                let removed = removeUndelivered(from: device) {
+                    $0.committed && $0.record.push.deviceToken == record.push.deviceToken && $0.record.push.collapseID == collapseID
+                }
+                if !removed.isEmpty {
+                    replaced = true
+                    commands.append(.remove(acceptanceIDs: removed))
+                    counters.recordDrop(.coalesced, count: removed.count)
+                    counters.add(queued: -removed.count)
+                }
+            }
+            record.seq = takeSeq(device, into: &commands)
+            commands.append(.enqueue(record))
+            entries.append(enqueue(record, delivery: .stored, on: device))
+            disposition = replaced ? .coalesced : .stored
+        case .held, .coalesced:
+            commands.append(.enqueue(record))
+            held[record.acceptanceID] = record
+            device.heldCount += 1
+            counters.add(held: 1)
+            disposition = acceptance.disposition
+        case .delivered:
+            // In acceptance order: what was held rides ahead of the push that woke the device.
+            for release in acceptance.releases {
+                if release.id == record.acceptanceID {
+                    record.seq = takeSeq(device, into: &commands)
+                    commands.append(.enqueue(record))
+                    entries.append(enqueue(record, delivery: .immediate, on: device))
+                } else {
+                    releaseHeld(release, carrierAPNsID: record.push.apnsID, into: &commands, entries: &entries)
+                }
+            }
+            disposition = .delivered
+        }
+        forget(acceptance.drops, into: &commands)
+        let acceptanceID = record.acceptanceID
+        finish(commands, entries: entries) { [self] result in
+            switch result {
+            case .success:
+                counters.recordDisposition(disposition)
+                promise.succeed(disposition)
+            case .failure(let error):
+                if held.removeValue(forKey: acceptanceID) != nil {
+                    device.heldCount -= 1
+                    counters.add(held: -1)
+                    scheduler.withdrawHeld(id: acceptanceID, app: app)
+                    armSchedulerTimer()
+                }
+                promise.fail(Refusal.storeFailed(error))
+            }
+        }
+    }
+}

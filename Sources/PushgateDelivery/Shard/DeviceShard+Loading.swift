@@ -1,0 +1,92 @@
+import NIOCore
+import PushgateModel
+import PushgateScheduler
+import PushgateStore
+
+// Restoring the shard from the store at start.
+extension DeviceShard {
+    func load(devices records: [DeviceRecord]) {
+        let now = clock.nowMillis()
+        for record in records {
+            let handle = scheduler.addDevice(now: now)
+            deviceIDs[handle] = record.id
+            devices[record.id] = DeviceState(
+                id: record.id,
+                secretHash: record.secretHash,
+                handle: handle,
+                lastSeq: record.lastSeq
+            )
+        }
+    }
+
+    func load(registrations records: [RegistrationRecord]) {
+        for record in records {
+            var registration = RegistrationState(
+                deviceID: record.deviceID,
+                topic: record.topic,
+                unregisteredAt: record.unregisteredAt
+            )
+            if record.unregisteredAt == nil, let device = devices[record.deviceID] {
+                device.tokensByTopic[record.topic] = record.token
+                if let app = scheduler.addApp(device: device.handle, topic: record.topic) {
+                    registration.app = app
+                    appTokens[app] = record.token
+                    if let state = record.appState.flatMap(AppState.init(rawValue:)) {
+                        _ = scheduler.setAppState(app, state)
+                    }
+                }
+            }
+            registrations[record.token] = registration
+        }
+    }
+
+    /// Bucket levels as they were: a restart refills nothing beyond what the elapsed time gives.
+    func load(buckets records: [BucketRecord]) {
+        for record in records {
+            let snapshot = BucketSnapshot(level: record.level, at: record.at)
+            if record.key.hasPrefix("device:"), let device = devices[String(record.key.dropFirst("device:".count))] {
+                scheduler.restoreBucket(device: device.handle, snapshot)
+            } else if record.key.hasPrefix("app:"), let app = registrations[String(record.key.dropFirst("app:".count))]?.app {
+                scheduler.restoreBucket(app: app, snapshot)
+            }
+        }
+        _ = scheduler.drainDirtyBuckets()
+    }
+
+    func load(notifications records: [AcceptedPush]) {
+        // Queues in seq order: seqs are assigned at release, so acceptance order (the store's)
+        // can differ (a held push released after a later stored one).
+        var orphans: [UInt64] = []
+        for record in records.filter({ $0.seq != nil }).sorted(by: { $0.seq! < $1.seq! }) {
+            guard let device = devices[record.deviceID] else {
+                orphans.append(record.acceptanceID)
+                continue
+            }
+            device.queue.append(QueuedNotification(record: record, committed: true, delivery: .stored))
+            withQueue.insert(device.id)
+            counters.add(queued: 1)
+        }
+        for record in records where record.seq == nil {
+            guard let device = devices[record.deviceID] else {
+                orphans.append(record.acceptanceID)
+                continue
+            }
+            if let app = registrations[record.push.deviceToken]?.app,
+                      scheduler.restoreHeld(SchedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
+            {
+                held[record.acceptanceID] = record
+                device.heldCount += 1
+                counters.add(held: 1)
+            } else {
+                orphans.append(record.acceptanceID)
+            }
+        }
+        // Of a device or registration that no longer exists: nothing can deliver them. (Device
+        // deletion names every row of the device; this is the net for any row it missed.)
+        if !orphans.isEmpty {
+            counters.recordDrop(.unregistered, count: orphans.count)
+            commit([.remove(acceptanceIDs: orphans)]) { _ in }
+        }
+        armSchedulerTimer()
+    }
+}

@@ -1,0 +1,67 @@
+import NIOCore
+import PushgateModel
+import PushgateScheduler
+import PushgateStore
+
+// Heartbeats, the expiry sweep, and removing undelivered entries from a queue.
+extension DeviceShard {
+    /// Heartbeats for silent streams, so proxies and agents see a live connection.
+    func heartbeat() {
+        let now = clock.nowMillis()
+        for device in online.values {
+            guard let stream = device.stream, let sink = stream.sink,
+                  now - stream.lastWriteMillis >= configuration.heartbeatIntervalMillis
+            else { continue }
+            stream.lastWriteMillis = now
+            sink.heartbeat()
+        }
+    }
+
+    /// Drops expired notifications that were not yet delivered.
+    func sweepExpired() {
+        let now = clock.nowMillis()
+        for deviceID in withQueue {
+            guard let device = devices[deviceID] else { continue }
+            let expired = removeUndelivered(from: device) { $0.committed && $0.record.expiresAt <= now }
+            if !expired.isEmpty { dropExpired(expired, from: device) }
+        }
+    }
+
+    func dropExpired(_ ids: [UInt64], from device: DeviceState) {
+        counters.recordDrop(.expired, count: ids.count)
+        counters.add(queued: -ids.count)
+        queueShrank(device)
+        commit([.remove(acceptanceIDs: ids)]) { _ in }
+    }
+
+    /// After entries left the device's queue. An empty queue leaves the set the sweep walks and
+    /// gives back the storage a backlog grew: a `CircularBuffer` never shrinks, so a device that
+    /// once had thousands stored would hold their slots (a reference each: 128 KiB after 10,000)
+    /// for as long as the process runs. Small queues keep theirs, so a connected device is not reallocated per push.
+    func queueShrank(_ device: DeviceState) {
+        guard device.queue.isEmpty else { return }
+        withQueue.remove(device.id)
+        if device.queue.capacity > DeviceState.retainedQueueCapacity { device.queue = DeviceState.emptyQueue }
+    }
+
+    /// Slots the device's queue has room for; nil for an unknown device.
+    func queueCapacity(deviceID: String) -> Int? { devices[deviceID]?.queue.capacity }
+
+    /// Removes entries that match and were never sent (on any stream or in a keep-alive
+    /// response); returns their ids. A sent one stays for its ack: the agent may be handling it.
+    func removeUndelivered(from device: DeviceState, where matches: (QueuedNotification) -> Bool) -> [UInt64] {
+        func removable(_ entry: QueuedNotification) -> Bool { !entry.sent && matches(entry) }
+        // Most calls (every push with a collapse id, every device at each sweep) match nothing:
+        // the queue is copied only once one entry must go.
+        let unsent = device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)
+        guard let first = device.queue[unsent...].firstIndex(where: removable) else { return [] }
+        var kept = CircularBuffer<QueuedNotification>(initialCapacity: device.queue.count)
+        kept.append(contentsOf: device.queue[..<first])
+        var removed: [UInt64] = []
+        for entry in device.queue[first...] {
+            if removable(entry) { removed.append(entry.record.acceptanceID) } else { kept.append(entry) }
+        }
+        device.queue = kept
+        return removed
+    }
+}

@@ -1,0 +1,136 @@
+import NIOCore
+import PushgateCrypto
+import PushgateModel
+import PushgateScheduler
+import PushgateStore
+
+// Devices and registrations: creation, the secret check, removal.
+extension DeviceShard {
+    func createDevice(id: String, secretHash: [UInt8], promise: EventLoopPromise<Void>) {
+        let now = clock.nowMillis()
+        let record = DeviceRecord(id: id, secretHash: secretHash, createdAt: now)
+        let handle = scheduler.addDevice(now: now)
+        deviceIDs[handle] = id
+        devices[id] = DeviceState(id: id, secretHash: secretHash, handle: handle, lastSeq: 0)
+        commit([.createDevice(record)]) { [self] result in
+            if case .failure = result {
+                devices[id] = nil
+                deviceIDs[handle] = nil
+                _ = scheduler.removeDevice(handle)
+            }
+            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+        }
+    }
+
+    /// The device if `secret` is its secret; nil otherwise (unknown device or wrong secret alike).
+    func authenticate(deviceID: String, secret: String) -> DeviceState? {
+        guard let device = devices[deviceID] else { return nil }
+        return constantTimeEquals(SHA256.hash(secret.utf8), device.secretHash) ? device : nil
+    }
+
+    func register(deviceID: String, secret: String, topic: String, promise: EventLoopPromise<String>) {
+        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        if let token = device.tokensByTopic[topic] {
+            if let committing = registrations[token]?.committing {
+                promise.completeWith(committing)
+            } else {
+                promise.succeed(token)
+            }
+            return
+        }
+        let token: String
+        do {
+            token = try Identifiers.newToken(forDevice: deviceID)
+        } catch {
+            promise.fail(Refusal(.internalServerError, "\(error)"))
+            return
+        }
+        let record = RegistrationRecord(token: token, deviceID: deviceID, topic: topic, createdAt: clock.nowMillis())
+        let app = scheduler.addApp(device: device.handle, topic: topic)
+        if let app { appTokens[app] = token }
+        registrations[token] = RegistrationState(deviceID: deviceID, topic: topic, app: app, committing: promise.futureResult)
+        device.tokensByTopic[topic] = token
+        commit([.register(record)]) { [self] result in
+            switch result {
+            case .success:
+                registrations[token]?.committing = nil
+                promise.succeed(token)
+            case .failure(let error):
+                registrations[token] = nil
+                if let app {
+                    appTokens[app] = nil
+                    _ = scheduler.removeApp(app)
+                }
+                if device.tokensByTopic[topic] == token { device.tokensByTopic[topic] = nil }
+                promise.fail(Refusal.storeFailed(error))
+            }
+        }
+    }
+
+    func unregister(deviceID: String, secret: String, token: String, promise: EventLoopPromise<Void>) {
+        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        guard var registration = registrations[token], registration.deviceID == deviceID,
+              registration.unregisteredAt == nil
+        else {
+            promise.fail(
+                Refusal(.notFound, "no active registration \(token) on this device")
+            )
+            return
+        }
+        let now = clock.nowMillis()
+        registration.unregisteredAt = now
+        registrations[token] = registration
+        device.tokensByTopic[registration.topic] = nil
+        // Undelivered pushes for the app are dropped with it; delivered ones wait for their ack.
+        let dropped = removeUndelivered(from: device) { $0.record.push.deviceToken == token }
+        counters.recordDrop(.unregistered, count: dropped.count)
+        counters.add(queued: -dropped.count)
+        queueShrank(device)
+        var commands: [StoreCommand] = [.unregister(token: token, at: now)]
+        if !dropped.isEmpty { commands.append(.remove(acceptanceIDs: dropped)) }
+        if let app = registration.app {
+            forget(scheduler.removeApp(app), into: &commands)
+            appTokens[app] = nil
+            registration.app = nil
+            registrations[token] = registration
+        }
+        commit(commands) { result in
+            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+        }
+        armSchedulerTimer()
+    }
+
+    func deleteDevice(deviceID: String, secret: String, promise: EventLoopPromise<Void>) {
+        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        let now = clock.nowMillis()
+        for token in device.tokensByTopic.values {
+            registrations[token]?.unregisteredAt = now
+            if let app = registrations[token]?.app { appTokens[app] = nil }
+            registrations[token]?.app = nil
+        }
+        if let stream = device.stream {
+            stream.sink?.finish()
+            counters.connected(-1)
+        }
+        // Every notification of the device goes, held ones included.
+        let acceptanceIDs = device.queue.map(\.record.acceptanceID) + forgetHeld(scheduler.removeDevice(device.handle))
+        deviceIDs[device.handle] = nil
+        counters.recordDrop(.unregistered, count: device.queue.count)
+        counters.add(queued: -device.queue.count)
+        devices[deviceID] = nil
+        online[deviceID] = nil
+        withQueue.remove(deviceID)
+        commit([.deleteDevice(id: deviceID, at: now, acceptanceIDs: acceptanceIDs)]) { result in
+            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+        }
+    }
+}

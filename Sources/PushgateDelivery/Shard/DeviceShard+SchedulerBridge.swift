@@ -1,0 +1,189 @@
+import NIOCore
+import PushgateModel
+import PushgateScheduler
+import PushgateStore
+
+// The scheduler's decisions turned into queue entries, store commands and timers.
+extension DeviceShard {
+    /// A queue entry waiting for its commit.
+    struct QueuedEntry {
+        var deviceID: String
+        var seq: UInt64
+        /// A released held push: held again if the commit fails (its record, less the seq, is the
+        /// queue entry's).
+        var wasHeld = false
+    }
+
+    /// Appends a notification with its seq to the device's queue, not yet committed.
+    func enqueue(
+        _ record: AcceptedPush,
+        delivery: DeliveryKind,
+        carrier: String? = nil,
+        on device: DeviceState,
+        keepalive: Bool = false
+    ) -> QueuedEntry {
+        let entry = QueuedNotification(record: record, committed: false, delivery: delivery, carrier: carrier)
+        entry.sentInKeepalive = keepalive
+        entry.sent = keepalive
+        device.queue.append(entry)
+        withQueue.insert(device.id)
+        counters.add(queued: 1)
+        return QueuedEntry(deviceID: device.id, seq: record.seq ?? 0)
+    }
+
+    /// A held push the scheduler released: it gets the device's next seq and joins its queue.
+    /// `carrierAPNsID` names the priority-10 push a piggyback rode on.
+    @discardableResult
+    func releaseHeld(
+        _ release: Release,
+        carrierAPNsID: String? = nil,
+        keepalive: Bool = false,
+        into commands: inout [StoreCommand],
+        entries: inout [QueuedEntry]
+    ) -> AcceptedPush? {
+        guard var record = held.removeValue(forKey: release.id), let device = devices[record.deviceID] else { return nil }
+        device.heldCount -= 1
+        counters.add(held: -1)
+        let seq = takeSeq(device, into: &commands)
+        record.seq = seq
+        commands.append(.assignSeq(acceptanceID: record.acceptanceID, seq: seq))
+        let carrier = release.kind == .piggyback ? carrierAPNsID : nil
+        var entry = enqueue(record, delivery: release.kind, carrier: carrier, on: device, keepalive: keepalive)
+        entry.wasHeld = true
+        entries.append(entry)
+        return record
+    }
+
+    /// Held pushes the scheduler gave up on: deleted and counted.
+    func forget(_ drops: [Drop], into commands: inout [StoreCommand]) {
+        let ids = forgetHeld(drops)
+        if !ids.isEmpty { commands.append(.remove(acceptanceIDs: ids)) }
+    }
+
+    /// Takes the dropped pushes out of the held set and counts them; returns their ids.
+    func forgetHeld(_ drops: [Drop]) -> [UInt64] {
+        var ids: [UInt64] = []
+        ids.reserveCapacity(drops.count)
+        for drop in drops {
+            guard let record = held.removeValue(forKey: drop.id) else { continue }
+            devices[record.deviceID]?.heldCount -= 1
+            counters.add(held: -1)
+            counters.recordDrop(drop.reason, count: 1)
+            ids.append(drop.id)
+        }
+        return ids
+    }
+
+    /// Releases and drops of a wake event or tick, with no push of its own.
+    func apply(
+        _ output: SchedulerOutput,
+        keepalive: Bool = false,
+        into commands: inout [StoreCommand],
+        entries: inout [QueuedEntry]
+    ) -> [AcceptedPush] {
+        var released: [AcceptedPush] = []
+        for release in output.releases {
+            if let record = releaseHeld(release, keepalive: keepalive, into: &commands, entries: &entries) {
+                released.append(record)
+            }
+        }
+        forget(output.drops, into: &commands)
+        return released
+    }
+
+    /// Adds the bucket levels the scheduler changed, commits, then marks the new queue entries
+    /// committed and writes them; a failed commit takes them back out of the queues (their
+    /// pushes stay held on disk and are released again after a restart).
+    func finish(_ commands: [StoreCommand], entries: [QueuedEntry], then: @escaping (Result<Void, StoreError>) -> Void) {
+        var commands = commands
+        if let buckets = bucketCommand() { commands.append(buckets) }
+        armSchedulerTimer()
+        guard !commands.isEmpty else {
+            then(.success(()))
+            return
+        }
+        commit(commands) { [self] result in
+            for entry in entries {
+                guard let device = devices[entry.deviceID],
+                      let index = device.queue.lastIndex(where: { $0.seq == entry.seq })
+                else { continue }
+                switch result {
+                case .success:
+                    device.queue[index].committed = true
+                case .failure:
+                    var record = device.queue.remove(at: index).record
+                    counters.add(queued: -1)
+                    queueShrank(device)
+                    if entry.wasHeld {
+                        record.seq = nil
+                        holdAgain(record, on: device)
+                    }
+                }
+            }
+            // Once all are marked, so that a device's entries go out in one write. Pumping a
+            // device a second time finds nothing new: cheaper than a set of devices per commit.
+            if case .success = result {
+                for entry in entries { if let device = devices[entry.deviceID] { pump(device) } }
+            }
+            then(result)
+        }
+    }
+
+    /// A released push whose seq did not reach the disk: it is still held there, so it is held
+    /// here again (released by the next wake event) instead of waiting for a restart.
+    func holdAgain(_ record: AcceptedPush, on device: DeviceState) {
+        guard let app = registrations[record.push.deviceToken]?.app,
+              scheduler.restoreHeld(SchedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
+        else { return }
+        held[record.acceptanceID] = record
+        device.heldCount += 1
+        counters.add(held: 1)
+        armSchedulerTimer()
+    }
+
+    func bucketCommand() -> StoreCommand? {
+        let dirty = scheduler.drainDirtyBuckets()
+        guard !dirty.isEmpty else { return nil }
+        var records: [BucketRecord] = []
+        records.reserveCapacity(dirty.devices.count + dirty.apps.count)
+        for change in dirty.devices {
+            guard let id = deviceIDs[change.handle] else { continue }
+            records.append(BucketRecord(key: BucketRecord.deviceKey(id), level: change.bucket.level, at: change.bucket.at))
+        }
+        for change in dirty.apps {
+            guard let token = appTokens[change.handle] else { continue }
+            records.append(BucketRecord(key: BucketRecord.appKey(token), level: change.bucket.level, at: change.bucket.at))
+        }
+        return records.isEmpty ? nil : .saveBuckets(records)
+    }
+
+    /// One timer per shard, for the scheduler's earliest deadline (budget refills, deferral
+    /// limits, expiry of held pushes): never a timer per device.
+    func armSchedulerTimer() {
+        guard let deadline = scheduler.nextDeadline else {
+            schedulerTimer?.cancel()
+            schedulerTimer = nil
+            schedulerTimerAt = .max
+            return
+        }
+        if schedulerTimer != nil, schedulerTimerAt <= deadline { return }
+        schedulerTimer?.cancel()
+        schedulerTimerAt = deadline
+        let delay = max(0, deadline - clock.nowMillis())
+        let shard = NIOLoopBound(self, eventLoop: eventLoop)
+        schedulerTimer = eventLoop.scheduleTask(in: .milliseconds(delay)) {
+            let shard = shard.value
+            shard.schedulerTimer = nil
+            shard.schedulerTimerAt = .max
+            shard.advanceScheduler()
+        }
+    }
+
+    /// Runs the scheduler's due work: budget releases, deferral limits, expiry of held pushes.
+    func advanceScheduler() {
+        var commands: [StoreCommand] = []
+        var entries: [QueuedEntry] = []
+        _ = apply(scheduler.advance(now: clock.nowMillis()), into: &commands, entries: &entries)
+        finish(commands, entries: entries) { _ in }
+    }
+}

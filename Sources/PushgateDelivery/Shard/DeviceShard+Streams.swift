@@ -1,0 +1,147 @@
+import NIOCore
+import PushgateModel
+import PushgateScheduler
+import PushgateStore
+
+// Event streams: opening, binding, closing; acks; writing what a device may receive.
+extension DeviceShard {
+    /// Makes a new stream the device's current one (ending any older one) before its head is
+    /// sent; `lastEventID` acknowledges up to that seq first. Succeeds with the stream's
+    /// generation, which `bind` and `abandon` name.
+    func openStream(deviceID: String, secret: String, lastEventID: UInt64?, promise: EventLoopPromise<UInt64>) {
+        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        if let old = device.stream {
+            old.sink?.finish()
+        } else {
+            counters.connected(1)
+        }
+        streamGenerations += 1
+        let now = clock.nowMillis()
+        device.stream = StreamBinding(generation: streamGenerations, now: now)
+        device.resetStreamProgress()
+        online[deviceID] = device
+        if let lastEventID { acknowledge(device, upTo: lastEventID, onlySent: false, promise: nil) }
+        // A wake event: stored pushes are already queued, held ones follow them (`online`).
+        var commands: [StoreCommand] = []
+        var entries: [QueuedEntry] = []
+        _ = apply(scheduler.connect(device.handle, now: now), into: &commands, entries: &entries)
+        finish(commands, entries: entries) { _ in }
+        promise.succeed(streamGenerations)
+    }
+
+    /// The stream's head is out: events can be written to it.
+    func bind(deviceID: String, generation: UInt64, sink: any EventSink) {
+        guard let device = devices[deviceID], let stream = device.stream, stream.generation == generation else {
+            sink.finish()
+            return
+        }
+        stream.sink = sink
+        pump(device)
+    }
+
+    /// The stream ended, or its head could not be sent. A newer stream is left alone.
+    func close(deviceID: String, generation: UInt64) {
+        guard let device = devices[deviceID], let stream = device.stream, stream.generation == generation else { return }
+        disconnect(device)
+    }
+
+    func disconnect(_ device: DeviceState) {
+        scheduler.disconnect(device.handle)
+        armSchedulerTimer()
+        device.stream = nil
+        device.resetStreamProgress()
+        online[device.id] = nil
+        counters.connected(-1)
+    }
+
+    func ack(deviceID: String, secret: String, upTo: UInt64, promise: EventLoopPromise<Void>) {
+        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        acknowledge(device, upTo: upTo, onlySent: true, promise: promise)
+    }
+
+    /// Cumulative ack. Only committed notifications can have been seen, so removal stops at the
+    /// first uncommitted one; an ack beyond anything assigned is clamped.
+    /// `onlySent`: an ack (`POST .../ack`) may name a seq from a keep-alive response, below which
+    /// older pushes may not have been sent yet, so it stops below the first one never sent. A
+    /// `Last-Event-ID` names an event of a stream, and a stream sends every seq below its events
+    /// (or they went in keep-alive responses), so it acks all of them, also after a restart.
+    func acknowledge(_ device: DeviceState, upTo requested: UInt64, onlySent: Bool, promise: EventLoopPromise<Void>?) {
+        var upTo = min(requested, device.nextSeq - 1)
+        if onlySent {
+            // Everything before `deliveredCount` went out on this stream or in a keep-alive.
+            var index = device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)
+            while index != device.queue.endIndex, device.queue[index].sent { index = device.queue.index(after: index) }
+            if index != device.queue.endIndex { upTo = min(upTo, device.queue[index].seq - 1) }
+        }
+        guard upTo > device.ackedSeq else {
+            promise?.succeed()
+            return
+        }
+        var removed: [UInt64] = []
+        while let first = device.queue.first, first.committed, first.seq <= upTo {
+            device.queue.removeFirst()
+            removed.append(first.record.acceptanceID)
+            if device.deliveredCount > 0 {
+                device.deliveredCount -= 1
+                device.unackedBytes -= first.eventSize
+            }
+        }
+        counters.add(queued: -removed.count)
+        counters.acknowledged(removed.count)
+        queueShrank(device)
+        device.ackedSeq = upTo
+        var commands: [StoreCommand] = [.ack(deviceID: device.id, acceptanceIDs: removed)]
+        // After a restart nothing is reserved yet: the seqs this ack deletes must stay covered.
+        reserveSeqs(of: device, through: upTo, into: &commands)
+        commit(commands) { result in
+            promise?.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+        }
+        pump(device)
+    }
+
+    /// Writes what the device may receive now: committed, unexpired, in sequence order, within
+    /// the unacked window.
+    func pump(_ device: DeviceState) {
+        guard let stream = device.stream, let sink = stream.sink else { return }
+        let now = clock.nowMillis()
+        var buffer: ByteBuffer?
+        var expired: [UInt64] = []
+        while device.deliveredCount < device.queue.count {
+            let entry = device.queue[device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)]
+            guard entry.committed else { break }
+            if entry.sentInKeepalive {
+                device.deliveredCount += 1
+                continue
+            }
+            // Never written again once expired, even if an earlier stream had it (PRODUCT.md:
+            // expired pushes are never delivered); the sweep leaves sent ones to this check.
+            if entry.record.expiresAt <= now {
+                device.queue.remove(at: device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount))
+                expired.append(entry.record.acceptanceID)
+                continue
+            }
+            guard device.unackedBytes < configuration.unackedWindowBytes else { break }
+            if buffer == nil { buffer = ByteBufferAllocator().buffer(capacity: sink.estimatedSize(of: entry.record)) }
+            let before = buffer!.writerIndex
+            sink.encode(entry.record, delivery: entry.delivery, carrier: entry.carrier, into: &buffer!)
+            let size = buffer!.writerIndex - before
+            entry.eventSize = size
+            entry.sent = true
+            device.unackedBytes += size
+            device.deliveredCount += 1
+            counters.recordDelivery(entry.delivery)
+        }
+        if !expired.isEmpty {
+            dropExpired(expired, from: device)
+        }
+        guard let buffer else { return }
+        stream.lastWriteMillis = now
+        sink.send(buffer)
+    }
+}

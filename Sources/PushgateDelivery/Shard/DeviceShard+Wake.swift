@@ -1,0 +1,72 @@
+import NIOCore
+import PushgateModel
+import PushgateScheduler
+import PushgateStore
+
+// Keep-alives (a wake event answered with what they release) and reported power and app states.
+extension DeviceShard {
+    /// A wake event: what the scheduler held for the device goes in the response (and is acked
+    /// like any other notification). Succeeds, once on disk, with the released notifications,
+    /// with their seqs, in order; they came by `keepalive`.
+    func keepalive(deviceID: String, secret: String, promise: EventLoopPromise<[AcceptedPush]>) {
+        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        var commands: [StoreCommand] = []
+        var entries: [QueuedEntry] = []
+        let released = apply(
+            scheduler.keepalive(device.handle, now: clock.nowMillis()),
+            keepalive: true,
+            into: &commands,
+            entries: &entries
+        )
+        finish(commands, entries: entries) { [self] result in
+            switch result {
+            case .success:
+                for _ in released { counters.recordDelivery(.keepalive) }
+                promise.succeed(released)
+            case .failure(let error):
+                promise.fail(Refusal.storeFailed(error))
+            }
+        }
+    }
+
+    /// Power and app states the device reports. Topics must be registered on the device.
+    func setState(
+        deviceID: String,
+        secret: String,
+        power: DevicePower?,
+        apps: [(topic: String, state: AppState)],
+        promise: EventLoopPromise<Void>
+    ) {
+        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        var targets: [(token: String, app: AppHandle, state: AppState)] = []
+        for (topic, state) in apps {
+            guard let token = device.tokensByTopic[topic], let app = registrations[token]?.app else {
+                promise.fail(
+                    Refusal(.badTopic, "\(topic) is not registered on this device; register it first")
+                )
+                return
+            }
+            targets.append((token, app, state))
+        }
+        var commands: [StoreCommand] = []
+        var entries: [QueuedEntry] = []
+        for target in targets {
+            forget(scheduler.setAppState(target.app, target.state), into: &commands)
+            // What the scheduler applied: `background` leaves a terminated app terminated.
+            let applied = scheduler.appState(target.app) ?? target.state
+            commands.append(.setAppState(token: target.token, state: applied.rawValue))
+        }
+        if let power {
+            _ = apply(scheduler.setPower(device.handle, power, now: clock.nowMillis()), into: &commands, entries: &entries)
+        }
+        finish(commands, entries: entries) { result in
+            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Logging
+import NIOCore
+import PushgateModel
+import PushgateCrypto
+import PushgateScheduler
+import PushgateStore
+
+/// The devices, registrations and queues of one shard, owned by one event loop.
+///
+/// Every method runs on `eventLoop`; the core routes each request here by the shard byte of the
+/// device id or token, so no lock is taken on the delivery path. State changes are made in
+/// memory first, committed to the store, and acknowledged (to the provider or agent) only when
+/// the commit completes; a failed commit is undone.
+///
+/// The shard's `Scheduler` (pure, no I/O) decides what each push, wake event and tick releases;
+/// this class turns its decisions into queue entries with sequence numbers, store commands and
+/// stream writes. Held pushes keep their records here (`held`) and on disk with no seq.
+final class DeviceShard {
+    let eventLoop: any EventLoop
+    let store: any NotificationStore
+    let clock: any DeliveryClock
+    let configuration: DeliveryConfiguration
+    let counters: DeliveryCounters
+    let logger: Logger
+    let nextAcceptanceID: @Sendable () -> UInt64
+    /// Store completions come back through it, many per loop task.
+    let completions: LoopInbox
+
+    var devices: [String: DeviceState] = [:]
+    var registrations: [String: RegistrationState] = [:]
+    /// Devices with an open stream (for heartbeats).
+    var online: [String: DeviceState] = [:]
+    /// Devices with queued notifications (for the expiry sweep).
+    var withQueue: Set<String> = []
+    var streamGenerations: UInt64 = 0
+
+    let scheduler: Scheduler
+    /// Records of the pushes the scheduler holds, by acceptance id.
+    var held: [UInt64: AcceptedPush] = [:]
+    /// Who the scheduler's handles are, for bucket keys and drops.
+    var deviceIDs: [DeviceHandle: String] = [:]
+    var appTokens: [AppHandle: String] = [:]
+    /// The one timer of the shard's scheduler, armed for its next deadline.
+    var schedulerTimer: Scheduled<Void>?
+    var schedulerTimerAt: Int64 = .max
+
+    init(
+        eventLoop: any EventLoop,
+        store: any NotificationStore,
+        clock: any DeliveryClock,
+        configuration: DeliveryConfiguration,
+        counters: DeliveryCounters,
+        logger: Logger,
+        nextAcceptanceID: @escaping @Sendable () -> UInt64
+    ) throws(SchedulerConfigurationError) {
+        self.eventLoop = eventLoop
+        self.store = store
+        self.clock = clock
+        self.configuration = configuration
+        self.counters = counters
+        self.logger = logger
+        self.nextAcceptanceID = nextAcceptanceID
+        self.completions = LoopInbox(loop: eventLoop)
+        self.scheduler = try Scheduler(configuration: configuration.scheduler)
+    }
+}
