@@ -213,6 +213,7 @@ let package = Package(
         .testTarget(
             name: "PushgateGatewayTests",
             dependencies: [
+                "PushgateTestKit",
                 "PushgateModel",
                 "PushgateGateway",
                 "PushgateDeviceAPI",
@@ -250,6 +251,7 @@ let package = Package(
         .testTarget(
             name: "PushgateDeliveryTests",
             dependencies: [
+                "PushgateTestKit",
                 "PushgateDelivery",
                 "PushgateModel",
                 "PushgateScheduler",
@@ -267,6 +269,17 @@ let package = Package(
                 "PushgateModel",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
+        ),
+        // What several test targets share: the test clock, the recording event sink.
+        .target(
+            name: "PushgateTestKit",
+            dependencies: [
+                "PushgateDelivery",
+                "PushgateModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Tests/PushgateTestKit"
         ),
         // Runs openssl and python3 for the interoperability tests of several test targets.
         .target(name: "PushgateTestTools", path: "Tests/PushgateTestTools"),

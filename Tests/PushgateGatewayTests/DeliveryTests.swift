@@ -7,6 +7,7 @@ import PushgateModel
 import PushgateStore
 import PushgateTransport
 import Synchronization
+import PushgateTestKit
 import Testing
 
 /// End-to-end delivery through a real gateway (PRODUCT.md sections 2, 3, 4 "Offline"/"Expiry", 8):

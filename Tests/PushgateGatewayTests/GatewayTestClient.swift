@@ -4,19 +4,10 @@ import NIOHTTP1
 import PushgateDelivery
 import PushgateTransport
 import Synchronization
+import PushgateTestKit
 import Testing
 
 /// Clients, clock and event-stream reader shared by the gateway tests.
-
-final class TestClock: DeliveryClock {
-    private let millis: Atomic<Int64>
-
-    init(_ millis: Int64) { self.millis = Atomic(millis) }
-
-    func set(_ value: Int64) { millis.store(value, ordering: .sequentiallyConsistent) }
-
-    func nowMillis() -> Int64 { millis.load(ordering: .sequentiallyConsistent) }
-}
 
 // MARK: - Client helpers
 

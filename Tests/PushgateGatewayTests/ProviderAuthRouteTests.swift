@@ -5,6 +5,7 @@ import PushgateDelivery
 import PushgateGateway
 import PushgateProviderAuth
 import PushgateTransport
+import PushgateTestKit
 import Testing
 
 /// Provider authentication through the real server: the reasons reach the client as APNs sends

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import PushgateDelivery
 import PushgateScheduler
+import PushgateTestKit
 import Testing
 
 /// The scheduler through the real server and the agent protocol (PRODUCT.md section 4): budgets,

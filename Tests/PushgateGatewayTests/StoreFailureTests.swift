@@ -4,6 +4,7 @@ import PushgateModel
 import PushgateDelivery
 import PushgateStore
 import Synchronization
+import PushgateTestKit
 import Testing
 
 /// What the gateway does when a commit fails or is slow, with faults injected into the store

@@ -27,7 +27,7 @@ extension DeviceShard {
 
     /// Seqs reserved on disk at a time: a restart continues after the block, so most pushes and
     /// acks write no device row (at most this many seqs are skipped per restart).
-    static let seqReservationBlock: UInt64 = 1024
+    private static let seqReservationBlock: UInt64 = 1024
 
     /// The device's next seq. Passing its reservation reserves the next block in the same commit.
     func takeSeq(_ device: DeviceState, into commands: inout [StoreCommand]) -> UInt64 {
@@ -46,7 +46,7 @@ extension DeviceShard {
     }
 
     /// A reservation that did not reach the disk is made again by the next seq or ack.
-    func forgetReservations(in commands: [StoreCommand]) {
+    private func forgetReservations(in commands: [StoreCommand]) {
         for case .reserveSeqs(let deviceID, _) in commands {
             devices[deviceID]?.reservedSeq = 0
         }

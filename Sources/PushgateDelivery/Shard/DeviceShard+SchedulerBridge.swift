@@ -131,7 +131,7 @@ extension DeviceShard {
 
     /// A released push whose seq did not reach the disk: it is still held there, so it is held
     /// here again (released by the next wake event) instead of waiting for a restart.
-    func holdAgain(_ record: AcceptedPush, on device: DeviceState) {
+    private func holdAgain(_ record: AcceptedPush, on device: DeviceState) {
         guard let app = registrations[record.push.deviceToken]?.app,
               scheduler.restoreHeld(SchedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
         else { return }
@@ -141,7 +141,7 @@ extension DeviceShard {
         armSchedulerTimer()
     }
 
-    func bucketCommand() -> StoreCommand? {
+    private func bucketCommand() -> StoreCommand? {
         let dirty = scheduler.drainDirtyBuckets()
         guard !dirty.isEmpty else { return nil }
         var records: [BucketRecord] = []

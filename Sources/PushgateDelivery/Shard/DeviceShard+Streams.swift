@@ -48,7 +48,7 @@ extension DeviceShard {
         disconnect(device)
     }
 
-    func disconnect(_ device: DeviceState) {
+    private func disconnect(_ device: DeviceState) {
         scheduler.disconnect(device.handle)
         armSchedulerTimer()
         device.stream = nil
@@ -71,7 +71,7 @@ extension DeviceShard {
     /// older pushes may not have been sent yet, so it stops below the first one never sent. A
     /// `Last-Event-ID` names an event of a stream, and a stream sends every seq below its events
     /// (or they went in keep-alive responses), so it acks all of them, also after a restart.
-    func acknowledge(_ device: DeviceState, upTo requested: UInt64, onlySent: Bool, promise: EventLoopPromise<Void>?) {
+    private func acknowledge(_ device: DeviceState, upTo requested: UInt64, onlySent: Bool, promise: EventLoopPromise<Void>?) {
         var upTo = min(requested, device.nextSeq - 1)
         if onlySent {
             // Everything before `deliveredCount` went out on this stream or in a keep-alive.

@@ -1,0 +1,133 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import PushgateDelivery
+import PushgateModel
+import PushgateStore
+import PushgateTestKit
+
+/// A store that keeps nothing but what it was asked, and completes at once: delivery's state
+/// without a disk. A commit fails when a rule the test set matches it.
+final class RecordingStore: NotificationStore {
+    typealias Match = @Sendable ([StoreCommand]) -> Bool
+
+    private struct State {
+        var commits: [[StoreCommand]] = []
+        var failNext: [Match] = []
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    var commits: [[StoreCommand]] { state.withLockedValue { $0.commits } }
+
+    func failNext(where match: @escaping Match) {
+        state.withLockedValue { $0.failNext.append(match) }
+    }
+
+    func commit(_ commands: [StoreCommand], completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        let fails = state.withLockedValue { state -> Bool in
+            if let index = state.failNext.firstIndex(where: { $0(commands) }) {
+                state.failNext.remove(at: index)
+                return true
+            }
+            state.commits.append(commands)
+            return false
+        }
+        completion(fails ? .failure(StoreError(.database, "disk I/O error (injected)")) : .success(()))
+    }
+
+    func load() throws(StoreError) -> StoreSnapshot {
+        StoreSnapshot(devices: [], registrations: [], notifications: [], maxAcceptanceID: 0)
+    }
+
+    func close() async {}
+}
+
+/// A delivery core on one event loop, a recording store and a test clock: no sockets, no HTTP.
+struct DeliveryHarness {
+    static let start: Int64 = 1_800_000_000_000
+
+    let core: DeliveryCore
+    let store: RecordingStore
+    let clock: TestClock
+
+    static func run(
+        _ configure: (inout DeliveryConfiguration) -> Void = { _ in },
+        _ body: (DeliveryHarness) async throws -> Void
+    ) async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        var configuration = DeliveryConfiguration()
+        configure(&configuration)
+        let store = RecordingStore()
+        let clock = TestClock(start)
+        var logger = Logger(label: "delivery-test")
+        logger.logLevel = .critical
+        let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: configuration, logger: logger)
+        try await core.restore()
+        do {
+            try await body(DeliveryHarness(core: core, store: store, clock: clock))
+        } catch {
+            try await group.shutdownGracefully()
+            throw error
+        }
+        try await group.shutdownGracefully()
+    }
+
+    struct Device {
+        var id: String
+        var secret: String
+    }
+
+    func device() async throws -> Device {
+        let created = try await core.createDevice().get()
+        return Device(id: created.deviceID, secret: created.secret)
+    }
+
+    func register(_ device: Device, _ topic: String) async throws -> String {
+        try await core.register(deviceID: device.id, secret: device.secret, topic: topic).get()
+    }
+
+    /// Opens the device's stream and binds a recording sink to it.
+    func connect(_ device: Device, lastEventID: UInt64? = nil) async throws -> RecordingSink {
+        let generation = try await core.openStream(deviceID: device.id, secret: device.secret, lastEventID: lastEventID).get()
+        let sink = RecordingSink()
+        core.bindStream(deviceID: device.id, generation: generation, sink: sink)
+        return sink
+    }
+
+    func push(
+        _ token: String,
+        _ topic: String,
+        apnsID: String = UUIDs.next(),
+        type: PushType = .alert,
+        priority: PushPriority = .high,
+        collapseID: String? = nil,
+        expiration: Expiration = .defaultLifetime
+    ) async throws -> Disposition {
+        let payload = type == .background ? #"{"aps":{"content-available":1}}"# : #"{"aps":{"alert":"hi"}}"#
+        let push = Push(
+            deviceToken: token, apnsID: apnsID, topic: topic, pushType: type, priority: priority,
+            collapseID: collapseID, payload: Array(payload.utf8)
+        )
+        return try await core.accept(push, expiration: expiration).get()
+    }
+
+    func silent(_ token: String, _ topic: String, apnsID: String = UUIDs.next()) async throws -> Disposition {
+        try await push(token, topic, apnsID: apnsID, type: .background, priority: .normal)
+    }
+}
+
+/// Distinct canonical apns-ids, in order.
+enum UUIDs {
+    private static let counter = NIOLockedValueBox(0)
+
+    static func next() -> String {
+        let n = counter.withLockedValue { value in
+            value += 1
+            return value
+        }
+        let hex = String(n, radix: 16)
+        return "00000000-0000-4000-8000-" + String(repeating: "0", count: 12 - hex.count) + hex
+    }
+}

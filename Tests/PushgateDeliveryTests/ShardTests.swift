@@ -1,0 +1,192 @@
+import PushgateDelivery
+import PushgateModel
+import PushgateStore
+import PushgateTestKit
+import Testing
+
+/// Delivery's rules on a shard, seen through a recording event sink and store: no sockets, no
+/// HTTP, no disk.
+@Suite("Delivery without sockets", .timeLimit(.minutes(1)))
+struct ShardTests {
+    static let topic = "com.example.news"
+
+    @Test("a push to a connected device is committed, then written with seq 1 as immediate")
+    func immediate() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let sink = try await h.connect(device)
+            let apnsID = UUIDs.next()
+            #expect(try await h.push(token, Self.topic, apnsID: apnsID) == .delivered)
+            let events = await sink.events(count: 1)
+            #expect(events.map(\.seq) == [1])
+            #expect(events.map(\.delivery) == [.immediate])
+            #expect(events.first?.apnsID == apnsID)
+            let enqueued = h.store.commits.flatMap { $0 }.compactMap { command -> AcceptedPush? in
+                if case .enqueue(let notification) = command { return notification }
+                return nil
+            }
+            #expect(enqueued.map(\.push.apnsID) == [apnsID], "committed before the 200")
+            #expect(h.core.counters.deliveries(.immediate) == 1)
+        }
+    }
+
+    @Test("stored while offline; on connect the stored go first, then the held silent ones ride along as online")
+    func storedThenOnline() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let stored = UUIDs.next()
+            let silent = UUIDs.next()
+            #expect(try await h.push(token, Self.topic, apnsID: stored) == .stored)
+            #expect(try await h.silent(token, Self.topic, apnsID: silent) == .held)
+            let sink = try await h.connect(device)
+            let events = await sink.events(count: 2)
+            #expect(events.map(\.apnsID) == [stored, silent])
+            #expect(events.map(\.delivery) == [.stored, .online])
+            #expect(events.map(\.seq) == [1, 2])
+        }
+    }
+
+    @Test("past the app's silent budget a push is held; the next alert carries it as piggyback, naming its apns-id")
+    func piggyback() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let sink = try await h.connect(device)
+            for _ in 0..<3 { #expect(try await h.silent(token, Self.topic) == .delivered) }
+            let held = UUIDs.next()
+            #expect(try await h.silent(token, Self.topic, apnsID: held) == .held)
+            #expect(h.core.counters.held == 1)
+            let alert = UUIDs.next()
+            #expect(try await h.push(token, Self.topic, apnsID: alert) == .delivered)
+            let events = await sink.events(count: 5)
+            #expect(events.suffix(2).map(\.apnsID) == [held, alert])
+            #expect(events.suffix(2).map(\.delivery) == [.piggyback, .immediate])
+            #expect(events[3].carrier == alert)
+            #expect(events[4].carrier == nil)
+            #expect(h.core.counters.held == 0)
+        }
+    }
+
+    @Test("only what fits the unacked window is written; an ack lets the rest out")
+    func unackedWindow() async throws {
+        // Each recorded event is about 12 bytes: two fit, the third waits.
+        try await DeliveryHarness.run({ $0.unackedWindowBytes = 20 }) { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            for _ in 0..<4 { _ = try await h.push(token, Self.topic) }
+            let sink = try await h.connect(device)
+            #expect(await sink.events(count: 2).map(\.seq) == [1, 2])
+            try await h.core.ack(deviceID: device.id, secret: device.secret, upTo: 2).get()
+            #expect(await sink.events(count: 4).map(\.seq) == [1, 2, 3, 4])
+            #expect(h.core.counters.acknowledged == 2)
+            #expect(h.core.counters.queued == 2)
+        }
+    }
+
+    @Test("a push whose commit fails is refused with 503 ServiceUnavailable and never written")
+    func failedCommit() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let sink = try await h.connect(device)
+            h.store.failNext { $0.contains { if case .enqueue = $0 { true } else { false } } }
+            await #expect(throws: Refusal.self) { _ = try await h.push(token, Self.topic) }
+            do {
+                _ = try await h.push(token, Self.topic)
+            } catch {
+                Issue.record("the next push is accepted: \(error)")
+            }
+            let events = await sink.events(count: 1)
+            #expect(events.map(\.seq) == [2], "seq 1 was taken by the refused push and never written")
+            #expect(h.core.counters.queued == 1)
+        }
+    }
+
+    @Test("the store's failure is the catalog's 503")
+    func failureIsServiceUnavailable() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            h.store.failNext { _ in true }
+            do {
+                _ = try await h.push(token, Self.topic)
+                Issue.record("accepted")
+            } catch let refusal as Refusal {
+                #expect(refusal.reason == .serviceUnavailable)
+                #expect(refusal.detail.contains("injected"))
+            }
+        }
+    }
+
+    @Test("a newer stream ends the older one cleanly and gets what is unacked")
+    func replacedStream() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let first = try await h.connect(device)
+            _ = try await h.push(token, Self.topic)
+            _ = await first.events(count: 1)
+            let second = try await h.connect(device)
+            #expect(await second.events(count: 1).map(\.seq) == [1], "unacked: sent again")
+            #expect(first.isFinished)
+            #expect(!second.isFinished)
+            #expect(h.core.counters.connectedDevices == 1)
+        }
+    }
+
+    @Test("a keep-alive releases what is held, with seqs, in acceptance order; the stream does not send them again")
+    func keepalive() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let sink = try await h.connect(device)
+            let held = [UUIDs.next(), UUIDs.next()]
+            for apnsID in held { #expect(try await h.push(token, Self.topic, apnsID: apnsID, priority: .low) == .held) }
+            let released = try await h.core.keepalive(deviceID: device.id, secret: device.secret).get()
+            #expect(released.map(\.push.apnsID) == held)
+            #expect(released.map(\.seq) == [1, 2])
+            #expect(h.core.counters.deliveries(.keepalive) == 2)
+            let next = UUIDs.next()
+            _ = try await h.push(token, Self.topic, apnsID: next)
+            #expect(await sink.events(count: 1).map(\.apnsID) == [next])
+        }
+    }
+
+    @Test("provider refusals: an unknown token, another topic's token, an unregistered token with its time")
+    func refusals() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            func refusal(_ token: String, _ topic: String) async -> Refusal? {
+                do {
+                    _ = try await h.push(token, topic)
+                    return nil
+                } catch {
+                    return error as? Refusal
+                }
+            }
+            #expect(await refusal(String(repeating: "0", count: 64), Self.topic)?.reason == .badDeviceToken)
+            #expect(await refusal(token, "com.example.other")?.reason == .deviceTokenNotForTopic)
+            h.clock.advance(by: 5_000)
+            try await h.core.unregister(deviceID: device.id, secret: device.secret, token: token).get()
+            let gone = await refusal(token, Self.topic)
+            #expect(gone?.reason == .unregistered)
+            #expect(gone?.timestamp == DeliveryHarness.start + 5_000)
+        }
+    }
+
+    @Test("a wrong secret and an unknown device get the same 401")
+    func unauthorized() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            await #expect(throws: Refusal.unauthorized) {
+                try await h.core.register(deviceID: device.id, secret: "wrong", topic: Self.topic).get()
+            }
+            await #expect(throws: Refusal.unauthorized) {
+                try await h.core.register(deviceID: String(repeating: "a", count: 32), secret: device.secret, topic: Self.topic).get()
+            }
+        }
+    }
+}

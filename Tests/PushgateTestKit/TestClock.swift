@@ -1,0 +1,15 @@
+import PushgateDelivery
+import Synchronization
+
+/// The clock tests set by hand: delivery, the scheduler and provider tokens read time from it.
+public final class TestClock: DeliveryClock {
+    private let millis: Atomic<Int64>
+
+    public init(_ millis: Int64) { self.millis = Atomic(millis) }
+
+    public func set(_ value: Int64) { millis.store(value, ordering: .sequentiallyConsistent) }
+
+    public func advance(by delta: Int64) { millis.add(delta, ordering: .sequentiallyConsistent) }
+
+    public func nowMillis() -> Int64 { millis.load(ordering: .sequentiallyConsistent) }
+}
