@@ -151,31 +151,47 @@ let package = Package(
             name: "PushgateGateway",
             dependencies: [
                 "PushgateDelivery",
-                "PushgateProviderAuth",
                 "PushgateDeviceAPI",
-                "PushgateProviderAPI",
-                "PushgateStore",
                 "PushgateHTTP",
+                "PushgateProviderAPI",
+                "PushgateProviderAuth",
+                "PushgateScheduler",
+                "PushgateStore",
+                "PushgateTLS",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The device API from the device's side: its requests, creation and registration, for
+        // the agent, the bench and the tests alike.
+        .target(
+            name: "PushgateDeviceClient",
+            dependencies: [
+                "PushgateModel",
+                "PushgateTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .executableTarget(
             name: "pushgate",
             dependencies: [
-                "PushgateGateway",
-                "PushgateDelivery",
-                "PushgateScheduler",
-                "PushgateProviderAuth",
                 "PushgateCrypto",
+                "PushgateDeviceClient",
+                "PushgateGateway",
                 "PushgateModel",
+                "PushgateProviderAuth",
+                "PushgateScheduler",
+                "PushgateTLS",
                 "PushgateTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             linkerSettings: allocator
@@ -213,6 +229,7 @@ let package = Package(
         .testTarget(
             name: "PushgateGatewayTests",
             dependencies: [
+                "PushgateDeviceClient",
                 "PushgateTestKit",
                 "PushgateModel",
                 "PushgateGateway",
@@ -246,6 +263,14 @@ let package = Package(
                 "PushgateModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "PushgateDeviceClientTests",
+            dependencies: [
+                "PushgateDeviceClient",
+                "PushgateTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import PushgateModel
+import PushgateDeviceClient
 import PushgateTransport
 import Synchronization
 

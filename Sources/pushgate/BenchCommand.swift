@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import PushgateModel
+import PushgateDeviceClient
 import PushgateTransport
 import Synchronization
 

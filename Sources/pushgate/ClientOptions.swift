@@ -1,11 +1,13 @@
 import ArgumentParser
 import Foundation
+import PushgateDeviceClient
 import PushgateTLS
+import PushgateTransport
 
 /// Options every client command shares.
 struct ClientOptions: ParsableArguments {
     @Option(help: "Gateway URL: http://HOST:PORT (h2c) or https://HOST:PORT (TLS).")
-    var server: ServerURL = ServerURL(argument: "http://127.0.0.1:2197")!
+    var server: ServerURL = ServerURL("http://127.0.0.1:2197")!
 
     @Option(name: .customLong("cacert"), help: "PEM CA file to verify the gateway's certificate (https).")
     var caFile: String?
@@ -27,4 +29,16 @@ struct DeviceCreationOptions: ParsableArguments {
     var registrationSecret: String? {
         registrationSecretOption ?? ProcessInfo.processInfo.environment["PUSHGATE_REGISTRATION_SECRET"]
     }
+}
+
+extension ServerURL: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
+
+    public static var defaultValueDescription: String { "http://127.0.0.1:2197" }
+}
+
+extension ListenAddress: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
+
+    public static var defaultValueDescription: String { "HOST:PORT" }
 }

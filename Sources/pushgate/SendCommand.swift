@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import PushgateDeviceClient
 import PushgateTransport
 
 struct SendCommand: AsyncParsableCommand {

@@ -2,18 +2,13 @@ import ArgumentParser
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 import Logging
 import NIOCore
-import NIOPosix
-import PushgateDelivery
-import Foundation
 import PushgateGateway
 import PushgateProviderAuth
 import PushgateScheduler
-import PushgateStore
-import PushgateTLS
 import PushgateTransport
-import ServiceLifecycle
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -68,21 +63,20 @@ struct ServeCommand: AsyncParsableCommand {
     var logLevel: String = "info"
 
     func validate() throws {
-        if !tlsListen.isEmpty, tlsCert == nil || tlsKey == nil {
-            throw ValidationError("--tls-listen needs --tls-cert and --tls-key")
+        if tlsRequireClientCert, tlsClientCA == nil {
+            throw ValidationError("--tls-require-client-cert needs --tls-client-ca")
         }
         if tlsListen.isEmpty, tlsCert != nil || tlsKey != nil || tlsClientCA != nil {
             throw ValidationError("--tls-cert, --tls-key and --tls-client-ca apply to TLS listeners; add --tls-listen HOST:PORT")
         }
-        if tlsRequireClientCert, tlsClientCA == nil {
-            throw ValidationError("--tls-require-client-cert needs --tls-client-ca")
-        }
         if Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        if threads < 1 { throw ValidationError("--threads must be at least 1") }
-        if idleTimeout < 1 { throw ValidationError("--idle-timeout must be at least 1 second") }
-        if shutdownTimeout < 0 { throw ValidationError("--shutdown-timeout cannot be negative") }
+        do {
+            try gatewayConfiguration(access: AccessConfiguration()).validate()
+        } catch let error as GatewayConfigurationError {
+            throw ValidationError(error.description)
+        }
     }
 
     func run() async throws {
@@ -92,121 +86,46 @@ struct ServeCommand: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
-        let logger = Logger(label: "pushgate")
-
-        var listeners: [ListenerConfiguration] = []
-        let cleartext = listen.isEmpty && tlsListen.isEmpty ? [ListenAddress(host: "127.0.0.1", port: 2197)] : listen
-        for address in cleartext {
-            listeners.append(ListenerConfiguration(host: address.host, port: address.port))
-        }
-        if !tlsListen.isEmpty, let tlsCert, let tlsKey {
-            let context = try TLSContext.server(
-                TLSServerConfiguration(
-                    certificateChainPath: tlsCert,
-                    privateKeyPath: tlsKey,
-                    clientCAPath: tlsClientCA,
-                    requireClientCertificate: tlsRequireClientCert
-                )
-            )
-            for address in tlsListen {
-                listeners.append(ListenerConfiguration(host: address.host, port: address.port, tls: context))
-            }
-        }
-
-        let file = try configurationFile()
-        let access = try accessConfiguration(file: file, logger: logger)
-        var delivery = DeliveryConfiguration()
-        delivery.scheduler = try file?.scheduler?.configuration() ?? SchedulerConfiguration()
-        try access.checkExposure(listenHosts: (cleartext + tlsListen).map(\.host))
-
-        var configuration = HTTPServerConfiguration()
-        configuration.http2.idleTimeout = .seconds(Int64(idleTimeout))
-        configuration.http2.streamsUntilAuthorized = access.streamsUntilAuthorized
-
-        let store = try SQLiteStore(directory: dataDirectory, logger: logger)
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
-        let readiness = Readiness()
-        let core = try DeliveryCore(group: group, store: store, configuration: delivery, logger: logger)
-        let server = HTTPServer(
-            listeners: listeners,
-            configuration: configuration,
-            application: Gateway.makeRouter(readiness: readiness, core: core, access: access),
-            group: group,
-            logger: logger
+        let environment = ProcessInfo.processInfo.environment
+        let path = configFile ?? environment["PUSHGATE_CONFIG"]
+        let file = try path.map { path throws(ConfigurationFileError) in try ConfigurationFile.load(path: path) }
+        let access = try AccessConfiguration.load(
+            file: file,
+            filePath: path,
+            flagKeys: providerKeys.map(\.configuration),
+            acceptsClientCertificates: tlsClientCA != nil,
+            environment: environment
         )
-        let schemes = listeners.map { $0.tls == nil ? "http" : "https" }
-        let gateway = GatewayService(
-            server: server,
-            core: core,
-            store: store,
-            readiness: readiness,
-            shutdownDeadline: .seconds(Int64(shutdownTimeout)),
-            logger: logger
-        ) { addresses in
+        var configuration = gatewayConfiguration(access: access)
+        configuration.delivery.scheduler = try file?.scheduler?.configuration() ?? SchedulerConfiguration()
+        try await Gateway.run(configuration, logger: Logger(label: "pushgate")) { listeners in
             // One line per listener on stdout, so scripts (and tests binding port 0) learn the
             // real addresses.
-            for (scheme, address) in zip(schemes, addresses) {
+            for (address, isTLS) in listeners {
                 let host = address.ipAddress.map { address.protocol == .inet6 ? "[\($0)]" : $0 } ?? "?"
-                print("listening \(scheme)://\(host):\(address.port ?? 0)")
+                print("listening \(isTLS ? "https" : "http")://\(host):\(address.port ?? 0)")
             }
             fflush(nil)  // all streams: `stdout` itself is not concurrency-safe to name
         }
-        let services = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: [.init(service: gateway)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
+    }
+
+    private func gatewayConfiguration(access: AccessConfiguration) -> GatewayConfiguration {
+        var configuration = GatewayConfiguration()
+        configuration.listen = listen
+        configuration.tlsListen = tlsListen
+        if let tlsCert, let tlsKey {
+            configuration.tls = .init(
+                certificateChain: tlsCert,
+                privateKey: tlsKey,
+                clientCA: tlsClientCA,
+                requireClientCertificate: tlsRequireClientCert
             )
-        )
-        do {
-            try await services.run()
-        } catch {
-            try? await group.shutdownGracefully()
-            throw error
         }
-        try await group.shutdownGracefully()
-    }
-
-    /// Provider keys (file, then flags), client certificates, the registration secret (file,
-    /// then PUSHGATE_REGISTRATION_SECRET).
-    private var configurationPath: String? { configFile ?? ProcessInfo.processInfo.environment["PUSHGATE_CONFIG"] }
-
-    private func configurationFile() throws -> GatewayConfigurationFile? {
-        try configurationPath.map { path throws(ConfigurationFileError) in try GatewayConfigurationFile.load(path: path) }
-    }
-
-    private func accessConfiguration(file: GatewayConfigurationFile?, logger: Logger) throws -> AccessConfiguration {
-        let environment = ProcessInfo.processInfo.environment
-        let path = configurationPath
-        let directory = path.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
-        var gatewayEnvironment: ProviderEnvironment?
-        if let name = file?.environment {
-            guard let parsed = ProviderEnvironment(rawValue: name) else {
-                throw ConfigurationFileError(path: path ?? "", problem: "environment must be \"development\" or \"production\", got \"\(name)\"")
-            }
-            gatewayEnvironment = parsed
-        }
-        var keys: [ProviderKey] = []
-        for key in file?.providerKeys ?? [] { keys.append(try key.load(relativeTo: directory)) }
-        for key in providerKeys { keys.append(try key.configuration.load()) }
-        let keyring = try ProviderKeyring(keys: keys, environment: gatewayEnvironment)
-        let secret = file?.registrationSecret ?? environment["PUSHGATE_REGISTRATION_SECRET"]
-        if let secret, secret.count < 16 {
-            throw ValidationError("the registration secret must be at least 16 characters")
-        }
-        let access = AccessConfiguration(
-            providers: ProviderAuthenticator(keyring: keyring, acceptsClientCertificates: tlsClientCA != nil),
-            registrationSecret: secret,
-            maxConsecutiveProviderErrors: file?.maxConsecutiveProviderErrors ?? 100
-        )
-        logger.info(
-            "access",
-            metadata: [
-                "providers.keys": "\(keyring.keys.map(\.keyID))",
-                "providers.client_certificates": "\(tlsClientCA != nil)",
-                "devices.registration_secret": "\(secret != nil)",
-            ]
-        )
-        return access
+        configuration.dataDirectory = dataDirectory
+        configuration.idleTimeoutSeconds = idleTimeout
+        configuration.shutdownTimeoutSeconds = shutdownTimeout
+        configuration.threads = threads
+        configuration.access = access
+        return configuration
     }
 }

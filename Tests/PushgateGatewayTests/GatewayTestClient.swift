@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import PushgateDelivery
+import PushgateDeviceClient
 import PushgateTransport
 import Synchronization
 import PushgateTestKit
@@ -14,6 +15,8 @@ import Testing
 struct Device: Sendable {
     var id: String
     var secret: String
+
+    var identity: DeviceIdentity { DeviceIdentity(deviceId: id, secret: secret) }
 }
 
 struct Reply {
@@ -66,11 +69,13 @@ final class API: @unchecked Sendable {
     }
 
     func createDevice() async throws -> Device {
-        let reply = try await send("POST", "/v1/devices")
-        try #require(reply.status == 201, "POST /v1/devices: \(reply.status) \(reply.text)")
-        let id = try #require(reply.json["deviceId"] as? String)
-        let secret = try #require(reply.json["secret"] as? String)
-        return Device(id: id, secret: secret)
+        let identity = try await DeviceSetup.createDevice(on: connection, server: gateway.serverURL, registrationSecret: nil)
+        return Device(id: identity.deviceId, secret: identity.secret)
+    }
+
+    /// The device API's requests for `device`, as the agent and the bench send them.
+    func requests(_ device: Device) -> DeviceRequests {
+        DeviceRequests(server: gateway.serverURL, identity: device.identity)
     }
 
     /// A device API call; `device` nil sends no authorization (then `id` names the device).
@@ -90,7 +95,7 @@ final class API: @unchecked Sendable {
     }
 
     func register(_ device: Device, topic: String) async throws -> Reply {
-        try await self.device(device, "POST", "registrations", body: #"{"topic":"\#(topic)"}"#)
+        Reply(try await connection.send(requests(device).registration(topic: topic)))
     }
 
     func registeredToken(_ device: Device, topic: String) async throws -> String {
@@ -107,7 +112,7 @@ final class API: @unchecked Sendable {
 
     /// A keep-alive that must succeed: the notifications its response releases.
     func keepalive(_ device: Device) async throws -> [[String: Any]] {
-        let reply = try await self.device(device, "POST", "keepalive")
+        let reply = Reply(try await connection.send(requests(device).keepalive))
         try #require(reply.status == 200, "keep-alive: \(reply.status) \(reply.text)")
         return try #require(reply.json["notifications"] as? [[String: Any]], "\(reply.text)")
     }
@@ -117,7 +122,7 @@ final class API: @unchecked Sendable {
     }
 
     func ack(_ device: Device, upTo: UInt64) async throws -> Reply {
-        try await self.device(device, "POST", "ack", body: #"{"upTo":\#(upTo)}"#)
+        Reply(try await connection.send(requests(device).ack(upTo: upTo)))
     }
 
     func push(
@@ -151,11 +156,7 @@ final class API: @unchecked Sendable {
 
     /// Opens the device's event stream; returns as soon as the response head is in.
     func openEventsWithoutBarrier(_ device: Device, lastEventID: UInt64? = nil) async throws -> EventStream {
-        var request = HTTPClientRequest(method: "GET", path: "/v1/devices/\(device.id)/events")
-        request.headers.add(name: "authorization", value: "bearer \(device.secret)")
-        request.headers.add(name: "accept", value: "text/event-stream")
-        if let lastEventID { request.headers.add(name: "last-event-id", value: "\(lastEventID)") }
-        let response = try await connection.stream(request)
+        let response = try await connection.stream(requests(device).events(lastEventID: lastEventID))
         try #require(response.status == 200, "GET events: \(response.status)")
         return EventStream(response)
     }

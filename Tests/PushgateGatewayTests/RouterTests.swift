@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PushgateDelivery
+import PushgateDeviceClient
 import PushgateGateway
 import PushgateHTTP
 import PushgateStore
@@ -100,6 +101,8 @@ struct RunningGateway {
     let readiness: Readiness
     let core: DeliveryCore
     let port: Int
+
+    var serverURL: ServerURL { ServerURL("http://127.0.0.1:\(port)")! }
 
     func connect() async throws -> HTTP2ClientConnection {
         try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: port, group: group)

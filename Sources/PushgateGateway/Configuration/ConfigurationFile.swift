@@ -1,11 +1,9 @@
-import ArgumentParser
 import Foundation
-import PushgateGateway
 import PushgateProviderAuth
 import PushgateScheduler
 
-/// The `--config` file: JSON, for what is too structured for flags. Flags given on the command
-/// line win over the file.
+/// The configuration file (`serve --config`): JSON, for what is too structured for flags. Flags
+/// given on the command line win over the file.
 ///
 /// ```json
 /// {
@@ -24,18 +22,18 @@ import PushgateScheduler
 /// }
 /// ```
 /// Relative key file names are resolved against the file's own directory.
-struct GatewayConfigurationFile: Decodable {
-    var providerKeys: [ProviderKeyConfiguration]?
+public struct ConfigurationFile: Decodable, Sendable {
+    public var providerKeys: [ProviderKeyConfiguration]?
     /// The APNs environment this gateway stands for ("development" or "production"): keys
     /// configured for the other one are refused with `BadEnvironmentKeyIdInToken`.
-    var environment: String?
-    var registrationSecret: String?
-    var maxConsecutiveProviderErrors: Int?
-    var scheduler: SchedulerSection?
+    public var environment: String?
+    public var registrationSecret: String?
+    public var maxConsecutiveProviderErrors: Int?
+    public var scheduler: SchedulerSection?
 
     /// The scheduler's policy (PRODUCT.md section 4); absent fields keep their defaults. Per
     /// topic: the app's fields only (the device bucket is shared by every app of a device).
-    struct SchedulerSection: Decodable {
+    public struct SchedulerSection: Decodable, Sendable {
         var appBurst: Int?
         var appRefillPerHour: Int?
         var deviceBurst: Int?
@@ -45,7 +43,7 @@ struct GatewayConfigurationFile: Decodable {
         var defaultExpirationSeconds: Int64?
         var topics: [String: TopicSection]?
 
-        struct TopicSection: Decodable {
+        struct TopicSection: Decodable, Sendable {
             var appBurst: Int?
             var appRefillPerHour: Int?
             var maxHeldPerApp: Int?
@@ -55,7 +53,7 @@ struct GatewayConfigurationFile: Decodable {
 
         /// Validated: a wrong value names its topic, field and allowed range, in the file's own
         /// terms (seconds where the file has seconds).
-        func configuration() throws(SchedulerConfigurationError) -> SchedulerConfiguration {
+        public func configuration() throws(SchedulerConfigurationError) -> SchedulerConfiguration {
             typealias Limits = SchedulerPolicy.Limits
             var global = SchedulerPolicy()
             if let appBurst { global.appBurst = appBurst }
@@ -107,7 +105,7 @@ struct GatewayConfigurationFile: Decodable {
         }
     }
 
-    static func load(path: String) throws(ConfigurationFileError) -> GatewayConfigurationFile {
+    public static func load(path: String) throws(ConfigurationFileError) -> ConfigurationFile {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -115,7 +113,7 @@ struct GatewayConfigurationFile: Decodable {
             throw ConfigurationFileError(path: path, problem: "cannot be read (\(error.localizedDescription))")
         }
         do {
-            return try JSONDecoder().decode(GatewayConfigurationFile.self, from: data)
+            return try JSONDecoder().decode(ConfigurationFile.self, from: data)
         } catch let DecodingError.keyNotFound(key, context) {
             throw ConfigurationFileError(path: path, problem: "missing \"\(Self.path(context.codingPath + [key]))\"")
         } catch let DecodingError.typeMismatch(_, context) {
@@ -132,31 +130,8 @@ struct GatewayConfigurationFile: Decodable {
     }
 }
 
-struct ConfigurationFileError: Error, CustomStringConvertible {
-    var path: String
-    var problem: String
-    var description: String { "configuration file \(path): \(problem)" }
-}
-
-/// `--provider-key TEAM:KEYID:FILE:TOPIC[,TOPIC...]`: one token-signing key on the command line.
-/// FILE is the `.p8` private key or a PEM public key.
-struct ProviderKeyFlag: ExpressibleByArgument {
-    var configuration: ProviderKeyConfiguration
-
-    init?(argument: String) {
-        let parts = argument.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 4, !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty, !parts[3].isEmpty else {
-            return nil
-        }
-        let topics = parts[3].split(separator: ",").map(String.init)
-        let contents = (try? String(contentsOfFile: parts[2], encoding: .utf8)) ?? ""
-        let isPublic = contents.contains("-----BEGIN PUBLIC KEY-----")
-        configuration = ProviderKeyConfiguration(
-            teamID: parts[0],
-            keyID: parts[1],
-            publicKeyFile: isPublic ? parts[2] : nil,
-            privateKeyFile: isPublic ? nil : parts[2],
-            topics: topics
-        )
-    }
+public struct ConfigurationFileError: Error, CustomStringConvertible {
+    public var path: String
+    public var problem: String
+    public var description: String { "configuration file \(path): \(problem)" }
 }

@@ -6,51 +6,60 @@ import PushgateTransport
 
 /// A device's id and secret, as `POST /v1/devices` answers them; the agent keeps them in its
 /// identity file in this shape.
-struct DeviceIdentity: Codable, Sendable {
-    var deviceId: String
-    var secret: String
+public struct DeviceIdentity: Codable, Sendable {
+    public var deviceId: String
+    public var secret: String
+
+    public init(deviceId: String, secret: String) {
+        self.deviceId = deviceId
+        self.secret = secret
+    }
 }
 
 /// A client command's failure, told as the person running it needs to hear it. Retrying the
 /// same request would not help.
-struct ClientFailure: Error, CustomStringConvertible {
-    var description: String
+public struct ClientFailure: Error, CustomStringConvertible {
+    public var description: String
+
+    public init(description: String) {
+        self.description = description
+    }
 }
 
 /// The gateway, or a proxy in front of it, answered 429 or a 5xx: it is starting, draining or
 /// overloaded, or the proxy cannot reach it. Unlike other refusals, worth another try after a
 /// back-off.
-struct RetryableRefusal: Error, CustomStringConvertible {
-    var request: String
-    var status: Int
+public struct RetryableRefusal: Error, CustomStringConvertible {
+    public var request: String
+    public var status: Int
     /// The start of the answer's body: the gateway's JSON error says what happened.
-    var detail: String
+    public var detail: String
 
-    var description: String { "\(request) answered \(status)" + (detail.isEmpty ? "" : ": \(detail)") }
+    public var description: String { "\(request) answered \(status)" + (detail.isEmpty ? "" : ": \(detail)") }
 
-    static func applies(to status: Int) -> Bool { status == 429 || status >= 500 }
+    public static func applies(to status: Int) -> Bool { status == 429 || status >= 500 }
 
     /// Why `request` was refused with `status`: retryable, or a `ClientFailure` saying `failure`.
-    static func refusal(of request: String, status: Int, body: String, failure: String) -> any Error {
+    public static func refusal(of request: String, status: Int, body: String, failure: String) -> any Error {
         let detail = oneLine(body)
         if applies(to: status) { return RetryableRefusal(request: request, status: status, detail: detail) }
         return ClientFailure(description: "\(failure): \(status)" + (detail.isEmpty ? "" : " \(detail)"))
     }
 
     /// The start of a response body, on one line, for a message.
-    static func oneLine(_ body: String) -> String {
+    public static func oneLine(_ body: String) -> String {
         String(body.prefix(300).map { $0.isNewline ? " " : $0 }).trimmingCharacters(in: .whitespaces)
     }
 }
 
 /// One device's requests to the device API, for the agent and the bench alike. The ack request
 /// is built once: the bench sends thousands per second.
-struct DeviceRequests: Sendable {
-    let identity: DeviceIdentity
+public struct DeviceRequests: Sendable {
+    public let identity: DeviceIdentity
     private let server: ServerURL
     private let ackTemplate: HTTPClientRequest
 
-    init(server: ServerURL, identity: DeviceIdentity) {
+    public init(server: ServerURL, identity: DeviceIdentity) {
         self.server = server
         self.identity = identity
         // Any body, so that the template carries the JSON content type; `ack` replaces it.
@@ -58,25 +67,25 @@ struct DeviceRequests: Sendable {
     }
 
     /// The event stream, resuming after `lastEventID` when given.
-    func events(lastEventID: UInt64? = nil) -> HTTPClientRequest {
+    public func events(lastEventID: UInt64? = nil) -> HTTPClientRequest {
         var request = Self.request(server, identity, "GET", "events")
         if let lastEventID { request.headers.add(name: "last-event-id", value: String(lastEventID)) }
         return request
     }
 
     /// The cumulative ack of everything up to `seq`.
-    func ack(upTo seq: UInt64) -> HTTPClientRequest {
+    public func ack(upTo seq: UInt64) -> HTTPClientRequest {
         var request = ackTemplate
         request.body = ByteBuffer(string: "{\"upTo\":\(seq)}")
         return request
     }
 
-    var keepalive: HTTPClientRequest { Self.request(server, identity, "POST", "keepalive") }
+    public var keepalive: HTTPClientRequest { Self.request(server, identity, "POST", "keepalive") }
 
     /// A state report; `json` is the `PUT /v1/devices/{id}/state` body.
-    func state(_ json: String) -> HTTPClientRequest { Self.request(server, identity, "PUT", "state", body: json) }
+    public func state(_ json: String) -> HTTPClientRequest { Self.request(server, identity, "PUT", "state", body: json) }
 
-    func registration(topic: String) -> HTTPClientRequest {
+    public func registration(topic: String) -> HTTPClientRequest {
         Self.request(server, identity, "POST", "registrations", body: "{\"topic\":\(JSONText.quote(topic))}")
     }
 
@@ -90,9 +99,9 @@ struct DeviceRequests: Sendable {
 }
 
 /// The steps before a device holds its stream: creating it and registering its topics.
-enum DeviceSetup {
+public enum DeviceSetup {
     /// Creates a device; `registrationSecret` is needed when the gateway has one.
-    static func createDevice(on connection: HTTP2ClientConnection, server: ServerURL, registrationSecret: String?) async throws -> DeviceIdentity {
+    public static func createDevice(on connection: HTTP2ClientConnection, server: ServerURL, registrationSecret: String?) async throws -> DeviceIdentity {
         let response = try await connection.send(server.request("POST", "/v1/devices", bearer: registrationSecret))
         guard response.status == 201 else {
             throw RetryableRefusal.refusal(of: "device creation", status: response.status, body: String(buffer: response.body), failure: "device creation failed")
@@ -104,7 +113,7 @@ enum DeviceSetup {
     }
 
     /// Registers `topic` for the device; returns the token providers send to.
-    static func register(_ topic: String, _ device: DeviceRequests, on connection: HTTP2ClientConnection) async throws -> String {
+    public static func register(_ topic: String, _ device: DeviceRequests, on connection: HTTP2ClientConnection) async throws -> String {
         struct Registered: Decodable { var token: String }
         let response = try await connection.send(device.registration(topic: topic))
         guard response.status == 201 else {

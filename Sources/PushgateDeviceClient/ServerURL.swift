@@ -1,17 +1,16 @@
-import ArgumentParser
 import NIOCore
 import NIOHTTP1
 import PushgateTransport
 
 /// `http://HOST:PORT` (h2c, prior knowledge) or `https://HOST:PORT` (TLS, ALPN h2).
-struct ServerURL: ExpressibleByArgument, CustomStringConvertible {
-    let isTLS: Bool
-    let host: String
-    let port: Int
+public struct ServerURL: Sendable, CustomStringConvertible {
+    public let isTLS: Bool
+    public let host: String
+    public let port: Int
     /// `HOST:PORT` for `:authority`, worked out once: the bench sends it with every request.
-    let authority: String
+    public let authority: String
 
-    init?(argument: String) {
+    public init?(_ argument: String) {
         let rest: Substring
         if argument.hasPrefix("http://") {
             isTLS = false
@@ -23,23 +22,21 @@ struct ServerURL: ExpressibleByArgument, CustomStringConvertible {
             return nil
         }
         let authority = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        guard let address = ListenAddress(argument: String(authority)) ?? (authority.isEmpty ? nil : ListenAddress(argument: "\(authority):\(isTLS ? 443 : 2197)"))
+        guard let address = ListenAddress(String(authority)) ?? (authority.isEmpty ? nil : ListenAddress("\(authority):\(isTLS ? 443 : 2197)"))
         else { return nil }
         host = address.host
         port = address.port
         self.authority = address.description
     }
 
-    var description: String { "\(scheme)://\(authority)" }
-    var scheme: String { isTLS ? "https" : "http" }
-
-    static var defaultValueDescription: String { "http://127.0.0.1:2197" }
+    public var description: String { "\(scheme)://\(authority)" }
+    public var scheme: String { isTLS ? "https" : "http" }
 }
 
 extension ServerURL {
     /// A request to this gateway, for send, agent and bench alike. `bearer` is a device secret,
     /// the registration secret, or a provider token.
-    func request(_ method: String, _ path: String, bearer: String? = nil, headers: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
+    public func request(_ method: String, _ path: String, bearer: String? = nil, headers: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
         var headers = headers
         if let bearer { headers.add(name: "authorization", value: "bearer \(bearer)") }
         return HTTPClientRequest(method: method, path: path, authority: authority, scheme: scheme, headers: headers, body: body)

@@ -1,0 +1,63 @@
+import NIOCore
+import PushgateDeviceClient
+import PushgateTransport
+import Testing
+
+/// The device API from the device's side: what the agent, the bench and the gateway tests send.
+@Suite("Device client requests")
+struct DeviceRequestsTests {
+    static let server = ServerURL("http://127.0.0.1:2197")!
+    static let identity = DeviceIdentity(deviceId: "0123456789abcdef0123456789abcdef", secret: "s3cret")
+
+    @Test("gateway URLs: scheme, host, port (defaults 2197 and 443), IPv6 in brackets", arguments: [
+        ("http://127.0.0.1:2197", false, "127.0.0.1", 2197),
+        ("https://gw.example.com", true, "gw.example.com", 443),
+        ("http://gw.example.com", false, "gw.example.com", 2197),
+        ("https://[::1]:8443/ignored/path", true, "::1", 8443),
+    ])
+    func urls(text: String, tls: Bool, host: String, port: Int) throws {
+        let url = try #require(ServerURL(text))
+        #expect(url.isTLS == tls)
+        #expect(url.host == host)
+        #expect(url.port == port)
+    }
+
+    @Test("not a gateway URL", arguments: ["127.0.0.1:2197", "ftp://x:1", "http://", "http://[::1", "http://x:99999"])
+    func badURLs(text: String) {
+        #expect(ServerURL(text) == nil)
+    }
+
+    @Test("each route with the device's secret; JSON bodies say so")
+    func routes() {
+        let requests = DeviceRequests(server: Self.server, identity: Self.identity)
+        let base = "/v1/devices/0123456789abcdef0123456789abcdef/"
+        let events = requests.events(lastEventID: 41)
+        #expect(events.method == "GET")
+        #expect(events.path == base + "events")
+        #expect(events.headers.first(name: "last-event-id") == "41")
+        #expect(events.headers.first(name: "authorization") == "bearer s3cret")
+        #expect(requests.events().headers.first(name: "last-event-id") == nil)
+
+        let ack = requests.ack(upTo: 7)
+        #expect(ack.method == "POST")
+        #expect(ack.path == base + "ack")
+        #expect(ack.body.map { String(buffer: $0) } == #"{"upTo":7}"#)
+        #expect(ack.headers.first(name: "content-type") == "application/json")
+        #expect(requests.ack(upTo: 8).body.map { String(buffer: $0) } == #"{"upTo":8}"#, "the template is not changed by use")
+
+        let registration = requests.registration(topic: "com.example.\"app\"")
+        #expect(registration.body.map { String(buffer: $0) } == #"{"topic":"com.example.\"app\""}"#)
+        #expect(requests.keepalive.path == base + "keepalive")
+        #expect(requests.state(#"{"power":"idle"}"#).method == "PUT")
+        #expect(events.authority == "127.0.0.1:2197")
+        #expect(events.scheme == "http")
+    }
+
+    @Test("429 and 5xx are worth another try; other refusals are final and say why")
+    func refusals() {
+        #expect(RetryableRefusal.refusal(of: "the event stream", status: 503, body: "{\"reason\":\"x\"}\n", failure: "f") is RetryableRefusal)
+        #expect(RetryableRefusal.refusal(of: "the event stream", status: 429, body: "", failure: "f") is RetryableRefusal)
+        let final = RetryableRefusal.refusal(of: "the event stream", status: 404, body: "no\nroute", failure: "event stream refused")
+        #expect((final as? ClientFailure)?.description == "event stream refused: 404 no route")
+    }
+}
