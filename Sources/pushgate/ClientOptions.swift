@@ -33,12 +33,8 @@ struct DeviceCreationOptions: ParsableArguments {
 
 extension ServerURL: ExpressibleByArgument {
     public init?(argument: String) { self.init(argument) }
-
-    public static var defaultValueDescription: String { "http://127.0.0.1:2197" }
 }
 
 extension ListenAddress: ExpressibleByArgument {
     public init?(argument: String) { self.init(argument) }
-
-    public static var defaultValueDescription: String { "HOST:PORT" }
 }

@@ -1,0 +1,117 @@
+import ArgumentParser
+import Foundation
+import Histogram
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import PushgateModel
+import PushgateDeviceClient
+import PushgateTransport
+import Synchronization
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "End-to-end load: devices holding event streams, providers sending pushes.",
+        discussion: """
+            Creates --devices devices (one HTTP/2 connection and event stream each, acking what
+            they receive), then sends --pushes pushes over --providers provider connections,
+            spread evenly over the devices, at --rate pushes/s or flat out. Measures accept latency
+            (request to 200) and delivery latency (request to receipt on the device's stream),
+            counts lost pushes (accepted, never received) and duplicates. A progress line goes to
+            stderr every second; the result is a table and one JSON line on stdout.
+            """
+    )
+
+    @OptionGroup var client: ClientOptions
+
+    @Option(help: "Devices holding an event stream.")
+    var devices: Int = 1000
+
+    @Option(help: "Provider connections.")
+    var providers: Int = 4
+
+    @Option(help: "Pushes to send.")
+    var pushes: Int = 100_000
+
+    @Option(help: "Target pushes per second over all providers (default: flat out).")
+    var rate: Int?
+
+    @Option(name: .customLong("in-flight"), help: "Concurrent requests per provider connection.")
+    var inFlight: Int = 128
+
+    @Option(help: "Topic the devices register.")
+    var topic: String = "com.example.bench"
+
+    @Option(
+        name: .customLong("silent-percent"),
+        help: "Percentage of silent pushes (background, priority 5); the rest are alerts. Held ones are collected with one keep-alive per device at the end."
+    )
+    var silentPercent: Int = 0
+
+    @Option(
+        name: .customLong("ack-delay"),
+        help: "Milliseconds a device waits before acking, so that what arrives meanwhile shares the ack (0: ack at once; events arriving while an ack is in flight share the next one either way)."
+    )
+    var ackDelay: Int = 0
+
+    @OptionGroup var deviceCreation: DeviceCreationOptions
+
+    @Option(name: .customLong("payload-bytes"), help: "Approximate payload size.")
+    var payloadBytes: Int = 128
+
+    @Option(name: .customLong("drain-seconds"), help: "How long to wait for the last deliveries.")
+    var drainSeconds: Int = 15
+
+    @Option(name: .customLong("idle-seconds"), help: "Hold the open, idle streams this long before sending (to measure the gateway's memory per idle device).")
+    var idleSeconds: Int = 0
+
+    @Option(
+        name: .customLong("server-pid"),
+        help: "The gateway's process id, when it runs on this machine: the bench then reports the gateway's CPU-seconds per 100k delivered pushes, from the first push sent to the last received (read from /proc)."
+    )
+    var serverPID: Int32?
+
+    @Option(name: .customLong("key"), help: "Token authentication for the providers: the .p8 signing key (needs --key-id and --team-id).")
+    var keyFile: String?
+
+    @Option(name: .customLong("key-id"), help: "The signing key's id (the token's kid).")
+    var keyID: String?
+
+    @Option(name: .customLong("team-id"), help: "The team id (the token's iss).")
+    var teamID: String?
+
+    func validate() throws {
+        let given = [keyFile, keyID, teamID].filter { $0 != nil }.count
+        if given != 0, given != 3 {
+            throw ValidationError("token authentication needs all of --key, --key-id and --team-id")
+        }
+        guard devices >= 1, providers >= 1, pushes >= 1, inFlight >= 1 else {
+            throw ValidationError("--devices, --providers, --pushes and --in-flight must be at least 1")
+        }
+        if let rate, rate < 1 { throw ValidationError("--rate must be at least 1") }
+        if !(0...60_000).contains(ackDelay) { throw ValidationError("--ack-delay must be 0 to 60000 milliseconds") }
+        if !(0...100).contains(silentPercent) { throw ValidationError("--silent-percent must be 0 to 100") }
+        if let serverPID {
+            do { _ = try ProcessCPU.sample(pid: serverPID) } catch { throw ValidationError("--server-pid: \(error)") }
+        }
+    }
+
+    func run() async throws {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let tls = try client.tlsContext()
+        let connect: @Sendable () async throws -> HTTP2ClientConnection = { [client] in
+            try await HTTP2ClientConnection.connect(host: client.server.host, port: client.server.port, tls: tls, group: group)
+        }
+        var authorization: String?
+        if let keyFile, let keyID, let teamID {
+            // One token for the whole run, as a provider would use one for its hour.
+            let token = try ProviderTokenCache.sign(
+                keyFile: keyFile, keyID: keyID, teamID: teamID, nowMillis: Int64(Date().timeIntervalSince1970 * 1000)
+            )
+            authorization = "bearer \(token)"
+        }
+        let bench = BenchRun(options: self, connect: connect, authorization: authorization)
+        try await bench.run()
+    }
+}
