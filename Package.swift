@@ -84,10 +84,22 @@ let package = Package(
         // dependencies, so that the scheduler stays pure.
         .target(name: "PushgateModel"),
 
-        // Durable state: SQLite (WAL, fsync'd group commit) behind the NotificationStore protocol.
+        // Durable state behind the NotificationStore protocol: records and commands, and the
+        // group commit (ordering, the limit of waiting commands, closing) over a StoreBackend,
+        // written once for every database.
         .target(
             name: "PushgateStore",
             dependencies: [
+                "PushgateModel",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The SQLite backend (WAL, fsync'd commits, one process per database): schema,
+        // migrations, commands.
+        .target(
+            name: "PushgateStoreSQLite",
+            dependencies: [
+                "PushgateStore",
                 "PushgateModel",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding the hot commands without GRDB's argument values.
@@ -173,6 +185,7 @@ let package = Package(
                 "PushgateProviderAuth",
                 "PushgateCrypto",
                 "PushgateModel",
+                "PushgateStoreSQLite",
                 "PushgateTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -224,6 +237,7 @@ let package = Package(
                 "PushgateDelivery",
                 "PushgateHTTP",
                 "PushgateStore",
+                "PushgateStoreSQLite",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -260,6 +274,7 @@ let package = Package(
             name: "PushgateStoreTests",
             dependencies: [
                 "PushgateStore",
+                "PushgateStoreSQLite",
                 "PushgateModel",
                 .product(name: "Logging", package: "swift-log"),
                 // To write databases of older schema versions for the migration tests.

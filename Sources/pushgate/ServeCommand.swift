@@ -11,6 +11,7 @@ import PushgateGateway
 import PushgateProviderAuth
 import PushgateScheduler
 import PushgateStore
+import PushgateStoreSQLite
 import PushgateTLS
 import PushgateTransport
 import ServiceLifecycle

@@ -6,6 +6,7 @@ import PushgateDelivery
 import PushgateGateway
 import PushgateHTTP
 import PushgateStore
+import PushgateStoreSQLite
 import PushgateTransport
 import Testing
 

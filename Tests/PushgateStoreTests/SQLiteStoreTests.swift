@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @_spi(Testing) import PushgateStore
+@_spi(Testing) import PushgateStoreSQLite
 
 @Suite("SQLiteStore")
 struct SQLiteStoreTests {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 @_spi(Testing) import PushgateModel
 import PushgateStore
+import PushgateStoreSQLite
 
 /// A fresh directory under the system temp directory, removed by `remove()`.
 struct TempDirectory {
