@@ -270,11 +270,19 @@ let package = Package(
             name: "PushgateCryptoTests",
             dependencies: ["PushgateCrypto", "PushgateTestTools"]
         ),
+        // A store backend in memory, for tests of any target: it runs the store conformance
+        // suite beside SQLite, and can stand in for a database where none is under test.
+        .target(
+            name: "PushgateStoreTestKit",
+            dependencies: ["PushgateStore", "PushgateModel"],
+            path: "Tests/PushgateStoreTestKit"
+        ),
         .testTarget(
             name: "PushgateStoreTests",
             dependencies: [
                 "PushgateStore",
                 "PushgateStoreSQLite",
+                "PushgateStoreTestKit",
                 "PushgateModel",
                 .product(name: "Logging", package: "swift-log"),
                 // To write databases of older schema versions for the migration tests.
