@@ -94,7 +94,8 @@ public final class SQLiteBackend: StoreBackend {
 
     /// One transaction for the whole group, one savepoint per batch, one fsync.
     public func apply(_ group: [[StoreCommand]]) throws(StoreError) -> [Result<Void, StoreError>] {
-        // The store calls from its writer only: this never waits for another thread.
+        // Runs on the caller's thread, the store's writer: GRDB's queue only serializes it with
+        // the test hooks here, no hop to another thread per group.
         let outcome = database.writeWithoutTransaction { db in
             Result { () throws(StoreError) in try applyGroup(group, db) }
         }
