@@ -84,10 +84,22 @@ let package = Package(
         // dependencies, so that the scheduler stays pure.
         .target(name: "PushgateModel"),
 
-        // Durable state: SQLite (WAL, fsync'd group commit) behind the NotificationStore protocol.
+        // Durable state behind the NotificationStore protocol: records and commands, and the
+        // group commit (ordering, the limit of waiting commands, closing) over a StoreBackend,
+        // written once for every database.
         .target(
             name: "PushgateStore",
             dependencies: [
+                "PushgateModel",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The SQLite backend (WAL, fsync'd commits, one process per database): schema,
+        // migrations, commands.
+        .target(
+            name: "PushgateStoreSQLite",
+            dependencies: [
+                "PushgateStore",
                 "PushgateModel",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding the hot commands without GRDB's argument values.
@@ -157,6 +169,7 @@ let package = Package(
                 "PushgateProviderAuth",
                 "PushgateScheduler",
                 "PushgateStore",
+                "PushgateStoreSQLite",
                 "PushgateTLS",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -240,6 +253,7 @@ let package = Package(
                 "PushgateDelivery",
                 "PushgateHTTP",
                 "PushgateStore",
+                "PushgateStoreSQLite",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -324,10 +338,19 @@ let package = Package(
             name: "PushgateCryptoTests",
             dependencies: ["PushgateCrypto", "PushgateTestTools"]
         ),
+        // A store backend in memory, for tests of any target: it runs the store conformance
+        // suite beside SQLite, and can stand in for a database where none is under test.
+        .target(
+            name: "PushgateStoreTestKit",
+            dependencies: ["PushgateStore", "PushgateModel"],
+            path: "Tests/PushgateStoreTestKit"
+        ),
         .testTarget(
             name: "PushgateStoreTests",
             dependencies: [
                 "PushgateStore",
+                "PushgateStoreSQLite",
+                "PushgateStoreTestKit",
                 "PushgateModel",
                 .product(name: "Logging", package: "swift-log"),
                 // To write databases of older schema versions for the migration tests.

@@ -7,6 +7,7 @@ import PushgateHTTP
 import PushgateProviderAPI
 import PushgateProviderAuth
 import PushgateStore
+import PushgateStoreSQLite
 import PushgateTransport
 import ServiceLifecycle
 

@@ -5,6 +5,7 @@ import NIOHTTP1
 @testable import PushgateDelivery
 import PushgateModel
 import PushgateStore
+import PushgateStoreSQLite
 import PushgateTransport
 import Synchronization
 import PushgateTestKit

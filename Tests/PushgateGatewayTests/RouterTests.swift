@@ -7,6 +7,7 @@ import PushgateDeviceClient
 import PushgateGateway
 import PushgateHTTP
 import PushgateStore
+import PushgateStoreSQLite
 import PushgateTransport
 import Testing
 

@@ -1,6 +1,7 @@
 import GRDB
 import Testing
-@testable @_spi(Testing) import PushgateStore
+import PushgateStore
+@testable @_spi(Testing) import PushgateStoreSQLite
 
 @Suite("SQLite migrations")
 struct MigrationTests {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 @_spi(Testing) import PushgateModel
 import PushgateStore
+import PushgateStoreSQLite
 
 /// A fresh directory under the system temp directory, removed by `remove()`.
 struct TempDirectory {
@@ -21,18 +22,16 @@ struct TempDirectory {
 
 let quietLogger = Logger(label: "pushgate.store.tests") { _ in SwiftLogNoOpLogHandler() }
 
-func openStore(_ directory: String, maxPendingCommands: Int = 100_000) throws -> SQLiteStore {
-    try SQLiteStore(directory: directory, maxPendingCommands: maxPendingCommands, logger: quietLogger)
+func openStore(_ directory: String) throws -> SQLiteStore {
+    try SQLiteStore(directory: directory, logger: quietLogger)
 }
 
-/// Runs `body` with a store in a fresh directory, then closes it and removes the directory.
-func withStore(
-    maxPendingCommands: Int = 100_000,
-    _ body: (SQLiteStore, String) async throws -> Void
-) async throws {
+/// Runs `body` with a SQLite store in a fresh directory, then closes it and removes the
+/// directory.
+func withSQLiteStore(_ body: (SQLiteStore, String) async throws -> Void) async throws {
     let directory = try TempDirectory()
     defer { directory.remove() }
-    let store = try openStore(directory.path, maxPendingCommands: maxPendingCommands)
+    let store = try openStore(directory.path)
     do {
         try await body(store, directory.path)
     } catch {
@@ -54,7 +53,7 @@ final class Outcomes: Sendable {
     }
 
     /// Submits batch number `index`; returns when the batch is queued (or refused).
-    func submit(_ store: SQLiteStore, _ index: Int, _ commands: [StoreCommand]) {
+    func submit(_ store: any NotificationStore, _ index: Int, _ commands: [StoreCommand]) {
         store.commit(commands) { [continuation] result in
             continuation.yield((index, result))
         }
@@ -66,6 +65,17 @@ final class Outcomes: Sendable {
         if count == 0 { return results }
         for await (index, result) in stream {
             results[index] = result
+            if results.count == count { break }
+        }
+        return results
+    }
+
+    /// Waits for `count` results, in the order their completions ran.
+    func collectInOrder(_ count: Int) async -> [(Int, Outcome)] {
+        var results: [(Int, Outcome)] = []
+        if count == 0 { return results }
+        for await outcome in stream {
+            results.append(outcome)
             if results.count == count { break }
         }
         return results

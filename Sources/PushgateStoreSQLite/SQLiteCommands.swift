@@ -1,4 +1,5 @@
 import PushgateModel
+import PushgateStore
 import struct Foundation.Data
 import GRDB
 import GRDBSQLite
@@ -36,7 +37,7 @@ enum SQLiteCommands {
         } catch let failure as Failure {
             throw failure
         } catch {
-            throw Failure(message: "\(describe(command)): \(SQLiteStore.describe(error))")
+            throw Failure(message: "\(command.summary): \(SQLiteBackend.describe(error))")
         }
     }
 
@@ -241,7 +242,7 @@ enum SQLiteCommands {
             sqlite3_clear_bindings(handle)
         }
         guard rc == SQLITE_DONE else {
-            throw Failure(message: "\(describe(command)): SQLite error \(sqlite3_extended_errcode(db.sqliteConnection)): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
+            throw Failure(message: "\(command.summary): SQLite error \(sqlite3_extended_errcode(db.sqliteConnection)): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
         }
     }
 
@@ -254,36 +255,8 @@ enum SQLiteCommands {
     /// SQLite integers are signed 64-bit: larger values are refused, not wrapped.
     private static func int64(_ value: UInt64, _ field: String, _ command: StoreCommand) throws(Failure) -> Int64 {
         guard let result = Int64(exactly: value) else {
-            throw Failure(message: "\(describe(command)): \(field) \(value) exceeds the largest storable value \(Int64.max)")
+            throw Failure(message: "\(command.summary): \(field) \(value) exceeds the largest storable value \(Int64.max)")
         }
         return result
-    }
-
-    /// A short description of a command for error messages (never the payload or secrets).
-    static func describe(_ command: StoreCommand) -> String {
-        switch command {
-        case .createDevice(let device):
-            return "createDevice \(device.id)"
-        case .deleteDevice(let id, _, let ids):
-            return "deleteDevice \(id) (\(ids.count) notification(s))"
-        case .register(let registration):
-            return "register token \(registration.token) (device \(registration.deviceID), topic \(registration.topic))"
-        case .unregister(let token, _):
-            return "unregister token \(token)"
-        case .enqueue(let n):
-            return "enqueue acceptance id \(n.acceptanceID) (device \(n.deviceID), apns-id \(n.push.apnsID))"
-        case .assignSeq(let acceptanceID, let seq):
-            return "assignSeq \(seq) to acceptance id \(acceptanceID)"
-        case .remove(let ids):
-            return "remove \(ids.count) notification(s)"
-        case .ack(let deviceID, let ids):
-            return "ack device \(deviceID): delete \(ids.count) notification(s)"
-        case .saveBuckets(let buckets):
-            return "save \(buckets.count) bucket level(s)"
-        case .setAppState(let token, let state):
-            return "set app state of token \(token) to \(state)"
-        case .reserveSeqs(let deviceID, let through):
-            return "reserve seqs of device \(deviceID) through \(through)"
-        }
     }
 }

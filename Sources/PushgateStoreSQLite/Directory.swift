@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushgateStore
 
 /// `mkdir -p`, with POSIX calls (no Foundation in the store).
 enum Directory {

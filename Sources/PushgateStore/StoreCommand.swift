@@ -1,0 +1,67 @@
+import PushgateModel
+
+/// One change to durable state. A batch of commands is applied atomically.
+///
+/// What every backend does alike (the conformance suite checks it): commands that find nothing
+/// to change (unregister of an unknown token, assignSeq or remove of an unknown acceptance id,
+/// ack of an unknown device) succeed as no-ops; ids, seqs and times are stored as signed 64-bit
+/// integers, so a larger value fails its batch, as does a duplicate device id, token or
+/// acceptance id, or a second active registration of a device for one topic.
+public enum StoreCommand: Sendable, Equatable {
+    case createDevice(DeviceRecord)
+    /// Deletes the device and the notifications named (all of the device's: the caller knows
+    /// them; the store has no index by device, see the SQLite schema's v4); its registrations are
+    /// kept, marked unregistered at `at`, so that providers get 410 for its tokens.
+    case deleteDevice(id: String, at: Int64, acceptanceIDs: [UInt64])
+    /// Its `appState` is not recorded: `setAppState` does that.
+    case register(RegistrationRecord)
+    case unregister(token: String, at: Int64)
+    case enqueue(AcceptedPush)
+    /// A held notification becomes deliverable with this sequence number.
+    case assignSeq(acceptanceID: UInt64, seq: UInt64)
+    /// Removes notifications that will never be delivered (expired, coalesced, overflow, ...).
+    case remove(acceptanceIDs: [UInt64])
+    /// Acknowledgement: deletes the notifications a cumulative ack of the device covered, named
+    /// by acceptance id (the caller knows them; the store has no index by device). The seqs they
+    /// had stay covered by the device's reservation (`reserveSeqs`), so an ack writes nothing
+    /// else (no device row per ack).
+    case ack(deviceID: String, acceptanceIDs: [UInt64])
+    /// Records that seqs up to `through` may be in use (`last_seq`, never lowered): a restart
+    /// continues after it, so a seq is never given twice, even once every notification that had
+    /// one is gone. Reserved in blocks, so most pushes and acks need no device-row write.
+    case reserveSeqs(deviceID: String, through: UInt64)
+    /// Records silent-budget bucket levels (insert or replace).
+    case saveBuckets([BucketRecord])
+    /// Records an app's reported state.
+    case setAppState(token: String, state: String)
+}
+
+extension StoreCommand {
+    /// A short description for error messages: never the payload or secrets.
+    public var summary: String {
+        switch self {
+        case .createDevice(let device):
+            return "createDevice \(device.id)"
+        case .deleteDevice(let id, _, let ids):
+            return "deleteDevice \(id) (\(ids.count) notification(s))"
+        case .register(let registration):
+            return "register token \(registration.token) (device \(registration.deviceID), topic \(registration.topic))"
+        case .unregister(let token, _):
+            return "unregister token \(token)"
+        case .enqueue(let n):
+            return "enqueue acceptance id \(n.acceptanceID) (device \(n.deviceID), apns-id \(n.push.apnsID))"
+        case .assignSeq(let acceptanceID, let seq):
+            return "assignSeq \(seq) to acceptance id \(acceptanceID)"
+        case .remove(let ids):
+            return "remove \(ids.count) notification(s)"
+        case .ack(let deviceID, let ids):
+            return "ack device \(deviceID): delete \(ids.count) notification(s)"
+        case .saveBuckets(let buckets):
+            return "save \(buckets.count) bucket level(s)"
+        case .setAppState(let token, let state):
+            return "set app state of token \(token) to \(state)"
+        case .reserveSeqs(let deviceID, let through):
+            return "reserve seqs of device \(deviceID) through \(through)"
+        }
+    }
+}

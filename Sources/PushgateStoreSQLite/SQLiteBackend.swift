@@ -1,0 +1,213 @@
+import GRDB
+import Logging
+import PushgateStore
+
+/// The SQLite backend: one database file in WAL mode, every commit fsync'd
+/// (`synchronous=FULL`), a group of batches per transaction with a savepoint per batch.
+///
+/// A failing command fails its batch only: each batch runs in its own savepoint inside the
+/// group transaction (a lone single-statement command needs none: SQLite undoes a failing
+/// statement by itself).
+public final class SQLiteBackend: StoreBackend {
+    /// Path of the database file.
+    public let path: String
+
+    private let database: DatabaseQueue
+    private let logger: Logger
+
+    // MARK: - Opening
+
+    /// Opens (creating if needed) `<directory>/pushgate.sqlite` and brings its schema up to date.
+    public init(directory: String, logger: Logger) throws(StoreError) {
+        try Directory.create(directory)
+        let path = Directory.join(directory, SQLiteSchema.databaseFileName)
+        try Directory.checkWritable(directory, files: [path, path + "-wal"])
+        self.path = path
+        self.logger = logger
+
+        var configuration = Configuration()
+        configuration.label = "pushgate.store"
+        configuration.foreignKeysEnabled = true
+        // Transactions are managed by hand (BEGIN/COMMIT around each group), and a failed
+        // ROLLBACK after an I/O error must not crash the process: the next group retries it.
+        configuration.allowsUnsafeTransactions = true
+        configuration.prepareDatabase { db in
+            // One process owns the database: a second gateway on the same directory fails at
+            // start ("database is locked") instead of failing every commit with SQLITE_BUSY. In
+            // WAL mode this also keeps the WAL index in heap memory (no -shm file).
+            try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
+            // Not `configuration.journalMode = .wal`: GRDB would then set synchronous=NORMAL.
+            let journalMode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            guard journalMode?.lowercased() == "wal" else {
+                throw SQLiteCommands.Failure(message: "could not switch to WAL journal mode (got \(journalMode ?? "nothing"))")
+            }
+            // Every commit is fsync'd: a 200 must survive a crash or power loss.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            // Savepoint journals stay in memory.
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
+        }
+
+        let migrator = SQLiteSchema.migrator
+        do {
+            database = try DatabaseQueue(path: path, configuration: configuration)
+        } catch {
+            var message = "cannot open the SQLite database \(path): \(Self.describe(error))"
+            if let error = error as? DatabaseError, error.resultCode == .SQLITE_BUSY {
+                message += " (is another Pushgate using this directory?)"
+            }
+            throw StoreError(.database, message)
+        }
+        do {
+            let superseded = try database.read { db in try migrator.hasBeenSuperseded(db) }
+            if superseded {
+                let applied = (try? database.read { db in try migrator.appliedMigrations(db) }) ?? []
+                try? database.close()
+                throw StoreError(.database, """
+                    the SQLite database \(path) was migrated by a newer Pushgate (schema \
+                    \(applied.joined(separator: ", "))); this version knows \
+                    \(migrator.migrations.joined(separator: ", ")) only
+                    """)
+            }
+            try migrator.migrate(database)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            try? database.close()
+            throw StoreError(.database, "cannot migrate the SQLite database \(path): \(Self.describe(error))")
+        }
+        // SQLite fsyncs the directory when it creates the WAL, not the database file itself.
+        Directory.sync(directory)
+        logger.info("store opened", metadata: [
+            "path": "\(path)", "schema": "\(migrator.migrations.last ?? "")",
+        ])
+    }
+
+    // MARK: - StoreBackend
+
+    public func load() throws(StoreError) -> StoreSnapshot {
+        do {
+            return try database.read { db in try SQLiteSnapshot.read(db) }
+        } catch {
+            throw StoreError(.database, "cannot read the SQLite database \(path): \(Self.describe(error))")
+        }
+    }
+
+    /// One transaction for the whole group, one savepoint per batch, one fsync.
+    public func apply(_ group: [[StoreCommand]]) throws(StoreError) -> [Result<Void, StoreError>] {
+        // Runs on the caller's thread, the store's writer: GRDB's queue only serializes it with
+        // the test hooks here, no hop to another thread per group.
+        let outcome = database.writeWithoutTransaction { db in
+            Result { () throws(StoreError) in try applyGroup(group, db) }
+        }
+        return try outcome.get()
+    }
+
+    public func close() throws(StoreError) {
+        do {
+            try database.close()
+        } catch {
+            throw StoreError(.database, "cannot close the SQLite database \(path): \(Self.describe(error))")
+        }
+    }
+
+    /// Reads a PRAGMA on the store's own connection (per-connection settings included).
+    @_spi(Testing)
+    public func pragma(_ name: String) throws -> String? {
+        try database.read { db in try String.fetchOne(db, sql: "PRAGMA \(name)") }
+    }
+
+    // MARK: - Writing
+
+    private func applyGroup(_ group: [[StoreCommand]], _ db: Database) throws(StoreError) -> [Result<Void, StoreError>] {
+        do {
+            if db.isInsideTransaction {
+                // Left over by a failed ROLLBACK after an I/O error.
+                try db.rollback()
+            }
+            try db.beginTransaction(.immediate)
+        } catch {
+            throw StoreError(.database, "cannot begin a transaction in \(path): \(Self.describe(error))")
+        }
+
+        var results: [Result<Void, StoreError>] = []
+        results.reserveCapacity(group.count)
+        var maxAcceptanceID: UInt64 = 0
+        for commands in group {
+            let result = applyBatch(commands, db)
+            if case .success = result {
+                for command in commands {
+                    if let id = SQLiteCommands.acceptanceID(of: command), id > maxAcceptanceID {
+                        maxAcceptanceID = id
+                    }
+                }
+            }
+            results.append(result)
+            if !db.isInsideTransaction {
+                // SQLite rolled the whole transaction back (disk full, I/O error, ...): the
+                // batches applied so far are gone too.
+                let reason: String
+                if case .failure(let error) = result { reason = error.message } else { reason = "the transaction was rolled back" }
+                throw StoreError(.database, "the transaction in \(path) was rolled back by SQLite: \(reason)")
+            }
+        }
+
+        do {
+            if maxAcceptanceID > 0 {
+                try SQLiteCommands.raiseMaxAcceptanceID(to: maxAcceptanceID, db)
+            }
+            try db.commit()
+        } catch {
+            try? db.rollback()
+            throw StoreError(.database, "cannot commit to \(path): \(Self.describe(error))")
+        }
+        return results
+    }
+
+    /// Applies one batch atomically: either all its commands or none.
+    private func applyBatch(_ commands: [StoreCommand], _ db: Database) -> Result<Void, StoreError> {
+        if commands.isEmpty { return .success(()) }
+        do throws(SQLiteCommands.Failure) {
+            if commands.count == 1, SQLiteCommands.isSingleStatement(commands[0]) {
+                try SQLiteCommands.apply(commands[0], db)
+                return .success(())
+            }
+            try savepoint("SAVEPOINT batch", db)
+            do throws(SQLiteCommands.Failure) {
+                for command in commands {
+                    try SQLiteCommands.apply(command, db)
+                }
+                try savepoint("RELEASE batch", db)
+                return .success(())
+            } catch {
+                if db.isInsideTransaction {
+                    try? savepoint("ROLLBACK TO batch", db)
+                    try? savepoint("RELEASE batch", db)
+                }
+                throw error
+            }
+        } catch {
+            return .failure(StoreError(.database, "batch of \(commands.count) command(s) refused: \(error.message)"))
+        }
+    }
+
+    private func savepoint(_ sql: String, _ db: Database) throws(SQLiteCommands.Failure) {
+        do {
+            try db.cachedStatement(sql: sql).execute()
+        } catch {
+            throw SQLiteCommands.Failure(message: "\(sql): \(Self.describe(error))")
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// SQLite's own words, without the SQL text (which may be long).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? DatabaseError {
+            return "SQLite error \(error.extendedResultCode.rawValue): \(error.message ?? "no message")"
+        }
+        if let failure = error as? SQLiteCommands.Failure {
+            return failure.message
+        }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,21 @@
+import Logging
+import PushgateStore
+
+/// The gateway's store on one node: group commit over the SQLite backend.
+public typealias SQLiteStore = GroupCommitStore<SQLiteBackend>
+
+extension GroupCommitStore where Backend == SQLiteBackend {
+    /// Opens (creating if needed) `<directory>/pushgate.sqlite` and brings its schema up to date.
+    public convenience init(directory: String, maxPendingCommands: Int = 100_000, logger: Logger) throws(StoreError) {
+        self.init(backend: try SQLiteBackend(directory: directory, logger: logger), maxPendingCommands: maxPendingCommands, logger: logger)
+    }
+
+    /// Path of the database file.
+    public var path: String { backend.path }
+
+    /// Reads a PRAGMA on the store's own connection (per-connection settings included).
+    @_spi(Testing)
+    public func pragma(_ name: String) throws -> String? {
+        try backend.pragma(name)
+    }
+}
