@@ -47,6 +47,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     private let connection: ConnectionInfo
     private let logger: ConnectionLogger
     private var session: NGHTTP2Session!
+    private var output: HTTP2OutputFlusher?
     private var context: ChannelHandlerContext!
     private var state = State.active
 
@@ -58,11 +59,6 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     private var writers: [Int32: ResponseBodyWriter] = [:]
     private var openStreams = 0
 
-    private var receiving = false
-    private var flushNeeded = false
-    private var flushScheduled = false
-    private var flushing = false
-    private var flushAgain = false
     private var readHeld = false
     /// Streams answered 413 while their body was still arriving: reset once the answer is out.
     private var rejectedStreams: Set<Int32> = []
@@ -76,7 +72,6 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     private var shutdownTimer: Scheduled<Void>?
     private var requestTimer: Scheduled<Void>?
     private var stallTimer: Scheduled<Void>?
-    private var closeTimer: Scheduled<Void>?
 
     init(
         configuration: SharedHTTP2ServerConfiguration,
@@ -109,9 +104,16 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             context.close(promise: nil)
             return
         }
+        output = HTTP2OutputFlusher(
+            session: session,
+            context: context,
+            chunkSize: configuration.outputChunkSize,
+            closeTimeout: configuration.closeTimeout,
+            delegate: self
+        )
         connection.install(control: self)
         armIdleTimer()
-        if context.channel.isActive { flushOutput() }
+        if context.channel.isActive { output?.flush() }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -121,7 +123,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        flushOutput()
+        output?.flush()
         context.fireChannelActive()
     }
 
@@ -131,14 +133,10 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard state != .closed else { return }
-        let buffer = unwrapInboundIn(data)
-        receiving = true
+        guard state != .closed, let output else { return }
         do {
-            try session.receive(buffer)
-            receiving = false
+            try output.receive(unwrapInboundIn(data))
         } catch {
-            receiving = false
             logger.debug("closing HTTP/2 connection on protocol error", metadata: ["error": "\(error)"])
             // For protocol errors nghttp2 has queued a GOAWAY; send whatever it has, then close.
             closeAfterFlush()
@@ -150,7 +148,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         // Most requests arrive whole in one read and are dispatched by now: only those still
         // arriving need the timer, so a busy connection does not schedule one per request.
         if !requests.isEmpty { armRequestTimer() }
-        flushOutput()
+        output?.flush()
         context.fireChannelReadComplete()
     }
 
@@ -158,7 +156,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         if context.channel.isWritable {
             stallTimer?.cancel()
             stallTimer = nil
-            flushOutput()
+            output?.flush()
             if readHeld {
                 readHeld = false
                 context.read()
@@ -196,98 +194,22 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         context.close(promise: nil)
     }
 
-    // MARK: Output
-
-    /// Serializes pending frames into the channel while it is writable. When nghttp2 has nothing
-    /// left to read or write (GOAWAY exchanged, last stream done), closes the connection once
-    /// the final bytes are written. Never called from inside an nghttp2 callback.
-    ///
-    /// Writing can change writability synchronously, which calls back in here: a nested call
-    /// only asks the running one to go round again, so bytes leave in the order nghttp2 made them.
-    private func flushOutput() {
-        guard let context, state != .closed, session != nil else { return }
-        if receiving {
-            flushNeeded = true
-            return
-        }
-        if flushing {
-            flushAgain = true
-            return
-        }
-        flushNeeded = false
-        flushing = true
-        defer { flushing = false }
-        repeat {
-            flushAgain = false
-            do {
-                while context.channel.isWritable, state != .closed {
-                    var buffer = context.channel.allocator.buffer(capacity: 1024)
-                    let more = try session.drain(into: &buffer, limit: configuration.outputChunkSize)
-                    // Flushing each chunk lets a TLS handler below encrypt and send it now, so the
-                    // channel's writability reflects it before the next chunk is serialized.
-                    if buffer.readableBytes > 0 { context.writeAndFlush(wrapOutboundOut(buffer), promise: nil) }
-                    if !more { break }
-                }
-            } catch {
-                logger.debug("HTTP/2 send failed", metadata: ["error": "\(error)"])
-                state = .closed
-                context.close(promise: nil)
-                return
-            }
-        } while flushAgain && state != .closed
-        guard state != .closed, !session.wantsRead, !session.wantsWrite else { return }
-        logger.trace("HTTP/2 session finished")
-        closeWhenWritten(context.channel.allocator.buffer(capacity: 0), context: context)
-    }
-
-    /// Closing fails writes still queued in the channel: close once the last bytes are out, or
-    /// after `closeTimeout` if the peer does not take them.
-    private func closeWhenWritten(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
-        state = .closed
-        let written = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: written)
-        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        closeTimer = context.eventLoop.scheduleTask(in: configuration.closeTimeout) {
-            loopBound.value.close(promise: nil)
-        }
-        written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
-    }
-
-    /// Coalesces flushes requested outside a read: many responses completing in one event-loop
-    /// tick go out in one write.
-    private func scheduleFlush() {
-        guard let context, !flushScheduled else { return }
-        if receiving {
-            flushNeeded = true
-            return
-        }
-        flushScheduled = true
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let handler = loopBound.value
-            handler.flushScheduled = false
-            handler.flushOutput()
-        }
-    }
-
     /// Sends whatever nghttp2 still has queued (e.g. the GOAWAY for a protocol error), then
     /// closes. Never called from inside an nghttp2 callback.
     private func closeAfterFlush() {
         logger.trace("closing after flush", metadata: ["h2.open_streams": "\(openStreams)"])
-        guard let context, state != .closed else { return }
-        var buffer = context.channel.allocator.buffer(capacity: 256)
-        // A fatal session error leaves nghttp2 unable to serialize more; send what it produced.
-        while (try? session.drain(into: &buffer, limit: buffer.readableBytes + configuration.outputChunkSize)) == true {}
-        closeWhenWritten(buffer, context: context)
+        guard state != .closed, let output else { return }
+        state = .closed
+        output.closeAfterFlush()
     }
 
     private func tearDown() {
-        for timer in [idleTimer, shutdownTimer, requestTimer, stallTimer, closeTimer] { timer?.cancel() }
+        output?.tearDown()
+        for timer in [idleTimer, shutdownTimer, requestTimer, stallTimer] { timer?.cancel() }
         idleTimer = nil
         shutdownTimer = nil
         requestTimer = nil
         stallTimer = nil
-        closeTimer = nil
         state = .closed
         let open = writers
         writers = [:]
@@ -309,7 +231,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     private func idleTimeoutFired() {
         guard state == .active, openStreams == 0 else { return }
         logger.debug("closing idle HTTP/2 connection")
-        // With no stream open, nghttp2 is done once this GOAWAY is out; flushOutput then closes.
+        // With no stream open, nghttp2 is done once this GOAWAY is out; the flush then closes.
         sendGoAway(debugData: Self.idleTimeoutDebugData)
     }
 
@@ -327,7 +249,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             errorCode: NGHTTP2_NO_ERROR.rawValue,
             debugData: debugData
         )
-        scheduleFlush()
+        output?.scheduleFlush()
     }
 
     /// Shutdown notice, PING, then (on its ack) GOAWAY with the last stream we will process:
@@ -348,7 +270,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             loopBound.value.sendFinalGoAway()
         }
         for writer in writers.values { writer.shutdownRequested() }
-        scheduleFlush()
+        output?.scheduleFlush()
     }
 
     private func sendFinalGoAway() {
@@ -363,7 +285,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         guard gated, state == .active, session != nil else { return }
         gated = false
         session.submitMaxConcurrentStreams(configuration.session.maxConcurrentStreams)
-        scheduleFlush()
+        output?.scheduleFlush()
     }
 
     func goAway(debugData: [UInt8]) {
@@ -392,7 +314,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             logger.debug("response not sent", metadata: ["error": "\(error)", "h2.stream": "\(streamID)"])
             return
         }
-        scheduleFlush()
+        output?.scheduleFlush()
     }
 
     func startStreaming(_ head: ResponseHead, streamID: Int32, writer: ResponseBodyWriter) -> Bool {
@@ -410,13 +332,13 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         }
         writers[streamID] = writer
         if state == .quiescing || state == .goingAway { writer.shutdownRequested() }
-        scheduleFlush()
+        output?.scheduleFlush()
         return true
     }
 
     func writeBody(_ buffer: ByteBuffer?, end: Bool, streamID: Int32) -> Bool {
         guard state != .closed, session.appendBody(streamID: streamID, buffer, end: end) else { return false }
-        scheduleFlush()
+        output?.scheduleFlush()
         return true
     }
 
@@ -432,7 +354,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     func cancelStream(streamID: Int32) {
         guard state != .closed else { return }
         session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
-        scheduleFlush()
+        output?.scheduleFlush()
     }
 
     // MARK: Requests
@@ -467,7 +389,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
         }
         armRequestTimer()
-        scheduleFlush()
+        output?.scheduleFlush()
     }
 
     private func dispatch(streamID: Int32) {
@@ -602,7 +524,7 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
             writer.streamClosed(errorCode == NGHTTP2_NO_ERROR.rawValue ? .finished : .reset(errorCode: errorCode))
         }
         openStreams = max(0, openStreams - 1)
-        // In .goingAway the connection closes from flushOutput once nghttp2 reports the session
+        // In .goingAway the connection closes from the flush once nghttp2 reports the session
         // done; closing here, inside an nghttp2 callback, would cut off frames not yet written.
         if openStreams == 0, state == .active { armIdleTimer() }
     }
@@ -624,6 +546,17 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
     func sessionEndStreamSent(streamID: Int32) {
         guard rejectedStreams.remove(streamID) != nil else { return }
         session.resetStream(streamID, errorCode: NGHTTP2_NO_ERROR.rawValue)
+    }
+}
+
+extension HTTP2ServerHandler: HTTP2OutputFlusherDelegate {
+    func outputClosing(after error: (any Error)?) {
+        if let error {
+            logger.debug("HTTP/2 send failed", metadata: ["error": "\(error)"])
+        } else {
+            logger.trace("HTTP/2 session finished")
+        }
+        state = .closed
     }
 }
 
