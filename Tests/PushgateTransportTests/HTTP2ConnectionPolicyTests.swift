@@ -47,11 +47,11 @@ struct HTTP2ConnectionPolicyTests {
     @Test("idle timer fires: GOAWAY IdleTimeout; the connection is going away, nothing more fires")
     func idleToGoAway() {
         var policy = policy()
-        #expect(policy.idleTimerFired() == Actions(submit: .goAway(debugData: HTTP2ConnectionPolicy.idleTimeoutDebugData)))
+        #expect(policy.idleTimerFired() == Actions(submit: .goAway(.idleTimeout)))
         #expect(policy.isShuttingDown)
         #expect(policy.idleTimerFired() == .none)
         #expect(policy.quiesceRequested() == .none)
-        #expect(policy.goAwayRequested(debugData: [1]) == .none)
+        #expect(policy.goAwayRequested() == .none)
         // The streams the peer opened before it saw the GOAWAY finish; the connection does not
         // wait to be idle again.
         #expect(policy.streamOpened() == .none)
@@ -73,7 +73,7 @@ struct HTTP2ConnectionPolicyTests {
         var policy = policy()
         #expect(
             policy.quiesceRequested()
-                == Actions(cancel: .idle, submit: .goAway(debugData: HTTP2ConnectionPolicy.shutdownDebugData))
+                == Actions(cancel: .idle, submit: .goAway(.shutdown))
         )
         #expect(policy.isShuttingDown)
         #expect(policy.quiesceRequested() == .none)
@@ -99,7 +99,7 @@ struct HTTP2ConnectionPolicyTests {
         _ = policy.quiesceRequested()
         #expect(
             policy.pingAckReceived()
-                == Actions(cancel: .quiesce, submit: .goAway(debugData: HTTP2ConnectionPolicy.shutdownDebugData))
+                == Actions(cancel: .quiesce, submit: .goAway(.shutdown))
         )
         #expect(policy.quiesceTimerFired() == .none)
         #expect(policy.pingAckReceived() == .none)
@@ -110,7 +110,7 @@ struct HTTP2ConnectionPolicyTests {
     func quiesceTimeout() {
         var policy = policy(streams: 1)
         _ = policy.quiesceRequested()
-        #expect(policy.quiesceTimerFired() == Actions(submit: .goAway(debugData: HTTP2ConnectionPolicy.shutdownDebugData)))
+        #expect(policy.quiesceTimerFired() == Actions(submit: .goAway(.shutdown)))
         #expect(policy.pingAckReceived() == .none)
         #expect(policy.quiesceTimerFired() == .none)
     }
@@ -127,8 +127,8 @@ struct HTTP2ConnectionPolicyTests {
     @Test("goAway while active: GOAWAY with the application's debug data, the idle timer cancelled")
     func goAwayWhileActive() {
         var policy = policy()
-        #expect(policy.goAwayRequested(debugData: Array("TooManyErrors".utf8)) == Actions(cancel: .idle, submit: .goAway(debugData: Array("TooManyErrors".utf8))))
-        #expect(policy.goAwayRequested(debugData: [1]) == .none)
+        #expect(policy.goAwayRequested() == Actions(cancel: .idle, submit: .goAway(.application)))
+        #expect(policy.goAwayRequested() == .none)
         #expect(policy.idleTimerFired() == .none)
     }
 
@@ -136,7 +136,7 @@ struct HTTP2ConnectionPolicyTests {
     func goAwayWhileQuiescing() {
         var policy = policy(streams: 1)
         _ = policy.quiesceRequested()
-        #expect(policy.goAwayRequested(debugData: [7]) == Actions(cancel: .quiesce, submit: .goAway(debugData: [7])))
+        #expect(policy.goAwayRequested() == Actions(cancel: .quiesce, submit: .goAway(.application)))
         #expect(policy.pingAckReceived() == .none)
         #expect(policy.quiesceTimerFired() == .none)
     }
@@ -219,7 +219,7 @@ struct HTTP2ConnectionPolicyTests {
         #expect(policy.connectionClosed() == .none)
         #expect(policy.streamClosed() == .none)
         #expect(policy.quiesceRequested() == .none)
-        #expect(policy.goAwayRequested(debugData: []) == .none)
+        #expect(policy.goAwayRequested() == .none)
         #expect(policy.requestsArriving() == .none)
         #expect(policy.requestTimerFired() == false)
         #expect(policy.idleTimerFired() == .none)

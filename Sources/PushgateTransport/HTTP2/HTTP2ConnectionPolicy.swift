@@ -27,13 +27,24 @@ struct HTTP2ConnectionPolicy: Sendable {
         /// nghttp2's shutdown notice (a GOAWAY naming the highest stream ID) and a PING whose
         /// ack tells that the peer has seen it.
         case shutdownNoticeAndPing
-        /// The connection's last GOAWAY: NO_ERROR, the last stream processed, `debugData`.
-        case goAway(debugData: [UInt8])
+        /// The connection's last GOAWAY: NO_ERROR, the last stream processed, the reason's
+        /// debug data.
+        case goAway(GoAwayReason)
         /// SETTINGS lifting SETTINGS_MAX_CONCURRENT_STREAMS to the configured maximum.
         case fullConcurrency
     }
 
-    /// What the handler does after an event, in the order of the fields.
+    /// Why the connection's last GOAWAY is sent.
+    enum GoAwayReason: Equatable, Sendable {
+        case idleTimeout
+        case shutdown
+        /// The application's (`ConnectionInfo.goAway(debugData:)`), with its own debug data.
+        case application
+    }
+
+    /// What the handler does after an event, in the order of the fields. Plain values only (no
+    /// debug data bytes): the handler gets one per stream opened and closed, so making and
+    /// dropping it must cost no reference counting.
     struct Actions: Equatable, Sendable {
         var cancel: Timers = []
         var submit: Submission?
@@ -45,10 +56,6 @@ struct HTTP2ConnectionPolicy: Sendable {
 
         static var none: Actions { Actions() }
     }
-
-    /// APNs' GOAWAY debug data for the transport's own reasons.
-    static let idleTimeoutDebugData = Array(#"{"reason":"IdleTimeout"}"#.utf8)
-    static let shutdownDebugData = Array(#"{"reason":"Shutdown"}"#.utf8)
 
     private enum State: Sendable {
         case active
@@ -109,7 +116,7 @@ struct HTTP2ConnectionPolicy: Sendable {
 
     mutating func idleTimerFired() -> Actions {
         guard fired(.idle), state == .active, openStreams == 0 else { return .none }
-        return goAway(debugData: Self.idleTimeoutDebugData)
+        return goAway(.idleTimeout)
     }
 
     // MARK: Shutdown
@@ -119,7 +126,7 @@ struct HTTP2ConnectionPolicy: Sendable {
     /// and none already in flight is lost.
     mutating func quiesceRequested() -> Actions {
         guard state == .active else { return .none }
-        if openStreams == 0 { return goAway(debugData: Self.shutdownDebugData) }
+        if openStreams == 0 { return goAway(.shutdown) }
         state = .quiescing
         var actions = cancel(.idle)
         actions.submit = .shutdownNoticeAndPing
@@ -132,18 +139,18 @@ struct HTTP2ConnectionPolicy: Sendable {
     /// The peer acknowledged a PING: while quiescing, that is the shutdown notice's.
     mutating func pingAckReceived() -> Actions {
         guard state == .quiescing else { return .none }
-        return goAway(debugData: Self.shutdownDebugData)
+        return goAway(.shutdown)
     }
 
     mutating func quiesceTimerFired() -> Actions {
         guard fired(.quiesce), state == .quiescing else { return .none }
-        return goAway(debugData: Self.shutdownDebugData)
+        return goAway(.shutdown)
     }
 
     /// The application ends the connection (`ConnectionInfo.goAway(debugData:)`).
-    mutating func goAwayRequested(debugData: [UInt8]) -> Actions {
+    mutating func goAwayRequested() -> Actions {
         guard state == .active || state == .quiescing else { return .none }
-        return goAway(debugData: debugData)
+        return goAway(.application)
     }
 
     // MARK: Stream limit
@@ -194,10 +201,10 @@ struct HTTP2ConnectionPolicy: Sendable {
     // MARK: Transitions
 
     /// The connection's last GOAWAY: no timer of the connection may fire after it.
-    private mutating func goAway(debugData: [UInt8]) -> Actions {
+    private mutating func goAway(_ reason: GoAwayReason) -> Actions {
         state = .goingAway
         var actions = cancel([.idle, .quiesce])
-        actions.submit = .goAway(debugData: debugData)
+        actions.submit = .goAway(reason)
         return actions
     }
 

@@ -171,10 +171,12 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
 
     // MARK: Policy
 
-    /// Does what the connection policy decided, in the order its actions are listed.
-    func perform(_ actions: HTTP2ConnectionPolicy.Actions) {
+    /// Does what the connection policy decided, in the order its actions are listed. Inlined:
+    /// most events (a stream opening or closing) decide nothing, and then this costs a few tests.
+    @inline(__always)
+    func perform(_ actions: HTTP2ConnectionPolicy.Actions, applicationDebugData: [UInt8] = []) {
         if !actions.cancel.isEmpty { cancel(actions.cancel) }
-        if let submission = actions.submit { submit(submission) }
+        if let submission = actions.submit { submit(submission, applicationDebugData: applicationDebugData) }
         if actions.notifyShutdown {
             for writer in writers.values { writer.shutdownRequested() }
         }
@@ -182,12 +184,18 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         if actions.close { context?.close(promise: nil) }
     }
 
-    private func submit(_ submission: HTTP2ConnectionPolicy.Submission) {
+    private func submit(_ submission: HTTP2ConnectionPolicy.Submission, applicationDebugData: [UInt8]) {
         switch submission {
         case .shutdownNoticeAndPing:
             session.submitShutdownNotice()
             session.submitPing()
-        case .goAway(let debugData):
+        case .goAway(let reason):
+            let debugData: [UInt8]
+            switch reason {
+            case .idleTimeout: debugData = Self.idleTimeoutDebugData
+            case .shutdown: debugData = Self.shutdownDebugData
+            case .application: debugData = applicationDebugData
+            }
             session.submitGoAway(
                 lastStreamID: session.lastProcessedStreamID,
                 errorCode: NGHTTP2_NO_ERROR.rawValue,
@@ -263,12 +271,16 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
 
     func goAway(debugData: [UInt8]) {
         guard session != nil else { return }
-        let actions = policy.goAwayRequested(debugData: debugData)
+        let actions = policy.goAwayRequested()
         if actions.submit != nil {
             logger.debug("closing HTTP/2 connection", metadata: ["h2.goaway_debug_data": "\(String(decoding: debugData, as: UTF8.self))"])
         }
-        perform(actions)
+        perform(actions, applicationDebugData: debugData)
     }
+
+    /// APNs' GOAWAY debug data for the transport's own reasons.
+    static let idleTimeoutDebugData = Array(#"{"reason":"IdleTimeout"}"#.utf8)
+    static let shutdownDebugData = Array(#"{"reason":"Shutdown"}"#.utf8)
 
     // MARK: Responses (HTTPResponseSink)
 
