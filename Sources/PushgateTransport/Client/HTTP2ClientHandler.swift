@@ -40,12 +40,10 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     private let limits: HTTP2SessionLimits
     /// A whole (not streamed) response body larger than this fails the request.
     private let maxResponseBodySize: Int
-    private let outputChunkSize = 64 * 1024
     private var session: NGHTTP2Session!
+    private var output: HTTP2OutputFlusher?
     private var context: ChannelHandlerContext?
     private var streams: [Int32: Stream] = [:]
-    private var receiving = false
-    private var flushScheduled = false
     private var closed = false
     private let goAway: EventLoopPromise<HTTP2GoAway>
     private var goAwayCompleted = false
@@ -78,20 +76,29 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
             context.close(promise: nil)
             return
         }
+        output = HTTP2OutputFlusher(
+            session: session,
+            context: context,
+            chunkSize: 64 * 1024,
+            // As the server's default: a server that takes not even our last bytes is cut off.
+            closeTimeout: .seconds(5),
+            delegate: self
+        )
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let timeout = settingsTimeout
         settingsTimer = context.eventLoop.scheduleTask(in: timeout) {
             loopBound.value.completeSettings(.failure(HTTP2ClientError.noSettings(within: timeout)))
         }
-        if context.channel.isActive { flushOutput() }
+        if context.channel.isActive { output?.flush() }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        flushOutput()
+        output?.flush()
         context.fireChannelActive()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        output?.tearDown()
         failAll(HTTP2ClientError.connectionClosed)
         completeGoAway(.failure(HTTP2ClientError.connectionClosed))
         completeSettings(.failure(HTTP2ClientError.connectionClosed))
@@ -99,6 +106,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        output?.tearDown()
         failAll(HTTP2ClientError.connectionClosed)
         completeGoAway(.failure(HTTP2ClientError.connectionClosed))
         completeSettings(.failure(HTTP2ClientError.connectionClosed))
@@ -106,26 +114,23 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !closed else { return }
-        receiving = true
-        defer { receiving = false }
+        guard !closed, let output else { return }
         do {
-            try session.receive(unwrapInboundIn(data))
+            try output.receive(unwrapInboundIn(data))
         } catch {
-            receiving = false
-            flushOutput()
             context.fireErrorCaught(error)
-            context.close(promise: nil)
+            // For protocol errors nghttp2 has queued a GOAWAY; send whatever it has, then close.
+            output.closeAfterFlush()
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        flushOutput()
+        output?.flush()
         context.fireChannelReadComplete()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { flushOutput() }
+        if context.channel.isWritable { output?.flush() }
         context.fireChannelWritabilityChanged()
     }
 
@@ -167,7 +172,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
             fail(delivery, HTTP2ClientError.submitFailed("\(error)"))
             return
         }
-        scheduleFlush()
+        output?.scheduleFlush()
     }
 
     /// The application has processed `count` body bytes of `streamID`: let the server send more.
@@ -176,7 +181,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         guard !closed, session != nil, let stream = streams[streamID] else { return }
         stream.unconsumed -= count
         session.consume(streamID: streamID, count: count)
-        scheduleFlush()
+        output?.scheduleFlush()
     }
 
     /// Credits what the application will now never read, so the connection window does not
@@ -195,48 +200,14 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
         creditUnconsumed(stream, streamID: streamID)
         if !stream.done { finish(stream, error: HTTP2ClientError.streamReset(errorCode: NGHTTP2_CANCEL.rawValue)) }
-        scheduleFlush()
+        output?.scheduleFlush()
     }
 
     func closeGracefully() {
         guard !closed, let context else { return }
         session.submitGoAway(lastStreamID: 0, errorCode: NGHTTP2_NO_ERROR.rawValue)
-        flushOutput()
+        output?.flush()
         context.close(promise: nil)
-    }
-
-    // MARK: Output
-
-    private func flushOutput() {
-        guard let context, !closed, !receiving, session != nil else { return }
-        var wrote = false
-        do {
-            while context.channel.isWritable {
-                var buffer = context.channel.allocator.buffer(capacity: 1024)
-                let more = try session.drain(into: &buffer, limit: outputChunkSize)
-                if buffer.readableBytes > 0 {
-                    context.write(wrapOutboundOut(buffer), promise: nil)
-                    wrote = true
-                }
-                if !more { break }
-            }
-        } catch {
-            if wrote { context.flush() }
-            context.fireErrorCaught(error)
-            context.close(promise: nil)
-            return
-        }
-        if wrote { context.flush() }
-    }
-
-    private func scheduleFlush() {
-        guard let context, !flushScheduled, !receiving else { return }
-        flushScheduled = true
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            loopBound.value.flushScheduled = false
-            loopBound.value.flushOutput()
-        }
     }
 
     private func completeGoAway(_ result: Result<HTTP2GoAway, any Error>) {
@@ -419,6 +390,12 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
     func sessionBodyDrained(streamID: Int32, remaining: Int) {}
 
     func sessionEndStreamSent(streamID: Int32) {}
+}
+
+extension HTTP2ClientHandler: HTTP2OutputFlusherDelegate {
+    func outputClosing(after error: (any Error)?) {
+        if let error { context?.fireErrorCaught(error) }
+    }
 }
 
 @available(*, unavailable)

@@ -13,70 +13,34 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    /// A request whose headers and body are still arriving.
-    private final class PendingRequest {
-        var method = ""
-        var path = ""
-        var authority: String?
-        var scheme: String?
-        /// Room for a typical request's fields up front: growing one by one costs an
-        /// allocation per doubling.
-        var headers: HTTPHeaders = {
-            var headers = HTTPHeaders()
-            headers.reserveCapacity(12)
-            return headers
-        }()
-        var headerListSize = 0
-        var body: ByteBuffer?
-        var rejected = false
-        let startedAt = NIODeadline.now()
-    }
-
-    private enum State {
-        case active
-        /// Shutdown notice and PING sent; the final GOAWAY follows the PING ack or a timeout.
-        case quiescing
-        /// Final GOAWAY sent; the connection closes when the last stream does.
-        case goingAway
-        case closed
-    }
-
     private let shared: SharedHTTP2ServerConfiguration
-    private var configuration: HTTP2ServerConfiguration { shared.configuration }
-    private let application: any HTTPServerHandler
-    private let connection: ConnectionInfo
-    private let logger: ConnectionLogger
-    private var session: NGHTTP2Session!
-    private var context: ChannelHandlerContext!
-    private var state = State.active
+    // Not private: the session's callbacks (HTTP2ServerHandler+Session.swift) use them.
+    var configuration: HTTP2ServerConfiguration { shared.configuration }
+    let application: any HTTPServerHandler
+    let connection: ConnectionInfo
+    let logger: ConnectionLogger
+    private(set) var session: NGHTTP2Session!
+    private(set) var output: HTTP2OutputFlusher?
+    private(set) var context: ChannelHandlerContext!
+    var policy: HTTP2ConnectionPolicy
 
-    private var requests: [Int32: PendingRequest] = [:]
+    var requests: [Int32: PendingRequest] = [:]
     /// The stream whose header block is being received: a block arrives in one piece (HEADERS +
     /// CONTINUATION), so this saves a dictionary lookup per header field.
-    private var headerStreamID: Int32 = 0
-    private var headerRequest: PendingRequest?
-    private var writers: [Int32: ResponseBodyWriter] = [:]
-    private var openStreams = 0
+    var headerStreamID: Int32 = 0
+    var headerRequest: PendingRequest?
+    var writers: [Int32: ResponseBodyWriter] = [:]
 
-    private var receiving = false
-    private var flushNeeded = false
-    private var flushScheduled = false
-    private var flushing = false
-    private var flushAgain = false
     private var readHeld = false
     /// Streams answered 413 while their body was still arriving: reset once the answer is out.
-    private var rejectedStreams: Set<Int32> = []
+    var rejectedStreams: Set<Int32> = []
     /// Request body bytes held across all streams of this connection.
-    private var bufferedRequestBytes = 0
-
-    /// Still limited to `streamsUntilAuthorized` streams.
-    private var gated = false
+    var bufferedRequestBytes = 0
 
     private var idleTimer: Scheduled<Void>?
-    private var shutdownTimer: Scheduled<Void>?
-    private var requestTimer: Scheduled<Void>?
+    private var quiesceTimer: Scheduled<Void>?
     private var stallTimer: Scheduled<Void>?
-    private var closeTimer: Scheduled<Void>?
+    var requestTimer: Scheduled<Void>?
 
     init(
         configuration: SharedHTTP2ServerConfiguration,
@@ -88,6 +52,10 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         self.application = application
         self.connection = connection
         self.logger = ConnectionLogger(base: logger, connection: connection)
+        self.policy = HTTP2ConnectionPolicy(
+            gated: configuration.configuration.streamsUntilAuthorized != nil && connection.peerCertificate == nil,
+            idleTimeout: configuration.configuration.idleTimeout != nil
+        )
     }
 
     // MARK: Channel events
@@ -95,23 +63,29 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         do {
-            gated = configuration.streamsUntilAuthorized != nil && connection.peerCertificate == nil
             session = try NGHTTP2Session(
                 role: .server,
                 limits: configuration.session,
-                initialMaxConcurrentStreams: gated ? configuration.streamsUntilAuthorized : nil,
+                initialMaxConcurrentStreams: policy.isGated ? configuration.streamsUntilAuthorized : nil,
                 sharingFrameBuffer: true,
                 delegate: self
             )
         } catch {
             logger.error("cannot create HTTP/2 session", metadata: ["error": "\(error)"])
-            state = .closed
+            perform(policy.connectionClosed())
             context.close(promise: nil)
             return
         }
+        output = HTTP2OutputFlusher(
+            session: session,
+            context: context,
+            chunkSize: configuration.outputChunkSize,
+            closeTimeout: configuration.closeTimeout,
+            delegate: self
+        )
         connection.install(control: self)
-        armIdleTimer()
-        if context.channel.isActive { flushOutput() }
+        perform(policy.sessionStarted())
+        if context.channel.isActive { output?.flush() }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -121,7 +95,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        flushOutput()
+        output?.flush()
         context.fireChannelActive()
     }
 
@@ -131,44 +105,32 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard state != .closed else { return }
-        let buffer = unwrapInboundIn(data)
-        receiving = true
+        guard !policy.isClosed, let output else { return }
         do {
-            try session.receive(buffer)
-            receiving = false
+            try output.receive(unwrapInboundIn(data))
         } catch {
-            receiving = false
             logger.debug("closing HTTP/2 connection on protocol error", metadata: ["error": "\(error)"])
+            logger.trace("closing after flush", metadata: ["h2.open_streams": "\(policy.openStreams)"])
+            perform(policy.connectionClosed())
             // For protocol errors nghttp2 has queued a GOAWAY; send whatever it has, then close.
-            closeAfterFlush()
-            return
+            output.closeAfterFlush()
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        // Most requests arrive whole in one read and are dispatched by now: only those still
-        // arriving need the timer, so a busy connection does not schedule one per request.
-        if !requests.isEmpty { armRequestTimer() }
-        flushOutput()
+        if !requests.isEmpty { perform(policy.requestsArriving()) }
+        output?.flush()
         context.fireChannelReadComplete()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable {
-            stallTimer?.cancel()
-            stallTimer = nil
-            flushOutput()
+        let isWritable = context.channel.isWritable
+        perform(policy.writabilityChanged(isWritable: isWritable))
+        if isWritable {
+            output?.flush()
             if readHeld {
                 readHeld = false
                 context.read()
-            }
-        } else if stallTimer == nil, state != .closed {
-            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            let logger = self.logger
-            stallTimer = context.eventLoop.scheduleTask(in: configuration.writeStallTimeout) {
-                logger.debug("closing HTTP/2 connection: the peer has read nothing for too long")
-                loopBound.value.close(promise: nil)
             }
         }
         context.fireChannelWritabilityChanged()
@@ -185,7 +147,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ChannelShouldQuiesceEvent {
-            beginGracefulShutdown()
+            logger.trace("graceful shutdown requested", metadata: ["h2.open_streams": "\(policy.openStreams)"])
+            guard output != nil else { return }
+            perform(policy.quiesceRequested())
         } else {
             context.fireUserInboundEventTriggered(event)
         }
@@ -196,180 +160,122 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         context.close(promise: nil)
     }
 
-    // MARK: Output
-
-    /// Serializes pending frames into the channel while it is writable. When nghttp2 has nothing
-    /// left to read or write (GOAWAY exchanged, last stream done), closes the connection once
-    /// the final bytes are written. Never called from inside an nghttp2 callback.
-    ///
-    /// Writing can change writability synchronously, which calls back in here: a nested call
-    /// only asks the running one to go round again, so bytes leave in the order nghttp2 made them.
-    private func flushOutput() {
-        guard let context, state != .closed, session != nil else { return }
-        if receiving {
-            flushNeeded = true
-            return
-        }
-        if flushing {
-            flushAgain = true
-            return
-        }
-        flushNeeded = false
-        flushing = true
-        defer { flushing = false }
-        repeat {
-            flushAgain = false
-            do {
-                while context.channel.isWritable, state != .closed {
-                    var buffer = context.channel.allocator.buffer(capacity: 1024)
-                    let more = try session.drain(into: &buffer, limit: configuration.outputChunkSize)
-                    // Flushing each chunk lets a TLS handler below encrypt and send it now, so the
-                    // channel's writability reflects it before the next chunk is serialized.
-                    if buffer.readableBytes > 0 { context.writeAndFlush(wrapOutboundOut(buffer), promise: nil) }
-                    if !more { break }
-                }
-            } catch {
-                logger.debug("HTTP/2 send failed", metadata: ["error": "\(error)"])
-                state = .closed
-                context.close(promise: nil)
-                return
-            }
-        } while flushAgain && state != .closed
-        guard state != .closed, !session.wantsRead, !session.wantsWrite else { return }
-        logger.trace("HTTP/2 session finished")
-        closeWhenWritten(context.channel.allocator.buffer(capacity: 0), context: context)
-    }
-
-    /// Closing fails writes still queued in the channel: close once the last bytes are out, or
-    /// after `closeTimeout` if the peer does not take them.
-    private func closeWhenWritten(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
-        state = .closed
-        let written = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: written)
-        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        closeTimer = context.eventLoop.scheduleTask(in: configuration.closeTimeout) {
-            loopBound.value.close(promise: nil)
-        }
-        written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
-    }
-
-    /// Coalesces flushes requested outside a read: many responses completing in one event-loop
-    /// tick go out in one write.
-    private func scheduleFlush() {
-        guard let context, !flushScheduled else { return }
-        if receiving {
-            flushNeeded = true
-            return
-        }
-        flushScheduled = true
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let handler = loopBound.value
-            handler.flushScheduled = false
-            handler.flushOutput()
-        }
-    }
-
-    /// Sends whatever nghttp2 still has queued (e.g. the GOAWAY for a protocol error), then
-    /// closes. Never called from inside an nghttp2 callback.
-    private func closeAfterFlush() {
-        logger.trace("closing after flush", metadata: ["h2.open_streams": "\(openStreams)"])
-        guard let context, state != .closed else { return }
-        var buffer = context.channel.allocator.buffer(capacity: 256)
-        // A fatal session error leaves nghttp2 unable to serialize more; send what it produced.
-        while (try? session.drain(into: &buffer, limit: buffer.readableBytes + configuration.outputChunkSize)) == true {}
-        closeWhenWritten(buffer, context: context)
-    }
-
     private func tearDown() {
-        for timer in [idleTimer, shutdownTimer, requestTimer, stallTimer, closeTimer] { timer?.cancel() }
-        idleTimer = nil
-        shutdownTimer = nil
-        requestTimer = nil
-        stallTimer = nil
-        closeTimer = nil
-        state = .closed
+        output?.tearDown()
+        perform(policy.connectionClosed())
         let open = writers
         writers = [:]
         requests = [:]
         for writer in open.values { writer.streamClosed(.connectionClosed) }
     }
 
-    // MARK: Idle timeout and graceful shutdown
+    // MARK: Policy
 
-    private func armIdleTimer() {
-        guard let timeout = configuration.idleTimeout, let context, openStreams == 0, state == .active else { return }
-        idleTimer?.cancel()
+    /// Does what the connection policy decided, in the order its actions are listed. Inlined:
+    /// most events (a stream opening or closing) decide nothing, and then this costs a few tests.
+    @inline(__always)
+    func perform(_ actions: HTTP2ConnectionPolicy.Actions, applicationDebugData: [UInt8] = []) {
+        if !actions.cancel.isEmpty { cancel(actions.cancel) }
+        if let submission = actions.submit { submit(submission, applicationDebugData: applicationDebugData) }
+        if actions.notifyShutdown {
+            for writer in writers.values { writer.shutdownRequested() }
+        }
+        if !actions.arm.isEmpty { arm(actions.arm) }
+        if actions.close { context?.close(promise: nil) }
+    }
+
+    private func submit(_ submission: HTTP2ConnectionPolicy.Submission, applicationDebugData: [UInt8]) {
+        switch submission {
+        case .shutdownNoticeAndPing:
+            session.submitShutdownNotice()
+            session.submitPing()
+        case .goAway(let reason):
+            let debugData: [UInt8]
+            switch reason {
+            case .idleTimeout: debugData = Self.idleTimeoutDebugData
+            case .shutdown: debugData = Self.shutdownDebugData
+            case .application: debugData = applicationDebugData
+            }
+            session.submitGoAway(
+                lastStreamID: session.lastProcessedStreamID,
+                errorCode: NGHTTP2_NO_ERROR.rawValue,
+                debugData: debugData
+            )
+        case .fullConcurrency:
+            session.submitMaxConcurrentStreams(configuration.session.maxConcurrentStreams)
+        }
+        // Submissions come from nghttp2's callbacks (a PING ack) and from timers alike: the
+        // next flush sends them, and with nothing left to do closes the connection.
+        output?.scheduleFlush()
+    }
+
+    private func cancel(_ timers: HTTP2ConnectionPolicy.Timers) {
+        if timers.contains(.idle) { idleTimer?.cancel(); idleTimer = nil }
+        if timers.contains(.quiesce) { quiesceTimer?.cancel(); quiesceTimer = nil }
+        if timers.contains(.stall) { stallTimer?.cancel(); stallTimer = nil }
+        if timers.contains(.request) { requestTimer?.cancel(); requestTimer = nil }
+    }
+
+    private func arm(_ timers: HTTP2ConnectionPolicy.Timers) {
+        guard let context else { return }
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        idleTimer = context.eventLoop.scheduleTask(in: timeout) {
-            loopBound.value.idleTimeoutFired()
+        let eventLoop = context.eventLoop
+        if timers.contains(.idle), let timeout = configuration.idleTimeout {
+            idleTimer?.cancel()
+            idleTimer = eventLoop.scheduleTask(in: timeout) { loopBound.value.idleTimerFired() }
+        }
+        if timers.contains(.quiesce) {
+            quiesceTimer?.cancel()
+            quiesceTimer = eventLoop.scheduleTask(in: configuration.shutdownNoticeTimeout) {
+                loopBound.value.quiesceTimerFired()
+            }
+        }
+        if timers.contains(.stall) {
+            stallTimer?.cancel()
+            stallTimer = eventLoop.scheduleTask(in: configuration.writeStallTimeout) { loopBound.value.stallTimerFired() }
+        }
+        if timers.contains(.request), let oldest = requests.values.lazy.map(\.startedAt).min() {
+            requestTimer?.cancel()
+            requestTimer = eventLoop.scheduleTask(deadline: oldest + configuration.requestTimeout) {
+                loopBound.value.requestTimerFired()
+            }
         }
     }
 
-    private func idleTimeoutFired() {
-        guard state == .active, openStreams == 0 else { return }
-        logger.debug("closing idle HTTP/2 connection")
-        // With no stream open, nghttp2 is done once this GOAWAY is out; flushOutput then closes.
-        sendGoAway(debugData: Self.idleTimeoutDebugData)
-    }
-
-    /// The connection's last GOAWAY (NO_ERROR, the last stream we process, APNs' reason JSON):
-    /// no timer of the connection may fire after it. Sent by the next flush, which closes the
-    /// connection once nghttp2 is done with its streams.
-    private func sendGoAway(debugData: [UInt8]) {
-        shutdownTimer?.cancel()
-        shutdownTimer = nil
-        idleTimer?.cancel()
+    private func idleTimerFired() {
         idleTimer = nil
-        state = .goingAway
-        session.submitGoAway(
-            lastStreamID: session.lastProcessedStreamID,
-            errorCode: NGHTTP2_NO_ERROR.rawValue,
-            debugData: debugData
-        )
-        scheduleFlush()
+        let actions = policy.idleTimerFired()
+        if actions.submit != nil { logger.debug("closing idle HTTP/2 connection") }
+        // With no stream open, nghttp2 is done once this GOAWAY is out; the flush then closes.
+        perform(actions)
     }
 
-    /// Shutdown notice, PING, then (on its ack) GOAWAY with the last stream we will process:
-    /// the client learns early not to open streams and none already in flight is lost.
-    private func beginGracefulShutdown() {
-        logger.trace("graceful shutdown requested", metadata: ["h2.open_streams": "\(openStreams)"])
-        guard state == .active, let context else { return }
-        idleTimer?.cancel()
-        if openStreams == 0 {
-            sendGoAway(debugData: Self.shutdownDebugData)
-            return
-        }
-        state = .quiescing
-        session.submitShutdownNotice()
-        session.submitPing()
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        shutdownTimer = context.eventLoop.scheduleTask(in: configuration.shutdownNoticeTimeout) {
-            loopBound.value.sendFinalGoAway()
-        }
-        for writer in writers.values { writer.shutdownRequested() }
-        scheduleFlush()
+    private func quiesceTimerFired() {
+        quiesceTimer = nil
+        perform(policy.quiesceTimerFired())
     }
 
-    private func sendFinalGoAway() {
-        guard state == .quiescing else { return }
-        // Called from the PING-ack callback or a timer: the flush sends it.
-        sendGoAway(debugData: Self.shutdownDebugData)
+    private func stallTimerFired() {
+        stallTimer = nil
+        let actions = policy.stallTimerFired()
+        if actions.close { logger.debug("closing HTTP/2 connection: the peer has read nothing for too long") }
+        perform(actions)
     }
 
     // MARK: Application requests (ConnectionControl)
 
     func grantFullConcurrency() {
-        guard gated, state == .active, session != nil else { return }
-        gated = false
-        session.submitMaxConcurrentStreams(configuration.session.maxConcurrentStreams)
-        scheduleFlush()
+        guard session != nil else { return }
+        perform(policy.fullConcurrencyGranted())
     }
 
     func goAway(debugData: [UInt8]) {
-        guard state == .active || state == .quiescing, session != nil else { return }
-        logger.debug("closing HTTP/2 connection", metadata: ["h2.goaway_debug_data": "\(String(decoding: debugData, as: UTF8.self))"])
-        sendGoAway(debugData: debugData)
+        guard session != nil else { return }
+        let actions = policy.goAwayRequested()
+        if actions.submit != nil {
+            logger.debug("closing HTTP/2 connection", metadata: ["h2.goaway_debug_data": "\(String(decoding: debugData, as: UTF8.self))"])
+        }
+        perform(actions, applicationDebugData: debugData)
     }
 
     /// APNs' GOAWAY debug data for the transport's own reasons.
@@ -379,7 +285,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     // MARK: Responses (HTTPResponseSink)
 
     func sendResponse(_ response: HTTPServerResponse, streamID: Int32) {
-        guard state != .closed, session.claimResponse(streamID: streamID) else { return }
+        guard !policy.isClosed, session.claimResponse(streamID: streamID) else { return }
         do {
             try session.submitResponse(
                 streamID: streamID,
@@ -392,11 +298,11 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             logger.debug("response not sent", metadata: ["error": "\(error)", "h2.stream": "\(streamID)"])
             return
         }
-        scheduleFlush()
+        output?.scheduleFlush()
     }
 
     func startStreaming(_ head: ResponseHead, streamID: Int32, writer: ResponseBodyWriter) -> Bool {
-        guard state != .closed, session.claimResponse(streamID: streamID) else { return false }
+        guard !policy.isClosed, session.claimResponse(streamID: streamID) else { return false }
         do {
             try session.submitResponse(
                 streamID: streamID,
@@ -409,14 +315,14 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             return false
         }
         writers[streamID] = writer
-        if state == .quiescing || state == .goingAway { writer.shutdownRequested() }
-        scheduleFlush()
+        if policy.isShuttingDown { writer.shutdownRequested() }
+        output?.scheduleFlush()
         return true
     }
 
     func writeBody(_ buffer: ByteBuffer?, end: Bool, streamID: Int32) -> Bool {
-        guard state != .closed, session.appendBody(streamID: streamID, buffer, end: end) else { return false }
-        scheduleFlush()
+        guard !policy.isClosed, session.appendBody(streamID: streamID, buffer, end: end) else { return false }
+        output?.scheduleFlush()
         return true
     }
 
@@ -430,200 +336,20 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     }
 
     func cancelStream(streamID: Int32) {
-        guard state != .closed else { return }
+        guard !policy.isClosed else { return }
         session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
-        scheduleFlush()
-    }
-
-    // MARK: Requests
-
-    /// Resets requests that have been arriving for longer than `requestTimeout` (a peer that
-    /// opens streams and never finishes them), then re-arms for the oldest remaining one.
-    private func armRequestTimer() {
-        guard requestTimer == nil, let context, let oldest = requests.values.lazy.map(\.startedAt).min() else { return }
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        requestTimer = context.eventLoop.scheduleTask(deadline: oldest + configuration.requestTimeout) {
-            loopBound.value.requestTimerFired()
-        }
-    }
-
-    /// A device connection spends its life with its event stream open and no request arriving:
-    /// a timer left armed would hold memory on each of them (and fire for nothing).
-    private func disarmRequestTimerIfNoneArriving() {
-        guard let timer = requestTimer, requests.isEmpty else { return }
-        timer.cancel()
-        requestTimer = nil
-    }
-
-    private func requestTimerFired() {
-        requestTimer = nil
-        guard state != .closed else { return }
-        let cutoff = NIODeadline.now() - configuration.requestTimeout
-        for (streamID, pending) in requests where pending.startedAt <= cutoff && !pending.rejected {
-            logger.debug("resetting a request that did not arrive in time", metadata: ["h2.stream": "\(streamID)"])
-            bufferedRequestBytes -= pending.body?.readableBytes ?? 0
-            pending.body = nil
-            pending.rejected = true
-            session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
-        }
-        armRequestTimer()
-        scheduleFlush()
-    }
-
-    private func dispatch(streamID: Int32) {
-        guard let pending = requests.removeValue(forKey: streamID), !pending.rejected else { return }
-        disarmRequestTimerIfNoneArriving()
-        bufferedRequestBytes -= pending.body?.readableBytes ?? 0
-        let request = HTTPServerRequest(
-            method: pending.method,
-            path: pending.path,
-            authority: pending.authority,
-            scheme: pending.scheme,
-            headers: pending.headers,
-            body: pending.body ?? ByteBuffer(),
-            connection: connection
-        )
-        application.handle(request, responder: HTTPResponder(sink: self, streamID: streamID, eventLoop: context.eventLoop))
-    }
-
-    private func reject(_ pending: PendingRequest, streamID: Int32, status: Int, detail: String) {
-        pending.rejected = true
-        bufferedRequestBytes -= pending.body?.readableBytes ?? 0
-        pending.body = nil
-        rejectedStreams.insert(streamID)
-        sendResponse(
-            HTTPServerResponse(status: status, text: detail + "\n"),
-            streamID: streamID
-        )
+        output?.scheduleFlush()
     }
 }
 
-extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
-    private static let methodName = Array(":method".utf8)
-    private static let pathName = Array(":path".utf8)
-    private static let authorityName = Array(":authority".utf8)
-    private static let schemeName = Array(":scheme".utf8)
-
-    func sessionBeginHeaders(streamID: Int32, category: nghttp2_headers_category) -> Bool {
-        guard category == NGHTTP2_HCAT_REQUEST else { return true }
-        let pending = PendingRequest()
-        requests[streamID] = pending
-        headerStreamID = streamID
-        headerRequest = pending
-        openStreams += 1
-        idleTimer?.cancel()
-        idleTimer = nil
-        return true
-    }
-
-    func sessionHeader(
-        streamID: Int32,
-        category: nghttp2_headers_category,
-        name: UnsafeBufferPointer<UInt8>,
-        value: UnsafeBufferPointer<UInt8>
-    ) -> Bool {
-        // Trailers are accepted by the protocol but carry nothing the gateway uses.
-        guard category == NGHTTP2_HCAT_REQUEST else { return true }
-        let pending: PendingRequest
-        if streamID == headerStreamID, let current = headerRequest {
-            pending = current
-        } else if let found = requests[streamID] {
-            pending = found
+extension HTTP2ServerHandler: HTTP2OutputFlusherDelegate {
+    func outputClosing(after error: (any Error)?) {
+        if let error {
+            logger.debug("HTTP/2 send failed", metadata: ["error": "\(error)"])
         } else {
-            return true
+            logger.trace("HTTP/2 session finished")
         }
-        pending.headerListSize += name.count + value.count + 32
-        if pending.headerListSize > configuration.session.maxHeaderListSize { return false }
-        if name.first == UInt8(ascii: ":") {
-            let text = String(decoding: value, as: UTF8.self)
-            if name.elementsEqual(Self.methodName) {
-                pending.method = text
-            } else if name.elementsEqual(Self.pathName) {
-                pending.path = text
-            } else if name.elementsEqual(Self.authorityName) {
-                pending.authority = text
-            } else if name.elementsEqual(Self.schemeName) {
-                pending.scheme = text
-            }
-        } else {
-            pending.headers.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
-        }
-        return true
-    }
-
-    func sessionHeadersComplete(streamID: Int32, category: nghttp2_headers_category, endStream: Bool) {
-        headerRequest = nil
-        headerStreamID = 0
-        if endStream { dispatch(streamID: streamID) }
-    }
-
-    func sessionData(streamID: Int32, bytes: UnsafeRawBufferPointer) -> Bool {
-        guard let pending = requests[streamID], !pending.rejected else { return true }
-        let size = (pending.body?.readableBytes ?? 0) + bytes.count
-        if size > configuration.maxRequestBodySize {
-            reject(
-                pending,
-                streamID: streamID,
-                status: 413,
-                detail: "request body larger than \(configuration.maxRequestBodySize) bytes"
-            )
-            return true
-        }
-        if bufferedRequestBytes + bytes.count > configuration.maxBufferedRequestBytes {
-            logger.debug("refusing a stream: the connection holds too many request bytes", metadata: ["h2.stream": "\(streamID)"])
-            bufferedRequestBytes -= pending.body?.readableBytes ?? 0
-            pending.body = nil
-            pending.rejected = true
-            session.resetStream(streamID, errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
-            return true
-        }
-        bufferedRequestBytes += bytes.count
-        if pending.body == nil {
-            var body = context.channel.allocator.buffer(capacity: bytes.count)
-            body.writeBytes(bytes)
-            pending.body = body
-        } else {
-            pending.body!.writeBytes(bytes)
-        }
-        return true
-    }
-
-    func sessionDataEnded(streamID: Int32) {
-        dispatch(streamID: streamID)
-    }
-
-    func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
-        if let pending = requests.removeValue(forKey: streamID) {
-            bufferedRequestBytes -= pending.body?.readableBytes ?? 0
-            disarmRequestTimerIfNoneArriving()
-        }
-        rejectedStreams.remove(streamID)
-        if let writer = writers.removeValue(forKey: streamID) {
-            writer.streamClosed(errorCode == NGHTTP2_NO_ERROR.rawValue ? .finished : .reset(errorCode: errorCode))
-        }
-        openStreams = max(0, openStreams - 1)
-        // In .goingAway the connection closes from flushOutput once nghttp2 reports the session
-        // done; closing here, inside an nghttp2 callback, would cut off frames not yet written.
-        if openStreams == 0, state == .active { armIdleTimer() }
-    }
-
-    func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer) {}
-
-    func sessionPingAckReceived() {
-        if state == .quiescing { sendFinalGoAway() }
-    }
-
-    func sessionSettingsReceived() {}
-
-    func sessionBodyDrained(streamID: Int32, remaining: Int) {
-        writers[streamID]?.bodyDrained(remaining: remaining)
-    }
-
-    /// A 413 went out while the request body was still arriving: RST_STREAM(NO_ERROR) tells the
-    /// client to stop sending it (RFC 9113 section 8.1).
-    func sessionEndStreamSent(streamID: Int32) {
-        guard rejectedStreams.remove(streamID) != nil else { return }
-        session.resetStream(streamID, errorCode: NGHTTP2_NO_ERROR.rawValue)
+        perform(policy.connectionClosed())
     }
 }
 

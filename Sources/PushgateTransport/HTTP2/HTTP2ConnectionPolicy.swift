@@ -1,0 +1,235 @@
+/// When an HTTP/2 server connection times out, how it shuts down and how many streams it allows,
+/// as a state machine with no clock and no I/O: `HTTP2ServerHandler` feeds it what happened and
+/// performs the `Actions` it returns (arming the timers, submitting the frames to nghttp2,
+/// closing). Kept apart from the handler so that every transition can be tested without a socket
+/// or an event loop (the model is swift-nio-http2's server connection management state machine).
+///
+/// A connection is active, then possibly quiescing (shutdown notice and PING sent, the final
+/// GOAWAY waits for the PING's ack or the quiesce timer), then going away (final GOAWAY sent:
+/// nghttp2 finishes the open streams and the connection closes when it is done), then closed.
+struct HTTP2ConnectionPolicy: Sendable {
+    /// The connection's timers. Each runs at most once at a time; arming one that runs restarts it.
+    struct Timers: OptionSet, Sendable, Hashable {
+        let rawValue: UInt8
+
+        /// No stream has been open for `idleTimeout`: GOAWAY.
+        static let idle = Timers(rawValue: 1 << 0)
+        /// The PING after a shutdown notice has gone unanswered for `shutdownNoticeTimeout`.
+        static let quiesce = Timers(rawValue: 1 << 1)
+        /// The channel has been unwritable (the peer reads nothing) for `writeStallTimeout`.
+        static let stall = Timers(rawValue: 1 << 2)
+        /// The oldest request still arriving is `requestTimeout` old.
+        static let request = Timers(rawValue: 1 << 3)
+    }
+
+    /// A frame (or frames) for the handler to submit to nghttp2 and flush.
+    enum Submission: Equatable, Sendable {
+        /// nghttp2's shutdown notice (a GOAWAY naming the highest stream ID) and a PING whose
+        /// ack tells that the peer has seen it.
+        case shutdownNoticeAndPing
+        /// The connection's last GOAWAY: NO_ERROR, the last stream processed, the reason's
+        /// debug data.
+        case goAway(GoAwayReason)
+        /// SETTINGS lifting SETTINGS_MAX_CONCURRENT_STREAMS to the configured maximum.
+        case fullConcurrency
+    }
+
+    /// Why the connection's last GOAWAY is sent.
+    enum GoAwayReason: Equatable, Sendable {
+        case idleTimeout
+        case shutdown
+        /// The application's (`ConnectionInfo.goAway(debugData:)`), with its own debug data.
+        case application
+    }
+
+    /// What the handler does after an event, in the order of the fields. Plain values only (no
+    /// debug data bytes): the handler gets one per stream opened and closed, so making and
+    /// dropping it must cost no reference counting.
+    struct Actions: Equatable, Sendable {
+        var cancel: Timers = []
+        var submit: Submission?
+        /// Tell the streamed responses that the connection is shutting down, so that they end.
+        var notifyShutdown = false
+        var arm: Timers = []
+        /// Close the channel now, without waiting for queued bytes.
+        var close = false
+
+        static var none: Actions { Actions() }
+    }
+
+    private enum State: Sendable {
+        case active
+        case quiescing
+        case goingAway
+        case closed
+    }
+
+    private var state = State.active
+    private var armed: Timers = []
+    /// Streams the peer opened that have not closed: the idle timer runs only at zero.
+    private(set) var openStreams = 0
+    /// Still limited to `streamsUntilAuthorized` streams.
+    private(set) var isGated: Bool
+    private let idleTimeoutEnabled: Bool
+
+    /// - Parameter gated: the connection starts limited to `streamsUntilAuthorized` streams.
+    /// - Parameter idleTimeout: whether idle connections are closed at all.
+    init(gated: Bool, idleTimeout: Bool) {
+        self.isGated = gated
+        self.idleTimeoutEnabled = idleTimeout
+    }
+
+    var isClosed: Bool { state == .closed }
+    /// Quiescing or going away: a streamed response started now should end soon.
+    var isShuttingDown: Bool { state == .quiescing || state == .goingAway }
+
+    // MARK: Connection
+
+    /// The session is ready.
+    mutating func sessionStarted() -> Actions {
+        armIdleTimer()
+    }
+
+    /// The connection is closing or closed, for whatever reason: no timer may fire any more.
+    mutating func connectionClosed() -> Actions {
+        state = .closed
+        defer { armed = [] }
+        return Actions(cancel: armed)
+    }
+
+    // MARK: Streams
+
+    mutating func streamOpened() -> Actions {
+        openStreams += 1
+        return cancel(.idle)
+    }
+
+    mutating func streamClosed() -> Actions {
+        // nghttp2 also closes streams that never got as far as a request (e.g. refused ones):
+        // those were not counted.
+        openStreams = max(0, openStreams - 1)
+        // Going away, the connection closes once nghttp2 is done with its streams; quiescing,
+        // the final GOAWAY is still to come: neither waits for idleness.
+        guard openStreams == 0, state == .active else { return .none }
+        return armIdleTimer()
+    }
+
+    mutating func idleTimerFired() -> Actions {
+        guard fired(.idle), state == .active, openStreams == 0 else { return .none }
+        return goAway(.idleTimeout)
+    }
+
+    // MARK: Shutdown
+
+    /// Graceful shutdown: with streams open, the shutdown notice and a PING go first, so that
+    /// the client stops opening streams before the final GOAWAY names the last one processed
+    /// and none already in flight is lost.
+    mutating func quiesceRequested() -> Actions {
+        guard state == .active else { return .none }
+        if openStreams == 0 { return goAway(.shutdown) }
+        state = .quiescing
+        var actions = cancel(.idle)
+        actions.submit = .shutdownNoticeAndPing
+        actions.notifyShutdown = true
+        actions.arm = .quiesce
+        armed.insert(.quiesce)
+        return actions
+    }
+
+    /// The peer acknowledged a PING: while quiescing, that is the shutdown notice's.
+    mutating func pingAckReceived() -> Actions {
+        guard state == .quiescing else { return .none }
+        return goAway(.shutdown)
+    }
+
+    mutating func quiesceTimerFired() -> Actions {
+        guard fired(.quiesce), state == .quiescing else { return .none }
+        return goAway(.shutdown)
+    }
+
+    /// The application ends the connection (`ConnectionInfo.goAway(debugData:)`).
+    mutating func goAwayRequested() -> Actions {
+        guard state == .active || state == .quiescing else { return .none }
+        return goAway(.application)
+    }
+
+    // MARK: Stream limit
+
+    /// The application vouches for the peer (`ConnectionInfo.grantFullConcurrency()`).
+    mutating func fullConcurrencyGranted() -> Actions {
+        guard isGated, state == .active else { return .none }
+        isGated = false
+        return Actions(submit: .fullConcurrency)
+    }
+
+    // MARK: Writability and requests
+
+    mutating func writabilityChanged(isWritable: Bool) -> Actions {
+        if isWritable { return cancel(.stall) }
+        guard !armed.contains(.stall), state != .closed else { return .none }
+        armed.insert(.stall)
+        return Actions(arm: .stall)
+    }
+
+    /// The peer has read nothing for too long: the bytes queued for it will not leave either.
+    mutating func stallTimerFired() -> Actions {
+        guard fired(.stall), state != .closed else { return .none }
+        return closeNow()
+    }
+
+    /// A read ended with requests whose headers or body are still arriving. Most requests arrive
+    /// whole in one read: only these need the timer, so a busy connection does not schedule one
+    /// per request.
+    mutating func requestsArriving() -> Actions {
+        guard !armed.contains(.request), state != .closed else { return .none }
+        armed.insert(.request)
+        return Actions(arm: .request)
+    }
+
+    /// No request is arriving any more. A device connection spends its life with its event
+    /// stream open and no request arriving: a timer left armed would hold memory on each of them.
+    mutating func noRequestsArriving() -> Actions {
+        cancel(.request)
+    }
+
+    /// Returns whether the handler should reset the requests that are overdue; it then reports
+    /// `requestsArriving()` again if some remain.
+    mutating func requestTimerFired() -> Bool {
+        fired(.request) && state != .closed
+    }
+
+    // MARK: Transitions
+
+    /// The connection's last GOAWAY: no timer of the connection may fire after it.
+    private mutating func goAway(_ reason: GoAwayReason) -> Actions {
+        state = .goingAway
+        var actions = cancel([.idle, .quiesce])
+        actions.submit = .goAway(reason)
+        return actions
+    }
+
+    private mutating func closeNow() -> Actions {
+        var actions = connectionClosed()
+        actions.close = true
+        return actions
+    }
+
+    private mutating func armIdleTimer() -> Actions {
+        guard idleTimeoutEnabled, state == .active, openStreams == 0 else { return .none }
+        armed.insert(.idle)
+        return Actions(arm: .idle)
+    }
+
+    /// Cancels those of `timers` that run.
+    private mutating func cancel(_ timers: Timers) -> Actions {
+        let running = armed.intersection(timers)
+        guard !running.isEmpty else { return .none }
+        armed.subtract(running)
+        return Actions(cancel: running)
+    }
+
+    /// A timer went off: false if it was no longer armed (cancelled as it fired).
+    private mutating func fired(_ timer: Timers) -> Bool {
+        armed.remove(timer) != nil
+    }
+}

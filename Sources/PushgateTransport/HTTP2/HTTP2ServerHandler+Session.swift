@@ -1,0 +1,201 @@
+import CNGHTTP2
+import NIOCore
+import NIOHTTP1
+
+/// What the nghttp2 session reports to the server handler: requests assembled from their header
+/// blocks and DATA frames within the connection's limits and handed to the application once
+/// whole, streams closing, PING acks, streamed bodies drained.
+extension HTTP2ServerHandler {
+    /// A request whose headers and body are still arriving.
+    final class PendingRequest {
+        var method = ""
+        var path = ""
+        var authority: String?
+        var scheme: String?
+        /// Room for a typical request's fields up front: growing one by one costs an
+        /// allocation per doubling.
+        var headers: HTTPHeaders = {
+            var headers = HTTPHeaders()
+            headers.reserveCapacity(12)
+            return headers
+        }()
+        var headerListSize = 0
+        var body: ByteBuffer?
+        var rejected = false
+        let startedAt = NIODeadline.now()
+    }
+
+    /// Resets requests that have been arriving for longer than `requestTimeout` (a peer that
+    /// opens streams and never finishes them); the timer then runs on for the oldest remaining one.
+    func requestTimerFired() {
+        requestTimer = nil
+        guard policy.requestTimerFired() else { return }
+        let cutoff = NIODeadline.now() - configuration.requestTimeout
+        for (streamID, pending) in requests where pending.startedAt <= cutoff && !pending.rejected {
+            logger.debug("resetting a request that did not arrive in time", metadata: ["h2.stream": "\(streamID)"])
+            bufferedRequestBytes -= pending.body?.readableBytes ?? 0
+            pending.body = nil
+            pending.rejected = true
+            session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
+        }
+        if !requests.isEmpty { perform(policy.requestsArriving()) }
+        output?.scheduleFlush()
+    }
+
+    private func reportIfNoRequestArriving() {
+        if requests.isEmpty { perform(policy.noRequestsArriving()) }
+    }
+
+    private func dispatch(streamID: Int32) {
+        guard let pending = requests.removeValue(forKey: streamID), !pending.rejected else { return }
+        reportIfNoRequestArriving()
+        bufferedRequestBytes -= pending.body?.readableBytes ?? 0
+        let request = HTTPServerRequest(
+            method: pending.method,
+            path: pending.path,
+            authority: pending.authority,
+            scheme: pending.scheme,
+            headers: pending.headers,
+            body: pending.body ?? ByteBuffer(),
+            connection: connection
+        )
+        application.handle(request, responder: HTTPResponder(sink: self, streamID: streamID, eventLoop: context.eventLoop))
+    }
+
+    private func reject(_ pending: PendingRequest, streamID: Int32, status: Int, detail: String) {
+        pending.rejected = true
+        bufferedRequestBytes -= pending.body?.readableBytes ?? 0
+        pending.body = nil
+        rejectedStreams.insert(streamID)
+        sendResponse(
+            HTTPServerResponse(status: status, text: detail + "\n"),
+            streamID: streamID
+        )
+    }
+}
+
+extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
+    private static let methodName = Array(":method".utf8)
+    private static let pathName = Array(":path".utf8)
+    private static let authorityName = Array(":authority".utf8)
+    private static let schemeName = Array(":scheme".utf8)
+
+    func sessionBeginHeaders(streamID: Int32, category: nghttp2_headers_category) -> Bool {
+        guard category == NGHTTP2_HCAT_REQUEST else { return true }
+        let pending = PendingRequest()
+        requests[streamID] = pending
+        headerStreamID = streamID
+        headerRequest = pending
+        perform(policy.streamOpened())
+        return true
+    }
+
+    func sessionHeader(
+        streamID: Int32,
+        category: nghttp2_headers_category,
+        name: UnsafeBufferPointer<UInt8>,
+        value: UnsafeBufferPointer<UInt8>
+    ) -> Bool {
+        // Trailers are accepted by the protocol but carry nothing the gateway uses.
+        guard category == NGHTTP2_HCAT_REQUEST else { return true }
+        let pending: PendingRequest
+        if streamID == headerStreamID, let current = headerRequest {
+            pending = current
+        } else if let found = requests[streamID] {
+            pending = found
+        } else {
+            return true
+        }
+        pending.headerListSize += name.count + value.count + 32
+        if pending.headerListSize > configuration.session.maxHeaderListSize { return false }
+        if name.first == UInt8(ascii: ":") {
+            let text = String(decoding: value, as: UTF8.self)
+            if name.elementsEqual(Self.methodName) {
+                pending.method = text
+            } else if name.elementsEqual(Self.pathName) {
+                pending.path = text
+            } else if name.elementsEqual(Self.authorityName) {
+                pending.authority = text
+            } else if name.elementsEqual(Self.schemeName) {
+                pending.scheme = text
+            }
+        } else {
+            pending.headers.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        }
+        return true
+    }
+
+    func sessionHeadersComplete(streamID: Int32, category: nghttp2_headers_category, endStream: Bool) {
+        headerRequest = nil
+        headerStreamID = 0
+        if endStream { dispatch(streamID: streamID) }
+    }
+
+    func sessionData(streamID: Int32, bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let pending = requests[streamID], !pending.rejected else { return true }
+        let size = (pending.body?.readableBytes ?? 0) + bytes.count
+        if size > configuration.maxRequestBodySize {
+            reject(
+                pending,
+                streamID: streamID,
+                status: 413,
+                detail: "request body larger than \(configuration.maxRequestBodySize) bytes"
+            )
+            return true
+        }
+        if bufferedRequestBytes + bytes.count > configuration.maxBufferedRequestBytes {
+            logger.debug("refusing a stream: the connection holds too many request bytes", metadata: ["h2.stream": "\(streamID)"])
+            bufferedRequestBytes -= pending.body?.readableBytes ?? 0
+            pending.body = nil
+            pending.rejected = true
+            session.resetStream(streamID, errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
+            return true
+        }
+        bufferedRequestBytes += bytes.count
+        if pending.body == nil {
+            var body = context.channel.allocator.buffer(capacity: bytes.count)
+            body.writeBytes(bytes)
+            pending.body = body
+        } else {
+            pending.body!.writeBytes(bytes)
+        }
+        return true
+    }
+
+    func sessionDataEnded(streamID: Int32) {
+        dispatch(streamID: streamID)
+    }
+
+    func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
+        if let pending = requests.removeValue(forKey: streamID) {
+            bufferedRequestBytes -= pending.body?.readableBytes ?? 0
+            reportIfNoRequestArriving()
+        }
+        rejectedStreams.remove(streamID)
+        if let writer = writers.removeValue(forKey: streamID) {
+            writer.streamClosed(errorCode == NGHTTP2_NO_ERROR.rawValue ? .finished : .reset(errorCode: errorCode))
+        }
+        // Going away, the connection closes from the flush once nghttp2 reports the session done;
+        // closing here, inside an nghttp2 callback, would cut off frames not yet written.
+        perform(policy.streamClosed())
+    }
+
+    func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer) {}
+
+    func sessionPingAckReceived() {
+        perform(policy.pingAckReceived())
+    }
+
+    func sessionSettingsReceived() {}
+
+    func sessionBodyDrained(streamID: Int32, remaining: Int) {
+        writers[streamID]?.bodyDrained(remaining: remaining)
+    }
+
+    /// A 413 went out while the request body was still arriving: RST_STREAM(NO_ERROR) tells the
+    /// client to stop sending it (RFC 9113 section 8.1).
+    func sessionEndStreamSent(streamID: Int32) {
+        guard rejectedStreams.remove(streamID) != nil else { return }
+        session.resetStream(streamID, errorCode: NGHTTP2_NO_ERROR.rawValue)
+    }
+}

@@ -1,0 +1,233 @@
+@testable import PushgateTransport
+import Testing
+
+/// The connection policy alone: events in, actions out, no socket, no event loop, no clock.
+@Suite("HTTP/2 connection policy")
+struct HTTP2ConnectionPolicyTests {
+    typealias Actions = HTTP2ConnectionPolicy.Actions
+
+    /// A started connection with `streams` open.
+    private func policy(gated: Bool = false, idleTimeout: Bool = true, streams: Int = 0) -> HTTP2ConnectionPolicy {
+        var policy = HTTP2ConnectionPolicy(gated: gated, idleTimeout: idleTimeout)
+        _ = policy.sessionStarted()
+        for _ in 0..<streams { _ = policy.streamOpened() }
+        return policy
+    }
+
+    // MARK: Idle
+
+    @Test("a started connection arms the idle timer; without an idle timeout, nothing")
+    func startArmsIdle() {
+        var policy = HTTP2ConnectionPolicy(gated: false, idleTimeout: true)
+        #expect(policy.sessionStarted() == Actions(arm: .idle))
+        var never = HTTP2ConnectionPolicy(gated: false, idleTimeout: false)
+        #expect(never.sessionStarted() == .none)
+        #expect(never.streamOpened() == .none)
+        #expect(never.streamClosed() == .none)
+    }
+
+    @Test("the first stream cancels the idle timer, the last one to close arms it again")
+    func streamsCancelAndArmIdle() {
+        var policy = policy()
+        #expect(policy.streamOpened() == Actions(cancel: .idle))
+        #expect(policy.streamOpened() == .none)
+        #expect(policy.openStreams == 2)
+        #expect(policy.streamClosed() == .none)
+        #expect(policy.streamClosed() == Actions(arm: .idle))
+        #expect(policy.openStreams == 0)
+    }
+
+    @Test("a stream closing that was never counted restarts the idle timer and leaves the count at 0")
+    func uncountedStreamClose() {
+        var policy = policy()
+        #expect(policy.streamClosed() == Actions(arm: .idle))
+        #expect(policy.openStreams == 0)
+    }
+
+    @Test("idle timer fires: GOAWAY IdleTimeout; the connection is going away, nothing more fires")
+    func idleToGoAway() {
+        var policy = policy()
+        #expect(policy.idleTimerFired() == Actions(submit: .goAway(.idleTimeout)))
+        #expect(policy.isShuttingDown)
+        #expect(policy.idleTimerFired() == .none)
+        #expect(policy.quiesceRequested() == .none)
+        #expect(policy.goAwayRequested() == .none)
+        // The streams the peer opened before it saw the GOAWAY finish; the connection does not
+        // wait to be idle again.
+        #expect(policy.streamOpened() == .none)
+        #expect(policy.streamClosed() == .none)
+    }
+
+    @Test("an idle timer that fires after a stream opened (cancelled as it fired) does nothing")
+    func idleFiredAfterCancel() {
+        var policy = policy()
+        #expect(policy.streamOpened() == Actions(cancel: .idle))
+        #expect(policy.idleTimerFired() == .none)
+        #expect(!policy.isShuttingDown)
+    }
+
+    // MARK: Graceful shutdown
+
+    @Test("quiesce with no stream open: the final GOAWAY at once, the idle timer cancelled")
+    func quiesceWithoutStreams() {
+        var policy = policy()
+        #expect(
+            policy.quiesceRequested()
+                == Actions(cancel: .idle, submit: .goAway(.shutdown))
+        )
+        #expect(policy.isShuttingDown)
+        #expect(policy.quiesceRequested() == .none)
+        #expect(policy.pingAckReceived() == .none)
+    }
+
+    @Test("quiesce with streams open: shutdown notice and PING, streamed responses told, quiesce timer armed")
+    func quiesceWithStreams() {
+        var policy = policy(streams: 2)
+        #expect(
+            policy.quiesceRequested()
+                == Actions(submit: .shutdownNoticeAndPing, notifyShutdown: true, arm: .quiesce)
+        )
+        #expect(policy.isShuttingDown)
+        #expect(policy.quiesceRequested() == .none)
+        // Streams closing while quiescing wait for the final GOAWAY, not for idleness.
+        #expect(policy.streamClosed() == .none)
+    }
+
+    @Test("the PING ack brings the final GOAWAY and cancels the quiesce timer; a late timer does nothing")
+    func quiescePingAck() {
+        var policy = policy(streams: 1)
+        _ = policy.quiesceRequested()
+        #expect(
+            policy.pingAckReceived()
+                == Actions(cancel: .quiesce, submit: .goAway(.shutdown))
+        )
+        #expect(policy.quiesceTimerFired() == .none)
+        #expect(policy.pingAckReceived() == .none)
+        #expect(policy.streamClosed() == .none)
+    }
+
+    @Test("without a PING ack the quiesce timer sends the final GOAWAY; a late ack does nothing")
+    func quiesceTimeout() {
+        var policy = policy(streams: 1)
+        _ = policy.quiesceRequested()
+        #expect(policy.quiesceTimerFired() == Actions(submit: .goAway(.shutdown)))
+        #expect(policy.pingAckReceived() == .none)
+        #expect(policy.quiesceTimerFired() == .none)
+    }
+
+    @Test("a PING ack while active is not a shutdown's")
+    func pingAckWhileActive() {
+        var policy = policy(streams: 1)
+        #expect(policy.pingAckReceived() == .none)
+        #expect(!policy.isShuttingDown)
+    }
+
+    // MARK: GOAWAY from the application
+
+    @Test("goAway while active: GOAWAY with the application's debug data, the idle timer cancelled")
+    func goAwayWhileActive() {
+        var policy = policy()
+        #expect(policy.goAwayRequested() == Actions(cancel: .idle, submit: .goAway(.application)))
+        #expect(policy.goAwayRequested() == .none)
+        #expect(policy.idleTimerFired() == .none)
+    }
+
+    @Test("goAway while quiescing replaces the final GOAWAY: its debug data, the quiesce timer cancelled")
+    func goAwayWhileQuiescing() {
+        var policy = policy(streams: 1)
+        _ = policy.quiesceRequested()
+        #expect(policy.goAwayRequested() == Actions(cancel: .quiesce, submit: .goAway(.application)))
+        #expect(policy.pingAckReceived() == .none)
+        #expect(policy.quiesceTimerFired() == .none)
+    }
+
+    // MARK: Stream limit
+
+    @Test("a gated connection is granted the full limit once; an ungated one never needs it")
+    func gating() {
+        var gated = policy(gated: true)
+        #expect(gated.isGated)
+        #expect(gated.fullConcurrencyGranted() == Actions(submit: .fullConcurrency))
+        #expect(!gated.isGated)
+        #expect(gated.fullConcurrencyGranted() == .none)
+
+        var open = policy(gated: false)
+        #expect(open.fullConcurrencyGranted() == .none)
+    }
+
+    @Test("a grant arriving once the connection is shutting down is not sent")
+    func grantWhileShuttingDown() {
+        var policy = policy(gated: true, streams: 1)
+        _ = policy.quiesceRequested()
+        #expect(policy.fullConcurrencyGranted() == .none)
+        #expect(policy.isGated)
+    }
+
+    // MARK: Write stall
+
+    @Test("unwritable arms the stall timer once; writable cancels it")
+    func stallArmAndCancel() {
+        var policy = policy()
+        #expect(policy.writabilityChanged(isWritable: false) == Actions(arm: .stall))
+        #expect(policy.writabilityChanged(isWritable: false) == .none)
+        #expect(policy.writabilityChanged(isWritable: true) == Actions(cancel: .stall))
+        #expect(policy.writabilityChanged(isWritable: true) == .none)
+        #expect(policy.stallTimerFired() == .none)
+    }
+
+    @Test("the stall timer closes the connection at once and cancels every other timer")
+    func stallCloses() {
+        var policy = policy(streams: 1)
+        _ = policy.requestsArriving()
+        _ = policy.quiesceRequested()
+        _ = policy.writabilityChanged(isWritable: false)
+        #expect(policy.stallTimerFired() == Actions(cancel: [.quiesce, .request], close: true))
+        #expect(policy.isClosed)
+        #expect(policy.writabilityChanged(isWritable: false) == .none)
+    }
+
+    // MARK: Request timer
+
+    @Test("requests arriving arm the request timer once; none arriving cancels it")
+    func requestTimer() {
+        var policy = policy(streams: 1)
+        #expect(policy.requestsArriving() == Actions(arm: .request))
+        #expect(policy.requestsArriving() == .none)
+        #expect(policy.noRequestsArriving() == Actions(cancel: .request))
+        #expect(policy.noRequestsArriving() == .none)
+    }
+
+    @Test("the request timer firing asks for the overdue requests once; it is armed again on demand")
+    func requestTimerFires() {
+        var policy = policy(streams: 1)
+        _ = policy.requestsArriving()
+        #expect(policy.requestTimerFired() == true)
+        #expect(policy.requestTimerFired() == false)
+        #expect(policy.requestsArriving() == Actions(arm: .request))
+    }
+
+    // MARK: Closed
+
+    @Test("closing cancels the running timers; afterwards no event does anything")
+    func closed() {
+        var policy = policy(streams: 1)
+        _ = policy.requestsArriving()
+        _ = policy.writabilityChanged(isWritable: false)
+        #expect(policy.connectionClosed() == Actions(cancel: [.stall, .request]))
+        #expect(policy.isClosed)
+        #expect(!policy.isShuttingDown)
+        #expect(policy.connectionClosed() == .none)
+        #expect(policy.streamClosed() == .none)
+        #expect(policy.quiesceRequested() == .none)
+        #expect(policy.goAwayRequested() == .none)
+        #expect(policy.requestsArriving() == .none)
+        #expect(policy.requestTimerFired() == false)
+        #expect(policy.idleTimerFired() == .none)
+    }
+
+    @Test("closing an idle connection cancels its idle timer")
+    func closedIdle() {
+        var policy = policy()
+        #expect(policy.connectionClosed() == Actions(cancel: .idle))
+    }
+}

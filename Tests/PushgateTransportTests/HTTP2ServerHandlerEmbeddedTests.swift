@@ -1,0 +1,215 @@
+import NIOCore
+import NIOEmbedded
+@testable import PushgateTransport
+import Testing
+
+/// The HTTP/2 server handler byte for byte, in an `EmbeddedChannel` against an nghttp2 client
+/// session in memory: no socket, and time moves only when the test moves it.
+@Suite("HTTP/2 server handler without sockets")
+struct HTTP2ServerHandlerEmbeddedTests {
+    private static let settingsMaxConcurrentStreams: UInt16 = 3
+    private static let shutdownNoticeLastStreamID: UInt32 = 0x7FFF_FFFF
+
+    @Test("the server's SETTINGS come first; a request built by nghttp2 gets HEADERS and DATA with END_STREAM")
+    func requestAndResponse() throws {
+        let connection = try EmbeddedHTTP2Connection()
+        defer { connection.finish() }
+        let frames = try connection.handshake()
+        #expect(frames.first?.kind == .settings)
+        #expect(frames.first?.ack == false)
+        #expect(frames.first?.settings[Self.settingsMaxConcurrentStreams] == 1000)
+        #expect(frames.contains { $0.kind == .settings && $0.ack })
+
+        let stream = try connection.client.request("/hello")
+        try connection.sendClientBytes()
+        let response = try connection.serverFrames().filter { $0.streamID == UInt32(stream) }
+        #expect(response.map(\.kind) == [.headers, .data])
+        #expect(response.last?.endStream == true)
+        #expect(response.last?.payload == Array("hello".utf8))
+        #expect(connection.client.responses[stream] == .init(status: 200, body: "hello", complete: true))
+        #expect(connection.application.paths == ["/hello"])
+        #expect(connection.channel.isActive)
+    }
+
+    @Test("idle for the idle timeout: GOAWAY IdleTimeout naming the last stream, then the channel closes")
+    func idleTimeout() throws {
+        let connection = try EmbeddedHTTP2Connection { $0.idleTimeout = .seconds(10) }
+        defer { connection.finish() }
+        try connection.handshake()
+        connection.advance(by: .seconds(5))
+        let stream = try connection.client.request("/hello")
+        try connection.sendClientBytes()
+        _ = try connection.serverFrames()
+
+        // The idle timer starts again when the last stream closes, not when the connection opened.
+        connection.advance(by: .seconds(9))
+        #expect(try connection.serverFrames().isEmpty)
+        #expect(connection.channel.isActive)
+        connection.advance(by: .seconds(1))
+        let goAway = try connection.serverFrames().compactMap(\.goAway)
+        #expect(goAway.count == 1)
+        #expect(goAway.first?.lastStreamID == UInt32(stream))
+        #expect(goAway.first?.errorCode == 0)
+        #expect(goAway.first?.debugData == #"{"reason":"IdleTimeout"}"#)
+        #expect(!connection.channel.isActive)
+    }
+
+    @Test("an open stream holds off the idle timeout")
+    func openStreamIsNotIdle() throws {
+        let connection = try EmbeddedHTTP2Connection { $0.idleTimeout = .seconds(10) }
+        defer { connection.finish() }
+        try connection.handshake()
+        _ = try connection.client.request("/slow")
+        try connection.sendClientBytes()
+        connection.advance(by: .seconds(60))
+        #expect(try connection.serverFrames().compactMap(\.goAway).isEmpty)
+        #expect(connection.channel.isActive)
+    }
+
+    @Test("graceful shutdown with a stream open: PING and shutdown notice; the ack brings the final GOAWAY; the stream finishes, then the channel closes")
+    func gracefulShutdownOnPingAck() throws {
+        let connection = try EmbeddedHTTP2Connection()
+        defer { connection.finish() }
+        try connection.handshake()
+        let stream = try connection.client.request("/slow")
+        try connection.sendClientBytes()
+        _ = try connection.serverFrames()
+
+        connection.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        // nghttp2 sends the PING first: it queues PINGs ahead of GOAWAY.
+        let notice = try connection.serverFrames()
+        #expect(notice.map(\.kind) == [.ping, .goAway])
+        #expect(notice.first?.ack == false)
+        #expect(notice.last?.goAway?.lastStreamID == Self.shutdownNoticeLastStreamID)
+        #expect(notice.last?.goAway?.debugData == "")
+
+        // The client's PING ack (sent by nghttp2 on its own).
+        try connection.sendClientBytes()
+        let final = try connection.serverFrames()
+        #expect(final.map(\.kind) == [.goAway])
+        #expect(final.first?.goAway?.lastStreamID == UInt32(stream))
+        #expect(final.first?.goAway?.debugData == #"{"reason":"Shutdown"}"#)
+        #expect(connection.channel.isActive)
+
+        connection.application.releaseAll()
+        let response = try connection.serverFrames()
+        #expect(response.map(\.kind) == [.headers, .data])
+        #expect(connection.client.responses[stream] == .init(status: 200, body: "slow done", complete: true))
+        #expect(!connection.channel.isActive)
+    }
+
+    @Test("graceful shutdown whose PING goes unanswered: the final GOAWAY after the shutdown notice timeout")
+    func gracefulShutdownOnTimeout() throws {
+        let connection = try EmbeddedHTTP2Connection { $0.shutdownNoticeTimeout = .seconds(2) }
+        defer { connection.finish() }
+        try connection.handshake()
+        let stream = try connection.client.request("/slow")
+        try connection.sendClientBytes()
+        _ = try connection.serverFrames()
+
+        connection.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        #expect(try connection.serverFrames().map(\.kind) == [.ping, .goAway])
+        connection.advance(by: .milliseconds(1999))
+        #expect(try connection.serverFrames().isEmpty)
+        connection.advance(by: .milliseconds(1))
+        let final = try connection.serverFrames().compactMap(\.goAway)
+        #expect(final.map(\.lastStreamID) == [UInt32(stream)])
+        #expect(final.first?.debugData == #"{"reason":"Shutdown"}"#)
+
+        // The ack arriving late changes nothing.
+        try connection.sendClientBytes()
+        #expect(try connection.serverFrames().compactMap(\.goAway).isEmpty)
+        connection.application.releaseAll()
+        _ = try connection.serverFrames()
+        #expect(!connection.channel.isActive)
+    }
+
+    @Test("graceful shutdown with no stream open: the final GOAWAY at once, no PING, and the channel closes")
+    func gracefulShutdownIdle() throws {
+        let connection = try EmbeddedHTTP2Connection()
+        defer { connection.finish() }
+        try connection.handshake()
+        connection.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        let frames = try connection.serverFrames()
+        #expect(frames.map(\.kind) == [.goAway])
+        #expect(frames.first?.goAway?.lastStreamID == 0)
+        #expect(frames.first?.goAway?.debugData == #"{"reason":"Shutdown"}"#)
+        #expect(!connection.channel.isActive)
+    }
+
+    @Test("the application's GOAWAY while quiescing carries its debug data and replaces the Shutdown one")
+    func applicationGoAwayWhileQuiescing() throws {
+        let connection = try EmbeddedHTTP2Connection()
+        defer { connection.finish() }
+        try connection.handshake()
+        _ = try connection.client.request("/slow")
+        try connection.sendClientBytes()
+        _ = try connection.serverFrames()
+
+        connection.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        _ = try connection.serverFrames()
+        connection.info.goAway(debugData: Array("TooManyErrors".utf8))
+        #expect(try connection.serverFrames().compactMap(\.goAway).map(\.debugData) == ["TooManyErrors"])
+        // Neither the PING ack nor the timer sends another.
+        try connection.sendClientBytes()
+        connection.advance(by: .seconds(5))
+        #expect(try connection.serverFrames().compactMap(\.goAway).isEmpty)
+    }
+
+    @Test("a gated connection advertises one stream until the application grants it the full limit")
+    func gatingAndGrant() throws {
+        let connection = try EmbeddedHTTP2Connection { $0.streamsUntilAuthorized = 1 }
+        defer { connection.finish() }
+        let first = try connection.handshake()
+        #expect(first.first?.settings[Self.settingsMaxConcurrentStreams] == 1)
+
+        connection.info.grantFullConcurrency()
+        let granted = try connection.serverFrames()
+        #expect(granted.map(\.kind) == [.settings])
+        #expect(granted.first?.settings[Self.settingsMaxConcurrentStreams] == 1000)
+        connection.info.grantFullConcurrency()
+        #expect(try connection.serverFrames().isEmpty)
+    }
+
+    @Test("a peer that reads nothing for the write stall timeout is cut off; writable again in time, it is not")
+    func writeStall() throws {
+        let connection = try EmbeddedHTTP2Connection { $0.writeStallTimeout = .seconds(30) }
+        defer { connection.finish() }
+        try connection.handshake()
+
+        connection.channel.isWritable = false
+        connection.channel.pipeline.fireChannelWritabilityChanged()
+        connection.advance(by: .seconds(29))
+        connection.channel.isWritable = true
+        connection.channel.pipeline.fireChannelWritabilityChanged()
+        connection.advance(by: .seconds(60))
+        #expect(connection.channel.isActive)
+
+        connection.channel.isWritable = false
+        connection.channel.pipeline.fireChannelWritabilityChanged()
+        connection.advance(by: .seconds(30))
+        #expect(!connection.channel.isActive)
+    }
+
+    @Test("a connection error: nghttp2's GOAWAY goes out, then the channel closes")
+    func connectionError() throws {
+        let connection = try EmbeddedHTTP2Connection()
+        defer { connection.finish() }
+        try connection.handshake()
+        // A HEADERS frame claiming 16 MiB on stream 0.
+        try connection.channel.writeInbound(ByteBuffer(bytes: [0xFF, 0xFF, 0xFF, 0x01, 0x04, 0, 0, 0, 0] + Array(repeating: 0x41, count: 64)))
+        let goAway = try connection.serverFrames().compactMap(\.goAway)
+        #expect(goAway.count == 1)
+        #expect(goAway.first.map { $0.errorCode != 0 } == true)
+        #expect(!connection.channel.isActive)
+    }
+
+    @Test("bytes that are not the client preface: nghttp2 refuses them and the channel closes")
+    func badPreface() throws {
+        let connection = try EmbeddedHTTP2Connection()
+        defer { connection.finish() }
+        try connection.channel.writeInbound(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"))
+        connection.loop.run()
+        #expect(!connection.channel.isActive)
+    }
+}
