@@ -219,6 +219,7 @@ let package = Package(
         .testTarget(
             name: "PushgateTLSTests",
             dependencies: [
+                "PushgateTestKit",
                 "PushgateTLS",
                 "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -229,6 +230,7 @@ let package = Package(
         .testTarget(
             name: "PushgateTransportTests",
             dependencies: [
+                "PushgateTestKit",
                 "PushgateTransport",
                 "PushgateTLS",
                 "CNGHTTP2",
@@ -309,7 +311,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
-        // What several test targets share: the test clock, the recording event sink.
+        // What several test targets share: the fixtures' location, the test clock, the recording
+        // event sink.
         .target(
             name: "PushgateTestKit",
             dependencies: [
@@ -361,6 +364,7 @@ let package = Package(
         .testTarget(
             name: "PushgateCLITests",
             dependencies: [
+                "PushgateTestKit",
                 "pushgate",
                 "PushgateTransport",
                 .product(name: "Logging", package: "swift-log"),

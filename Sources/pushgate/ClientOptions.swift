@@ -18,6 +18,32 @@ struct ClientOptions: ParsableArguments {
     }
 }
 
+/// Provider token authentication, for the commands that push (send and bench): the `.p8` key
+/// that signs the token, its key id and the team.
+struct ProviderSigningOptions: ParsableArguments {
+    @Option(name: .customLong("key"), help: "Token authentication: the provider's .p8 signing key (needs --key-id and --team-id).")
+    var keyFile: String?
+
+    @Option(name: .customLong("key-id"), help: "The signing key's id (the token's kid).")
+    var keyID: String?
+
+    @Option(name: .customLong("team-id"), help: "The team id (the token's iss).")
+    var teamID: String?
+
+    /// The key, its id and the team; nil when token authentication is not asked for.
+    var signing: (keyFile: String, keyID: String, teamID: String)? {
+        guard let keyFile, let keyID, let teamID else { return nil }
+        return (keyFile, keyID, teamID)
+    }
+
+    func validate() throws {
+        let given = [keyFile, keyID, teamID].filter { $0 != nil }.count
+        if given != 0, given != 3 {
+            throw ValidationError("token authentication needs all of --key, --key-id and --team-id")
+        }
+    }
+}
+
 /// The registration secret, for the commands that create devices (agent and bench).
 struct DeviceCreationOptions: ParsableArguments {
     @Option(

@@ -1,11 +1,8 @@
 import Foundation
 import NIOConcurrencyHelpers
+import PushgateTestKit
 
 enum Fixtures {
-    static let sourceTLSDirectory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()
-        .deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/tls")
 
     /// A TLS fixture where the unprivileged gateway can read it.
     static func tls(_ name: String) -> String { Unprivileged.staged.tlsDirectory.appendingPathComponent(name).path }

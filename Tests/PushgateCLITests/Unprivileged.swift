@@ -1,4 +1,5 @@
 import Foundation
+import PushgateTestKit
 
 /// Every `pushgate` process these tests start (serve, agent, send, bench) runs as an
 /// unprivileged user, as production runs it (systemd `User=`, a container's `USER`): when the
@@ -41,7 +42,7 @@ enum Unprivileged {
     /// mode 0700, is out of its reach).
     static let staged: (binary: URL, tlsDirectory: URL) = {
         let binary = GatewayProcess.executable
-        let fixtures = Fixtures.sourceTLSDirectory
+        let fixtures = TestFixtures.tlsDirectory
         let reachable = passes(["-x", binary.path, "-a", "-r", fixtures.appendingPathComponent("server-key.pem").path])
         guard dropsPrivileges, !reachable else { return (binary, fixtures) }
         let directory = URL(fileURLWithPath: stagingDirectory)

@@ -1,16 +1,10 @@
 import Foundation
 import PushgateTLS
+import PushgateTestKit
 
 /// The certificates made by `Tests/Fixtures/tls/make-fixtures.sh`, and contexts built from them.
 enum TLSFixtures {
-    static let directory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()
-        .deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/tls")
-
-    static func path(_ name: String) -> String {
-        directory.appendingPathComponent(name).path
-    }
+    static func path(_ name: String) -> String { TestFixtures.tls(name) }
 
     static func serverConfiguration(
         clientCA: Bool = false,

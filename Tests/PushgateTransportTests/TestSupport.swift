@@ -5,15 +5,11 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import PushgateTLS
+import PushgateTestKit
 import PushgateTransport
 
 enum Fixtures {
-    static let tlsDirectory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()
-        .deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/tls")
-
-    static func tls(_ name: String) -> String { tlsDirectory.appendingPathComponent(name).path }
+    static func tls(_ name: String) -> String { TestFixtures.tls(name) }
 
     static func serverContext(clientCA: Bool = false) throws -> TLSContext {
         try TLSContext.server(

@@ -72,20 +72,9 @@ struct BenchCommand: AsyncParsableCommand {
     )
     var serverPID: Int32?
 
-    @Option(name: .customLong("key"), help: "Token authentication for the providers: the .p8 signing key (needs --key-id and --team-id).")
-    var keyFile: String?
-
-    @Option(name: .customLong("key-id"), help: "The signing key's id (the token's kid).")
-    var keyID: String?
-
-    @Option(name: .customLong("team-id"), help: "The team id (the token's iss).")
-    var teamID: String?
+    @OptionGroup var signing: ProviderSigningOptions
 
     func validate() throws {
-        let given = [keyFile, keyID, teamID].filter { $0 != nil }.count
-        if given != 0, given != 3 {
-            throw ValidationError("token authentication needs all of --key, --key-id and --team-id")
-        }
         guard devices >= 1, providers >= 1, pushes >= 1, inFlight >= 1 else {
             throw ValidationError("--devices, --providers, --pushes and --in-flight must be at least 1")
         }
@@ -104,10 +93,10 @@ struct BenchCommand: AsyncParsableCommand {
             try await HTTP2ClientConnection.connect(host: client.server.host, port: client.server.port, tls: tls, group: group)
         }
         var authorization: String?
-        if let keyFile, let keyID, let teamID {
+        if let key = signing.signing {
             // One token for the whole run, as a provider would use one for its hour.
             let token = try ProviderTokenCache.sign(
-                keyFile: keyFile, keyID: keyID, teamID: teamID, nowMillis: Int64(Date().timeIntervalSince1970 * 1000)
+                keyFile: key.keyFile, keyID: key.keyID, teamID: key.teamID, nowMillis: Int64(Date().timeIntervalSince1970 * 1000)
             )
             authorization = "bearer \(token)"
         }
