@@ -345,7 +345,12 @@ let package = Package(
         // suite beside SQLite, and can stand in for a database where none is under test.
         .target(
             name: "PushgateStoreTestKit",
-            dependencies: ["PushgateStore", "PushgateModel"],
+            dependencies: [
+                "PushgateStore",
+                "PushgateStoreSQLite",
+                "PushgateModel",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/PushgateStoreTestKit"
         ),
         .testTarget(
@@ -356,6 +361,15 @@ let package = Package(
                 "PushgateStoreTestKit",
                 "PushgateModel",
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "PushgateStoreSQLiteTests",
+            dependencies: [
+                "PushgateStore",
+                "PushgateStoreSQLite",
+                "PushgateStoreTestKit",
+                "PushgateModel",
                 // To write databases of older schema versions for the migration tests.
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

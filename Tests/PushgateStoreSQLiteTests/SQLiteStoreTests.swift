@@ -1,4 +1,5 @@
 import Foundation
+import PushgateStoreTestKit
 import Testing
 @_spi(Testing) import PushgateStore
 @_spi(Testing) import PushgateStoreSQLite

@@ -1,34 +1,34 @@
 import Foundation
 import Logging
-@_spi(Testing) import PushgateModel
+import PushgateModel
 import PushgateStore
 import PushgateStoreSQLite
 
 /// A fresh directory under the system temp directory, removed by `remove()`.
-struct TempDirectory {
-    let path: String
+public struct TempDirectory {
+    public let path: String
 
-    init() throws {
+    public init() throws {
         let url = FileManager.default.temporaryDirectory
             .appendingPathComponent("pushgate-store-tests-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         path = url.path
     }
 
-    func remove() {
+    public func remove() {
         try? FileManager.default.removeItem(atPath: path)
     }
 }
 
-let quietLogger = Logger(label: "pushgate.store.tests") { _ in SwiftLogNoOpLogHandler() }
+public let quietLogger = Logger(label: "pushgate.store.tests") { _ in SwiftLogNoOpLogHandler() }
 
-func openStore(_ directory: String) throws -> SQLiteStore {
+public func openStore(_ directory: String) throws -> SQLiteStore {
     try SQLiteStore(directory: directory, logger: quietLogger)
 }
 
 /// Runs `body` with a SQLite store in a fresh directory, then closes it and removes the
 /// directory.
-func withSQLiteStore(_ body: (SQLiteStore, String) async throws -> Void) async throws {
+public func withSQLiteStore(_ body: (SQLiteStore, String) async throws -> Void) async throws {
     let directory = try TempDirectory()
     defer { directory.remove() }
     let store = try openStore(directory.path)
@@ -43,24 +43,24 @@ func withSQLiteStore(_ body: (SQLiteStore, String) async throws -> Void) async t
 
 /// Collects the results of callback-style commits, so that a test can submit several batches
 /// synchronously (e.g. while the writer is paused) and await them afterwards.
-final class Outcomes: Sendable {
-    typealias Outcome = Result<Void, StoreError>
+public final class Outcomes: Sendable {
+    public typealias Outcome = Result<Void, StoreError>
     private let stream: AsyncStream<(Int, Outcome)>
     private let continuation: AsyncStream<(Int, Outcome)>.Continuation
 
-    init() {
+    public init() {
         (stream, continuation) = AsyncStream.makeStream()
     }
 
     /// Submits batch number `index`; returns when the batch is queued (or refused).
-    func submit(_ store: any NotificationStore, _ index: Int, _ commands: [StoreCommand]) {
+    public func submit(_ store: any NotificationStore, _ index: Int, _ commands: [StoreCommand]) {
         store.commit(commands) { [continuation] result in
             continuation.yield((index, result))
         }
     }
 
     /// Waits for `count` results, keyed by batch number.
-    func collect(_ count: Int) async -> [Int: Outcome] {
+    public func collect(_ count: Int) async -> [Int: Outcome] {
         var results: [Int: Outcome] = [:]
         if count == 0 { return results }
         for await (index, result) in stream {
@@ -71,7 +71,7 @@ final class Outcomes: Sendable {
     }
 
     /// Waits for `count` results, in the order their completions ran.
-    func collectInOrder(_ count: Int) async -> [(Int, Outcome)] {
+    public func collectInOrder(_ count: Int) async -> [(Int, Outcome)] {
         var results: [(Int, Outcome)] = []
         if count == 0 { return results }
         for await outcome in stream {
@@ -83,12 +83,12 @@ final class Outcomes: Sendable {
 }
 
 extension Result where Success == Void, Failure == StoreError {
-    var errorKind: StoreError.Kind? {
+    public var errorKind: StoreError.Kind? {
         if case .failure(let error) = self { return error.kind }
         return nil
     }
 
-    var isSuccess: Bool {
+    public var isSuccess: Bool {
         if case .success = self { return true }
         return false
     }
@@ -96,20 +96,20 @@ extension Result where Success == Void, Failure == StoreError {
 
 // MARK: - Records
 
-func device(_ id: String, createdAt: Int64 = 1_000, lastSeq: UInt64 = 0) -> DeviceRecord {
+public func device(_ id: String, createdAt: Int64 = 1_000, lastSeq: UInt64 = 0) -> DeviceRecord {
     DeviceRecord(id: id, secretHash: Array(repeating: 0xAB, count: 32) + Array(id.utf8), createdAt: createdAt, lastSeq: lastSeq)
 }
 
-func token(_ n: Int) -> String {
+public func token(_ n: Int) -> String {
     let hex = String(n, radix: 16)
     return String(repeating: "0", count: 64 - hex.count) + hex
 }
 
-func registration(_ tokenNumber: Int, device: String, topic: String, createdAt: Int64 = 2_000, unregisteredAt: Int64? = nil) -> RegistrationRecord {
+public func registration(_ tokenNumber: Int, device: String, topic: String, createdAt: Int64 = 2_000, unregisteredAt: Int64? = nil) -> RegistrationRecord {
     RegistrationRecord(token: token(tokenNumber), deviceID: device, topic: topic, createdAt: createdAt, unregisteredAt: unregisteredAt)
 }
 
-func notification(
+public func notification(
     _ acceptanceID: UInt64,
     device: String,
     tokenNumber: Int = 1,
@@ -138,7 +138,7 @@ func notification(
 }
 
 /// A JSON object of exactly `size` bytes (when `size` is large enough), padded with spaces.
-func payload(_ n: UInt64, size: Int) -> [UInt8] {
+public func payload(_ n: UInt64, size: Int) -> [UInt8] {
     let json = Array("{\"aps\":{\"content-available\":1},\"n\":\(n)}".utf8)
     return json + Array(repeating: UInt8(ascii: " "), count: max(0, size - json.count))
 }

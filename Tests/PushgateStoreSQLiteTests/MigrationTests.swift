@@ -1,4 +1,5 @@
 import GRDB
+import PushgateStoreTestKit
 import Testing
 import PushgateStore
 @testable @_spi(Testing) import PushgateStoreSQLite
