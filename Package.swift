@@ -60,6 +60,7 @@ let package = Package(
         .target(
             name: "PushgateTransport",
             dependencies: [
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "CNGHTTP2",
                 "PushgateTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -197,7 +198,6 @@ let package = Package(
                 "PushgateGateway",
                 "PushgateModel",
                 "PushgateProviderAuth",
-                "PushgateScheduler",
                 "PushgateTLS",
                 "PushgateTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -219,7 +219,7 @@ let package = Package(
         .testTarget(
             name: "PushgateTLSTests",
             dependencies: [
-                "PushgateTestKit",
+                "PushgateTestFixtures",
                 "PushgateTLS",
                 "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -230,7 +230,9 @@ let package = Package(
         .testTarget(
             name: "PushgateTransportTests",
             dependencies: [
-                "PushgateTestKit",
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "PushgateTestFixtures",
                 "PushgateTransport",
                 "PushgateTLS",
                 "CNGHTTP2",
@@ -244,11 +246,12 @@ let package = Package(
         .testTarget(
             name: "PushgateGatewayTests",
             dependencies: [
+                "PushgateStoreTestKit",
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 "PushgateDeviceClient",
                 "PushgateTestKit",
                 "PushgateModel",
                 "PushgateGateway",
-                "PushgateDeviceAPI",
                 "PushgateScheduler",
                 "PushgateCrypto",
                 "PushgateProviderAuth",
@@ -292,10 +295,10 @@ let package = Package(
         .testTarget(
             name: "PushgateDeliveryTests",
             dependencies: [
+                "PushgateStoreTestKit",
                 "PushgateTestKit",
                 "PushgateDelivery",
                 "PushgateModel",
-                "PushgateScheduler",
                 "PushgateStore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -311,8 +314,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
-        // What several test targets share: the fixtures' location, the test clock, the recording
-        // event sink.
+        // Where the test fixtures are (the test CA and certificates), for every test target.
+        .target(name: "PushgateTestFixtures", path: "Tests/PushgateTestFixtures"),
+        // What the delivery and gateway tests share: the test clock, the recording event sink.
         .target(
             name: "PushgateTestKit",
             dependencies: [
@@ -359,8 +363,6 @@ let package = Package(
                 "PushgateStore",
                 "PushgateStoreSQLite",
                 "PushgateStoreTestKit",
-                "PushgateModel",
-                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -369,7 +371,6 @@ let package = Package(
                 "PushgateStore",
                 "PushgateStoreSQLite",
                 "PushgateStoreTestKit",
-                "PushgateModel",
                 // To write databases of older schema versions for the migration tests.
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -378,7 +379,7 @@ let package = Package(
         .testTarget(
             name: "PushgateCLITests",
             dependencies: [
-                "PushgateTestKit",
+                "PushgateTestFixtures",
                 "pushgate",
                 "PushgateTransport",
                 .product(name: "Logging", package: "swift-log"),

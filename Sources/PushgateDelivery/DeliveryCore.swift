@@ -211,7 +211,7 @@ public final class DeliveryCore: Sendable {
     public func accept(_ push: Push, expiration: Expiration) -> EventLoopFuture<Disposition> {
         guard let shard = shard(of: push.deviceToken) else {
             return shards[0].eventLoop.makeFailedFuture(
-                Refusal(.badDeviceToken, "no device has the token \(push.deviceToken)")
+                Refusal.unknownDeviceToken(push.deviceToken)
             )
         }
         let promise = shard.eventLoop.makePromise(of: Disposition.self)

@@ -6,8 +6,8 @@ import PushgateModel
 /// given. Delivery decides what goes out and when; the sink only encodes and sends.
 ///
 /// Called on the device's shard loop; an implementation whose connection lives on another loop
-/// hops there itself. A sink is told once that the stream is over (`finish`), by delivery, or by
-/// its connection through `DeliveryCore.closeStream`.
+/// hops there itself. Delivery calls `finish` when it ends the stream; a stream that its
+/// connection ended is reported the other way, through `DeliveryCore.closeStream`.
 public protocol EventSink: Sendable {
     /// Room to reserve in a batch for one notification's event, so that a batch rarely grows.
     func estimatedSize(of notification: AcceptedPush) -> Int

@@ -4,12 +4,9 @@ import PushgateCrypto
 /// route a request to the shard that owns the device without a shared index or a lock.
 ///
 /// Both are random: a device id is 16 random bytes; a token is the device's shard byte followed
-/// by 31 random bytes.
+/// by 31 random bytes. The byte names one of 256 virtual shards, mapped onto however many event
+/// loops run, so that ids stay valid when the thread count changes between restarts.
 enum Identifiers {
-    /// 256 virtual shards, mapped onto however many event loops run, so ids stay valid when the
-    /// thread count changes between restarts.
-    static let virtualShards = 256
-
     static func newDeviceID() throws -> String {
         try SecureRandom.bytes(16).hexString
     }

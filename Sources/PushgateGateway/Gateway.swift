@@ -21,34 +21,29 @@ public enum Gateway {
         logger: Logger,
         onStarted: @escaping @Sendable ([(address: SocketAddress, isTLS: Bool)]) -> Void = { _ in }
     ) async throws {
+        var configuration = configuration
         try configuration.validate()
+        // The order of what can fail (and so of what a person is told first): TLS files, the
+        // policy sources, exposure, then the store.
         let listeners = try configuration.listenerConfigurations()
+        try configuration.readPolicySources(logger: logger)
         try configuration.checkExposure()
-        logger.info(
-            "access",
-            metadata: [
-                "providers.keys": "\(configuration.access.providers.keyring.keys.map(\.keyID))",
-                "providers.client_certificates": "\(configuration.access.providers.acceptsClientCertificates)",
-                "devices.registration_secret": "\(configuration.access.registrationSecret != nil)",
-            ]
-        )
         let store = try SQLiteStore(directory: configuration.dataDirectory, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads)
-        let readiness = Readiness()
-        let core = try DeliveryCore(group: group, store: store, configuration: configuration.delivery, logger: logger)
-        let server = HTTPServer(
-            listeners: listeners,
-            configuration: configuration.server,
-            application: makeRouter(readiness: readiness, core: core, access: configuration.access),
-            group: group,
-            logger: logger
-        )
+        let gateway: AssembledGateway
+        do {
+            gateway = try assemble(configuration, listeners: listeners, store: store, group: group, logger: logger)
+        } catch {
+            await store.close()
+            try? await group.shutdownGracefully()
+            throw error
+        }
         let tlsFlags = listeners.map { $0.tls != nil }
-        let gateway = GatewayService(
-            server: server,
-            core: core,
+        let service = GatewayService(
+            server: gateway.server,
+            core: gateway.core,
             store: store,
-            readiness: readiness,
+            readiness: gateway.readiness,
             shutdownDeadline: .seconds(Int64(configuration.shutdownTimeoutSeconds)),
             logger: logger
         ) { addresses in
@@ -56,7 +51,7 @@ public enum Gateway {
         }
         let services = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: gateway)],
+                services: [.init(service: service)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
@@ -70,13 +65,41 @@ public enum Gateway {
         try await group.shutdownGracefully()
     }
 
+    /// A gateway built but not started: what `run` serves, and what tests start themselves
+    /// with a store and a clock of their own.
+    public struct AssembledGateway: Sendable {
+        public let server: HTTPServer
+        public let core: DeliveryCore
+        public let readiness: Readiness
+    }
+
+    /// Builds the delivery core (not yet restored), the routes and the server on `listeners`.
+    public static func assemble(
+        _ configuration: GatewayConfiguration,
+        listeners: [ListenerConfiguration],
+        store: any NotificationStore,
+        group: any EventLoopGroup,
+        clock: any DeliveryClock = SystemClock(),
+        logger: Logger
+    ) throws -> AssembledGateway {
+        let readiness = Readiness()
+        let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: configuration.delivery, logger: logger)
+        let server = HTTPServer(
+            listeners: listeners,
+            configuration: configuration.server,
+            application: makeRouter(readiness: readiness, core: core, access: configuration.access, clock: clock),
+            group: group,
+            logger: logger
+        )
+        return AssembledGateway(server: server, core: core, readiness: readiness)
+    }
+
     /// The gateway's routes; each API registers its own.
-    public static func makeRouter(
+    static func makeRouter(
         readiness: Readiness,
         core: DeliveryCore,
-        access: AccessConfiguration = AccessConfiguration(),
-        validator: ProviderRequestValidator = ProviderRequestValidator(),
-        clock: any DeliveryClock = SystemClock()
+        access: AccessConfiguration,
+        clock: any DeliveryClock
     ) -> Router {
         var router = Router()
         HealthRoutes.register(on: &router, readiness: readiness)
@@ -86,7 +109,7 @@ public enum Gateway {
             maxConsecutiveErrors: access.maxConsecutiveProviderErrors,
             nowMillis: { clock.nowMillis() }
         )
-        ProviderRoute.register(on: &router, core: core, validator: validator, gate: gate)
+        ProviderRoute.register(on: &router, core: core, validator: ProviderRequestValidator(), gate: gate)
         DeviceRoutes.register(on: &router, core: core, registrationSecret: access.registrationSecret)
         return router
     }

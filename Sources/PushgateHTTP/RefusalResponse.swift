@@ -18,9 +18,9 @@ extension HTTPServerResponse {
         return HTTPServerResponse(status: refusal.status, headers: headers, body: ByteBuffer(string: body))
     }
 
-    /// `error` as a refusal: itself when it is one, else `500 InternalServerError` naming it.
+    /// `error` as a refusal (see `Refusal.init(_:)`).
     public static func refusal(for error: any Error, apnsID: String? = nil) -> HTTPServerResponse {
-        refusal(error as? Refusal ?? Refusal(.internalServerError, "\(error)"), apnsID: apnsID)
+        refusal(Refusal(error), apnsID: apnsID)
     }
 
     public static func json(status: Int = 200, _ text: String) -> HTTPServerResponse {

@@ -90,6 +90,13 @@ public struct Router: HTTPServerHandler {
         }
         route.handler(request, responder)
     }
+
+    /// The catalog's answer, in the one error format.
+    public func response(to refusal: TransportRefusal) -> HTTPServerResponse {
+        switch refusal {
+        case .bodyTooLarge: .refusal(Refusal(.payloadTooLarge, refusal.detail))
+        }
+    }
 }
 
 extension RouteProtocols: Equatable {}

@@ -111,14 +111,16 @@ public struct ProviderConnectionAuth {
             return nil
         }
         guard token.key.keyID == current.key.keyID else {
-            return Refusal(.unrelatedKeyIdInToken, 
+            return Refusal(
+                .unrelatedKeyIdInToken,
                 "this connection is bound to key \"\(current.key.keyID)\" of team \"\(current.key.teamID)\" by its first token; tokens of key \"\(token.key.keyID)\" need a new connection"
             )
         }
         if let lastSwitchMillis, !current.isExpired(atMillis: nowMillis) {
             let elapsed = (nowMillis - lastSwitchMillis) / 1000
             if elapsed < ProviderTokenRules.minimumUpdateInterval {
-                return Refusal(.tooManyProviderTokenUpdates, 
+                return Refusal(
+                    .tooManyProviderTokenUpdates,
                     "this connection switched tokens \(elapsed) s ago; switch at most once every \(ProviderTokenRules.minimumUpdateInterval) s (next in \(ProviderTokenRules.minimumUpdateInterval - elapsed) s) and reuse one token for 20 to 60 minutes"
                 )
             }

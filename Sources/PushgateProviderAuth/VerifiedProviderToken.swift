@@ -30,13 +30,15 @@ struct VerifiedProviderToken: Sendable {
     func refusal(atMillis now: Int64) -> Refusal? {
         if now > expiresAtMillis {
             let age = now / 1000 - issuedAt
-            return Refusal(.expiredProviderToken, 
+            return Refusal(
+                .expiredProviderToken,
                 "the token was issued \(age) s ago (iat \(issuedAt)); tokens are valid for \(ProviderTokenRules.lifetime) s: sign a new one"
             )
         }
         if now < usableFromMillis {
             let ahead = issuedAt - now / 1000
-            return Refusal(.invalidProviderToken, 
+            return Refusal(
+                .invalidProviderToken,
                 "iat \(issuedAt) is \(ahead) s ahead of the gateway's clock (at most \(ProviderTokenRules.allowedFutureSkew) s is tolerated); check the provider's clock"
             )
         }

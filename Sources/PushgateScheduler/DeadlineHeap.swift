@@ -1,5 +1,3 @@
-import PushgateModel
-
 /// A timer of the scheduler: a device's next budget check or a held push's next deadline (its
 /// deferral end or its expiry). Entries are never removed when they become stale; the owner checks
 /// each one against its record when it comes out (and when the heap is compacted).

@@ -1,5 +1,3 @@
-import PushgateModel
-
 /// A device of one scheduler: its dense slot plus the slot's generation. Slots are reused after
 /// `removeDevice`; the generation makes a handle kept past that point unknown rather than a handle
 /// to whichever device got the slot next.

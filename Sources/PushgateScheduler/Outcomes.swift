@@ -6,19 +6,17 @@ public struct Release: Sendable, Hashable {
     public var device: DeviceHandle
     public var app: AppHandle
     /// `immediate` for a push released on acceptance; `piggyback`, `keepalive`, `online` or
-    /// `budget` for a held one (the scheduler never stores: `stored` is the caller's).
+    /// `budget` for a held one (the scheduler never stores: `stored` is the caller's). A
+    /// `piggyback` release is among the releases of the priority-10 push that carried it.
     /// `budget` covers both ways the scheduler decides "now" without a wake event: a silent push
     /// when both buckets had a token, and a priority-5 push whose `maxDeferral` ran out.
     public var kind: DeliveryKind
-    /// For `piggyback`: the priority-10 push whose wake event released this one.
-    public var carrier: UInt64?
 
-    public init(id: UInt64, device: DeviceHandle, app: AppHandle, kind: DeliveryKind, carrier: UInt64? = nil) {
+    public init(id: UInt64, device: DeviceHandle, app: AppHandle, kind: DeliveryKind) {
         self.id = id
         self.device = device
         self.app = app
         self.kind = kind
-        self.carrier = carrier
     }
 }
 

@@ -14,7 +14,7 @@ extension Scheduler {
     ///   a real device). Otherwise held (`nowOrNever`: discarded).
     /// - Regular, device not connected: `stored` (`nowOrNever`: discarded).
     /// - Priority 10: released at once, and a wake event: everything held for the device rides
-    ///   along as `piggyback`, with this push as their carrier.
+    ///   along as `piggyback`: this push is their carrier.
     /// - Priority 5: released at once when the device is `awake`, else held until a wake event or
     ///   `maxDeferralMillis` after acceptance, whichever comes first.
     /// - Priority 1: held until a wake event.
@@ -53,7 +53,7 @@ extension Scheduler {
         switch push.priority {
         case .high:
             var output = SchedulerOutput()
-            releaseAll(device: d, kind: .piggyback, carrier: push.id, now: now, into: &output)
+            releaseAll(device: d, kind: .piggyback, now: now, into: &output)
             output.releases.append(immediate(push, device: d))
             if output.releases.count > 1 { output.releases.sort { $0.id < $1.id } }
             return Acceptance(disposition: .delivered, releases: output.releases, drops: output.drops)

@@ -126,7 +126,7 @@ extension Scheduler {
     /// A wake event: everything held for the device goes, in acceptance order, without taking
     /// budget. Held pushes already past their expiry are dropped instead, even if their timer has
     /// not fired yet: expiry is enforced at release time.
-    func releaseAll(device d: Int, kind: DeliveryKind, carrier: UInt64? = nil, now: Int64, into output: inout SchedulerOutput) {
+    func releaseAll(device d: Int, kind: DeliveryKind, now: Int64, into output: inout SchedulerOutput) {
         devices[d].budgetDue = DeviceSlot.noBudgetDue
         guard devices[d].heldTotal > 0 else { return }
         var slots: [UInt32] = []
@@ -148,7 +148,7 @@ extension Scheduler {
             if record.expiresAt <= now {
                 output.drops.append(drop(record, reason: .expired))
             } else {
-                output.releases.append(release(record, kind: kind, carrier: carrier))
+                output.releases.append(release(record, kind: kind))
             }
         }
     }
@@ -161,9 +161,9 @@ extension Scheduler {
         }
     }
 
-    func release(_ record: HeldSlot, kind: DeliveryKind, carrier: UInt64? = nil) -> Release {
+    func release(_ record: HeldSlot, kind: DeliveryKind) -> Release {
         let a = Int(record.app)
-        return Release(id: record.id, device: deviceHandle(Int(apps[a].device)), app: appHandle(a), kind: kind, carrier: carrier)
+        return Release(id: record.id, device: deviceHandle(Int(apps[a].device)), app: appHandle(a), kind: kind)
     }
 
     func drop(_ record: HeldSlot, reason: DropReason) -> Drop {

@@ -1,5 +1,3 @@
-import PushgateModel
-
 /// The scheduler's rules. The global policy also sets the device bucket, which every app on a device
 /// shares; a topic override changes only what belongs to one app.
 public struct SchedulerPolicy: Sendable, Hashable {

@@ -1,5 +1,3 @@
-import PushgateModel
-
 /// A token bucket as stored: its level at an instant. Levels are in 1/3,600,000 of a token, so a
 /// refill of `r` tokens per hour adds exactly `r` units per millisecond and all bucket arithmetic is
 /// exact integer arithmetic, with no drift between a live bucket and one restored from a snapshot.

@@ -33,7 +33,7 @@ public enum StoreCommand: Sendable, Equatable {
     /// Records silent-budget bucket levels (insert or replace).
     case saveBuckets([BucketRecord])
     /// Records an app's reported state.
-    case setAppState(token: String, state: String)
+    case setAppState(token: String, state: AppState)
 }
 
 extension StoreCommand {
@@ -59,7 +59,7 @@ extension StoreCommand {
         case .saveBuckets(let buckets):
             return "save \(buckets.count) bucket level(s)"
         case .setAppState(let token, let state):
-            return "set app state of token \(token) to \(state)"
+            return "set app state of token \(token) to \(state.rawValue)"
         case .reserveSeqs(let deviceID, let through):
             return "reserve seqs of device \(deviceID) through \(through)"
         }

@@ -32,7 +32,7 @@ public struct RegistrationRecord: Sendable, Equatable {
     public var unregisteredAt: Int64?
     /// The app state the device last reported (`foreground`, `background`, `terminated`); nil
     /// when it never reported one.
-    public var appState: String?
+    public var appState: AppState?
 
     public init(
         token: String,
@@ -40,7 +40,7 @@ public struct RegistrationRecord: Sendable, Equatable {
         topic: String,
         createdAt: Int64,
         unregisteredAt: Int64? = nil,
-        appState: String? = nil
+        appState: AppState? = nil
     ) {
         self.token = token
         self.deviceID = deviceID

@@ -86,7 +86,7 @@ enum SQLiteCommands {
 
         case .setAppState(let token, let state):
             try db.cachedStatement(sql: "UPDATE registrations SET app_state = ? WHERE token = ?")
-                .execute(arguments: [state, token])
+                .execute(arguments: [state.rawValue, token])
 
         case .enqueue(let n):
             // The hot commands bind through SQLite's C API: GRDB's `StatementArguments` would

@@ -11,8 +11,10 @@ enum SQLiteSnapshot {
             SELECT token, device_id, topic, created_at, unregistered_at, app_state FROM registrations ORDER BY token
             """)
         while let row = try registrationRows.next() {
+            // A state this version does not know is one the app never reported.
+            let appState = (row[5] as String?).flatMap(AppState.init(rawValue:))
             registrations.append(RegistrationRecord(
-                token: row[0], deviceID: row[1], topic: row[2], createdAt: row[3], unregisteredAt: row[4], appState: row[5]
+                token: row[0], deviceID: row[1], topic: row[2], createdAt: row[3], unregisteredAt: row[4], appState: appState
             ))
         }
 

@@ -60,7 +60,3 @@ struct DeviceCreationOptions: ParsableArguments {
 extension ServerURL: ExpressibleByArgument {
     public init?(argument: String) { self.init(argument) }
 }
-
-extension ListenAddress: ExpressibleByArgument {
-    public init?(argument: String) { self.init(argument) }
-}

@@ -1,9 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
-import PushgateTestKit
 
 enum Fixtures {
-
     /// A TLS fixture where the unprivileged gateway can read it.
     static func tls(_ name: String) -> String { Unprivileged.staged.tlsDirectory.appendingPathComponent(name).path }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import PushgateTestKit
+import PushgateTestFixtures
 
 /// Every `pushgate` process these tests start (serve, agent, send, bench) runs as an
 /// unprivileged user, as production runs it (systemd `User=`, a container's `USER`): when the

@@ -5,51 +5,16 @@ import NIOPosix
 import PushgateDelivery
 import PushgateModel
 import PushgateStore
+import PushgateStoreTestKit
 import PushgateTestKit
 
-/// A store that keeps nothing but what it was asked, and completes at once: delivery's state
-/// without a disk. A commit fails when a rule the test set matches it.
-final class RecordingStore: NotificationStore {
-    typealias Match = @Sendable ([StoreCommand]) -> Bool
-
-    private struct State {
-        var commits: [[StoreCommand]] = []
-        var failNext: [Match] = []
-    }
-
-    private let state = NIOLockedValueBox(State())
-
-    var commits: [[StoreCommand]] { state.withLockedValue { $0.commits } }
-
-    func failNext(where match: @escaping Match) {
-        state.withLockedValue { $0.failNext.append(match) }
-    }
-
-    func commit(_ commands: [StoreCommand], completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
-        let fails = state.withLockedValue { state -> Bool in
-            if let index = state.failNext.firstIndex(where: { $0(commands) }) {
-                state.failNext.remove(at: index)
-                return true
-            }
-            state.commits.append(commands)
-            return false
-        }
-        completion(fails ? .failure(StoreError(.database, "disk I/O error (injected)")) : .success(()))
-    }
-
-    func load() throws(StoreError) -> StoreSnapshot {
-        StoreSnapshot(devices: [], registrations: [], notifications: [], maxAcceptanceID: 0)
-    }
-
-    func close() async {}
-}
-
-/// A delivery core on one event loop, a recording store and a test clock: no sockets, no HTTP.
+/// A delivery core on one event loop, an in-memory store that fails commits on demand, and a test
+/// clock: no sockets, no HTTP, no disk.
 struct DeliveryHarness {
     static let start: Int64 = 1_800_000_000_000
 
     let core: DeliveryCore
-    let store: RecordingStore
+    let store: FaultyStore
     let clock: TestClock
 
     static func run(
@@ -59,10 +24,10 @@ struct DeliveryHarness {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         var configuration = DeliveryConfiguration()
         configure(&configuration)
-        let store = RecordingStore()
-        let clock = TestClock(start)
         var logger = Logger(label: "delivery-test")
         logger.logLevel = .critical
+        let store = FaultyStore(wrapping: GroupCommitStore(backend: InMemoryBackend(), logger: logger))
+        let clock = TestClock(start)
         let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: configuration, logger: logger)
         try await core.restore()
         do {

@@ -22,7 +22,7 @@ struct ShardTests {
             #expect(events.map(\.seq) == [1])
             #expect(events.map(\.delivery) == [.immediate])
             #expect(events.first?.apnsID == apnsID)
-            let enqueued = h.store.commits.flatMap { $0 }.compactMap { command -> AcceptedPush? in
+            let enqueued = h.store.passed.flatMap { $0 }.compactMap { command -> AcceptedPush? in
                 if case .enqueue(let notification) = command { return notification }
                 return nil
             }

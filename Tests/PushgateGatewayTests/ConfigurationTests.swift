@@ -15,43 +15,45 @@ struct ConfigurationTests {
     }
 
     enum Fault: CaseIterable, Sendable {
-        case tlsWithoutFiles, noThreads, noIdleTimeout, negativeShutdown, requiredClientCertWithoutCA
+        case tlsWithoutFiles, filesWithoutTLS, requiredClientCertWithoutCA, logLevel, noThreads, noIdleTimeout, negativeShutdown
 
         func apply(to configuration: inout GatewayConfiguration) {
-            let tlsListener = [ListenAddress(host: "127.0.0.1", port: 1)]
             switch self {
-            case .tlsWithoutFiles: configuration.tlsListen = tlsListener
+            case .tlsWithoutFiles: configuration.tlsListen = [ListenAddress(host: "127.0.0.1", port: 1)]
+            case .filesWithoutTLS: configuration.tlsClientCA = "ca.pem"
+            case .requiredClientCertWithoutCA: configuration.tlsRequireClientCertificate = true
+            case .logLevel: configuration.logLevel = "loud"
             case .noThreads: configuration.threads = 0
             case .noIdleTimeout: configuration.idleTimeoutSeconds = 0
             case .negativeShutdown: configuration.shutdownTimeoutSeconds = -1
-            case .requiredClientCertWithoutCA:
-                configuration.tlsListen = tlsListener
-                configuration.tls = .init(certificateChain: "c", privateKey: "k", requireClientCertificate: true)
             }
         }
 
         var message: String {
             switch self {
             case .tlsWithoutFiles: "--tls-listen needs --tls-cert and --tls-key"
+            case .filesWithoutTLS: "--tls-cert, --tls-key and --tls-client-ca apply to TLS listeners; add --tls-listen HOST:PORT"
+            case .requiredClientCertWithoutCA: "--tls-require-client-cert needs --tls-client-ca"
+            case .logLevel: "--log-level must be one of: trace, debug, info, notice, warning, error, critical"
             case .noThreads: "--threads must be at least 1"
             case .noIdleTimeout: "--idle-timeout must be at least 1 second"
             case .negativeShutdown: "--shutdown-timeout cannot be negative"
-            case .requiredClientCertWithoutCA: "--tls-require-client-cert needs --tls-client-ca"
             }
         }
+    }
+
+    @Test("several faults: the first in serve's order is reported")
+    func order() {
+        var configuration = GatewayConfiguration()
+        for fault in Fault.allCases.reversed() { fault.apply(to: &configuration) }
+        #expect(throws: GatewayConfigurationError(Fault.tlsWithoutFiles.message)) { try configuration.validate() }
     }
 
     @Test("what cannot run is refused in the flags' terms", arguments: Fault.allCases)
     func refused(fault: Fault) {
         var configuration = GatewayConfiguration()
         fault.apply(to: &configuration)
-        do {
-            try configuration.validate()
-            Issue.record("accepted")
-        } catch {
-            #expect(error is GatewayConfigurationError)
-            #expect("\(error)" == fault.message)
-        }
+        #expect(throws: GatewayConfigurationError(fault.message)) { try configuration.validate() }
     }
 
     @Test("a registration secret shorter than 16 characters is refused; the environment supplies one")

@@ -9,6 +9,7 @@ import PushgateHTTP
 import PushgateStore
 import PushgateStoreSQLite
 import PushgateTransport
+import PushgateStoreTestKit
 import Testing
 
 @Suite("Gateway routing over both HTTP versions", .timeLimit(.minutes(1)))
@@ -147,25 +148,24 @@ func withGateway(
         .appendingPathComponent("pushgate-test-\(UUID().uuidString)").path
     defer { if directory == nil { try? FileManager.default.removeItem(atPath: dataDirectory) } }
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-    let readiness = Readiness()
     var logger = Logger(label: "test")
     logger.logLevel = ProcessInfo.processInfo.environment["PUSHGATE_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
     let sqlite = try SQLiteStore(directory: dataDirectory, logger: logger)
     faults?.attach(sqlite)
     let store: any NotificationStore = faults ?? sqlite
-    let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: delivery, logger: logger)
-    try await core.restore()
-    let server = HTTPServer(
+    var configuration = GatewayConfiguration()
+    configuration.access = access
+    configuration.delivery = delivery
+    let assembled = try Gateway.assemble(
+        configuration,
         listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
-        configuration: {
-            var configuration = HTTPServerConfiguration()
-            configuration.http2.streamsUntilAuthorized = access.streamsUntilAuthorized
-            return configuration
-        }(),
-        application: Gateway.makeRouter(readiness: readiness, core: core, access: access, clock: clock),
+        store: store,
         group: group,
+        clock: clock,
         logger: logger
     )
+    let (server, core, readiness) = (assembled.server, assembled.core, assembled.readiness)
+    try await core.restore()
     let addresses = try await server.start()
     let gateway = RunningGateway(group: group, readiness: readiness, core: core, port: addresses[0].port!)
     var failure: (any Error)?

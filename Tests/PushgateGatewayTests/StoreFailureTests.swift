@@ -5,6 +5,7 @@ import PushgateDelivery
 import PushgateStore
 import Synchronization
 import PushgateTestKit
+import PushgateStoreTestKit
 import Testing
 
 /// What the gateway does when a commit fails or is slow, with faults injected into the store

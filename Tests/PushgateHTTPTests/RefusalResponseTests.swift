@@ -44,3 +44,16 @@ struct RefusalResponseTests {
         #expect(HTTPServerResponse.refusal(for: Refusal.unauthorized).head.status == 401)
     }
 }
+
+/// What the transport refuses before a route sees the request is answered from the catalog too.
+@Suite("Router: transport refusals")
+struct RouterTransportRefusalTests {
+    @Test("a body over the transport's limit: 413 PayloadTooLarge in the one error format")
+    func bodyTooLarge() throws {
+        let response = Router().response(to: .bodyTooLarge(limit: 1_048_576))
+        #expect(response.head.status == 413)
+        let body = try RefusalResponseTests.body(response)
+        #expect(body["reason"] as? String == "PayloadTooLarge")
+        #expect(body["detail"] as? String == "request body larger than 1048576 bytes")
+    }
+}

@@ -27,20 +27,34 @@ struct RefusalCatalogTests {
         (.internalServerError, "InternalServerError", 500),
     ]
 
-    @Test("each reason has its word and status; no word is declared twice")
+    @Test("every reason in the catalog has the word and status this table gives it, and no other reason exists")
     func wordsAndStatuses() {
         for (reason, name, status) in Self.catalog {
             #expect(reason.name == name)
             #expect(reason.status == status, "\(name)")
         }
-        #expect(Set(Self.catalog.map(\.1)).count == Self.catalog.count)
+        #expect(Set(Self.catalog.map(\.0)) == Set(Refusal.Reason.allCases), "a reason added to the catalog needs its row here")
+    }
+
+    @Test("statuses are errors: 4xx for the request, 5xx for the gateway")
+    func statuses() {
+        for reason in Refusal.Reason.allCases {
+            #expect((400..<600).contains(reason.status), "\(reason)")
+        }
     }
 
     @Test("only a full device queue is the gateway's own limit, not the provider's fault")
     func gatewayLimits() {
-        #expect(Self.catalog.filter { $0.0.isGatewayLimit }.map(\.1) == ["TooManyRequests"])
+        #expect(Refusal.Reason.allCases.filter(\.isGatewayLimit) == [.tooManyRequests])
         #expect(Refusal.deviceQueueFull(waiting: 7).reason == .tooManyRequests)
         #expect(Refusal.deviceQueueFull(waiting: 7).detail.contains("7 notifications"))
+    }
+
+    @Test("an error that is not a refusal becomes a 500 naming it")
+    func fromError() {
+        struct Broken: Error, CustomStringConvertible { var description: String { "broken thing" } }
+        #expect(Refusal(Broken()) == Refusal(.internalServerError, "broken thing"))
+        #expect(Refusal(Refusal.unauthorized as any Error) == Refusal.unauthorized)
     }
 
     @Test("a refusal's status is its reason's")

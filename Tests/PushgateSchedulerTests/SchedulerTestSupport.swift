@@ -101,7 +101,6 @@ final class Harness {
 extension Array where Element == Release {
     var ids: [UInt64] { map(\.id) }
     var kinds: [DeliveryKind] { map(\.kind) }
-    var carriers: [UInt64?] { map(\.carrier) }
 }
 
 extension Array where Element == Drop {

@@ -20,7 +20,6 @@ import Testing
         #expect(carrier.acceptance.disposition == .delivered)
         #expect(carrier.acceptance.releases.ids == [silentA, lowB, normalA, silentB, silentA2, carrier.id])
         #expect(carrier.acceptance.releases.kinds == Array(repeating: .piggyback, count: 5) + [.immediate])
-        #expect(carrier.acceptance.releases.carriers == Array(repeating: carrier.id, count: 5) + [nil])
         #expect(carrier.acceptance.releases.map(\.app) == [a, b, a, b, a, c])
         #expect(harness.scheduler.heldCount(device: harness.device) == 0)
         #expect(harness.scheduler.nextDeadline == nil)

@@ -151,13 +151,13 @@ struct ConformanceCommandTests {
                     BucketRecord(key: d, level: 5, at: 10), BucketRecord(key: a1, level: 1, at: 10),
                     BucketRecord(key: a2, level: 2, at: 10), BucketRecord(key: BucketRecord.appKey(token(3)), level: 3, at: 10),
                 ]),
-                .setAppState(token: token(1), state: "terminated"),
+                .setAppState(token: token(1), state: .terminated),
             ])
             try await store.commit([.saveBuckets([BucketRecord(key: d, level: 7, at: 20)])])  // replaces
             var snapshot = try store.load()
             #expect(snapshot.buckets.first { $0.key == d } == BucketRecord(key: d, level: 7, at: 20))
             #expect(snapshot.buckets.count == 4)
-            #expect(snapshot.registrations.first { $0.token == token(1) }?.appState == "terminated")
+            #expect(snapshot.registrations.first { $0.token == token(1) }?.appState == .terminated)
             #expect(snapshot.registrations.first { $0.token == token(2) }?.appState == nil)
 
             try await store.commit([.unregister(token: token(2), at: 30)])
@@ -173,11 +173,11 @@ struct ConformanceCommandTests {
     func registerAppState(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
             var reported = registration(1, device: "d", topic: "t")
-            reported.appState = "terminated"
+            reported.appState = .terminated
             try await store.commit([.createDevice(device("d")), .register(reported)])
             #expect(try store.load().registrations.map(\.appState) == [nil])
-            try await store.commit([.setAppState(token: token(1), state: "background"), .setAppState(token: token(99), state: "foreground")])
-            #expect(try store.load().registrations.map(\.appState) == ["background"])
+            try await store.commit([.setAppState(token: token(1), state: .background), .setAppState(token: token(99), state: .foreground)])
+            #expect(try store.load().registrations.map(\.appState) == [.background])
         }
     }
 

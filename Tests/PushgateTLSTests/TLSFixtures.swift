@@ -1,6 +1,6 @@
 import Foundation
 import PushgateTLS
-import PushgateTestKit
+import PushgateTestFixtures
 
 /// The certificates made by `Tests/Fixtures/tls/make-fixtures.sh`, and contexts built from them.
 enum TLSFixtures {

@@ -1,7 +1,8 @@
 import PushgateDelivery
 import Synchronization
 
-/// The clock tests set by hand: delivery, the scheduler and provider tokens read time from it.
+/// The clock tests set by hand: delivery (and through it the scheduler) and provider token checks
+/// read time from it.
 public final class TestClock: DeliveryClock {
     private let millis: Atomic<Int64>
 

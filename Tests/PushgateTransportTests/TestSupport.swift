@@ -5,7 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import PushgateTLS
-import PushgateTestKit
+import PushgateTestFixtures
 import PushgateTransport
 
 enum Fixtures {

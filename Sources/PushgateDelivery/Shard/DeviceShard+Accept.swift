@@ -7,26 +7,21 @@ import PushgateStore
 extension DeviceShard {
     func accept(_ push: Push, expiration: Expiration, promise: EventLoopPromise<Disposition>) {
         guard let registration = registrations[push.deviceToken] else {
-            promise.fail(Refusal(.badDeviceToken, "no device has the token \(push.deviceToken)"))
+            promise.fail(Refusal.unknownDeviceToken(push.deviceToken))
             return
         }
         // Checked before the device: a deleted device's tokens are unregistered, not unknown.
         if let at = registration.unregisteredAt {
-            promise.fail(
-                Refusal(.unregistered, "the token was unregistered; stop sending to it",
-                    timestamp: at
-                )
-            )
+            promise.fail(Refusal(.unregistered, "the token was unregistered; stop sending to it", timestamp: at))
             return
         }
         guard let device = devices[registration.deviceID] else {
-            promise.fail(Refusal(.badDeviceToken, "no device has the token \(push.deviceToken)"))
+            promise.fail(Refusal.unknownDeviceToken(push.deviceToken))
             return
         }
         guard registration.topic == push.topic else {
             promise.fail(
-                Refusal(.deviceTokenNotForTopic, "the token is registered for \(registration.topic), not \(push.topic)"
-                )
+                Refusal(.deviceTokenNotForTopic, "the token is registered for \(registration.topic), not \(push.topic)")
             )
             return
         }
@@ -132,7 +127,7 @@ extension DeviceShard {
                     scheduler.withdrawHeld(id: acceptanceID, app: app)
                     armSchedulerTimer()
                 }
-                promise.fail(Refusal.storeFailed(error))
+                promise.fail(Refusal.notificationNotStored(error))
             }
         }
     }

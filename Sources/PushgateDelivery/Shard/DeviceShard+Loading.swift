@@ -31,7 +31,7 @@ extension DeviceShard {
                 if let app = scheduler.addApp(device: device.handle, topic: record.topic) {
                     registration.app = app
                     appTokens[app] = record.token
-                    if let state = record.appState.flatMap(AppState.init(rawValue:)) {
+                    if let state = record.appState {
                         _ = scheduler.setAppState(app, state)
                     }
                 }

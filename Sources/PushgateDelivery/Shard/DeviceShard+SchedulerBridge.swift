@@ -92,8 +92,8 @@ extension DeviceShard {
     }
 
     /// Adds the bucket levels the scheduler changed, commits, then marks the new queue entries
-    /// committed and writes them; a failed commit takes them back out of the queues (their
-    /// pushes stay held on disk and are released again after a restart).
+    /// committed and writes them; a failed commit takes them back out of the queues, and the
+    /// released held pushes among them (still held on disk) are held again (`holdAgain`).
     func finish(_ commands: [StoreCommand], entries: [QueuedEntry], then: @escaping (Result<Void, StoreError>) -> Void) {
         var commands = commands
         if let buckets = bucketCommand() { commands.append(buckets) }

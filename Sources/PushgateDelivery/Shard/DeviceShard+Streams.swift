@@ -7,7 +7,7 @@ import PushgateStore
 extension DeviceShard {
     /// Makes a new stream the device's current one (ending any older one) before its head is
     /// sent; `lastEventID` acknowledges up to that seq first. Succeeds with the stream's
-    /// generation, which `bind` and `abandon` name.
+    /// generation, which `bind` and `close` name.
     func openStream(deviceID: String, secret: String, lastEventID: UInt64?, promise: EventLoopPromise<UInt64>) {
         guard let device = authenticate(deviceID: deviceID, secret: secret) else {
             promise.fail(Refusal.unauthorized)

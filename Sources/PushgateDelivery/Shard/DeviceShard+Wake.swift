@@ -60,7 +60,7 @@ extension DeviceShard {
             forget(scheduler.setAppState(target.app, target.state), into: &commands)
             // What the scheduler applied: `background` leaves a terminated app terminated.
             let applied = scheduler.appState(target.app) ?? target.state
-            commands.append(.setAppState(token: target.token, state: applied.rawValue))
+            commands.append(.setAppState(token: target.token, state: applied))
         }
         if let power {
             _ = apply(scheduler.setPower(device.handle, power, now: clock.nowMillis()), into: &commands, entries: &entries)

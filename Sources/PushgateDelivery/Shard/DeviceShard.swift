@@ -1,7 +1,6 @@
 import Logging
 import NIOCore
 import PushgateModel
-import PushgateCrypto
 import PushgateScheduler
 import PushgateStore
 

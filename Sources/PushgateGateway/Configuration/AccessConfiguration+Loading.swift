@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PushgateProviderAuth
 
 extension AccessConfiguration {
@@ -33,5 +34,14 @@ extension AccessConfiguration {
             registrationSecret: secret,
             maxConsecutiveProviderErrors: file?.maxConsecutiveProviderErrors ?? 100
         )
+    }
+
+    /// Who may use the gateway, as the start-up log says it (no secret, only whether one is set).
+    var logMetadata: Logger.Metadata {
+        [
+            "providers.keys": "\(providers.keyring.keys.map(\.keyID))",
+            "providers.client_certificates": "\(providers.acceptsClientCertificates)",
+            "devices.registration_secret": "\(registrationSecret != nil)",
+        ]
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOCore
 import NIOPosix
 import PushgateDelivery
@@ -6,15 +7,21 @@ import PushgateProviderAuth
 import PushgateTLS
 import PushgateTransport
 
-/// Everything a gateway runs with, however it was given: `serve`'s flags, the environment and
-/// the configuration file are read into this, checked, and handed to `Gateway.run`.
+/// Everything a gateway runs with, however it was given: `serve` reads its flags into this, and
+/// `Gateway.run` checks it, reads the policy sources and starts.
 public struct GatewayConfiguration: Sendable {
     /// Cleartext listeners (h2c and HTTP/1.1 by sniffing); `127.0.0.1:2197` when no listener
     /// of either kind is given.
     public var listen: [ListenAddress] = []
-    /// TLS listeners (ALPN h2 and http/1.1); they need `tls`.
+    /// TLS listeners (ALPN h2 and http/1.1); they need a certificate chain and a key.
     public var tlsListen: [ListenAddress] = []
-    public var tls: TLSFiles?
+    /// PEM certificate chain (leaf first) and key of the TLS listeners.
+    public var tlsCertificateChain: String?
+    public var tlsPrivateKey: String?
+    /// Verify client certificates against this CA; a client without one is still served.
+    public var tlsClientCA: String?
+    /// Refuse TLS clients without a valid certificate (needs `tlsClientCA`).
+    public var tlsRequireClientCertificate = false
     /// The SQLite store's directory (created if missing).
     public var dataDirectory = "./pushgate-data"
     /// Seconds a connection with no open stream is kept.
@@ -23,25 +30,27 @@ public struct GatewayConfiguration: Sendable {
     public var shutdownTimeoutSeconds = 10
     /// Event-loop threads.
     public var threads = System.coreCount
+    /// swift-log's level name.
+    public var logLevel = "info"
+    /// Where who may use the gateway and the scheduler's policy come from. When set,
+    /// `Gateway.run` reads them into `access` and `delivery` once the TLS files are loaded.
+    public var policySources: PolicySources?
     public var access = AccessConfiguration()
     public var delivery = DeliveryConfiguration()
 
     public init() {}
 
-    /// The certificate and key of the TLS listeners, and how client certificates are checked.
-    public struct TLSFiles: Sendable {
-        public var certificateChain: String
-        public var privateKey: String
-        /// Verify client certificates against this CA; a client without one is still served.
-        public var clientCA: String?
-        /// Refuse TLS clients without a valid certificate (needs `clientCA`).
-        public var requireClientCertificate = false
+    /// The configuration file, keys given as flags, and the environment (the registration
+    /// secret, when the file has none).
+    public struct PolicySources: Sendable {
+        public var configurationFile: String?
+        public var providerKeys: [ProviderKeyConfiguration]
+        public var environment: [String: String]
 
-        public init(certificateChain: String, privateKey: String, clientCA: String? = nil, requireClientCertificate: Bool = false) {
-            self.certificateChain = certificateChain
-            self.privateKey = privateKey
-            self.clientCA = clientCA
-            self.requireClientCertificate = requireClientCertificate
+        public init(configurationFile: String?, providerKeys: [ProviderKeyConfiguration], environment: [String: String]) {
+            self.configurationFile = configurationFile
+            self.providerKeys = providerKeys
+            self.environment = environment
         }
     }
 
@@ -50,39 +59,64 @@ public struct GatewayConfiguration: Sendable {
         listen.isEmpty && tlsListen.isEmpty ? [ListenAddress(host: "127.0.0.1", port: 2197)] : listen
     }
 
-    /// What cannot run, said in the flags' terms. (`Gateway.run` then checks exposure.)
-    public func validate() throws {
-        if !tlsListen.isEmpty, tls == nil {
+    /// What cannot run, said in the flags' terms, in the order `serve` has always checked it.
+    public func validate() throws(GatewayConfigurationError) {
+        if !tlsListen.isEmpty, tlsCertificateChain == nil || tlsPrivateKey == nil {
             throw GatewayConfigurationError("--tls-listen needs --tls-cert and --tls-key")
         }
-        if tls?.requireClientCertificate == true, tls?.clientCA == nil {
+        if tlsListen.isEmpty, tlsCertificateChain != nil || tlsPrivateKey != nil || tlsClientCA != nil {
+            throw GatewayConfigurationError("--tls-cert, --tls-key and --tls-client-ca apply to TLS listeners; add --tls-listen HOST:PORT")
+        }
+        if tlsRequireClientCertificate, tlsClientCA == nil {
             throw GatewayConfigurationError("--tls-require-client-cert needs --tls-client-ca")
+        }
+        if Logger.Level(rawValue: logLevel) == nil {
+            throw GatewayConfigurationError("--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if threads < 1 { throw GatewayConfigurationError("--threads must be at least 1") }
         if idleTimeoutSeconds < 1 { throw GatewayConfigurationError("--idle-timeout must be at least 1 second") }
         if shutdownTimeoutSeconds < 0 { throw GatewayConfigurationError("--shutdown-timeout cannot be negative") }
     }
 
-    /// Secure by default: what is open to anyone may only listen on loopback addresses.
-    func checkExposure() throws(AccessExposureError) {
-        try access.checkExposure(listenHosts: (cleartextListeners + tlsListen).map(\.host))
-    }
-
     /// The listeners to bind, in order: cleartext, then TLS (one context shared by all of them).
     func listenerConfigurations() throws -> [ListenerConfiguration] {
         var listeners = cleartextListeners.map { ListenerConfiguration(host: $0.host, port: $0.port) }
-        if !tlsListen.isEmpty, let tls {
+        if !tlsListen.isEmpty, let tlsCertificateChain, let tlsPrivateKey {
             let context = try TLSContext.server(
                 TLSServerConfiguration(
-                    certificateChainPath: tls.certificateChain,
-                    privateKeyPath: tls.privateKey,
-                    clientCAPath: tls.clientCA,
-                    requireClientCertificate: tls.requireClientCertificate
+                    certificateChainPath: tlsCertificateChain,
+                    privateKeyPath: tlsPrivateKey,
+                    clientCAPath: tlsClientCA,
+                    requireClientCertificate: tlsRequireClientCertificate
                 )
             )
             listeners += tlsListen.map { ListenerConfiguration(host: $0.host, port: $0.port, tls: context) }
         }
         return listeners
+    }
+
+    /// Reads `policySources` (if any) into `access` and the scheduler's policy; logs who may
+    /// use the gateway.
+    mutating func readPolicySources(logger: Logger) throws {
+        if let sources = policySources {
+            let file = try sources.configurationFile.map { path throws(ConfigurationFileError) in try ConfigurationFile.load(path: path) }
+            access = try AccessConfiguration.load(
+                file: file,
+                filePath: sources.configurationFile,
+                flagKeys: sources.providerKeys,
+                acceptsClientCertificates: tlsClientCA != nil,
+                environment: sources.environment
+            )
+            logger.info("access", metadata: access.logMetadata)
+            if let scheduler = try file?.scheduler?.configuration() { delivery.scheduler = scheduler }
+        } else {
+            logger.info("access", metadata: access.logMetadata)
+        }
+    }
+
+    /// Secure by default: what is open to anyone may only listen on loopback addresses.
+    func checkExposure() throws(AccessExposureError) {
+        try access.checkExposure(listenHosts: (cleartextListeners + tlsListen).map(\.host))
     }
 
     /// The transport's settings that follow from this configuration.
@@ -94,7 +128,8 @@ public struct GatewayConfiguration: Sendable {
     }
 }
 
-public struct GatewayConfigurationError: Error, CustomStringConvertible {
+/// A setting that cannot run, said in the terms `serve` was given it.
+public struct GatewayConfigurationError: Error, Equatable, CustomStringConvertible {
     public var description: String
 
     public init(_ description: String) {

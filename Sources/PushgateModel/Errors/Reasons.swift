@@ -1,72 +1,106 @@
 /// The catalog: every reason the gateway answers with, its status, and when it is used. APNs'
 /// reasons keep APNs' words and statuses (apns-reference.md section 2.4), so that provider
-/// libraries understand them; the others are Pushgate's own.
-extension Refusal.Reason {
-    // MARK: Provider API: the request (APNs)
+/// libraries understand them; the others are Pushgate's own. An enum, so that a word cannot be
+/// declared twice and every reason can be listed.
+extension Refusal {
+    public enum Reason: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+        // MARK: Provider API: the request (APNs)
 
-    /// `:method` is not POST.
-    public static let methodNotAllowed = Self("MethodNotAllowed", 405)
-    /// The path is not `/3/device/<token>`, or has a query.
-    public static let badPath = Self("BadPath", 404)
-    public static let missingDeviceToken = Self("MissingDeviceToken", 400)
-    /// Not 64 hex digits, or no device has it.
-    public static let badDeviceToken = Self("BadDeviceToken", 400)
-    public static let duplicateHeaders = Self("DuplicateHeaders", 400)
-    /// `apns-id` is not a UUID.
-    public static let badMessageId = Self("BadMessageId", 400)
-    public static let missingTopic = Self("MissingTopic", 400)
-    /// A topic that is malformed, does not fit the push type, or (device API) is not registered.
-    public static let badTopic = Self("BadTopic", 400)
-    public static let invalidPushType = Self("InvalidPushType", 400)
-    public static let badPriority = Self("BadPriority", 400)
-    public static let badExpirationDate = Self("BadExpirationDate", 400)
-    public static let badCollapseId = Self("BadCollapseId", 400)
-    /// Pushgate's own (APNs has no word for it): not a JSON object, a background push that
-    /// breaks its rules, a push type that cannot be inferred, a compressed payload.
-    public static let badPayload = Self("BadPayload", 400)
-    public static let payloadEmpty = Self("PayloadEmpty", 400)
-    public static let payloadTooLarge = Self("PayloadTooLarge", 413)
-    /// The token is registered for another topic.
-    public static let deviceTokenNotForTopic = Self("DeviceTokenNotForTopic", 400)
-    /// The token was unregistered (its refusal carries the time).
-    public static let unregistered = Self("Unregistered", 410)
-    /// Too many notifications already wait for the device.
-    public static let tooManyRequests = Self("TooManyRequests", 429, isGatewayLimit: true)
-    /// The gateway is draining.
-    public static let shutdown = Self("Shutdown", 503)
+        /// `:method` is not POST.
+        case methodNotAllowed = "MethodNotAllowed"
+        /// The path is not `/3/device/<token>`, or has a query.
+        case badPath = "BadPath"
+        case missingDeviceToken = "MissingDeviceToken"
+        /// Not 64 hex digits, or no device has it.
+        case badDeviceToken = "BadDeviceToken"
+        case duplicateHeaders = "DuplicateHeaders"
+        /// `apns-id` is not a UUID.
+        case badMessageId = "BadMessageId"
+        case missingTopic = "MissingTopic"
+        /// A topic that is malformed, does not fit the push type, or (device API) is not registered.
+        case badTopic = "BadTopic"
+        case invalidPushType = "InvalidPushType"
+        case badPriority = "BadPriority"
+        case badExpirationDate = "BadExpirationDate"
+        case badCollapseId = "BadCollapseId"
+        /// Pushgate's own (APNs has no word for it): not a JSON object, a background push that
+        /// breaks its rules, a push type that cannot be inferred, a compressed payload.
+        case badPayload = "BadPayload"
+        case payloadEmpty = "PayloadEmpty"
+        case payloadTooLarge = "PayloadTooLarge"
+        /// The token is registered for another topic.
+        case deviceTokenNotForTopic = "DeviceTokenNotForTopic"
+        /// The token was unregistered (its refusal carries the time).
+        case unregistered = "Unregistered"
+        /// Too many notifications already wait for the device.
+        case tooManyRequests = "TooManyRequests"
+        /// The gateway is draining.
+        case shutdown = "Shutdown"
 
-    // MARK: Provider authentication (APNs)
+        // MARK: Provider authentication (APNs)
 
-    public static let missingProviderToken = Self("MissingProviderToken", 403)
-    /// A bad signature, an unknown key, a malformed token.
-    public static let invalidProviderToken = Self("InvalidProviderToken", 403)
-    public static let expiredProviderToken = Self("ExpiredProviderToken", 403)
-    public static let unrelatedKeyIdInToken = Self("UnrelatedKeyIdInToken", 403)
-    public static let badEnvironmentKeyIdInToken = Self("BadEnvironmentKeyIdInToken", 403)
-    public static let badCertificate = Self("BadCertificate", 403)
-    /// The key or certificate may not push to this topic.
-    public static let topicDisallowed = Self("TopicDisallowed", 400)
-    public static let tooManyProviderTokenUpdates = Self("TooManyProviderTokenUpdates", 429)
+        case missingProviderToken = "MissingProviderToken"
+        /// A bad signature, an unknown key, a malformed token.
+        case invalidProviderToken = "InvalidProviderToken"
+        case expiredProviderToken = "ExpiredProviderToken"
+        case unrelatedKeyIdInToken = "UnrelatedKeyIdInToken"
+        case badEnvironmentKeyIdInToken = "BadEnvironmentKeyIdInToken"
+        case badCertificate = "BadCertificate"
+        /// The key or certificate may not push to this topic.
+        case topicDisallowed = "TopicDisallowed"
+        case tooManyProviderTokenUpdates = "TooManyProviderTokenUpdates"
 
-    // MARK: Device API (Pushgate)
+        // MARK: Device API (Pushgate)
 
-    /// A missing or wrong device secret or registration secret, or an unknown device: one answer.
-    public static let unauthorized = Self("Unauthorized", 401)
-    /// A body that is not the expected JSON.
-    public static let badRequest = Self("BadRequest", 400)
-    /// A power or app state that does not exist.
-    public static let badState = Self("BadState", 400)
-    public static let badLastEventId = Self("BadLastEventId", 400)
+        /// A missing or wrong device secret or registration secret, or an unknown device: one answer.
+        case unauthorized = "Unauthorized"
+        /// A body that is not the expected JSON.
+        case badRequest = "BadRequest"
+        /// A power or app state that does not exist.
+        case badState = "BadState"
+        case badLastEventId = "BadLastEventId"
 
-    // MARK: Any route
+        // MARK: Any route
 
-    public static let notFound = Self("NotFound", 404)
-    /// The route is HTTP/2 only.
-    public static let httpVersionNotSupported = Self("HTTPVersionNotSupported", 505)
-    /// The store cannot take or commit the change now (overloaded, disk full, I/O error):
-    /// nothing was kept; retry.
-    public static let serviceUnavailable = Self("ServiceUnavailable", 503)
-    public static let internalServerError = Self("InternalServerError", 500)
+        case notFound = "NotFound"
+        /// The route is HTTP/2 only.
+        case httpVersionNotSupported = "HTTPVersionNotSupported"
+        /// The store cannot take or commit the change now (overloaded, disk full, I/O error):
+        /// nothing was kept; retry.
+        case serviceUnavailable = "ServiceUnavailable"
+        case internalServerError = "InternalServerError"
+
+        /// The word in the error body's `reason` field.
+        public var name: String { rawValue }
+
+        public var description: String { rawValue }
+
+        /// The HTTP status that goes with the reason; a reason never changes status.
+        public var status: Int {
+            switch self {
+            case .missingDeviceToken, .badDeviceToken, .duplicateHeaders, .badMessageId, .missingTopic, .badTopic,
+                .invalidPushType, .badPriority, .badExpirationDate, .badCollapseId, .badPayload, .payloadEmpty,
+                .deviceTokenNotForTopic, .topicDisallowed, .badRequest, .badState, .badLastEventId:
+                400
+            case .unauthorized: 401
+            case .missingProviderToken, .invalidProviderToken, .expiredProviderToken, .unrelatedKeyIdInToken,
+                .badEnvironmentKeyIdInToken, .badCertificate:
+                403
+            case .badPath, .notFound: 404
+            case .methodNotAllowed: 405
+            case .unregistered: 410
+            case .payloadTooLarge: 413
+            case .tooManyRequests, .tooManyProviderTokenUpdates: 429
+            case .internalServerError: 500
+            case .shutdown, .serviceUnavailable: 503
+            case .httpVersionNotSupported: 505
+            }
+        }
+
+        /// The gateway's own limit was reached, not a fault in the request: a provider is not
+        /// counted as misbehaving for it.
+        public var isGatewayLimit: Bool { self == .tooManyRequests }
+    }
 }
 
 extension Refusal {
@@ -82,4 +116,14 @@ extension Refusal {
         .unauthorized,
         "missing or wrong device secret: send authorization: bearer <secret> as returned by POST /v1/devices"
     )
+
+    /// A token no device has: the same words wherever the lookup fails.
+    public static func unknownDeviceToken(_ token: String) -> Refusal {
+        Refusal(.badDeviceToken, "no device has the token \(token)")
+    }
+
+    /// `error` as a refusal: itself when it is one, else `500 InternalServerError` naming it.
+    public init(_ error: any Error) {
+        self = error as? Refusal ?? Refusal(.internalServerError, "\(error)")
+    }
 }

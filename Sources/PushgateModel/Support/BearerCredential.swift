@@ -8,10 +8,11 @@ public enum BearerCredential: Equatable, Sendable {
     /// `bearer` and nothing after it.
     case empty
 
+    /// The scheme starts the value and a space follows it (RFC 9110's `credentials`); blanks
+    /// around the credential are dropped.
     public init(header value: String) {
-        var bytes = Substring(value).utf8[...]
-        while bytes.first == UInt8(ascii: " ") || bytes.first == UInt8(ascii: "\t") { bytes = bytes.dropFirst() }
-        let schemeEnd = bytes.firstIndex { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") } ?? bytes.endIndex
+        let bytes = Substring(value).utf8[...]
+        let schemeEnd = bytes.firstIndex(of: UInt8(ascii: " ")) ?? bytes.endIndex
         let scheme = bytes[..<schemeEnd]
         guard scheme.count == 6, zip(scheme, "bearer".utf8).allSatisfy({ $0 | 0x20 == $1 }) else {
             self = .otherScheme(Substring(scheme))

@@ -88,8 +88,7 @@ public enum ProviderRoute {
                     headers.add(name: "pushgate-disposition", value: disposition.rawValue)
                     responder.respond(HTTPServerResponse(status: 200, headers: headers))
                 case .failure(let error):
-                    let refusal = error as? Refusal ?? Refusal(.internalServerError, "\(error)")
-                    answer(refusal: refusal, apnsID: push.apnsID, state: state, connection: connection, gate: gate, responder: responder)
+                    answer(refusal: Refusal(error), apnsID: push.apnsID, state: state, connection: connection, gate: gate, responder: responder)
                 }
             }
         }

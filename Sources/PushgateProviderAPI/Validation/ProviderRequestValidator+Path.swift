@@ -1,6 +1,4 @@
-import NIOCore
 import PushgateModel
-import PushgateCrypto
 
 // Rule 2: the path, and the device token in it.
 extension ProviderRequestValidator {
@@ -9,7 +7,7 @@ extension ProviderRequestValidator {
         case failure(Refusal)
     }
 
-    static let devicePrefix = "/3/device"
+    private static let devicePrefix = "/3/device"
 
     static func parsePath(_ path: String) -> PathVerdict {
         if let token = path.utf8.withContiguousStorageIfAvailable(wellFormedToken) ?? nil {
@@ -45,7 +43,7 @@ extension ProviderRequestValidator {
     /// Every push's path, so the usual one is checked on its bytes in one pass: exactly
     /// `/3/device/` and 64 hex digits gives the lowercased token; anything else `nil`, and the
     /// rules above find what is wrong.
-    static func wellFormedToken(_ path: UnsafeBufferPointer<UInt8>) -> String? {
+    private static func wellFormedToken(_ path: UnsafeBufferPointer<UInt8>) -> String? {
         let prefixCount = devicePrefix.utf8.count + 1
         guard path.count == prefixCount + 64,
               path.prefix(prefixCount - 1).elementsEqual(devicePrefix.utf8),

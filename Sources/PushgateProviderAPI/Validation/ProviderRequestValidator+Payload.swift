@@ -1,6 +1,4 @@
-import NIOCore
 import PushgateModel
-import PushgateCrypto
 
 // Rules 12 to 15: the payload, its push type and a background push's rules.
 extension ProviderRequestValidator {

@@ -5,7 +5,7 @@ import PushgateCrypto
 /// The verdict on one provider request.
 public enum ValidationOutcome: Sendable, Equatable {
     case accepted(Push, expiration: Expiration)
-    /// Answer with `rejection` and this `apns-id`: the request's own (normalized) when it sent a
+    /// Answer with the refusal and this `apns-id`: the request's own (normalized) when it sent a
     /// single valid one, otherwise a generated one.
     case rejected(Refusal, apnsID: String)
 

@@ -395,6 +395,9 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
 extension HTTP2ClientHandler: HTTP2OutputFlusherDelegate {
     func outputClosing(after error: (any Error)?) {
         if let error { context?.fireErrorCaught(error) }
+        // Nothing more will be sent: a request made from now on fails at once rather than
+        // waiting for the channel to go.
+        failAll(error ?? HTTP2ClientError.connectionClosed)
     }
 }
 

@@ -64,4 +64,32 @@ public struct HTTPServerResponse: Sendable {
 /// must not block. It may answer at once or later, from any thread, through the responder.
 public protocol HTTPServerHandler: Sendable {
     func handle(_ request: HTTPServerRequest, responder: HTTPResponder)
+
+    /// The answer to a request the transport refused before the application saw it, in the
+    /// application's own error format (by default, plain text).
+    func response(to refusal: TransportRefusal) -> HTTPServerResponse
+}
+
+/// Why the transport refused a request before handing it to the application.
+public enum TransportRefusal: Sendable, Equatable {
+    /// The body grew past the connection's limit.
+    case bodyTooLarge(limit: Int)
+
+    public var status: Int {
+        switch self {
+        case .bodyTooLarge: 413
+        }
+    }
+
+    public var detail: String {
+        switch self {
+        case .bodyTooLarge(let limit): "request body larger than \(limit) bytes"
+        }
+    }
+}
+
+extension HTTPServerHandler {
+    public func response(to refusal: TransportRefusal) -> HTTPServerResponse {
+        HTTPServerResponse(status: refusal.status, text: refusal.detail + "\n")
+    }
 }

@@ -70,10 +70,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
                 requestID &+= 1
                 answered = false
                 keepAlive = false
-                sendResponse(
-                    HTTPServerResponse(status: 413, text: "request body larger than \(maxBodySize) bytes\n"),
-                    streamID: requestID
-                )
+                sendResponse(application.response(to: .bodyTooLarge(limit: maxBodySize)), streamID: requestID)
                 return
             }
             if body == nil { body = chunk } else { body!.writeBuffer(&chunk) }

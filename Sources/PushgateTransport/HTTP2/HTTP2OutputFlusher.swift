@@ -32,7 +32,7 @@ final class HTTP2OutputFlusher {
     private var flushAgain = false
     private var closeTimer: Scheduled<Void>?
     /// Closing or closed: nothing more is written.
-    private(set) var isClosed = false
+    private var isClosed = false
 
     /// - Parameter chunkSize: serialized frames go to the channel in chunks of at most this many
     ///   bytes; its writability between chunks bounds the output held in memory.

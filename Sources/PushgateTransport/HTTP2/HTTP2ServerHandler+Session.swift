@@ -22,7 +22,12 @@ extension HTTP2ServerHandler {
         var headerListSize = 0
         var body: ByteBuffer?
         var rejected = false
-        let startedAt = NIODeadline.now()
+        /// The event loop's time (not the wall clock): the request timer runs on it.
+        let startedAt: NIODeadline
+
+        init(startedAt: NIODeadline) {
+            self.startedAt = startedAt
+        }
     }
 
     /// Resets requests that have been arriving for longer than `requestTimeout` (a peer that
@@ -30,7 +35,7 @@ extension HTTP2ServerHandler {
     func requestTimerFired() {
         requestTimer = nil
         guard policy.requestTimerFired() else { return }
-        let cutoff = NIODeadline.now() - configuration.requestTimeout
+        let cutoff = connection.eventLoop.now - configuration.requestTimeout
         for (streamID, pending) in requests where pending.startedAt <= cutoff && !pending.rejected {
             logger.debug("resetting a request that did not arrive in time", metadata: ["h2.stream": "\(streamID)"])
             bufferedRequestBytes -= pending.body?.readableBytes ?? 0
@@ -62,15 +67,12 @@ extension HTTP2ServerHandler {
         application.handle(request, responder: HTTPResponder(sink: self, streamID: streamID, eventLoop: context.eventLoop))
     }
 
-    private func reject(_ pending: PendingRequest, streamID: Int32, status: Int, detail: String) {
+    private func reject(_ pending: PendingRequest, streamID: Int32, _ refusal: TransportRefusal) {
         pending.rejected = true
         bufferedRequestBytes -= pending.body?.readableBytes ?? 0
         pending.body = nil
         rejectedStreams.insert(streamID)
-        sendResponse(
-            HTTPServerResponse(status: status, text: detail + "\n"),
-            streamID: streamID
-        )
+        sendResponse(application.response(to: refusal), streamID: streamID)
     }
 }
 
@@ -82,7 +84,7 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
 
     func sessionBeginHeaders(streamID: Int32, category: nghttp2_headers_category) -> Bool {
         guard category == NGHTTP2_HCAT_REQUEST else { return true }
-        let pending = PendingRequest()
+        let pending = PendingRequest(startedAt: connection.eventLoop.now)
         requests[streamID] = pending
         headerStreamID = streamID
         headerRequest = pending
@@ -135,12 +137,7 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         guard let pending = requests[streamID], !pending.rejected else { return true }
         let size = (pending.body?.readableBytes ?? 0) + bytes.count
         if size > configuration.maxRequestBodySize {
-            reject(
-                pending,
-                streamID: streamID,
-                status: 413,
-                detail: "request body larger than \(configuration.maxRequestBodySize) bytes"
-            )
+            reject(pending, streamID: streamID, .bodyTooLarge(limit: configuration.maxRequestBodySize))
             return true
         }
         if bufferedRequestBytes + bytes.count > configuration.maxBufferedRequestBytes {

@@ -279,8 +279,8 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     }
 
     /// APNs' GOAWAY debug data for the transport's own reasons.
-    static let idleTimeoutDebugData = Array(#"{"reason":"IdleTimeout"}"#.utf8)
-    static let shutdownDebugData = Array(#"{"reason":"Shutdown"}"#.utf8)
+    private static let idleTimeoutDebugData = Array(#"{"reason":"IdleTimeout"}"#.utf8)
+    private static let shutdownDebugData = Array(#"{"reason":"Shutdown"}"#.utf8)
 
     // MARK: Responses (HTTPResponseSink)
 

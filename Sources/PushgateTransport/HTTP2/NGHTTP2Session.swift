@@ -68,8 +68,6 @@ public struct NGHTTP2Error: Error, CustomStringConvertible, Sendable {
         let text = String(cString: nghttp2_strerror(code))
         return "HTTP/2 \(operation) failed: \(text) (nghttp2 error \(code))"
     }
-
-    public var isFatal: Bool { nghttp2_is_fatal(code) != 0 }
 }
 
 /// The C wrapper around one `nghttp2_session` in server or client mode, over memory buffers.

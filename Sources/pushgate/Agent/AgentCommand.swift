@@ -79,8 +79,8 @@ struct AgentCommand: AsyncParsableCommand {
 
 /// What the agent reports about its device: power and app states.
 struct AgentState: Sendable, Equatable {
-    static let powers = ["awake", "idle", "lowPower"]
-    static let appStates = ["foreground", "background", "terminated"]
+    static let powers = DevicePower.allCases.map(\.rawValue)
+    static let appStates = AppState.allCases.map(\.rawValue)
 
     var power: String?
     var apps: [String: String] = [:]

@@ -1,13 +1,8 @@
 import ArgumentParser
 import Foundation
-import Histogram
 import NIOCore
-import NIOHTTP1
 import NIOPosix
-import PushgateModel
-import PushgateDeviceClient
 import PushgateTransport
-import Synchronization
 
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,13 +1,6 @@
-import ArgumentParser
-import Foundation
-import Histogram
 import NIOCore
-import NIOHTTP1
-import NIOPosix
-import PushgateModel
 import PushgateDeviceClient
 import PushgateTransport
-import Synchronization
 
 /// A bench device's event stream, on its connection's event loop: records each push's arrival
 /// and acks. Acks run beside the reads, so that receipt is timed when an event arrives, not

@@ -1,12 +1,5 @@
-import ArgumentParser
 import Foundation
 import Histogram
-import NIOCore
-import NIOHTTP1
-import NIOPosix
-import PushgateModel
-import PushgateDeviceClient
-import PushgateTransport
 import Synchronization
 
 /// Shared measurements, behind one lock: three short critical sections per push.

@@ -1,10 +1,6 @@
-import ArgumentParser
 import Foundation
-import Histogram
 import NIOCore
 import NIOHTTP1
-import NIOPosix
-import PushgateModel
 import PushgateDeviceClient
 import PushgateTransport
 import Synchronization

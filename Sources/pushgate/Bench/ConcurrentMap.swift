@@ -1,14 +1,3 @@
-import ArgumentParser
-import Foundation
-import Histogram
-import NIOCore
-import NIOHTTP1
-import NIOPosix
-import PushgateModel
-import PushgateDeviceClient
-import PushgateTransport
-import Synchronization
-
 extension Array where Element: Sendable {
     /// `transform` of every element, at most `width` running at once; results in completion order.
     func concurrentMap<T: Sendable>(width: Int, _ transform: @escaping @Sendable (Element) async throws -> T) async throws -> [T] {

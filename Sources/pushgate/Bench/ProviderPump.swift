@@ -1,13 +1,5 @@
-import ArgumentParser
-import Foundation
-import Histogram
 import NIOCore
-import NIOHTTP1
-import NIOPosix
-import PushgateModel
-import PushgateDeviceClient
 import PushgateTransport
-import Synchronization
 
 /// One provider connection's share of the pushes, on its event loop: keeps --in-flight
 /// requests going, each answer starting the next, paced to --rate when given. The connections

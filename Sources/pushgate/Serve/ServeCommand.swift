@@ -6,8 +6,6 @@ import Foundation
 import Logging
 import NIOCore
 import PushgateGateway
-import PushgateProviderAuth
-import PushgateScheduler
 import PushgateTransport
 
 struct ServeCommand: AsyncParsableCommand {
@@ -63,69 +61,56 @@ struct ServeCommand: AsyncParsableCommand {
     var logLevel: String = "info"
 
     func validate() throws {
-        if tlsRequireClientCert, tlsClientCA == nil {
-            throw ValidationError("--tls-require-client-cert needs --tls-client-ca")
-        }
-        if tlsListen.isEmpty, tlsCert != nil || tlsKey != nil || tlsClientCA != nil {
-            throw ValidationError("--tls-cert, --tls-key and --tls-client-ca apply to TLS listeners; add --tls-listen HOST:PORT")
-        }
-        if Logger.Level(rawValue: logLevel) == nil {
-            throw ValidationError("--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
         do {
-            try gatewayConfiguration(access: AccessConfiguration()).validate()
-        } catch let error as GatewayConfigurationError {
+            try gatewayConfiguration.validate()
+        } catch {
             throw ValidationError(error.description)
         }
     }
 
     func run() async throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let configuration = gatewayConfiguration
+        let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
         }
-        let environment = ProcessInfo.processInfo.environment
-        let path = configFile ?? environment["PUSHGATE_CONFIG"]
-        let file = try path.map { path throws(ConfigurationFileError) in try ConfigurationFile.load(path: path) }
-        let access = try AccessConfiguration.load(
-            file: file,
-            filePath: path,
-            flagKeys: providerKeys.map(\.configuration),
-            acceptsClientCertificates: tlsClientCA != nil,
-            environment: environment
-        )
-        var configuration = gatewayConfiguration(access: access)
-        configuration.delivery.scheduler = try file?.scheduler?.configuration() ?? SchedulerConfiguration()
-        try await Gateway.run(configuration, logger: Logger(label: "pushgate")) { listeners in
-            // One line per listener on stdout, so scripts (and tests binding port 0) learn the
-            // real addresses.
-            for (address, isTLS) in listeners {
-                let host = address.ipAddress.map { address.protocol == .inet6 ? "[\($0)]" : $0 } ?? "?"
-                print("listening \(isTLS ? "https" : "http")://\(host):\(address.port ?? 0)")
+        do {
+            try await Gateway.run(configuration, logger: Logger(label: "pushgate")) { listeners in
+                // One line per listener on stdout, so scripts (and tests binding port 0) learn
+                // the real addresses.
+                for (address, isTLS) in listeners {
+                    let host = address.ipAddress.map { address.protocol == .inet6 ? "[\($0)]" : $0 } ?? "?"
+                    print("listening \(isTLS ? "https" : "http")://\(host):\(address.port ?? 0)")
+                }
+                fflush(nil)  // all streams: `stdout` itself is not concurrency-safe to name
             }
-            fflush(nil)  // all streams: `stdout` itself is not concurrency-safe to name
+        } catch let error as GatewayConfigurationError {
+            // A setting that cannot run is a usage error, as the flags' own checks are.
+            throw ValidationError(error.description)
         }
     }
 
-    private func gatewayConfiguration(access: AccessConfiguration) -> GatewayConfiguration {
+    private var gatewayConfiguration: GatewayConfiguration {
         var configuration = GatewayConfiguration()
         configuration.listen = listen
         configuration.tlsListen = tlsListen
-        if let tlsCert, let tlsKey {
-            configuration.tls = .init(
-                certificateChain: tlsCert,
-                privateKey: tlsKey,
-                clientCA: tlsClientCA,
-                requireClientCertificate: tlsRequireClientCert
-            )
-        }
+        configuration.tlsCertificateChain = tlsCert
+        configuration.tlsPrivateKey = tlsKey
+        configuration.tlsClientCA = tlsClientCA
+        configuration.tlsRequireClientCertificate = tlsRequireClientCert
         configuration.dataDirectory = dataDirectory
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.shutdownTimeoutSeconds = shutdownTimeout
         configuration.threads = threads
-        configuration.access = access
+        configuration.logLevel = logLevel
+        let environment = ProcessInfo.processInfo.environment
+        configuration.policySources = .init(
+            configurationFile: configFile ?? environment["PUSHGATE_CONFIG"],
+            providerKeys: providerKeys.map(\.configuration),
+            environment: environment
+        )
         return configuration
     }
 }

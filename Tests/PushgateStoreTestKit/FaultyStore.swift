@@ -3,9 +3,10 @@ import PushgateStore
 import Synchronization
 
 /// A store that passes commits through to a real one, except those a test singles out: the next
-/// commit matching a rule fails, or is held until the test lets it go (to fail or to commit).
-final class FaultyStore: NotificationStore {
-    typealias Match = @Sendable ([StoreCommand]) -> Bool
+/// commit matching a rule fails, or is held until the test lets it go (to fail or to commit). It
+/// remembers what it passed on, for tests that check what was committed.
+public final class FaultyStore: NotificationStore {
+    public typealias Match = @Sendable ([StoreCommand]) -> Bool
 
     private struct Pending {
         var commands: [StoreCommand]
@@ -17,31 +18,42 @@ final class FaultyStore: NotificationStore {
         var holdNext: [Match] = []
         var held: [Pending] = []
         var heldWaiters: [CheckedContinuation<Void, Never>] = []
+        var passed: [[StoreCommand]] = []
     }
 
     private let state = Mutex(State())
     private let store = Mutex<(any NotificationStore)?>(nil)
     private let refusals = DispatchQueue(label: "faulty-store.refusals")
 
-    /// The real store behind this one (set by `withGateway`).
-    func attach(_ inner: any NotificationStore) {
+    public init() {}
+
+    public convenience init(wrapping inner: any NotificationStore) {
+        self.init()
+        attach(inner)
+    }
+
+    /// The real store behind this one, when it is made after this one.
+    public func attach(_ inner: any NotificationStore) {
         store.withLock { $0 = inner }
     }
 
     private var inner: any NotificationStore { store.withLock { $0! } }
 
+    /// The batches passed on to the real store, in the order they came.
+    public var passed: [[StoreCommand]] { state.withLock { $0.passed } }
+
     /// The next commit for which `match` holds fails (SQLite is not asked).
-    func failNext(where match: @escaping Match) {
+    public func failNext(where match: @escaping Match) {
         state.withLock { $0.failNext.append(match) }
     }
 
     /// The next commit for which `match` holds waits for `release(failing:)`.
-    func holdNext(where match: @escaping Match) {
+    public func holdNext(where match: @escaping Match) {
         state.withLock { $0.holdNext.append(match) }
     }
 
     /// Returns once a commit is held.
-    func waitUntilHeld() async {
+    public func waitUntilHeld() async {
         await withCheckedContinuation { continuation in
             let now = state.withLock { s -> Bool in
                 if !s.held.isEmpty { return true }
@@ -53,7 +65,7 @@ final class FaultyStore: NotificationStore {
     }
 
     /// Lets the held commits go: committed for real, or failed.
-    func release(failing: Bool) {
+    public func release(failing: Bool) {
         let held = state.withLock { s in
             defer { s.held = [] }
             return s.held
@@ -67,7 +79,7 @@ final class FaultyStore: NotificationStore {
         }
     }
 
-    func commit(_ commands: [StoreCommand], completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+    public func commit(_ commands: [StoreCommand], completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         enum Action { case pass, fail, hold([CheckedContinuation<Void, Never>]) }
         let action: Action = state.withLock { s in
             if let index = s.failNext.firstIndex(where: { $0(commands) }) {
@@ -84,6 +96,7 @@ final class FaultyStore: NotificationStore {
         }
         switch action {
         case .pass:
+            state.withLock { $0.passed.append(commands) }
             inner.commit(commands, completion: completion)
         case .fail:
             refusals.async { completion(.failure(StoreError(.database, "injected failure"))) }
@@ -92,11 +105,11 @@ final class FaultyStore: NotificationStore {
         }
     }
 
-    func load() throws(StoreError) -> StoreSnapshot {
+    public func load() throws(StoreError) -> StoreSnapshot {
         try inner.load()
     }
 
-    func close() async {
+    public func close() async {
         release(failing: true)
         await inner.close()
     }
