@@ -10,7 +10,7 @@ import Synchronization
 /// Devices, registrations and per-device queues, sharded over the event loops; the durable
 /// store behind them. Entry point for the provider and device APIs.
 public final class DeliveryCore: Sendable {
-    private let shards: [ShardHandle]
+    let shards: [ShardHandle]
     private let store: any NotificationStore
     private let configuration: DeliveryConfiguration
     private let acceptanceIDs = AcceptanceIDs()
@@ -22,6 +22,7 @@ public final class DeliveryCore: Sendable {
         store: any NotificationStore,
         clock: any DeliveryClock = SystemClock(),
         configuration: DeliveryConfiguration = DeliveryConfiguration(),
+        metrics: DeliveryMetrics = .none,
         logger: Logger
     ) throws(SchedulerConfigurationError) {
         self.store = store
@@ -36,6 +37,7 @@ public final class DeliveryCore: Sendable {
                 clock: clock,
                 configuration: configuration,
                 counters: counters,
+                metrics: metrics,
                 logger: logger,
                 nextAcceptanceID: { ids.next() }
             )
@@ -225,7 +227,7 @@ public final class DeliveryCore: Sendable {
         Identifiers.virtualShard(ofHex: hexID).map { $0 % shards.count }
     }
 
-    private func shard(of hexID: String) -> ShardHandle? {
+    func shard(of hexID: String) -> ShardHandle? {
         shardIndex(of: hexID).map { shards[$0] }
     }
 

@@ -1,61 +1,51 @@
 import PushgateModel
 import Synchronization
 
-/// Running totals of the delivery core, for operator metrics. Updated with relaxed atomics:
-/// they are statistics, not synchronisation.
+/// Running totals of the delivery core since the process started, by bounded label: what the
+/// metrics and the admin API report. Each moves once per event, with a relaxed atomic add: they
+/// are statistics, not synchronisation. What is held, stored or connected now is not counted
+/// here but read from the shards (`DeliveryCore.statistics()`).
 public final class DeliveryCounters: Sendable {
-    private final class Counter: Sendable {
-        let value = Atomic<Int>(0)
+    /// Totals by the cases of one label.
+    public final class Family<Label: Hashable & CaseIterable & Sendable>: Sendable {
+        private final class Value: Sendable {
+            let count = Atomic<Int>(0)
+        }
+
+        private let values: [Label: Value]
+
+        init() {
+            values = Dictionary(uniqueKeysWithValues: Label.allCases.map { ($0, Value()) })
+        }
+
+        public subscript(label: Label) -> Int { values[label]!.count.load(ordering: .relaxed) }
+
+        public var total: Int { Label.allCases.reduce(0) { $0 + self[$1] } }
+
+        func add(_ label: Label, _ count: Int = 1) {
+            values[label]!.count.add(count, ordering: .relaxed)
+        }
     }
 
-    private let queuedCount = Atomic<Int>(0)
-    private let heldCount = Atomic<Int>(0)
-    private let connectedCount = Atomic<Int>(0)
+    public let deliveries = Family<DeliveryKind>()
+    public let drops = Family<DropReason>()
+    public let dispositions = Family<Disposition>()
+    public let budgetExhausted = Family<BudgetScope>()
+    public let piggybacked = Family<WakeKind>()
     private let acknowledgedCount = Atomic<Int>(0)
-    private let deliveriesByKind: [DeliveryKind: Counter]
-    private let dropsByReason: [DropReason: Counter]
-    private let dispositionsByName: [Disposition: Counter]
 
-    public init() {
-        deliveriesByKind = Dictionary(uniqueKeysWithValues: DeliveryKind.allCases.map { ($0, Counter()) })
-        dropsByReason = Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0, Counter()) })
-        dispositionsByName = Dictionary(uniqueKeysWithValues: Disposition.allCases.map { ($0, Counter()) })
-    }
+    public init() {}
 
-    /// Notifications with a sequence number (stored or delivered) not yet acknowledged or dropped.
-    public var queued: Int { queuedCount.load(ordering: .relaxed) }
-    /// Notifications the scheduler holds.
-    public var held: Int { heldCount.load(ordering: .relaxed) }
-    public var connectedDevices: Int { connectedCount.load(ordering: .relaxed) }
     public var acknowledged: Int { acknowledgedCount.load(ordering: .relaxed) }
 
-    public func deliveries(_ kind: DeliveryKind) -> Int {
-        deliveriesByKind[kind]!.value.load(ordering: .relaxed)
-    }
-
-    public func dropped(_ reason: DropReason) -> Int {
-        dropsByReason[reason]!.value.load(ordering: .relaxed)
-    }
-
-    public func dispositions(of disposition: Disposition) -> Int {
-        dispositionsByName[disposition]!.value.load(ordering: .relaxed)
-    }
-
-    func add(queued delta: Int) { queuedCount.add(delta, ordering: .relaxed) }
-    func add(held delta: Int) { heldCount.add(delta, ordering: .relaxed) }
-    func connected(_ delta: Int) { connectedCount.add(delta, ordering: .relaxed) }
     func acknowledged(_ count: Int) { acknowledgedCount.add(count, ordering: .relaxed) }
 
-    func recordDelivery(_ kind: DeliveryKind) {
-        deliveriesByKind[kind]!.value.add(1, ordering: .relaxed)
-    }
+    func recordDelivery(_ kind: DeliveryKind) { deliveries.add(kind) }
 
     func recordDrop(_ reason: DropReason, count: Int) {
         guard count > 0 else { return }
-        dropsByReason[reason]!.value.add(count, ordering: .relaxed)
+        drops.add(reason, count)
     }
 
-    func recordDisposition(_ disposition: Disposition) {
-        dispositionsByName[disposition]!.value.add(1, ordering: .relaxed)
-    }
+    func recordDisposition(_ disposition: Disposition) { dispositions.add(disposition) }
 }

@@ -53,3 +53,33 @@ public enum DeliveryKind: String, Sendable, Hashable, CaseIterable {
     /// Held, and released when the device came online (its stream opened) or reported `awake`.
     case online
 }
+
+/// Which silent budget was empty when a silent push had to be held for want of a token; a metric
+/// label.
+public enum BudgetScope: String, Sendable, Hashable, CaseIterable {
+    /// The app's own bucket (a registration's).
+    case app
+    /// The device's bucket, shared by all its apps.
+    case device
+}
+
+/// The wake event a held push rode on when it was released without taking budget; a metric
+/// label (`pushgate_piggybacked_total{carrier}`).
+public enum WakeKind: String, Sendable, Hashable, CaseIterable {
+    /// A priority-10 push (delivery `piggyback`).
+    case regular
+    /// The device's keep-alive (delivery `keepalive`).
+    case keepalive
+    /// The device's stream opened, or it reported `awake` (delivery `online`).
+    case online
+
+    /// The wake event behind a release of this delivery kind; nil for kinds that are not one.
+    public init?(_ delivery: DeliveryKind) {
+        switch delivery {
+        case .piggyback: self = .regular
+        case .keepalive: self = .keepalive
+        case .online: self = .online
+        case .immediate, .stored, .budget: return nil
+        }
+    }
+}

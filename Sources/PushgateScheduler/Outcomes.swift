@@ -60,6 +60,9 @@ public struct Acceptance: Sendable, Hashable {
     public var disposition: Disposition
     public var replaced: UInt64?
     public var discardReason: DiscardReason?
+    /// A silent push held because this bucket had no token (not when it was held for another
+    /// reason: the device offline or in `lowPower`, older held pushes of its app ahead of it).
+    public var emptyBudget: BudgetScope?
     /// In acceptance order. With `.delivered`, the push itself as `immediate` and, when it was a
     /// wake event (priority 10), everything that was held for the device, as `piggyback`.
     public var releases: [Release]

@@ -32,17 +32,21 @@ extension Scheduler {
     private func acceptSilent(_ push: SchedulerPush, app a: Int, now: Int64) -> Acceptance {
         guard apps[a].state != .terminated else { return Acceptance.discarded(.appTerminated) }
         let d = Int(apps[a].device)
-        if devices[d].connected, devices[d].power != .lowPower, apps[a].silent.count == 0,
-           takeTokens(app: a, device: d, now: now)
-        {
-            rescheduleBudget(device: d)
-            return Acceptance(disposition: .delivered, releases: [immediate(push, device: d)])
+        var emptyBudget: BudgetScope?
+        if devices[d].connected, devices[d].power != .lowPower, apps[a].silent.count == 0 {
+            emptyBudget = takeTokens(app: a, device: d, now: now)
+            if emptyBudget == nil {
+                rescheduleBudget(device: d)
+                return Acceptance(disposition: .delivered, releases: [immediate(push, device: d)])
+            }
         }
         guard !push.nowOrNever else { return Acceptance.discarded(.undeliverableNow) }
         var drops: [Drop] = []
         let replaced = hold(push, app: a, deadline: .max, drops: &drops)
         rescheduleBudget(device: d)
-        return Acceptance.held(replacing: replaced, drops: drops)
+        var acceptance = Acceptance.held(replacing: replaced, drops: drops)
+        acceptance.emptyBudget = emptyBudget
+        return acceptance
     }
 
     private func acceptRegular(_ push: SchedulerPush, app a: Int, now: Int64) -> Acceptance {

@@ -34,6 +34,54 @@ extension Scheduler {
         return BucketSnapshot(level: appLevel(a, now: now), at: max(now, apps[a].bucketTime))
     }
 
+    /// A held push as the admin device view explains it.
+    public struct HeldPush: Sendable, Equatable {
+        public var id: UInt64
+        public var pushClass: PushClass
+        /// A priority-5 push's deferral end: released then as `budget` if the device is
+        /// connected. Nil for the others.
+        public var deferredUntil: Int64?
+        /// Held pushes of the same app and class ahead of it (a silent push is released on
+        /// budget only when it is the app's oldest).
+        public var ahead: Int
+    }
+
+    /// The app's held pushes, silent first then regular, each in acceptance order.
+    public func heldPushes(app: AppHandle) -> [HeldPush]? {
+        guard let a = index(of: app) else { return nil }
+        var result: [HeldPush] = []
+        for list in [apps[a].silent, apps[a].regular] {
+            var slot = list.head
+            var ahead = 0
+            while slot != noSlot {
+                let record = held[Int(slot)]
+                result.append(
+                    HeldPush(
+                        id: record.id,
+                        pushClass: record.isSilent ? .silent : .regular,
+                        deferredUntil: record.deadline == .max ? nil : record.deadline,
+                        ahead: ahead
+                    )
+                )
+                ahead += 1
+                slot = record.next
+            }
+        }
+        return result
+    }
+
+    /// When the app's bucket next holds a whole token (`now` when it does already).
+    public func nextToken(app: AppHandle, now: Int64) -> Int64? {
+        guard let a = index(of: app) else { return nil }
+        return TokenBucket.tokenTime(appLevel(a, now: now), at: now, rate: policy(ofApp: a).appRate)
+    }
+
+    /// When the device's bucket next holds a whole token (`now` when it does already).
+    public func nextToken(device: DeviceHandle, now: Int64) -> Int64? {
+        guard let d = index(of: device) else { return nil }
+        return TokenBucket.tokenTime(deviceLevel(d, now: now), at: now, rate: deviceRate)
+    }
+
     public func isConnected(_ device: DeviceHandle) -> Bool? {
         index(of: device).map { devices[$0].connected }
     }

@@ -51,11 +51,13 @@ extension Scheduler {
         TokenBucket.level(devices[d].bucketLevel, at: devices[d].bucketTime, now: now, capacity: deviceCapacity, rate: deviceRate)
     }
 
-    /// Takes a token from the app's and the device's bucket if both have a whole one.
-    func takeTokens(app a: Int, device d: Int, now: Int64) -> Bool {
+    /// Takes a token from the app's and the device's bucket if both have a whole one; returns
+    /// the bucket that had none (the app's first) otherwise.
+    func takeTokens(app a: Int, device d: Int, now: Int64) -> BudgetScope? {
         let appLevel = appLevel(a, now: now)
+        guard appLevel >= TokenBucket.unit else { return .app }
         let deviceLevel = deviceLevel(d, now: now)
-        guard appLevel >= TokenBucket.unit, deviceLevel >= TokenBucket.unit else { return false }
+        guard deviceLevel >= TokenBucket.unit else { return .device }
         // Never move a bucket's time backwards: its level already counts the refill up to it.
         apps[a].bucketLevel = appLevel - TokenBucket.unit
         apps[a].bucketTime = max(apps[a].bucketTime, now)
@@ -69,7 +71,7 @@ extension Scheduler {
             devices[d].dirtyListed = true
             dirtyDevices.append(UInt32(d))
         }
-        return true
+        return nil
     }
 
     /// Sets the device's budget timer to the first instant at which the device bucket and the
@@ -121,7 +123,7 @@ extension Scheduler {
                 }
                 a = apps[app].nextSibling
             }
-            guard best != noSlot, takeTokens(app: bestApp, device: d, now: now) else { break }
+            guard best != noSlot, takeTokens(app: bestApp, device: d, now: now) == nil else { break }
             output.releases.append(release(removeHeld(best), kind: .budget))
         }
         rescheduleBudget(device: d)

@@ -54,7 +54,7 @@ struct SchedulerDeliveryTests {
             var dispositions: [String?] = []
             for id in ids { dispositions.append(try await Self.silent(api, token, id: id).disposition) }
             #expect(dispositions == ["delivered", "delivered", "held", "held"])
-            #expect(gateway.core.counters.held == 2)
+            #expect(try await gateway.core.statistics().held == 2)
             for id in ids.prefix(2) {
                 let event = try await stream.nextNotification()
                 #expect(event.apnsID == id)
@@ -77,7 +77,7 @@ struct SchedulerDeliveryTests {
             #expect(woke.apnsID == alert)
             #expect(woke.delivery == "immediate")
             #expect(seqs + [woke.seq] == Array((seqs[0])...(seqs[0] + 2)), "seqs follow acceptance order")
-            #expect(gateway.core.counters.held == 0)
+            #expect(try await gateway.core.statistics().held == 0)
             await api.close()
         }
     }
@@ -140,10 +140,10 @@ struct SchedulerDeliveryTests {
             #expect(try await api.keepalive(device).count == 1)
             clock.set(Self.start + 120_000)
             try await gateway.core.sweepExpired()
-            #expect(gateway.core.counters.dropped(.expired) == 0, "it was delivered; only its ack is missing")
-            #expect(gateway.core.counters.queued == 1)
+            #expect(gateway.core.counters.drops[.expired] == 0, "it was delivered; only its ack is missing")
+            #expect(try await gateway.core.statistics().queued == 1)
             #expect(try await api.ack(device, upTo: 1).status == 204)
-            #expect(gateway.core.counters.queued == 0)
+            #expect(try await gateway.core.statistics().queued == 0)
             await api.close()
         }
     }
@@ -157,13 +157,13 @@ struct SchedulerDeliveryTests {
             let released = try await api.keepalive(device)
             let seq = try #require((released.first?["seq"] as? NSNumber)?.uint64Value)
             #expect(try await api.push(token: token, topic: Self.topic).disposition == "stored")
-            #expect(gateway.core.counters.queued == 2)
+            #expect(try await gateway.core.statistics().queued == 2)
 
             #expect(try await api.unregister(device, token: token).status == 204)
-            #expect(gateway.core.counters.dropped(.unregistered) == 1, "the stored push was never sent")
-            #expect(gateway.core.counters.queued == 1, "the agent may be handling the keep-alive's push")
+            #expect(gateway.core.counters.drops[.unregistered] == 1, "the stored push was never sent")
+            #expect(try await gateway.core.statistics().queued == 1, "the agent may be handling the keep-alive's push")
             #expect(try await api.ack(device, upTo: seq).status == 204)
-            #expect(gateway.core.counters.queued == 0)
+            #expect(try await gateway.core.statistics().queued == 0)
             await api.close()
         }
     }
@@ -265,7 +265,7 @@ struct SchedulerDeliveryTests {
             try await Self.state(api, device, #"{"power":"lowPower"}"#)
             clock.set(Self.start + 5_000)
             try await gateway.core.advanceSchedulers()
-            #expect(gateway.core.counters.held == 1, "lowPower: no release on budget")
+            #expect(try await gateway.core.statistics().held == 1, "lowPower: no release on budget")
 
             try await Self.state(api, device, #"{"power":"awake"}"#)
             let woke = try await stream.nextNotification()
@@ -282,8 +282,8 @@ struct SchedulerDeliveryTests {
             let (device, token) = try await api.registeredDevice(topic: Self.topic)
             #expect(try await Self.silent(api, token).disposition == "held")
             try await Self.state(api, device, #"{"apps":{"\#(Self.topic)":"terminated"}}"#)
-            #expect(gateway.core.counters.dropped(.appTerminated) == 1)
-            #expect(gateway.core.counters.held == 0)
+            #expect(gateway.core.counters.drops[.appTerminated] == 1)
+            #expect(try await gateway.core.statistics().held == 0)
             #expect(try await Self.silent(api, token).disposition == "discarded")
             // Alerts still get through, as on a real device.
             #expect(try await api.push(token: token, topic: Self.topic).disposition == "stored")
@@ -310,7 +310,7 @@ struct SchedulerDeliveryTests {
             let second = newAPNsID()
             #expect(try await Self.silent(api, token, id: first, collapse: "sync").disposition == "held")
             #expect(try await Self.silent(api, token, id: second, collapse: "sync").disposition == "coalesced")
-            #expect(gateway.core.counters.dropped(.coalesced) == 1)
+            #expect(gateway.core.counters.drops[.coalesced] == 1)
 
             // A stored push with no collapse id, queued before the replaced one, stays.
             let storedPlain = newAPNsID()
@@ -350,7 +350,7 @@ struct SchedulerDeliveryTests {
             let deferred = try await stream.nextNotification()
             #expect(deferred.apnsID == normal)
             #expect(deferred.delivery == "budget")
-            #expect(gateway.core.counters.held == 1, "priority 1 has no deadline")
+            #expect(try await gateway.core.statistics().held == 1, "priority 1 has no deadline")
             #expect(try await api.keepalive(device).map { $0["apnsId"] as? String } == [low])
             await api.close()
         }
@@ -380,7 +380,7 @@ struct SchedulerDeliveryTests {
         }
         clock.set(Self.start + 1_000)
         try await withGateway(directory: directory, clock: clock, delivery: configuration) { gateway in
-            #expect(gateway.core.counters.held == 1)
+            #expect(try await gateway.core.statistics().held == 1)
             let api = try await API(gateway)
             let stream = try await api.openEvents(device!)
             let event = try await stream.nextNotification()

@@ -65,13 +65,13 @@ struct StoreFailureTests {
             faults.failNext(where: Self.isRelease)
             let failed = try await api.device(device, "POST", "keepalive")
             #expect(failed.status == 503, "\(failed.text)")
-            #expect(gateway.core.counters.held == 2)
+            #expect(try await gateway.core.statistics().held == 2)
 
             let reply = try await api.device(device, "POST", "keepalive")
             #expect(reply.status == 200)
             let notifications = try #require(reply.json["notifications"] as? [[String: Any]], "\(reply.text)")
             #expect(notifications.map { $0["apnsId"] as? String } == ids)
-            #expect(gateway.core.counters.held == 0)
+            #expect(try await gateway.core.statistics().held == 0)
             await api.close()
         }
     }

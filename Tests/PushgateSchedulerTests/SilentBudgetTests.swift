@@ -16,7 +16,9 @@ import Testing
         #expect(harness.silent(app, now: t0).acceptance.disposition == .delivered)
         #expect(harness.silent(app, now: t0).acceptance.disposition == .delivered)
         let fourth = harness.silent(app, now: t0)
-        #expect(fourth.acceptance == Acceptance(disposition: .held))
+        var held = Acceptance(disposition: .held)
+        held.emptyBudget = .app
+        #expect(fourth.acceptance == held)
         #expect(harness.scheduler.heldIDs(app: app) == [fourth.id])
     }
 

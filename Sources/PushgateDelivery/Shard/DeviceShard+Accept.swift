@@ -87,7 +87,6 @@ extension DeviceShard {
                     replaced = true
                     commands.append(.remove(acceptanceIDs: removed))
                     counters.recordDrop(.coalesced, count: removed.count)
-                    counters.add(queued: -removed.count)
                 }
             }
             record.seq = takeSeq(device, into: &commands)
@@ -98,7 +97,6 @@ extension DeviceShard {
             commands.append(.enqueue(record))
             held[record.acceptanceID] = record
             device.heldCount += 1
-            counters.add(held: 1)
             disposition = acceptance.disposition
         case .delivered:
             // In acceptance order: what was held rides ahead of the push that woke the device.
@@ -115,15 +113,16 @@ extension DeviceShard {
         }
         forget(acceptance.drops, into: &commands)
         let acceptanceID = record.acceptanceID
+        let emptyBudget = acceptance.emptyBudget
         finish(commands, entries: entries) { [self] result in
             switch result {
             case .success:
                 counters.recordDisposition(disposition)
+                if let emptyBudget { counters.budgetExhausted.add(emptyBudget) }
                 promise.succeed(disposition)
             case .failure(let error):
                 if held.removeValue(forKey: acceptanceID) != nil {
                     device.heldCount -= 1
-                    counters.add(held: -1)
                     scheduler.withdrawHeld(id: acceptanceID, app: app)
                     armSchedulerTimer()
                 }

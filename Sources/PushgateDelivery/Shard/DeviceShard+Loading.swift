@@ -14,7 +14,8 @@ extension DeviceShard {
                 id: record.id,
                 secretHash: record.secretHash,
                 handle: handle,
-                lastSeq: record.lastSeq
+                lastSeq: record.lastSeq,
+                offlineSince: now
             )
         }
     }
@@ -64,7 +65,6 @@ extension DeviceShard {
             }
             device.queue.append(QueuedNotification(record: record, committed: true, delivery: .stored))
             withQueue.insert(device.id)
-            counters.add(queued: 1)
         }
         for record in records where record.seq == nil {
             guard let device = devices[record.deviceID] else {
@@ -76,7 +76,6 @@ extension DeviceShard {
             {
                 held[record.acceptanceID] = record
                 device.heldCount += 1
-                counters.add(held: 1)
             } else {
                 orphans.append(record.acceptanceID)
             }

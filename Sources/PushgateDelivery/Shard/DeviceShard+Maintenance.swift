@@ -29,7 +29,6 @@ extension DeviceShard {
 
     func dropExpired(_ ids: [UInt64], from device: DeviceState) {
         counters.recordDrop(.expired, count: ids.count)
-        counters.add(queued: -ids.count)
         queueShrank(device)
         commit([.remove(acceptanceIDs: ids)]) { _ in }
     }

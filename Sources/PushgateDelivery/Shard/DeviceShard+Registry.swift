@@ -11,7 +11,7 @@ extension DeviceShard {
         let record = DeviceRecord(id: id, secretHash: secretHash, createdAt: now)
         let handle = scheduler.addDevice(now: now)
         deviceIDs[handle] = id
-        devices[id] = DeviceState(id: id, secretHash: secretHash, handle: handle, lastSeq: 0)
+        devices[id] = DeviceState(id: id, secretHash: secretHash, handle: handle, lastSeq: 0, offlineSince: now)
         commit([.createDevice(record)]) { [self] result in
             if case .failure = result {
                 devices[id] = nil
@@ -90,7 +90,6 @@ extension DeviceShard {
         // Undelivered pushes for the app are dropped with it; delivered ones wait for their ack.
         let dropped = removeUndelivered(from: device) { $0.record.push.deviceToken == token }
         counters.recordDrop(.unregistered, count: dropped.count)
-        counters.add(queued: -dropped.count)
         queueShrank(device)
         var commands: [StoreCommand] = [.unregister(token: token, at: now)]
         if !dropped.isEmpty { commands.append(.remove(acceptanceIDs: dropped)) }
@@ -119,13 +118,11 @@ extension DeviceShard {
         }
         if let stream = device.stream {
             stream.sink?.finish()
-            counters.connected(-1)
         }
         // Every notification of the device goes, held ones included.
         let acceptanceIDs = device.queue.map(\.record.acceptanceID) + forgetHeld(scheduler.removeDevice(device.handle))
         deviceIDs[device.handle] = nil
         counters.recordDrop(.unregistered, count: device.queue.count)
-        counters.add(queued: -device.queue.count)
         devices[deviceID] = nil
         online[deviceID] = nil
         withQueue.remove(deviceID)

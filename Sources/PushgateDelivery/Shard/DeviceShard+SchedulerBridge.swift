@@ -27,7 +27,6 @@ extension DeviceShard {
         entry.sent = keepalive
         device.queue.append(entry)
         withQueue.insert(device.id)
-        counters.add(queued: 1)
         return QueuedEntry(deviceID: device.id, seq: record.seq ?? 0)
     }
 
@@ -43,7 +42,6 @@ extension DeviceShard {
     ) -> AcceptedPush? {
         guard var record = held.removeValue(forKey: release.id), let device = devices[record.deviceID] else { return nil }
         device.heldCount -= 1
-        counters.add(held: -1)
         let seq = takeSeq(device, into: &commands)
         record.seq = seq
         commands.append(.assignSeq(acceptanceID: record.acceptanceID, seq: seq))
@@ -67,7 +65,6 @@ extension DeviceShard {
         for drop in drops {
             guard let record = held.removeValue(forKey: drop.id) else { continue }
             devices[record.deviceID]?.heldCount -= 1
-            counters.add(held: -1)
             counters.recordDrop(drop.reason, count: 1)
             ids.append(drop.id)
         }
@@ -103,16 +100,21 @@ extension DeviceShard {
             return
         }
         commit(commands) { [self] result in
+            let now = clock.nowMillis()
             for entry in entries {
                 guard let device = devices[entry.deviceID],
                       let index = device.queue.lastIndex(where: { $0.seq == entry.seq })
                 else { continue }
                 switch result {
                 case .success:
-                    device.queue[index].committed = true
+                    let queued = device.queue[index]
+                    queued.committed = true
+                    if entry.wasHeld {
+                        metrics.holdDuration.record(millis: now - queued.record.acceptedAt)
+                        if let wake = WakeKind(queued.delivery) { counters.piggybacked.add(wake) }
+                    }
                 case .failure:
                     var record = device.queue.remove(at: index).record
-                    counters.add(queued: -1)
                     queueShrank(device)
                     if entry.wasHeld {
                         record.seq = nil
@@ -137,7 +139,6 @@ extension DeviceShard {
         else { return }
         held[record.acceptanceID] = record
         device.heldCount += 1
-        counters.add(held: 1)
         armSchedulerTimer()
     }
 

@@ -16,7 +16,6 @@ extension DeviceShard {
         if let old = device.stream {
             old.sink?.finish()
         } else {
-            counters.connected(1)
         }
         streamGenerations += 1
         let now = clock.nowMillis()
@@ -52,9 +51,9 @@ extension DeviceShard {
         scheduler.disconnect(device.handle)
         armSchedulerTimer()
         device.stream = nil
+        device.offlineSince = clock.nowMillis()
         device.resetStreamProgress()
         online[device.id] = nil
-        counters.connected(-1)
     }
 
     func ack(deviceID: String, secret: String, upTo: UInt64, promise: EventLoopPromise<Void>) {
@@ -92,7 +91,6 @@ extension DeviceShard {
                 device.unackedBytes -= first.eventSize
             }
         }
-        counters.add(queued: -removed.count)
         counters.acknowledged(removed.count)
         queueShrank(device)
         device.ackedSeq = upTo
@@ -132,6 +130,7 @@ extension DeviceShard {
             sink.encode(entry.record, delivery: entry.delivery, carrier: entry.carrier, into: &buffer!)
             let size = buffer!.writerIndex - before
             entry.eventSize = size
+            if !entry.sent { metrics.deliveryLatency.record(millis: now - entry.record.acceptedAt) }
             entry.sent = true
             device.unackedBytes += size
             device.deliveredCount += 1

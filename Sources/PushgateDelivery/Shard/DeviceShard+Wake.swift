@@ -24,7 +24,11 @@ extension DeviceShard {
         finish(commands, entries: entries) { [self] result in
             switch result {
             case .success:
-                for _ in released { counters.recordDelivery(.keepalive) }
+                let now = clock.nowMillis()
+                for notification in released {
+                    counters.recordDelivery(.keepalive)
+                    metrics.deliveryLatency.record(millis: now - notification.acceptedAt)
+                }
                 promise.succeed(released)
             case .failure(let error):
                 promise.fail(Refusal.storeFailed(error))

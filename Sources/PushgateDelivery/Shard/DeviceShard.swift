@@ -20,6 +20,7 @@ final class DeviceShard {
     let clock: any DeliveryClock
     let configuration: DeliveryConfiguration
     let counters: DeliveryCounters
+    let metrics: DeliveryMetrics
     let logger: Logger
     let nextAcceptanceID: @Sendable () -> UInt64
     /// Store completions come back through it, many per loop task.
@@ -49,6 +50,7 @@ final class DeviceShard {
         clock: any DeliveryClock,
         configuration: DeliveryConfiguration,
         counters: DeliveryCounters,
+        metrics: DeliveryMetrics,
         logger: Logger,
         nextAcceptanceID: @escaping @Sendable () -> UInt64
     ) throws(SchedulerConfigurationError) {
@@ -57,6 +59,7 @@ final class DeviceShard {
         self.clock = clock
         self.configuration = configuration
         self.counters = counters
+        self.metrics = metrics
         self.logger = logger
         self.nextAcceptanceID = nextAcceptanceID
         self.completions = LoopInbox(loop: eventLoop)

@@ -89,12 +89,16 @@ final class DeviceState {
     /// record no level, so it starts at 0).
     var ackedSeq: UInt64 = 0
     var stream: StreamBinding?
+    /// Since when the device has had no stream: its last stream's end, or when this process
+    /// loaded or created it. For the admin view's "offline since".
+    var offlineSince: Int64
     /// How many queue entries (from the front) were written on the current stream.
     var deliveredCount = 0
     var unackedBytes = 0
 
     /// `lastSeq`: the store's `DeviceRecord.lastSeq`, which covers every seq ever assigned.
-    init(id: String, secretHash: [UInt8], handle: DeviceHandle, lastSeq: UInt64) {
+    init(id: String, secretHash: [UInt8], handle: DeviceHandle, lastSeq: UInt64, offlineSince: Int64) {
+        self.offlineSince = offlineSince
         self.id = id
         self.secretHash = secretHash
         self.handle = handle

@@ -1,0 +1,66 @@
+import PushgateModel
+
+/// One device as the admin view explains it: its state, its buckets, and every notification it
+/// has waiting with why it waits. Structured: the operator module puts it in words.
+public struct DeviceInspection: Sendable, Equatable {
+    public var deviceID: String
+    public var connected: Bool
+    /// Since when it has had no stream (when not connected).
+    public var offlineSince: Int64
+    public var power: DevicePower
+    public var bucket: Bucket
+    public var registrations: [Registration]
+    /// Held, stored and unacked, in acceptance order.
+    public var notifications: [Waiting]
+    /// Bytes written to its stream and not yet acknowledged.
+    public var unackedBytes: Int
+
+    /// A silent-push token bucket now.
+    public struct Bucket: Sendable, Equatable {
+        /// Whole and fractional tokens.
+        public var tokens: Double
+        public var capacity: Int
+        public var refillPerHour: Int
+        /// When the next whole token is in; nil when the bucket is full.
+        public var nextTokenAt: Int64?
+    }
+
+    public struct Registration: Sendable, Equatable {
+        public var token: String
+        public var topic: String
+        public var appState: AppState
+        public var bucket: Bucket
+    }
+
+    public enum State: String, Sendable, Equatable {
+        case held, stored, unacked
+    }
+
+    public struct Waiting: Sendable, Equatable {
+        public var notification: AcceptedPush
+        public var state: State
+        public var reason: WaitReason
+    }
+
+    /// Why a notification waits.
+    public enum WaitReason: Sendable, Equatable {
+        /// No stream: held ones go out when it opens (`online`), stored ones first.
+        case offline(since: Int64)
+        /// Silent, in `lowPower`: only a wake event releases it.
+        case lowPower
+        /// Silent, behind older held silent pushes of its app (released oldest first).
+        case behindOlderSilent(count: Int)
+        case appBudgetEmpty(until: Int64)
+        case deviceBudgetEmpty(until: Int64)
+        /// Silent, both buckets hold a token: the scheduler's next budget check releases it.
+        case releaseDue
+        /// Priority 5 on a device that is not awake: a wake event, or this time, releases it.
+        case deferred(until: Int64)
+        /// Priority 1: only a wake event releases it.
+        case waitsForWake
+        /// Connected, queued behind the window of sent, unacknowledged bytes.
+        case behindUnackedWindow(unackedBytes: Int)
+        /// Written; the agent has not acknowledged it yet.
+        case awaitingAck(inKeepaliveResponse: Bool)
+    }
+}
