@@ -93,6 +93,7 @@ let package = Package(
         .target(
             name: "PushgateStore",
             dependencies: [
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 "PushgateModel",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -169,6 +170,7 @@ let package = Package(
                 "PushgateDelivery",
                 "PushgateDeviceAPI",
                 "PushgateHTTP",
+                "PushgateOperator",
                 "PushgateProviderAPI",
                 "PushgateProviderAuth",
                 "PushgateScheduler",
@@ -180,6 +182,25 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // What operators see: Prometheus metrics, the admin API and its live event stream, the
+        // dashboard, the admin token, the durable totals.
+        .target(
+            name: "PushgateOperator",
+            dependencies: [
+                "PushgateCrypto",
+                "PushgateDelivery",
+                "PushgateHTTP",
+                "PushgateModel",
+                "PushgateProviderAPI",
+                "PushgateStore",
+                "PushgateTransport",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // The device API from the device's side: its requests, creation and registration, for

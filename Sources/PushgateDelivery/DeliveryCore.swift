@@ -23,6 +23,7 @@ public final class DeliveryCore: Sendable {
         clock: any DeliveryClock = SystemClock(),
         configuration: DeliveryConfiguration = DeliveryConfiguration(),
         metrics: DeliveryMetrics = .none,
+        observer: (any DeliveryObserver)? = nil,
         logger: Logger
     ) throws(SchedulerConfigurationError) {
         self.store = store
@@ -38,6 +39,7 @@ public final class DeliveryCore: Sendable {
                 configuration: configuration,
                 counters: counters,
                 metrics: metrics,
+                observer: observer,
                 logger: logger,
                 nextAcceptanceID: { ids.next() }
             )
@@ -47,8 +49,10 @@ public final class DeliveryCore: Sendable {
     }
 
     /// Restores every device, registration and queued notification from the store. Call once,
-    /// before serving.
-    public func restore() async throws {
+    /// before serving. Returns the store's durable totals, which delivery does not keep (the
+    /// operator console does).
+    @discardableResult
+    public func restore() async throws -> [String: Int64] {
         let snapshot = try store.load()
         acceptanceIDs.continue(after: snapshot.maxAcceptanceID)
         var devices = Array(repeating: [DeviceRecord](), count: shards.count)
@@ -72,6 +76,7 @@ public final class DeliveryCore: Sendable {
                 shard.load(notifications: n)
             }.get()
         }
+        return snapshot.totals
     }
 
     /// Starts heartbeats and the expiry sweep on every shard.

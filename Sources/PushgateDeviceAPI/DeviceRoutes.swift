@@ -21,7 +21,7 @@ public enum DeviceRoutes {
     /// otherwise anyone who can reach the port may create devices.
     public static func register(on router: inout Router, core: DeliveryCore, registrationSecret: String? = nil) {
         let expectedSecret = registrationSecret.map { SHA256.hash($0.utf8) }
-        router.add("POST", "/v1/devices", protocols: .http2Only) { request, responder in
+        router.add("POST", "/v1/devices", protocols: .http2Only, role: .device) { request, responder in
             if let expectedSecret {
                 guard let given = BearerCredential.credential(in: request.headers.first(name: "authorization")).map(String.init),
                       constantTimeEquals(SHA256.hash(given.utf8), expectedSecret)
@@ -44,7 +44,7 @@ public enum DeviceRoutes {
                 }
             }
         }
-        router.addPrefix(nil, devicePrefix, protocols: .http2Only) { request, responder in
+        router.addPrefix(nil, devicePrefix, protocols: .http2Only, role: .device) { request, responder in
             route(request, responder, core: core)
         }
     }

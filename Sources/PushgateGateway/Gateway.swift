@@ -4,6 +4,8 @@ import NIOPosix
 import PushgateDelivery
 import PushgateDeviceAPI
 import PushgateHTTP
+import PushgateModel
+import PushgateOperator
 import PushgateProviderAPI
 import PushgateProviderAuth
 import PushgateStore
@@ -15,24 +17,35 @@ import ServiceLifecycle
 /// `GatewayConfiguration`, and runs them as one service.
 public enum Gateway {
     /// Runs the gateway until SIGTERM or SIGINT, then drains and returns. `onStarted` gets the
-    /// bound addresses in listener order (cleartext, then TLS), port 0 resolved.
+    /// bound addresses, port 0 resolved: the main listeners in order (cleartext, then TLS),
+    /// then the admin listeners.
     public static func run(
         _ configuration: GatewayConfiguration,
         logger: Logger,
-        onStarted: @escaping @Sendable ([(address: SocketAddress, isTLS: Bool)]) -> Void = { _ in }
+        onStarted: @escaping @Sendable (StartedListeners) -> Void = { _ in }
     ) async throws {
         var configuration = configuration
         try configuration.validate()
         // The order of what can fail (and so of what a person is told first): TLS files, the
-        // policy sources, exposure, then the store.
+        // policy sources, exposure, the admin token, then the store.
         let listeners = try configuration.listenerConfigurations()
         try configuration.readPolicySources(logger: logger)
         try configuration.checkExposure()
-        let store = try SQLiteStore(directory: configuration.dataDirectory, logger: logger)
+        configuration.adminToken = try configuration.resolvedAdminToken()
+        configuration.adminTokenFile = nil
+        configuration.warnAboutAdminAccess(hasToken: configuration.adminToken != nil, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads)
+        let metrics = GatewayMetrics(version: PushgateVersion.current)
+        let store: SQLiteStore
+        do {
+            store = try SQLiteStore(directory: configuration.dataDirectory, metrics: metrics.store, logger: logger)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
         let gateway: AssembledGateway
         do {
-            gateway = try assemble(configuration, listeners: listeners, store: store, group: group, logger: logger)
+            gateway = try assemble(configuration, listeners: listeners, store: store, group: group, metrics: metrics, logger: logger)
         } catch {
             await store.close()
             try? await group.shutdownGracefully()
@@ -40,14 +53,17 @@ public enum Gateway {
         }
         let tlsFlags = listeners.map { $0.tls != nil }
         let service = GatewayService(
-            server: gateway.server,
-            core: gateway.core,
+            gateway: gateway,
             store: store,
-            readiness: gateway.readiness,
             shutdownDeadline: .seconds(Int64(configuration.shutdownTimeoutSeconds)),
             logger: logger
         ) { addresses in
-            onStarted(Array(zip(addresses, tlsFlags).map { (address: $0, isTLS: $1) }))
+            onStarted(
+                StartedListeners(
+                    main: Array(zip(addresses.main, tlsFlags).map { (address: $0, isTLS: $1) }),
+                    admin: addresses.admin
+                )
+            )
         }
         let services = ServiceGroup(
             configuration: ServiceGroupConfiguration(
@@ -65,52 +81,135 @@ public enum Gateway {
         try await group.shutdownGracefully()
     }
 
-    /// A gateway built but not started: what `run` serves, and what tests start themselves
-    /// with a store and a clock of their own.
-    public struct AssembledGateway: Sendable {
-        public let server: HTTPServer
-        public let core: DeliveryCore
-        public let readiness: Readiness
+    /// What `run` bound.
+    public struct StartedListeners: Sendable {
+        public var main: [(address: SocketAddress, isTLS: Bool)]
+        public var admin: [SocketAddress]
     }
 
-    /// Builds the delivery core (not yet restored), the routes and the server on `listeners`.
+    /// Builds the delivery core (not yet restored), the routes and the servers on `listeners`
+    /// and the configuration's admin listeners. `metrics` must be the one the store records
+    /// into, if it records.
     public static func assemble(
         _ configuration: GatewayConfiguration,
         listeners: [ListenerConfiguration],
         store: any NotificationStore,
         group: any EventLoopGroup,
         clock: any DeliveryClock = SystemClock(),
+        metrics: GatewayMetrics = GatewayMetrics(version: PushgateVersion.current),
         logger: Logger
     ) throws -> AssembledGateway {
         let readiness = Readiness()
-        let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: configuration.delivery, logger: logger)
-        let server = HTTPServer(
-            listeners: listeners,
-            configuration: configuration.server,
-            application: makeRouter(readiness: readiness, core: core, access: configuration.access, clock: clock),
+        let events = EventHub()
+        let core = try DeliveryCore(
+            group: group,
+            store: store,
+            clock: clock,
+            configuration: configuration.delivery,
+            metrics: metrics.delivery,
+            observer: events,
+            logger: logger
+        )
+        let provider = ProviderCounters()
+        metrics.follow(delivery: core.counters, provider: provider)
+        var settings = AdminConsole.Settings(access: AdminAccess(token: configuration.adminToken))
+        settings.metricsTopicLabels = configuration.metricsTopicLabels
+        let console = AdminConsole(
+            settings: settings,
+            metrics: metrics,
+            events: events,
+            core: core,
+            provider: provider,
+            store: store,
+            clock: clock,
             group: group,
             logger: logger
         )
-        return AssembledGateway(server: server, core: core, readiness: readiness)
+
+        var operatorRoutes = Router()
+        HealthRoutes.register(on: &operatorRoutes, readiness: readiness)
+        console.register(on: &operatorRoutes)
+
+        var mainRoutes = configuration.adminOnlyOnAdminListener ? Router() : operatorRoutes
+        if configuration.adminOnlyOnAdminListener { HealthRoutes.register(on: &mainRoutes, readiness: readiness) }
+        let gate = ProviderGate(
+            authenticator: configuration.access.providers,
+            isDraining: { readiness.isDraining },
+            maxConsecutiveErrors: configuration.access.maxConsecutiveProviderErrors,
+            nowMillis: { clock.nowMillis() },
+            counters: provider
+        )
+        ProviderRoute.register(on: &mainRoutes, core: core, validator: ProviderRequestValidator(), gate: gate)
+        DeviceRoutes.register(on: &mainRoutes, core: core, registrationSecret: configuration.access.registrationSecret)
+
+        let server = HTTPServer(listeners: listeners, configuration: configuration.server, application: mainRoutes, group: group, logger: logger)
+        metrics.watch(server)
+        var adminServer: HTTPServer?
+        let adminListeners = configuration.adminListenerConfigurations()
+        if !adminListeners.isEmpty {
+            var adminLogger = logger
+            adminLogger[metadataKey: "listener"] = "admin"
+            let admin = HTTPServer(
+                listeners: adminListeners,
+                configuration: configuration.adminServer,
+                application: operatorRoutes,
+                group: group,
+                logger: adminLogger
+            )
+            metrics.watch(admin)
+            adminServer = admin
+        }
+        return AssembledGateway(server: server, adminServer: adminServer, core: core, console: console, readiness: readiness)
+    }
+}
+
+/// A gateway built but not started: what `run` serves, and what tests start themselves with a
+/// store and a clock of their own.
+public struct AssembledGateway: Sendable {
+    public let server: HTTPServer
+    /// Serves the operator routes only; nil without admin listeners.
+    public let adminServer: HTTPServer?
+    public let core: DeliveryCore
+    public let console: AdminConsole
+    public let readiness: Readiness
+
+    public struct Addresses: Sendable {
+        public var main: [SocketAddress]
+        public var admin: [SocketAddress]
     }
 
-    /// The gateway's routes; each API registers its own.
-    static func makeRouter(
-        readiness: Readiness,
-        core: DeliveryCore,
-        access: AccessConfiguration,
-        clock: any DeliveryClock
-    ) -> Router {
-        var router = Router()
-        HealthRoutes.register(on: &router, readiness: readiness)
-        let gate = ProviderGate(
-            authenticator: access.providers,
-            isDraining: { readiness.isDraining },
-            maxConsecutiveErrors: access.maxConsecutiveProviderErrors,
-            nowMillis: { clock.nowMillis() }
-        )
-        ProviderRoute.register(on: &router, core: core, validator: ProviderRequestValidator(), gate: gate)
-        DeviceRoutes.register(on: &router, core: core, registrationSecret: access.registrationSecret)
-        return router
+    /// Restores the state from the store, starts maintenance and the console, binds every
+    /// listener, and is ready.
+    public func start() async throws -> Addresses {
+        let totals = try await core.restore()
+        await console.start(storedTotals: totals)
+        core.startMaintenance()
+        do {
+            let main = try await server.start()
+            let admin: [SocketAddress]
+            do {
+                admin = try await adminServer?.start() ?? []
+            } catch {
+                await server.shutdownGracefully(deadline: .zero)
+                throw error
+            }
+            readiness.set(true)
+            return Addresses(main: main, admin: admin)
+        } catch {
+            core.stopMaintenance()
+            await console.stop()
+            throw error
+        }
+    }
+
+    /// Drains every listener (in-flight requests get up to `deadline`), then stops maintenance
+    /// and writes the console's last totals. The store stays open: its owner closes it.
+    public func stop(deadline: TimeAmount) async {
+        readiness.beginDraining()
+        async let main: Void = server.shutdownGracefully(deadline: deadline)
+        if let adminServer { await adminServer.shutdownGracefully(deadline: deadline) }
+        await main
+        core.stopMaintenance()
+        await console.stop()
     }
 }

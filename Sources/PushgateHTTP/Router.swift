@@ -21,6 +21,8 @@ public struct Router: HTTPServerHandler {
         /// Nil: any method (the handler answers wrong methods itself, e.g. in APNs' format).
         var method: String?
         var protocols: RouteProtocols
+        /// What a connection whose first routed request is this one serves (a metric label).
+        var role: ConnectionRole
         var handler: RouteHandler
     }
 
@@ -35,9 +37,10 @@ public struct Router: HTTPServerHandler {
         _ method: String,
         _ path: String,
         protocols: RouteProtocols,
+        role: ConnectionRole,
         handler: @escaping RouteHandler
     ) {
-        let route = Route(method: method, protocols: protocols, handler: handler)
+        let route = Route(method: method, protocols: protocols, role: role, handler: handler)
         exact[path, default: []].append(route)
     }
 
@@ -45,9 +48,10 @@ public struct Router: HTTPServerHandler {
         _ method: String?,
         _ prefix: String,
         protocols: RouteProtocols,
+        role: ConnectionRole,
         handler: @escaping RouteHandler
     ) {
-        let route = Route(method: method, protocols: protocols, handler: handler)
+        let route = Route(method: method, protocols: protocols, role: role, handler: handler)
         if let index = prefixes.firstIndex(where: { $0.prefix == prefix }) {
             prefixes[index].routes.append(route)
         } else {
@@ -88,6 +92,7 @@ public struct Router: HTTPServerHandler {
             responder.respond(response)
             return
         }
+        request.connection.classify(as: route.role)
         route.handler(request, responder)
     }
 

@@ -42,11 +42,19 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     private let lastTransactionNanos = Atomic<UInt64>(0)
     private let maxTransactionNanos = Atomic<UInt64>(0)
     private let totalTransactionNanos = Atomic<UInt64>(0)
+    private let metrics: StoreMetrics
 
-    public init(backend: Backend, maxPendingCommands: Int = 100_000, maxGroupCommands: Int = 4096, logger: Logger) {
+    public init(
+        backend: Backend,
+        maxPendingCommands: Int = 100_000,
+        maxGroupCommands: Int = 4096,
+        metrics: StoreMetrics = .none,
+        logger: Logger
+    ) {
         precondition(maxPendingCommands > 0, "maxPendingCommands must be positive")
         precondition(maxGroupCommands > 0, "maxGroupCommands must be positive")
         self.backend = backend
+        self.metrics = metrics
         self.maxPendingCommands = maxPendingCommands
         self.maxGroupCommands = maxGroupCommands
         self.logger = logger
@@ -219,11 +227,13 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
 
         let elapsed = nanoseconds(ContinuousClock.now - start)
         var commands = 0
+        var pushes = 0
         var failed = 0
         for (batch, result) in zip(group, results) {
             switch result {
             case .success:
                 commands += batch.commands.count
+                for case .enqueue in batch.commands { pushes += 1 }
             case .failure(let error):
                 failed += 1
                 logger.error("store batch failed", metadata: ["error": "\(error.message)"])
@@ -238,6 +248,8 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         if elapsed > maxTransactionNanos.load(ordering: .relaxed) {
             maxTransactionNanos.store(elapsed, ordering: .relaxed)  // only the writer stores it
         }
+        metrics.commitDuration.recordNanoseconds(Int64(clamping: elapsed))
+        metrics.commitPushes.record(pushes)
         logger.trace("store transaction committed", metadata: [
             "batches": "\(group.count)", "failed": "\(failed)", "commands": "\(commands)",
             "microseconds": "\(elapsed / 1000)",

@@ -34,6 +34,9 @@ public enum StoreCommand: Sendable, Equatable {
     case saveBuckets([BucketRecord])
     /// Records an app's reported state.
     case setAppState(token: String, state: AppState)
+    /// Adds each count to the durable total of its name (a new name starts at 0): the totals
+    /// the admin API shows since the store was created, which survive restarts.
+    case addTotals([String: Int64])
 }
 
 extension StoreCommand {
@@ -62,6 +65,8 @@ extension StoreCommand {
             return "set app state of token \(token) to \(state.rawValue)"
         case .reserveSeqs(let deviceID, let through):
             return "reserve seqs of device \(deviceID) through \(through)"
+        case .addTotals(let totals):
+            return "add to \(totals.count) durable total(s)"
         }
     }
 }

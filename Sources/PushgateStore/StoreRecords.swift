@@ -80,18 +80,22 @@ public struct StoreSnapshot: Sendable, Equatable {
     public var maxAcceptanceID: UInt64
     /// Ordered by key.
     public var buckets: [BucketRecord]
+    /// The durable totals (`StoreCommand.addTotals`), by name.
+    public var totals: [String: Int64]
 
     public init(
         devices: [DeviceRecord],
         registrations: [RegistrationRecord],
         notifications: [AcceptedPush],
         maxAcceptanceID: UInt64,
-        buckets: [BucketRecord] = []
+        buckets: [BucketRecord] = [],
+        totals: [String: Int64] = [:]
     ) {
         self.devices = devices
         self.registrations = registrations
         self.notifications = notifications
         self.maxAcceptanceID = maxAcceptanceID
         self.buckets = buckets
+        self.totals = totals
     }
 }

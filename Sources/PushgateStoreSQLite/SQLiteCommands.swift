@@ -20,6 +20,8 @@ enum SQLiteCommands {
             return true
         case .saveBuckets(let buckets):
             return buckets.count <= 1
+        case .addTotals(let totals):
+            return totals.count <= 1
         case .remove, .deleteDevice, .unregister:
             return false
         }
@@ -87,6 +89,15 @@ enum SQLiteCommands {
         case .setAppState(let token, let state):
             try db.cachedStatement(sql: "UPDATE registrations SET app_state = ? WHERE token = ?")
                 .execute(arguments: [state.rawValue, token])
+
+        case .addTotals(let totals):
+            let statement = try db.cachedStatement(sql: """
+                INSERT INTO totals (name, value) VALUES (?, ?) \
+                ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
+                """)
+            for (name, count) in totals {
+                try statement.execute(arguments: [name, count])
+            }
 
         case .enqueue(let n):
             // The hot commands bind through SQLite's C API: GRDB's `StatementArguments` would

@@ -25,8 +25,20 @@ enum SQLiteSchema {
         migrator.registerMigration("v4") { db in
             try db.execute(sql: v4)
         }
+        migrator.registerMigration("v5") { db in
+            try db.execute(sql: v5)
+        }
         return migrator
     }
+
+    /// Durable totals (received, delivered, ...) since the store was created, for operators
+    /// whose dashboards should not start from zero at every restart.
+    private static let v5 = """
+        CREATE TABLE totals (
+            name  TEXT    NOT NULL PRIMARY KEY,
+            value INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID;
+        """
 
     /// `notifications` loses its index by (device_id, seq) and its foreign key to devices. The
     /// index ordered entries by device, so with many devices every insert and every ack's delete

@@ -24,6 +24,12 @@ enum SQLiteSnapshot {
             buckets.append(BucketRecord(key: row[0], level: UInt32(clamping: row[1] as Int64), at: row[2]))
         }
 
+        var totals: [String: Int64] = [:]
+        let totalRows = try Row.fetchCursor(db, sql: "SELECT name, value FROM totals")
+        while let row = try totalRows.next() {
+            totals[row[0]] = row[1]
+        }
+
         var notifications: [AcceptedPush] = []
         var maxSeqByDevice: [String: UInt64] = [:]
         var maxAcceptanceID: UInt64 = 0
@@ -82,6 +88,6 @@ enum SQLiteSnapshot {
                                           arguments: [SQLiteSchema.maxAcceptanceIDKey]) ?? 0
         maxAcceptanceID = max(maxAcceptanceID, UInt64(max(recorded, 0)))
         return StoreSnapshot(devices: devices, registrations: registrations, notifications: notifications,
-                             maxAcceptanceID: maxAcceptanceID, buckets: buckets)
+                             maxAcceptanceID: maxAcceptanceID, buckets: buckets, totals: totals)
     }
 }

@@ -6,8 +6,18 @@ public typealias SQLiteStore = GroupCommitStore<SQLiteBackend>
 
 extension GroupCommitStore where Backend == SQLiteBackend {
     /// Opens (creating if needed) `<directory>/pushgate.sqlite` and brings its schema up to date.
-    public convenience init(directory: String, maxPendingCommands: Int = 100_000, logger: Logger) throws(StoreError) {
-        self.init(backend: try SQLiteBackend(directory: directory, logger: logger), maxPendingCommands: maxPendingCommands, logger: logger)
+    public convenience init(
+        directory: String,
+        maxPendingCommands: Int = 100_000,
+        metrics: StoreMetrics = .none,
+        logger: Logger
+    ) throws(StoreError) {
+        self.init(
+            backend: try SQLiteBackend(directory: directory, logger: logger),
+            maxPendingCommands: maxPendingCommands,
+            metrics: metrics,
+            logger: logger
+        )
     }
 
     /// Path of the database file.

@@ -1,10 +1,12 @@
 import ArgumentParser
+import PushgateModel
 
 @main
 struct Pushgate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushgate",
         abstract: "A self-hosted push-notification gateway that speaks the APNs provider API.",
+        version: PushgateVersion.current,
         subcommands: [ServeCommand.self, AgentCommand.self, SendCommand.self, BenchCommand.self]
     )
 }

@@ -22,10 +22,13 @@ struct RouterTests {
             #expect(health.status == 200)
             #expect(String(buffer: health.body) == "ok\n")
 
+            // Started: ready.
+            #expect(try await connection.send(HTTPClientRequest(path: "/readyz")).status == 200)
+            gateway.readiness.set(false)
             #expect(try await connection.send(HTTPClientRequest(path: "/readyz")).status == 503)
             gateway.readiness.set(true)
             #expect(try await connection.send(HTTPClientRequest(path: "/readyz")).status == 200)
-            gateway.readiness.set(false)
+            gateway.readiness.beginDraining()
             #expect(try await connection.send(HTTPClientRequest(path: "/readyz")).status == 503)
             await connection.close()
         }
@@ -68,9 +71,9 @@ struct RouterTests {
         func answer(_ text: String) -> RouteHandler {
             { _, responder in responder.respond(HTTPServerResponse(status: 200, text: text)) }
         }
-        router.addPrefix(nil, "/a/", protocols: .http1AndHTTP2, handler: answer("a"))
-        router.addPrefix(nil, "/a/b/", protocols: .http1AndHTTP2, handler: answer("ab"))
-        router.add("GET", "/a/b/exact", protocols: .http1AndHTTP2, handler: answer("exact"))
+        router.addPrefix(nil, "/a/", protocols: .http1AndHTTP2, role: .operator, handler: answer("a"))
+        router.addPrefix(nil, "/a/b/", protocols: .http1AndHTTP2, role: .operator, handler: answer("ab"))
+        router.add("GET", "/a/b/exact", protocols: .http1AndHTTP2, role: .operator, handler: answer("exact"))
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = HTTPServer(
             listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
@@ -164,17 +167,15 @@ func withGateway(
         clock: clock,
         logger: logger
     )
-    let (server, core, readiness) = (assembled.server, assembled.core, assembled.readiness)
-    try await core.restore()
-    let addresses = try await server.start()
-    let gateway = RunningGateway(group: group, readiness: readiness, core: core, port: addresses[0].port!)
+    let addresses = try await assembled.start()
+    let gateway = RunningGateway(group: group, readiness: assembled.readiness, core: assembled.core, port: addresses.main[0].port!)
     var failure: (any Error)?
     do {
         try await body(gateway)
     } catch {
         failure = error
     }
-    await server.shutdownGracefully(deadline: TimeAmount.milliseconds(100))
+    await assembled.stop(deadline: TimeAmount.milliseconds(100))
     await store.close()
     try await group.shutdownGracefully()
     if let failure { throw failure }

@@ -53,6 +53,7 @@ private struct Tables {
     var registrations: [String: RegistrationRecord] = [:]
     var notifications: [UInt64: AcceptedPush] = [:]
     var buckets: [String: BucketRecord] = [:]
+    var totals: [String: Int64] = [:]
     /// Raised by committed enqueues only, never lowered.
     var maxAcceptanceID: UInt64 = 0
 
@@ -129,6 +130,13 @@ private struct Tables {
 
         case .setAppState(let token, let state):
             registrations[token]?.appState = state
+
+        case .addTotals(let counts):
+            for (name, count) in counts {
+                let (sum, overflow) = totals[name, default: 0].addingReportingOverflow(count)
+                if overflow { throw refuse("total \(name) would overflow a signed 64-bit integer") }
+                totals[name] = sum
+            }
         }
     }
 
@@ -151,7 +159,8 @@ private struct Tables {
             registrations: registrations.values.sorted { byteOrder($0.token, $1.token) },
             notifications: notifications.values.sorted { $0.acceptanceID < $1.acceptanceID },
             maxAcceptanceID: max(maxAcceptanceID, notifications.keys.max() ?? 0),
-            buckets: buckets.values.sorted { byteOrder($0.key, $1.key) }
+            buckets: buckets.values.sorted { byteOrder($0.key, $1.key) },
+            totals: totals
         )
     }
 }

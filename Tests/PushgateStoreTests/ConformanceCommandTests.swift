@@ -169,6 +169,26 @@ struct ConformanceCommandTests {
         }
     }
 
+    @Test("addTotals adds to each named total, which starts at 0, through load()", arguments: StoreBackendKind.allCases)
+    func durableTotals(_ backend: StoreBackendKind) async throws {
+        try await withStore(backend) { store in
+            try await store.commit([.addTotals(["received": 3, "delivered": 2])])
+            try await store.commit([.addTotals(["received": 4]), .addTotals(["dropped": 1, "delivered": 0])])
+            #expect(try store.load().totals == ["received": 7, "delivered": 2, "dropped": 1])
+        }
+    }
+
+    @Test("a total that would overflow fails its batch and keeps its value", arguments: StoreBackendKind.allCases)
+    func durableTotalOverflow(_ backend: StoreBackendKind) async throws {
+        try await withStore(backend) { store in
+            try await store.commit([.addTotals(["received": Int64.max - 1])])
+            await #expect(throws: StoreError.self) {
+                try await store.commit([.addTotals(["received": 2])])
+            }
+            #expect(try store.load().totals == ["received": Int64.max - 1])
+        }
+    }
+
     @Test("register leaves the app state unset, whatever the record says; setAppState sets it", arguments: StoreBackendKind.allCases)
     func registerAppState(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in

@@ -85,8 +85,8 @@ extension DeviceShard {
                 }
                 if !removed.isEmpty {
                     replaced = true
-                    commands.append(.remove(acceptanceIDs: removed))
-                    counters.recordDrop(.coalesced, count: removed.count)
+                    commands.append(.remove(acceptanceIDs: removed.map(\.acceptanceID)))
+                    dropQueued(removed, .coalesced)
                 }
             }
             record.seq = takeSeq(device, into: &commands)
@@ -119,6 +119,9 @@ extension DeviceShard {
             case .success:
                 counters.recordDisposition(disposition)
                 if let emptyBudget { counters.budgetExhausted.add(emptyBudget) }
+                if disposition == .held || disposition == .coalesced, let record = held[acceptanceID] {
+                    notable(.held, record, Self.holdDetail(record, emptyBudget: emptyBudget))
+                }
                 promise.succeed(disposition)
             case .failure(let error):
                 if held.removeValue(forKey: acceptanceID) != nil {
@@ -128,6 +131,16 @@ extension DeviceShard {
                 }
                 promise.fail(Refusal.notificationNotStored(error))
             }
+        }
+    }
+
+    /// Why a push was held, in a few words, for the admin stream.
+    static func holdDetail(_ record: AcceptedPush, emptyBudget: BudgetScope?) -> String {
+        if let emptyBudget { return "\(emptyBudget.rawValue) budget empty" }
+        switch (record.push.pushType.pushClass, record.push.priority) {
+        case (.silent, _): return "silent: waits for its budget or a wake event"
+        case (.regular, .low): return "priority 1: waits for a wake event"
+        case (.regular, _): return "priority 5: deferred"
         }
     }
 }

@@ -27,10 +27,16 @@ extension DeviceShard {
         }
     }
 
-    func dropExpired(_ ids: [UInt64], from device: DeviceState) {
-        counters.recordDrop(.expired, count: ids.count)
+    func dropExpired(_ records: [AcceptedPush], from device: DeviceState) {
+        dropQueued(records, .expired)
         queueShrank(device)
-        commit([.remove(acceptanceIDs: ids)]) { _ in }
+        commit([.remove(acceptanceIDs: records.map(\.acceptanceID))]) { _ in }
+    }
+
+    /// Counts queued notifications that leave undelivered (the caller removes them from disk).
+    func dropQueued(_ records: [AcceptedPush], _ reason: DropReason) {
+        counters.recordDrop(reason, count: records.count)
+        for record in records { notable(.dropped, record, reason.rawValue) }
     }
 
     /// After entries left the device's queue. An empty queue leaves the set the sweep walks and
@@ -47,8 +53,8 @@ extension DeviceShard {
     func queueCapacity(deviceID: String) -> Int? { devices[deviceID]?.queue.capacity }
 
     /// Removes entries that match and were never sent (on any stream or in a keep-alive
-    /// response); returns their ids. A sent one stays for its ack: the agent may be handling it.
-    func removeUndelivered(from device: DeviceState, where matches: (QueuedNotification) -> Bool) -> [UInt64] {
+    /// response); returns them. A sent one stays for its ack: the agent may be handling it.
+    func removeUndelivered(from device: DeviceState, where matches: (QueuedNotification) -> Bool) -> [AcceptedPush] {
         func removable(_ entry: QueuedNotification) -> Bool { !entry.sent && matches(entry) }
         // Most calls (every push with a collapse id, every device at each sweep) match nothing:
         // the queue is copied only once one entry must go.
@@ -56,9 +62,9 @@ extension DeviceShard {
         guard let first = device.queue[unsent...].firstIndex(where: removable) else { return [] }
         var kept = CircularBuffer<QueuedNotification>(initialCapacity: device.queue.count)
         kept.append(contentsOf: device.queue[..<first])
-        var removed: [UInt64] = []
+        var removed: [AcceptedPush] = []
         for entry in device.queue[first...] {
-            if removable(entry) { removed.append(entry.record.acceptanceID) } else { kept.append(entry) }
+            if removable(entry) { removed.append(entry.record) } else { kept.append(entry) }
         }
         device.queue = kept
         return removed

@@ -89,10 +89,10 @@ extension DeviceShard {
         device.tokensByTopic[registration.topic] = nil
         // Undelivered pushes for the app are dropped with it; delivered ones wait for their ack.
         let dropped = removeUndelivered(from: device) { $0.record.push.deviceToken == token }
-        counters.recordDrop(.unregistered, count: dropped.count)
+        dropQueued(dropped, .unregistered)
         queueShrank(device)
         var commands: [StoreCommand] = [.unregister(token: token, at: now)]
-        if !dropped.isEmpty { commands.append(.remove(acceptanceIDs: dropped)) }
+        if !dropped.isEmpty { commands.append(.remove(acceptanceIDs: dropped.map(\.acceptanceID))) }
         if let app = registration.app {
             forget(scheduler.removeApp(app), into: &commands)
             appTokens[app] = nil

@@ -66,6 +66,7 @@ extension DeviceShard {
             guard let record = held.removeValue(forKey: drop.id) else { continue }
             devices[record.deviceID]?.heldCount -= 1
             counters.recordDrop(drop.reason, count: 1)
+            notable(.dropped, record, drop.reason.rawValue)
             ids.append(drop.id)
         }
         return ids
@@ -112,6 +113,7 @@ extension DeviceShard {
                     if entry.wasHeld {
                         metrics.holdDuration.record(millis: now - queued.record.acceptedAt)
                         if let wake = WakeKind(queued.delivery) { counters.piggybacked.add(wake) }
+                        notable(.released, queued.record, queued.delivery.rawValue)
                     }
                 case .failure:
                     var record = device.queue.remove(at: index).record

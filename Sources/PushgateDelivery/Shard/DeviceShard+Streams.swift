@@ -109,7 +109,7 @@ extension DeviceShard {
         guard let stream = device.stream, let sink = stream.sink else { return }
         let now = clock.nowMillis()
         var buffer: ByteBuffer?
-        var expired: [UInt64] = []
+        var expired: [AcceptedPush] = []
         while device.deliveredCount < device.queue.count {
             let entry = device.queue[device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)]
             guard entry.committed else { break }
@@ -121,7 +121,7 @@ extension DeviceShard {
             // expired pushes are never delivered); the sweep leaves sent ones to this check.
             if entry.record.expiresAt <= now {
                 device.queue.remove(at: device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount))
-                expired.append(entry.record.acceptanceID)
+                expired.append(entry.record)
                 continue
             }
             guard device.unackedBytes < configuration.unackedWindowBytes else { break }

@@ -21,6 +21,7 @@ final class DeviceShard {
     let configuration: DeliveryConfiguration
     let counters: DeliveryCounters
     let metrics: DeliveryMetrics
+    let observer: (any DeliveryObserver)?
     let logger: Logger
     let nextAcceptanceID: @Sendable () -> UInt64
     /// Store completions come back through it, many per loop task.
@@ -51,6 +52,7 @@ final class DeviceShard {
         configuration: DeliveryConfiguration,
         counters: DeliveryCounters,
         metrics: DeliveryMetrics,
+        observer: (any DeliveryObserver)?,
         logger: Logger,
         nextAcceptanceID: @escaping @Sendable () -> UInt64
     ) throws(SchedulerConfigurationError) {
@@ -60,9 +62,25 @@ final class DeviceShard {
         self.configuration = configuration
         self.counters = counters
         self.metrics = metrics
+        self.observer = observer
         self.logger = logger
         self.nextAcceptanceID = nextAcceptanceID
         self.completions = LoopInbox(loop: eventLoop)
         self.scheduler = try Scheduler(configuration: configuration.scheduler)
+    }
+
+    /// Tells the observer, if anyone listens.
+    func notable(_ kind: NotableEvent.Kind, _ record: AcceptedPush, _ detail: @autoclosure () -> String) {
+        guard let observer, observer.isListening else { return }
+        observer.notable(
+            NotableEvent(
+                kind: kind,
+                time: clock.nowMillis(),
+                deviceID: record.deviceID,
+                apnsID: record.push.apnsID,
+                topic: record.push.topic,
+                detail: detail()
+            )
+        )
     }
 }

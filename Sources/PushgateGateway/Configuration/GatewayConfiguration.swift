@@ -32,6 +32,17 @@ public struct GatewayConfiguration: Sendable {
     public var threads = System.coreCount
     /// swift-log's level name.
     public var logLevel = "info"
+    /// Admin listeners (h2c and HTTP/1.1): the operator routes only.
+    public var adminListen: [ListenAddress] = []
+    /// The admin token; `adminTokenFile` instead names a file holding it. Without either, the
+    /// operator routes answer loopback peers only.
+    public var adminToken: String?
+    public var adminTokenFile: String?
+    /// The main listeners serve health and readiness but not the metrics, admin API and
+    /// dashboard (which the admin listeners serve).
+    public var adminOnlyOnAdminListener = false
+    /// Per-topic gauges in the metrics (topics are not a bounded set).
+    public var metricsTopicLabels = false
     /// Where who may use the gateway and the scheduler's policy come from. When set,
     /// `Gateway.run` reads them into `access` and `delivery` once the TLS files are loaded.
     public var policySources: PolicySources?
@@ -76,6 +87,47 @@ public struct GatewayConfiguration: Sendable {
         if threads < 1 { throw GatewayConfigurationError("--threads must be at least 1") }
         if idleTimeoutSeconds < 1 { throw GatewayConfigurationError("--idle-timeout must be at least 1 second") }
         if shutdownTimeoutSeconds < 0 { throw GatewayConfigurationError("--shutdown-timeout cannot be negative") }
+        if adminOnlyOnAdminListener, adminListen.isEmpty {
+            throw GatewayConfigurationError("--admin-only-on-admin-listener needs --admin-listen HOST:PORT")
+        }
+        if adminToken != nil, adminTokenFile != nil {
+            throw GatewayConfigurationError("give the admin token once: --admin-token, --admin-token-file or PUSHGATE_ADMIN_TOKEN")
+        }
+        if let adminToken, adminToken.isEmpty {
+            throw GatewayConfigurationError("the admin token is empty (--admin-token or PUSHGATE_ADMIN_TOKEN)")
+        }
+    }
+
+    /// The admin token, read from its file when given as one. Leading and trailing blanks and
+    /// line ends are not part of it (files usually end with a newline).
+    func resolvedAdminToken() throws(GatewayConfigurationError) -> String? {
+        guard let adminTokenFile else { return adminToken }
+        guard let data = FileManager.default.contents(atPath: adminTokenFile) else {
+            throw GatewayConfigurationError("--admin-token-file \(adminTokenFile): cannot be read (missing, or not readable by this user)")
+        }
+        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if token.isEmpty { throw GatewayConfigurationError("--admin-token-file \(adminTokenFile) is empty") }
+        return token
+    }
+
+    /// Hosts that serve the operator routes, for the warning about an open admin surface.
+    var operatorHosts: [String] {
+        (adminOnlyOnAdminListener ? [] : (cleartextListeners + tlsListen).map(\.host)) + adminListen.map(\.host)
+    }
+
+    /// Operator routes served off loopback without a token answer no one there: said at start.
+    func warnAboutAdminAccess(hasToken: Bool, logger: Logger) {
+        let exposed = operatorHosts.filter { !AccessConfiguration.isLoopback($0) }
+        guard !hasToken, !exposed.isEmpty else { return }
+        logger.warning(
+            "no admin token: /metrics, /v1/admin and /admin answer loopback clients only (403 to others, such as a Prometheus on another host); set --admin-token-file FILE, --admin-token or PUSHGATE_ADMIN_TOKEN",
+            metadata: ["listeners": "\(exposed.joined(separator: ", "))"]
+        )
+    }
+
+    /// The admin listeners to bind.
+    func adminListenerConfigurations() -> [ListenerConfiguration] {
+        adminListen.map { ListenerConfiguration(host: $0.host, port: $0.port) }
     }
 
     /// The listeners to bind, in order: cleartext, then TLS (one context shared by all of them).
@@ -124,6 +176,13 @@ public struct GatewayConfiguration: Sendable {
         var server = HTTPServerConfiguration()
         server.http2.idleTimeout = .seconds(Int64(idleTimeoutSeconds))
         server.http2.streamsUntilAuthorized = access.streamsUntilAuthorized
+        return server
+    }
+
+    /// The admin listeners' settings: no provider gating (no provider is served there).
+    var adminServer: HTTPServerConfiguration {
+        var server = HTTPServerConfiguration()
+        server.http2.idleTimeout = .seconds(Int64(idleTimeoutSeconds))
         return server
     }
 }

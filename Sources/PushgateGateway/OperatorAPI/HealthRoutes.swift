@@ -31,10 +31,10 @@ public enum HealthRoutes {
     private static let notReady = HTTPServerResponse(status: 503, text: "not ready (starting or draining)\n")
 
     public static func register(on router: inout Router, readiness: Readiness) {
-        router.add("GET", "/healthz", protocols: .http1AndHTTP2) { _, responder in
+        router.add("GET", "/healthz", protocols: .http1AndHTTP2, role: .operator) { _, responder in
             responder.respond(healthy)
         }
-        router.add("GET", "/readyz", protocols: .http1AndHTTP2) { _, responder in
+        router.add("GET", "/readyz", protocols: .http1AndHTTP2, role: .operator) { _, responder in
             responder.respond(readiness.isReady ? ready : notReady)
         }
     }

@@ -10,53 +10,41 @@ import ServiceLifecycle
 /// listeners, serves until a graceful shutdown is requested (SIGTERM/SIGINT), then drains and
 /// closes the store.
 public final class GatewayService: Service {
-    public let server: HTTPServer
-    public let readiness: Readiness
-    private let core: DeliveryCore
+    public let gateway: AssembledGateway
     private let store: any NotificationStore
     private let shutdownDeadline: TimeAmount
     private let logger: Logger
-    private let onStarted: @Sendable ([SocketAddress]) -> Void
+    private let onStarted: @Sendable (AssembledGateway.Addresses) -> Void
 
     public init(
-        server: HTTPServer,
-        core: DeliveryCore,
+        gateway: AssembledGateway,
         store: any NotificationStore,
-        readiness: Readiness,
         shutdownDeadline: TimeAmount,
         logger: Logger,
-        onStarted: @escaping @Sendable ([SocketAddress]) -> Void = { _ in }
+        onStarted: @escaping @Sendable (AssembledGateway.Addresses) -> Void = { _ in }
     ) {
-        self.server = server
-        self.core = core
+        self.gateway = gateway
         self.store = store
-        self.readiness = readiness
         self.shutdownDeadline = shutdownDeadline
         self.logger = logger
         self.onStarted = onStarted
     }
 
     public func run() async throws {
-        try await core.restore()
-        core.startMaintenance()
-        let addresses: [SocketAddress]
+        let addresses: AssembledGateway.Addresses
         do {
-            addresses = try await server.start()
+            addresses = try await gateway.start()
         } catch {
-            core.stopMaintenance()
             await store.close()
             throw error
         }
-        readiness.set(true)
         onStarted(addresses)
         logger.info("pushgate ready")
         // Returns when a graceful shutdown is triggered; throws on cancellation, which also ends
         // the service (after draining below).
         try? await gracefulShutdown()
-        readiness.beginDraining()
         logger.info("shutting down", metadata: ["shutdown.deadline": "\(shutdownDeadline)"])
-        await server.shutdownGracefully(deadline: shutdownDeadline)
-        core.stopMaintenance()
+        await gateway.stop(deadline: shutdownDeadline)
         // Every commit already waited for its fsync; this finishes any still in flight.
         await store.close()
         logger.info("stopped")

@@ -52,13 +52,19 @@ extension Refusal {
 
         // MARK: Device API (Pushgate)
 
-        /// A missing or wrong device secret or registration secret, or an unknown device: one answer.
+        /// A missing or wrong device secret, registration secret or admin token, or an unknown
+        /// device: one answer.
         case unauthorized = "Unauthorized"
         /// A body that is not the expected JSON.
         case badRequest = "BadRequest"
         /// A power or app state that does not exist.
         case badState = "BadState"
         case badLastEventId = "BadLastEventId"
+
+        // MARK: Operator routes (Pushgate)
+
+        /// No admin token is configured and the peer is not on loopback.
+        case forbidden = "Forbidden"
 
         // MARK: Any route
 
@@ -84,7 +90,7 @@ extension Refusal {
                 400
             case .unauthorized: 401
             case .missingProviderToken, .invalidProviderToken, .expiredProviderToken, .unrelatedKeyIdInToken,
-                .badEnvironmentKeyIdInToken, .badCertificate:
+                .badEnvironmentKeyIdInToken, .badCertificate, .forbidden:
                 403
             case .badPath, .notFound: 404
             case .methodNotAllowed: 405

@@ -13,17 +13,21 @@ public struct ProviderGate: Sendable {
     public var maxConsecutiveErrors: Int
     /// Milliseconds since the epoch, for token ages. Injected so tests control time.
     public var nowMillis: @Sendable () -> Int64
+    /// Where every push received and every refusal is counted.
+    public var counters: ProviderCounters
 
     public init(
         authenticator: ProviderAuthenticator,
         isDraining: @escaping @Sendable () -> Bool,
         maxConsecutiveErrors: Int = 100,
-        nowMillis: @escaping @Sendable () -> Int64
+        nowMillis: @escaping @Sendable () -> Int64,
+        counters: ProviderCounters = ProviderCounters()
     ) {
         self.authenticator = authenticator
         self.isDraining = isDraining
         self.maxConsecutiveErrors = maxConsecutiveErrors
         self.nowMillis = nowMillis
+        self.counters = counters
     }
 }
 

@@ -19,7 +19,7 @@ public enum ProviderRoute {
         gate: ProviderGate
     ) {
         // Any method: a wrong one is answered in APNs' own terms (405 MethodNotAllowed).
-        router.addPrefix(nil, "/3/", protocols: .http2Only) { request, responder in
+        router.addPrefix(nil, "/3/", protocols: .http2Only, role: .provider) { request, responder in
             handle(request, responder, core: core, validator: validator, gate: gate)
         }
     }
@@ -43,6 +43,7 @@ public enum ProviderRoute {
         if gate.isDraining() {
             let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
             responder.respond(.refusal(Refusal(.shutdown, "the gateway is shutting down; retry on a new connection"), apnsID: apnsID))
+            gate.counters.rejected.add(.shutdown)
             return
         }
 
@@ -82,6 +83,7 @@ public enum ProviderRoute {
                 let state = boundState.value
                 switch result {
                 case .success(let disposition):
+                    gate.counters.received.add(push.pushType)
                     state.consecutiveErrors = 0
                     var headers = HTTPHeaders()
                     headers.add(name: "apns-id", value: push.apnsID)
@@ -105,6 +107,7 @@ public enum ProviderRoute {
         responder: HTTPResponder
     ) {
         responder.respond(.refusal(refusal, apnsID: apnsID))
+        gate.counters.rejected.add(refusal.reason)
         // 410 is not an error condition at APNs, and the gateway's own limits are not the
         // provider misbehaving (429 TooManyProviderTokenUpdates is).
         guard (400..<500).contains(refusal.status), refusal.reason != .unregistered, !refusal.reason.isGatewayLimit else { return }

@@ -26,6 +26,9 @@ public final class ConnectionInfo: Sendable {
     /// Set by the first `grantFullConcurrency`: callers on every device request (from any
     /// thread) then cost one atomic load, not a hop to the connection's loop.
     private let granted = Atomic<Bool>(false)
+    private let role = Atomic<UInt8>(ConnectionRole.unclassified.rawValue)
+    /// Where an HTTP/2 connection counts itself by role; nil for HTTP/1.1 and in tests.
+    let statistics: ConnectionStatistics?
 
     public init(
         id: UInt64,
@@ -35,7 +38,8 @@ public final class ConnectionInfo: Sendable {
         isTLS: Bool,
         negotiatedProtocol: String?,
         peerCertificate: PeerCertificate?,
-        eventLoop: any EventLoop
+        eventLoop: any EventLoop,
+        statistics: ConnectionStatistics? = nil
     ) {
         self.id = id
         self.remoteAddress = remoteAddress
@@ -46,6 +50,27 @@ public final class ConnectionInfo: Sendable {
         self.peerCertificate = peerCertificate
         self.eventLoop = eventLoop
         self.local = NIOLoopBound(LocalState(), eventLoop: eventLoop)
+        self.statistics = statistics
+        statistics?.add(.unclassified, 1)
+    }
+
+    /// The role of the connection, from the first request the application routed; later ones
+    /// do not change it. One atomic load once classified.
+    public func classify(as role: ConnectionRole) {
+        guard role != .unclassified, self.role.load(ordering: .relaxed) == ConnectionRole.unclassified.rawValue else { return }
+        let (exchanged, _) = self.role.compareExchange(
+            expected: ConnectionRole.unclassified.rawValue,
+            desired: role.rawValue,
+            ordering: .relaxed
+        )
+        guard exchanged else { return }
+        statistics?.add(.unclassified, -1)
+        statistics?.add(role, 1)
+    }
+
+    /// The connection ended: it no longer counts.
+    func closed() {
+        statistics?.add(ConnectionRole(rawValue: role.load(ordering: .relaxed)) ?? .unclassified, -1)
     }
 
     /// Per-connection state of the application (for example a provider's verified tokens),

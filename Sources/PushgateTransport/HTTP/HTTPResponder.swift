@@ -40,8 +40,8 @@ public struct HTTPResponder: Sendable {
     }
 
     /// Sends `head` and returns a writer for a body that is produced over time (e.g. an event
-    /// stream). Fails with `ResponseBodyWriter.Closed` when the stream is already gone, and for
-    /// HTTP/1.1 requests: streamed responses are served over HTTP/2 only.
+    /// stream). Fails with `ResponseBodyWriter.Closed` when the stream is already gone. Over
+    /// HTTP/1.1 the body goes chunked, and later requests on the connection wait for its end.
     public func startStream(
         _ head: ResponseHead,
         highWatermark: Int = 256 * 1024

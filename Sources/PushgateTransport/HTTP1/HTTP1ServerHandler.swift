@@ -5,8 +5,8 @@ import NIOHTTP1
 /// Serves the application over HTTP/1.1 (for operators: Prometheus, curl without flags).
 ///
 /// Sits behind NIO's HTTP/1 pipeline, which parses, serializes, and orders pipelined requests so
-/// that exactly one is answered at a time. Responses are whole: nothing served over HTTP/1.1
-/// streams.
+/// that exactly one is answered at a time. A response is whole, or streamed in chunks (the admin
+/// event stream, which browsers read over HTTP/1.1); while one streams, later requests wait.
 final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -28,6 +28,8 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     /// The connection closes after the current response; nothing more is dispatched.
     private var closing = false
     private var idleTimer: Scheduled<Void>?
+    /// The body being streamed, if any.
+    private var streaming: ResponseBodyWriter?
 
     init(application: any HTTPServerHandler, connection: ConnectionInfo, maxBodySize: Int, idleTimeout: TimeAmount, logger: Logger) {
         self.application = application
@@ -44,7 +46,32 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idleTimer?.cancel()
+        endStream(.connectionClosed)
         self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        endStream(.connectionClosed)
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, let streaming {
+            streaming.bodyDrained(remaining: connectionBufferedBytes)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// A graceful shutdown began (`HTTP1QuiesceObserver`): a streamed body is asked to end, so
+    /// that NIO's pipeline handler can close the connection after it.
+    func shutdownRequested() {
+        streaming?.shutdownRequested()
+    }
+
+    private func endStream(_ reason: ResponseBodyWriter.CloseReason) {
+        guard let writer = streaming else { return }
+        streaming = nil
+        writer.streamClosed(reason)
     }
 
     /// Parse errors were already answered `400` by NIO's protocol error handler; any error ends
@@ -104,7 +131,9 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     /// middle of a request.
     private func armIdleTimer() {
         idleTimer?.cancel()
-        guard let context else { return }
+        // A streamed response may be quiet for long (the client only listens); it ends with
+        // its connection, or when the application ends it.
+        guard let context, streaming == nil else { return }
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         idleTimer = context.eventLoop.scheduleTask(in: idleTimeout) {
             loopBound.value.close(promise: nil)
@@ -139,19 +168,90 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         }
     }
 
-    func startStreaming(_ head: ResponseHead, streamID: Int32, writer: ResponseBodyWriter) -> Bool { false }
+    /// Without a content-length, NIO's encoder sends the body chunked.
+    func startStreaming(_ head: ResponseHead, streamID: Int32, writer: ResponseBodyWriter) -> Bool {
+        guard let context, streamID == requestID, !answered else { return false }
+        answered = true
+        streaming = writer
+        idleTimer?.cancel()
+        idleTimer = nil
+        var headers = head.headers
+        headers.remove(name: "content-length")
+        if !keepAlive { headers.replaceOrAdd(name: "connection", value: "close") }
+        let responseHead = NIOHTTP1.HTTPResponseHead(
+            version: .http1_1,
+            status: HTTPResponseStatus(statusCode: head.status),
+            headers: headers
+        )
+        context.writeAndFlush(wrapOutboundOut(.head(responseHead)), promise: nil)
+        return true
+    }
 
-    func writeBody(_ buffer: ByteBuffer?, end: Bool, streamID: Int32) -> Bool { false }
+    func writeBody(_ buffer: ByteBuffer?, end: Bool, streamID: Int32) -> Bool {
+        guard let context, streamID == requestID, let writer = streaming else { return false }
+        if let buffer, buffer.readableBytes > 0 {
+            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        }
+        guard end else {
+            context.flush()
+            return true
+        }
+        streaming = nil
+        let loopBound = NIOLoopBound((context, self), eventLoop: context.eventLoop)
+        let keepAlive = self.keepAlive
+        if !keepAlive { closing = true }
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { result in
+            let (context, handler) = loopBound.value
+            if case .success = result {
+                writer.streamClosed(.finished)
+            } else {
+                writer.streamClosed(.connectionClosed)
+            }
+            if keepAlive {
+                handler.armIdleTimer()
+            } else {
+                context.close(promise: nil)
+            }
+        }
+        return true
+    }
 
-    func bufferedBodyBytes(streamID: Int32) -> Int { 0 }
+    func bufferedBodyBytes(streamID: Int32) -> Int {
+        streamID == requestID && streaming != nil ? connectionBufferedBytes : 0
+    }
 
     var connectionBufferedBytes: Int {
         guard let context else { return 0 }
         return (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
     }
 
-    func cancelStream(streamID: Int32) {}
+    /// HTTP/1.1 cannot end a response early but by closing its connection.
+    func cancelStream(streamID: Int32) {
+        guard let context, streamID == requestID, streaming != nil else { return }
+        context.close(promise: nil)
+    }
 }
+
+/// Tells the HTTP/1.1 handler of a graceful shutdown. NIO's pipeline handler, which comes after
+/// this one, takes the event (it closes once the response in flight has ended) and passes
+/// nothing on, so a streamed response would otherwise run until the shutdown deadline.
+final class HTTP1QuiesceObserver: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+
+    private let handler: HTTP1ServerHandler
+
+    init(_ handler: HTTP1ServerHandler) {
+        self.handler = handler
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent { handler.shutdownRequested() }
+        context.fireUserInboundEventTriggered(event)
+    }
+}
+
+@available(*, unavailable)
+extension HTTP1QuiesceObserver: Sendable {}
 
 @available(*, unavailable)
 extension HTTP1ServerHandler: Sendable {}

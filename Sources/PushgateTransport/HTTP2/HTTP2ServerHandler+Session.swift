@@ -89,6 +89,7 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         headerStreamID = streamID
         headerRequest = pending
         perform(policy.streamOpened())
+        connection.statistics?.addStreams(1)
         return true
     }
 
@@ -174,7 +175,9 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         }
         // Going away, the connection closes from the flush once nghttp2 reports the session done;
         // closing here, inside an nghttp2 callback, would cut off frames not yet written.
+        let open = policy.openStreams
         perform(policy.streamClosed())
+        connection.statistics?.addStreams(policy.openStreams - open)
     }
 
     func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer) {}

@@ -162,6 +162,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
 
     private func tearDown() {
         output?.tearDown()
+        // Streams still open end with the connection (once: a handler removed after its
+        // channel went inactive tears down twice).
+        if !policy.isClosed { connection.statistics?.addStreams(-policy.openStreams) }
         perform(policy.connectionClosed())
         let open = writers
         writers = [:]

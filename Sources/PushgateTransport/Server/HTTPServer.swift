@@ -72,6 +72,8 @@ public final class HTTPServer: Sendable {
     private let logger: Logger
     private let tracker = ConnectionTracker()
     private let setupFailures = ConnectionSetupFailures()
+    /// Open HTTP/2 connections by role and their open streams.
+    public let statistics = ConnectionStatistics()
     private let serverChannels = NIOLockedValueBox<[any Channel]?>(nil)
 
     public init(
@@ -163,6 +165,7 @@ public final class HTTPServer: Sendable {
         let logger = self.logger
         let http2 = SharedHTTP2ServerConfiguration(configuration.http2)
         let setupFailures = self.setupFailures
+        let statistics = self.statistics
         return ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: configuration.backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -186,6 +189,7 @@ public final class HTTPServer: Sendable {
                         configuration: configuration,
                         http2: http2,
                         application: application,
+                        statistics: statistics,
                         logger: logger
                     ).configure(channel.pipeline.syncOperations, channel: channel)
                 }.flatMapError { error in

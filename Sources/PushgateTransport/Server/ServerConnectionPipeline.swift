@@ -12,6 +12,8 @@ struct ServerConnectionPipeline {
     /// `configuration.http2`, shared by the server's connections.
     let http2: SharedHTTP2ServerConfiguration
     let application: any HTTPServerHandler
+    /// Where HTTP/2 connections and their streams are counted.
+    let statistics: ConnectionStatistics
     let logger: Logger
 
     func configure(_ pipeline: ChannelPipeline.SynchronousOperations, channel: any Channel) throws {
@@ -23,6 +25,7 @@ struct ServerConnectionPipeline {
         let configuration = self.configuration
         let http2 = self.http2
         let application = self.application
+        let statistics = self.statistics
         let selection = ProtocolSelectionHandler(
             awaitingTLS: tlsHandler != nil,
             setupTimeout: configuration.connectionSetupTimeout
@@ -35,8 +38,12 @@ struct ServerConnectionPipeline {
                 isTLS: tlsHandler != nil,
                 negotiatedProtocol: outcome?.negotiatedProtocol,
                 peerCertificate: tlsHandler?.peerCertificate,
-                eventLoop: context.eventLoop
+                eventLoop: context.eventLoop,
+                statistics: selected == .http2 ? statistics : nil
             )
+            if selected == .http2 {
+                context.channel.closeFuture.whenComplete { _ in info.closed() }
+            }
             let operations = context.pipeline.syncOperations
             switch selected {
             case .http2:
@@ -53,20 +60,22 @@ struct ServerConnectionPipeline {
                 var logger = logger
                 logger[metadataKey: "connection.id"] = "\(id)"
                 if let remote = info.remoteAddress { logger[metadataKey: "connection.peer"] = "\(remote)" }
+                let handler = HTTP1ServerHandler(
+                    application: application,
+                    connection: info,
+                    maxBodySize: configuration.maxHTTP1RequestBodySize,
+                    idleTimeout: configuration.http2.idleTimeout ?? .seconds(300),
+                    logger: logger
+                )
                 let handlers: [any ChannelHandler] = [
                     HTTPResponseEncoder(),
                     // Operator requests are small; the cap keeps a client from making the decoder
                     // buffer without bound.
                     ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes), maximumBufferSize: 256 * 1024),
+                    HTTP1QuiesceObserver(handler),
                     HTTPServerPipelineHandler(),
                     HTTPServerProtocolErrorHandler(),
-                    HTTP1ServerHandler(
-                        application: application,
-                        connection: info,
-                        maxBodySize: configuration.maxHTTP1RequestBodySize,
-                        idleTimeout: configuration.http2.idleTimeout ?? .seconds(300),
-                        logger: logger
-                    ),
+                    handler,
                 ]
                 try operations.addHandlers(handlers, position: .after(context.handler))
             }

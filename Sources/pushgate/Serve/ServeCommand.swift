@@ -60,6 +60,33 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @Option(
+        name: .customLong("admin-listen"),
+        help: "Admin listener (h2c and HTTP/1.1), HOST:PORT: /metrics, /v1/admin, /admin, /healthz and /readyz only. Repeatable."
+    )
+    var adminListen: [ListenAddress] = []
+
+    @Option(
+        name: .customLong("admin-token"),
+        help: "Token for /metrics and /v1/admin (authorization: bearer TOKEN); visible in the process list, so prefer --admin-token-file or PUSHGATE_ADMIN_TOKEN. Without one, those routes answer loopback clients only."
+    )
+    var adminToken: String?
+
+    @Option(name: .customLong("admin-token-file"), help: "File holding the admin token (surrounding blanks and newlines ignored).")
+    var adminTokenFile: String?
+
+    @Flag(
+        name: .customLong("admin-only-on-admin-listener"),
+        help: "Serve /metrics, /v1/admin and /admin on the admin listeners only (the main listeners keep /healthz and /readyz)."
+    )
+    var adminOnlyOnAdminListener = false
+
+    @Flag(
+        name: .customLong("metrics-topic-labels"),
+        help: "Add per-topic gauges to /metrics (registrations; held, stored, unacked), for the 100 topics with the most held."
+    )
+    var metricsTopicLabels = false
+
     func validate() throws {
         do {
             try gatewayConfiguration.validate()
@@ -80,10 +107,12 @@ struct ServeCommand: AsyncParsableCommand {
             try await Gateway.run(configuration, logger: Logger(label: "pushgate")) { listeners in
                 // One line per listener on stdout, so scripts (and tests binding port 0) learn
                 // the real addresses.
-                for (address, isTLS) in listeners {
+                func url(_ address: SocketAddress, tls: Bool) -> String {
                     let host = address.ipAddress.map { address.protocol == .inet6 ? "[\($0)]" : $0 } ?? "?"
-                    print("listening \(isTLS ? "https" : "http")://\(host):\(address.port ?? 0)")
+                    return "\(tls ? "https" : "http")://\(host):\(address.port ?? 0)"
                 }
+                for (address, isTLS) in listeners.main { print("listening \(url(address, tls: isTLS))") }
+                for address in listeners.admin { print("admin listening \(url(address, tls: false))") }
                 fflush(nil)  // all streams: `stdout` itself is not concurrency-safe to name
             }
         } catch let error as GatewayConfigurationError {
@@ -106,6 +135,12 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.threads = threads
         configuration.logLevel = logLevel
         let environment = ProcessInfo.processInfo.environment
+        configuration.adminListen = adminListen
+        configuration.adminTokenFile = adminTokenFile
+        // The environment's token yields to either flag.
+        configuration.adminToken = adminToken ?? (adminTokenFile == nil ? environment["PUSHGATE_ADMIN_TOKEN"] : nil)
+        configuration.adminOnlyOnAdminListener = adminOnlyOnAdminListener
+        configuration.metricsTopicLabels = metricsTopicLabels
         configuration.policySources = .init(
             configurationFile: configFile ?? environment["PUSHGATE_CONFIG"],
             providerKeys: providerKeys.map(\.configuration),

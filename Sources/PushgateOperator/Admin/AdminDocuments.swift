@@ -1,0 +1,185 @@
+import Foundation
+import PushgateDelivery
+import PushgateModel
+
+// The admin API's JSON documents, as openapi.yaml names them. Built from the delivery core's
+// structured views; every word an operator reads is chosen here.
+
+/// `AdminStats`.
+struct AdminStats: Encodable {
+    var startedAt: Int64
+    var totals: Totals
+    var durableTotals: Totals
+    var held: Int
+    var stored: Int
+    var unacked: Int
+    var connectedDevices: Int
+    var devices: Int
+    var topics: [Topic]
+    var topicsTruncated: Bool
+    var topHeldDevices: [HeldDevice]
+    var truncated: Bool
+
+    struct Topic: Encodable {
+        var topic: String
+        var registrations: Int
+        var held: Int
+        var stored: Int
+        var unacked: Int
+    }
+
+    struct HeldDevice: Encodable {
+        var deviceId: String
+        var held: Int
+        var oldestHeldAt: Int64
+    }
+
+    init(startedAt: Int64, totals: Totals, durableTotals: Totals, statistics: DeliveryStatistics, overview: DeliveryOverview) {
+        self.startedAt = startedAt
+        self.totals = totals
+        self.durableTotals = durableTotals
+        held = statistics.held
+        stored = statistics.stored
+        unacked = statistics.unacked
+        connectedDevices = statistics.connectedDevices
+        devices = statistics.devices
+        topics = overview.topics.map {
+            Topic(topic: $0.topic, registrations: $0.registrations, held: $0.held, stored: $0.stored, unacked: $0.unacked)
+        }
+        topicsTruncated = overview.topicsTruncated
+        topHeldDevices = overview.topHeldDevices.map {
+            HeldDevice(deviceId: $0.deviceID, held: $0.held, oldestHeldAt: $0.oldestHeldAcceptedAt)
+        }
+        truncated = overview.heldDevicesTruncated
+    }
+}
+
+/// `AdminDevice`.
+struct AdminDevice: Encodable {
+    var deviceId: String
+    var connected: Bool
+    var offlineSince: Int64?
+    var power: String
+    var bucket: Bucket
+    var unackedBytes: Int
+    var registrations: [Registration]
+    var notifications: [Notification]
+
+    struct Bucket: Encodable {
+        var tokens: Double
+        var capacity: Int
+        var refillPerHour: Int
+        var nextTokenAt: Int64?
+
+        init(_ bucket: DeviceInspection.Bucket) {
+            // Two decimals: a level is kept in fractions of a token finer than anyone reads.
+            tokens = (bucket.tokens * 100).rounded(.down) / 100
+            capacity = bucket.capacity
+            refillPerHour = bucket.refillPerHour
+            nextTokenAt = bucket.nextTokenAt
+        }
+
+        /// `nextTokenAt` is null, not absent, when the bucket is full.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(tokens, forKey: .tokens)
+            try container.encode(capacity, forKey: .capacity)
+            try container.encode(refillPerHour, forKey: .refillPerHour)
+            try container.encode(nextTokenAt, forKey: .nextTokenAt)
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case tokens, capacity, refillPerHour, nextTokenAt
+        }
+    }
+
+    struct Registration: Encodable {
+        var token: String
+        var topic: String
+        var appState: String
+        var bucket: Bucket
+    }
+
+    struct Notification: Encodable {
+        var apnsId: String
+        var seq: UInt64?
+        var topic: String
+        var pushType: String
+        var priority: Int
+        var acceptedAt: Int64
+        var expiresAt: Int64
+        var state: String
+        var reason: String
+        var waitsUntil: Int64?
+    }
+
+    init(_ device: DeviceInspection, now: Int64) {
+        deviceId = device.deviceID
+        connected = device.connected
+        offlineSince = device.connected ? nil : device.offlineSince
+        power = device.power.rawValue
+        bucket = Bucket(device.bucket)
+        unackedBytes = device.unackedBytes
+        registrations = device.registrations.map {
+            Registration(token: $0.token, topic: $0.topic, appState: $0.appState.rawValue, bucket: Bucket($0.bucket))
+        }
+        notifications = device.notifications.map { waiting in
+            let record = waiting.notification
+            return Notification(
+                apnsId: record.push.apnsID,
+                seq: record.seq,
+                topic: record.push.topic,
+                pushType: record.push.pushType.rawValue,
+                priority: Int(record.push.priority.rawValue),
+                acceptedAt: record.acceptedAt,
+                expiresAt: record.expiresAt,
+                state: waiting.state.rawValue,
+                reason: WaitWords.describe(waiting.reason, now: now),
+                waitsUntil: WaitWords.until(waiting.reason)
+            )
+        }
+    }
+}
+
+/// `AdminStatsTick`: one second of the live stream.
+struct AdminStatsTick: Encodable {
+    var time: Int64
+    var totals: Totals
+    var droppedByReason: [String: Int]
+    var deliveredByKind: [String: Int]
+    var budgetExhausted: [String: Int]
+    var held: Int
+    var stored: Int
+    var unacked: Int
+    var connectedDevices: Int
+    var notableSkipped: Int
+}
+
+/// `AdminNotableEvent`.
+struct AdminNotableEvent: Encodable {
+    var time: Int64
+    var kind: String
+    var deviceId: String
+    var apnsId: String
+    var topic: String
+    var detail: String
+
+    init(_ event: NotableEvent) {
+        time = event.time
+        kind = event.kind.rawValue
+        deviceId = event.deviceID
+        apnsId = event.apnsID
+        topic = event.topic
+        detail = event.detail
+    }
+}
+
+enum AdminJSON {
+    static func encode(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // The documents hold only strings, numbers and booleans: encoding cannot fail.
+        guard let data = try? encoder.encode(value) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,41 @@
+import Logging
+import PushgateStore
+
+/// The totals since the store was created: what the store had at start plus what this process
+/// has counted. What this process counts is written to the store every few seconds and at
+/// shutdown (`persist`), so a crash loses at most the last interval's counts, never a push.
+actor DurableTotals {
+    /// What the store held at start.
+    private var restored = Totals()
+    /// What of this process's counts the store has.
+    private var persisted = Totals()
+    private let store: any NotificationStore
+    private let logger: Logger
+
+    init(store: any NotificationStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    func restore(_ stored: [String: Int64]) {
+        restored = Totals(stored: stored)
+    }
+
+    /// The durable totals, given this process's counts now.
+    func durable(current: Totals) -> Totals {
+        restored + current
+    }
+
+    /// Writes what was counted since the last write. A failed write is retried with the next.
+    func persist(current: Totals) async {
+        let delta = current - persisted
+        let counts = delta.stored
+        guard !counts.isEmpty else { return }
+        do {
+            try await store.commit([.addTotals(counts)])
+            persisted = persisted + delta
+        } catch {
+            logger.warning("durable totals not written; retried with the next write", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,263 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import PushgateDelivery
+import PushgateHTTP
+import PushgateModel
+import PushgateProviderAPI
+import PushgateStore
+import PushgateTransport
+
+/// What operators see: `/metrics`, the admin API (`/v1/admin/...`), its live event stream and
+/// the dashboard (`/admin`), behind one access rule (`AdminAccess`); and the durable totals,
+/// written to the store as the gateway runs.
+///
+/// Built before the delivery core is restored (the core records into `metrics` and tells
+/// `events`), started after (`start`), stopped once the listeners have drained (`stop`).
+public final class AdminConsole: Sendable {
+    public struct Settings: Sendable {
+        public var access: AdminAccess
+        /// Export per-topic gauges (`--metrics-topic-labels`): topics are not a bounded set,
+        /// so this is opt-in; at most `topicLimit` topics, most held first.
+        public var metricsTopicLabels = false
+        public var topicLimit = 100
+        public var tickInterval: TimeAmount = .seconds(1)
+        public var persistInterval: TimeAmount = .seconds(10)
+
+        public init(access: AdminAccess) {
+            self.access = access
+        }
+    }
+
+    public let metrics: GatewayMetrics
+    public let events: EventHub
+    private let settings: Settings
+    private let core: DeliveryCore
+    private let provider: ProviderCounters
+    private let totals: DurableTotals
+    private let clock: any DeliveryClock
+    private let group: any EventLoopGroup
+    private let startedAt: Int64
+    private let tasks = NIOLockedValueBox<[RepeatedTask]>([])
+
+    public init(
+        settings: Settings,
+        metrics: GatewayMetrics,
+        events: EventHub,
+        core: DeliveryCore,
+        provider: ProviderCounters,
+        store: any NotificationStore,
+        clock: any DeliveryClock,
+        group: any EventLoopGroup,
+        logger: Logger
+    ) {
+        self.settings = settings
+        self.metrics = metrics
+        self.events = events
+        self.core = core
+        self.provider = provider
+        self.totals = DurableTotals(store: store, logger: logger)
+        self.clock = clock
+        self.group = group
+        self.startedAt = clock.nowMillis()
+    }
+
+    /// This process's totals now.
+    public var currentTotals: Totals { Totals(delivery: core.counters, provider: provider) }
+
+    /// Begins the live ticks and the durable totals' writes; `storedTotals` are the store's at
+    /// start (`DeliveryCore.restore`).
+    public func start(storedTotals: [String: Int64]) async {
+        await totals.restore(storedTotals)
+        let loop = group.next()
+        let tick = loop.scheduleRepeatedTask(initialDelay: settings.tickInterval, delay: settings.tickInterval) { [weak self] _ in
+            guard let self, self.events.isListening else { return }
+            Task { await self.broadcastTick() }
+        }
+        let persist = loop.scheduleRepeatedTask(initialDelay: settings.persistInterval, delay: settings.persistInterval) { [weak self] _ in
+            guard let self else { return }
+            Task { await self.persistTotals() }
+        }
+        tasks.withLockedValue { $0 += [tick, persist] }
+    }
+
+    /// Stops the ticks and writes the last counts. Call before the store closes.
+    public func stop() async {
+        let running = tasks.withLockedValue { tasks in
+            defer { tasks = [] }
+            return tasks
+        }
+        for task in running { task.cancel() }
+        await persistTotals()
+    }
+
+    /// Writes what was counted since the last write to the durable totals.
+    public func persistTotals() async {
+        await totals.persist(current: currentTotals)
+    }
+
+    /// The durable totals now (what the store had at start, plus this process's).
+    public func durableTotals() async -> Totals {
+        await totals.durable(current: currentTotals)
+    }
+
+    // MARK: Routes
+
+    /// `/metrics`, `/v1/admin/stats`, `/v1/admin/devices/{id}`, `/v1/admin/events`, `/admin`.
+    public func register(on router: inout Router) {
+        let access = settings.access
+        router.add("GET", "/metrics", protocols: .http1AndHTTP2, role: .operator) { [self] request, responder in
+            guard Self.admitted(request, responder, access) else { return }
+            Task { responder.respond(await self.metricsResponse()) }
+        }
+        router.add("GET", "/v1/admin/stats", protocols: .http1AndHTTP2, role: .operator) { [self] request, responder in
+            guard Self.admitted(request, responder, access) else { return }
+            Task { responder.respond(await self.statsResponse()) }
+        }
+        router.addPrefix("GET", "/v1/admin/devices/", protocols: .http1AndHTTP2, role: .operator) { [self] request, responder in
+            guard Self.admitted(request, responder, access) else { return }
+            let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+            let deviceID = String(path.dropFirst("/v1/admin/devices/".count))
+            Task { responder.respond(await self.deviceResponse(deviceID)) }
+        }
+        router.add("GET", "/v1/admin/events", protocols: .http1AndHTTP2, role: .operator) { [self] request, responder in
+            guard Self.admitted(request, responder, access) else { return }
+            self.openEventStream(responder)
+        }
+        router.add("GET", "/admin", protocols: .http1AndHTTP2, role: .operator) { _, responder in
+            responder.respond(Self.dashboard)
+        }
+    }
+
+    private static func admitted(_ request: HTTPServerRequest, _ responder: HTTPResponder, _ access: AdminAccess) -> Bool {
+        guard let refusal = access.refusal(
+            authorization: request.headers.first(name: "authorization"),
+            peer: request.connection.remoteAddress
+        ) else { return true }
+        var response = HTTPServerResponse.refusal(refusal)
+        if refusal.reason == .unauthorized { response.head.headers.add(name: "www-authenticate", value: "Bearer realm=\"pushgate admin\"") }
+        responder.respond(response)
+        return false
+    }
+
+    private func metricsResponse() async -> HTTPServerResponse {
+        do {
+            let statistics = try await core.statistics(includeOldestHeld: true)
+            let topics = settings.metricsTopicLabels ? try await core.overview(topicLimit: settings.topicLimit, deviceLimit: 0).topics : nil
+            let body = metrics.exposition(statistics: statistics, topics: topics, now: clock.nowMillis())
+            return HTTPServerResponse(
+                status: 200,
+                headers: ["content-type": "text/plain; version=0.0.4; charset=utf-8"],
+                body: ByteBuffer(bytes: body)
+            )
+        } catch {
+            return .refusal(for: error)
+        }
+    }
+
+    private func statsResponse() async -> HTTPServerResponse {
+        do {
+            let statistics = try await core.statistics()
+            let overview = try await core.overview(topicLimit: settings.topicLimit, deviceLimit: 20)
+            let stats = AdminStats(
+                startedAt: startedAt,
+                totals: currentTotals,
+                durableTotals: await durableTotals(),
+                statistics: statistics,
+                overview: overview
+            )
+            return .json(AdminJSON.encode(stats))
+        } catch {
+            return .refusal(for: error)
+        }
+    }
+
+    private func deviceResponse(_ deviceID: String) async -> HTTPServerResponse {
+        do {
+            guard let device = try await core.inspect(deviceID: deviceID) else {
+                return .refusal(Refusal(.notFound, "no device \(deviceID) on this gateway"))
+            }
+            return .json(AdminJSON.encode(AdminDevice(device, now: clock.nowMillis())))
+        } catch {
+            return .refusal(for: error)
+        }
+    }
+
+    // MARK: Event stream
+
+    private func openEventStream(_ responder: HTTPResponder) {
+        guard let id = events.reserve() else {
+            responder.respond(
+                .refusal(Refusal(.serviceUnavailable, "\(events.maxStreams) admin event streams are open already; close one (a dashboard tab) and retry"))
+            )
+            return
+        }
+        let head = ResponseHead(
+            status: 200,
+            headers: [
+                "content-type": "text/event-stream; charset=utf-8",
+                "cache-control": "no-store",
+                // Proxies (nginx) would otherwise buffer the stream.
+                "x-accel-buffering": "no",
+            ]
+        )
+        responder.startStream(head).whenComplete { [self] result in
+            switch result {
+            case .success(let writer):
+                writer.onClose = { [events] _ in events.remove(id) }
+                events.attach(id, writer: writer)
+                writer.write(ByteBuffer(string: "retry: 2000\n: pushgate admin events; a stats event each second\n\n"))
+                Task { await self.sendFirstTick(id) }
+            case .failure:
+                events.remove(id)
+            }
+        }
+    }
+
+    private func tickFigures() async -> ((Int) -> String)? {
+        guard let statistics = try? await core.statistics() else { return nil }
+        let counters = core.counters
+        let tick = AdminStatsTick(
+            time: clock.nowMillis(),
+            totals: currentTotals,
+            droppedByReason: Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0.rawValue, counters.drops[$0]) }),
+            deliveredByKind: Dictionary(uniqueKeysWithValues: DeliveryKind.allCases.map { ($0.rawValue, counters.deliveries[$0]) }),
+            budgetExhausted: Dictionary(uniqueKeysWithValues: BudgetScope.allCases.map { ($0.rawValue, counters.budgetExhausted[$0]) }),
+            held: statistics.held,
+            stored: statistics.stored,
+            unacked: statistics.unacked,
+            connectedDevices: statistics.connectedDevices,
+            notableSkipped: 0
+        )
+        return { skipped in
+            var tick = tick
+            tick.notableSkipped = skipped
+            return AdminJSON.encode(tick)
+        }
+    }
+
+    private func broadcastTick() async {
+        guard let body = await tickFigures() else { return }
+        events.tick(body)
+    }
+
+    private func sendFirstTick(_ id: UInt64) async {
+        guard let body = await tickFigures() else { return }
+        events.tick(id, body)
+    }
+
+    // MARK: Dashboard
+
+    private static let dashboard = HTTPServerResponse(
+        status: 200,
+        headers: [
+            "content-type": "text/html; charset=utf-8",
+            "cache-control": "no-store",
+            // Everything is inline; the page talks to this gateway only.
+            "content-security-policy": "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            "x-content-type-options": "nosniff",
+            "referrer-policy": "no-referrer",
+        ],
+        body: ByteBuffer(string: DashboardPage.html)
+    )
+}

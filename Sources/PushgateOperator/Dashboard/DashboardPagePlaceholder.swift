@@ -1,0 +1,3 @@
+enum DashboardPage {
+    static let html = "<!doctype html><title>Pushgate</title>"
+}

@@ -1,0 +1,227 @@
+import CoreMetrics
+import NIOConcurrencyHelpers
+import Prometheus
+import PushgateDelivery
+import PushgateModel
+import PushgateProviderAPI
+import PushgateStore
+import PushgateTransport
+
+// CoreMetrics has types of these names too.
+private typealias Gauge = Prometheus.Gauge
+private typealias Counter = Prometheus.Counter
+
+/// Every metric the gateway exports (PRODUCT.md section 6), created once in a registry of its
+/// own, with bounded labels only. Counters follow the totals delivery and the provider API keep
+/// (`FollowingCounters`); gauges are set from the shards' state at each scrape; histograms are
+/// recorded as events happen, through the swift-metrics handles `delivery` and `store` hand down.
+public final class GatewayMetrics: Sendable {
+    /// Handles for the delivery core's timings.
+    public let delivery: DeliveryMetrics
+    /// Handles for the store's commits.
+    public let store: StoreMetrics
+
+    private let registry = PrometheusCollectorRegistry()
+    private let counters = FollowingCounters()
+    private let gauges: Gauges
+    private let scrape = NIOLock()
+
+    private struct Gauges: Sendable {
+        let held: Gauge
+        let stored: Gauge
+        let unacked: Gauge
+        let connected: Gauge
+        let oldestHeldAge: Gauge
+        let connections: [(ConnectionRole, Gauge)]
+        let streams: Gauge
+        let residentBytes: Gauge
+        let virtualBytes: Gauge
+        let openFileDescriptors: Gauge
+        let maxFileDescriptors: Gauge
+        let startTime: Gauge
+    }
+
+    /// Listeners whose connections and setup failures are exported (`watch`).
+    private let servers = NIOLockedValueBox<[HTTPServer]>([])
+    /// Per-topic gauges (`--metrics-topic-labels`), by topic; only the topics of the last scrape.
+    private let topicGauges = NIOLockedValueBox<[String: TopicGauges]>([:])
+
+    private struct TopicGauges {
+        let registrations: Gauge
+        let held: Gauge
+        let stored: Gauge
+        let unacked: Gauge
+    }
+
+    public init(version: String) {
+        let registry = self.registry
+        func name(_ name: String, _ help: String) -> MetricNameDescriptor {
+            MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+        }
+        func gauge(_ metric: String, _ help: String, _ labels: [(String, String)] = []) -> Gauge {
+            registry.makeGauge(descriptor: name(metric, help), labels: labels)
+        }
+        let following = counters
+        let setupFailures = registry.makeCounter(
+            descriptor: name(
+                "pushgate_connection_setup_failures_total",
+                "Connections closed because they could not be set up, and accepts that failed; the first of each cause is logged."
+            ),
+            labels: []
+        )
+        let servers = self.servers
+        following.follow(setupFailures) { Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.connectionSetupFailures } }) }
+        let cpu = registry.makeCounter(descriptor: name("process_cpu_seconds_total", "User and system CPU time of the process, in seconds."), labels: [])
+        following.follow(cpu) { ProcessStatistics.read()?.cpuSeconds ?? 0 }
+
+        gauges = Gauges(
+            held: gauge("pushgate_held_notifications", "Notifications the scheduler holds now."),
+            stored: gauge("pushgate_stored_notifications", "Notifications queued for a device and not yet written to it (offline, or behind its unacked window)."),
+            unacked: gauge("pushgate_unacked_notifications", "Notifications written to a device and not yet acknowledged."),
+            connected: gauge("pushgate_connected_devices", "Devices with an open event stream."),
+            oldestHeldAge: gauge("pushgate_held_oldest_age_seconds", "Age of the oldest held notification, in seconds; 0 when none is held."),
+            connections: ConnectionRole.allCases.map { role in
+                (role, gauge("pushgate_http2_connections", "Open HTTP/2 connections, by what their first request was for.", [("role", role.name)]))
+            },
+            streams: gauge("pushgate_http2_streams", "Open HTTP/2 streams."),
+            residentBytes: gauge("process_resident_memory_bytes", "Resident memory of the process, in bytes."),
+            virtualBytes: gauge("process_virtual_memory_bytes", "Virtual memory of the process, in bytes."),
+            openFileDescriptors: gauge("process_open_fds", "Open file descriptors."),
+            maxFileDescriptors: gauge("process_max_fds", "The limit of open file descriptors."),
+            startTime: gauge("process_start_time_seconds", "When the process started, in seconds since the epoch.")
+        )
+        gauge("pushgate_build_info", "The running version; always 1.", [("version", version)]).set(Int64(1))
+
+        // Histograms. Bucket edges in seconds, chosen around what each measures.
+        func timer(_ metric: String, _ help: String, _ edges: [Double]) -> Timer {
+            let histogram = registry.makeDurationHistogram(
+                descriptor: name(metric, help),
+                buckets: edges.map { Duration.nanoseconds(Int64($0 * 1_000_000_000)) }
+            )
+            return Timer(label: metric, dimensions: [], handler: histogram)
+        }
+        delivery = DeliveryMetrics(
+            deliveryLatency: timer(
+                "pushgate_delivery_latency_seconds",
+                "From a push's acceptance to its first write to the device.",
+                [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60, 600, 3600]
+            ),
+            holdDuration: timer(
+                "pushgate_hold_duration_seconds",
+                "From a held push's acceptance to its release.",
+                [1, 10, 60, 300, 900, 1800, 3600, 10800, 21600, 43200, 86400, 604800]
+            )
+        )
+        let commitPushes = registry.makeValueHistogram(
+            descriptor: name("pushgate_store_commit_pushes", "Pushes carried by one fsync'd commit."),
+            buckets: [0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 4096]
+        )
+        store = StoreMetrics(
+            commitDuration: timer(
+                "pushgate_store_commit_duration_seconds",
+                "Duration of one store transaction, from its start to its durable commit.",
+                [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+            ),
+            commitPushes: Recorder(label: "pushgate_store_commit_pushes", dimensions: [], aggregate: true, handler: commitPushes)
+        )
+    }
+
+    /// Exports the totals `delivery` and `provider` keep, as counters. Call once.
+    public func follow(delivery deliveryCounters: DeliveryCounters, provider: ProviderCounters) {
+        let registry = self.registry
+        let following = counters
+        func name(_ name: String, _ help: String) -> MetricNameDescriptor {
+            MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+        }
+        // One series per label value, all present from the start at 0.
+        func follow<Label>(_ metric: String, _ help: String, _ label: String, _ family: CounterFamily<Label>, _ value: (Label) -> String) {
+            for case let item in Label.allCases {
+                let counter = registry.makeCounter(descriptor: name(metric, help), labels: [(label, value(item))])
+                following.follow(counter) { Double(family[item]) }
+            }
+        }
+        follow("pushgate_notifications_received_total", "Pushes that passed validation, by push type.", "push_type", provider.received) { $0.rawValue }
+        follow("pushgate_notifications_rejected_total", "Provider requests refused, by APNs-style reason.", "reason", provider.rejected) { $0.name }
+        follow("pushgate_notifications_delivered_total", "Notifications written to a device, by how they came.", "delivery", deliveryCounters.deliveries) { $0.rawValue }
+        follow("pushgate_notifications_dropped_total", "Kept notifications dropped undelivered, by reason.", "reason", deliveryCounters.drops) { $0.rawValue }
+        follow(
+            "pushgate_silent_budget_exhausted_total",
+            "Silent pushes held because a budget had no token, by the empty bucket (app or device).",
+            "scope",
+            deliveryCounters.budgetExhausted
+        ) { $0.rawValue }
+        follow(
+            "pushgate_piggybacked_total",
+            "Held pushes released by a wake event without taking budget, by what woke the device.",
+            "carrier",
+            deliveryCounters.piggybacked
+        ) { $0.rawValue }
+    }
+
+    /// Exports `server`'s HTTP/2 connections, streams and setup failures too.
+    public func watch(_ server: HTTPServer) {
+        servers.withLockedValue { $0.append(server) }
+    }
+
+    /// The exposition, with the gauges set from `statistics` (read from the shards just before)
+    /// and every counter brought up to its total; per-topic gauges for `topics` when given. One
+    /// scrape at a time.
+    public func exposition(statistics: DeliveryStatistics, topics: [DeliveryOverview.Topic]? = nil, now: Int64) -> [UInt8] {
+        scrape.withLock {
+            if let topics { setTopicGauges(topics) }
+            counters.sync()
+            gauges.held.set(Int64(statistics.held))
+            gauges.stored.set(Int64(statistics.stored))
+            gauges.unacked.set(Int64(statistics.unacked))
+            gauges.connected.set(Int64(statistics.connectedDevices))
+            let oldest = statistics.oldestHeldAcceptedAt.map { Double(max(0, now - $0)) / 1000 } ?? 0
+            gauges.oldestHeldAge.set(oldest)
+            let servers = servers.withLockedValue { $0 }
+            for (role, gauge) in gauges.connections {
+                gauge.set(Int64(servers.reduce(0) { $0 + $1.statistics.connections(role) }))
+            }
+            gauges.streams.set(Int64(servers.reduce(0) { $0 + $1.statistics.openStreams }))
+            if let process = ProcessStatistics.read() {
+                gauges.residentBytes.set(process.residentBytes)
+                gauges.virtualBytes.set(process.virtualBytes)
+                gauges.openFileDescriptors.set(process.openFileDescriptors)
+                gauges.maxFileDescriptors.set(process.maxFileDescriptors)
+                gauges.startTime.set(process.startTime)
+            }
+            return registry.emitToBuffer()
+        }
+    }
+
+    /// Series for these topics only: a topic that left the list leaves the exposition.
+    private func setTopicGauges(_ topics: [DeliveryOverview.Topic]) {
+        let registry = self.registry
+        topicGauges.withLockedValue { gauges in
+            let listed = Set(topics.map(\.topic))
+            for (topic, old) in gauges where !listed.contains(topic) {
+                for gauge in [old.registrations, old.held, old.stored, old.unacked] { registry.unregisterGauge(gauge) }
+                gauges[topic] = nil
+            }
+            for topic in topics {
+                let series = gauges[topic.topic] ?? {
+                    func gauge(_ name: String, _ help: String, _ state: String?) -> Gauge {
+                        var labels = [("topic", topic.topic)]
+                        if let state { labels.append(("state", state)) }
+                        return registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+                    }
+                    let help = "Notifications of a topic now, by state (held, stored, unacked); the topics with the most held, at most 100."
+                    return TopicGauges(
+                        registrations: gauge("pushgate_topic_registrations", "Active registrations of a topic.", nil),
+                        held: gauge("pushgate_topic_notifications", help, "held"),
+                        stored: gauge("pushgate_topic_notifications", help, "stored"),
+                        unacked: gauge("pushgate_topic_notifications", help, "unacked")
+                    )
+                }()
+                series.registrations.set(Int64(topic.registrations))
+                series.held.set(Int64(topic.held))
+                series.stored.set(Int64(topic.stored))
+                series.unacked.set(Int64(topic.unacked))
+                gauges[topic.topic] = series
+            }
+        }
+    }
+}
