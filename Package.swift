@@ -276,6 +276,7 @@ let package = Package(
                 "PushgateTestKit",
                 "PushgateModel",
                 "PushgateGateway",
+                "PushgateOperator",
                 "PushgateScheduler",
                 "PushgateCrypto",
                 "PushgateProviderAuth",

@@ -12,10 +12,17 @@ public final class DeliveryCounters: Sendable {
     public let budgetExhausted = CounterFamily<BudgetScope>()
     public let piggybacked = CounterFamily<WakeKind>()
     private let acknowledgedCount = Atomic<Int>(0)
+    private let redeliveredCount = Atomic<Int>(0)
 
     public init() {}
 
     public var acknowledged: Int { acknowledgedCount.load(ordering: .relaxed) }
+
+    /// Writes of a notification already written on an earlier stream (or in a keep-alive's
+    /// response) and not acknowledged there; `deliveries` counts each notification's first.
+    public var redelivered: Int { redeliveredCount.load(ordering: .relaxed) }
+
+    func recordRedelivery() { redeliveredCount.add(1, ordering: .relaxed) }
 
     func acknowledged(_ count: Int) { acknowledgedCount.add(count, ordering: .relaxed) }
 

@@ -24,7 +24,8 @@ struct PrometheusAssetTests {
     ]
     static let gauges = [
         "pushgate_held_notifications", "pushgate_stored_notifications", "pushgate_unacked_notifications",
-        "pushgate_connected_devices", "pushgate_held_oldest_age_seconds", "pushgate_http2_connections",
+        "pushgate_connected_devices", "pushgate_held_oldest_age_seconds", "pushgate_deferred_oldest_age_seconds",
+        "pushgate_http2_connections",
         "pushgate_http2_streams", "pushgate_build_info",
     ]
     static let histograms = [

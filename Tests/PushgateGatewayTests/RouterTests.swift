@@ -6,6 +6,7 @@ import PushgateDelivery
 import PushgateDeviceClient
 import PushgateGateway
 import PushgateHTTP
+import PushgateOperator
 import PushgateStore
 import PushgateStoreSQLite
 import PushgateTransport
@@ -103,24 +104,29 @@ struct RouterTests {
 
 struct RunningGateway {
     let group: MultiThreadedEventLoopGroup
+    /// For tests of stopping it (`withGateway` stops it too, after the test).
+    let assembled: AssembledGateway
     let readiness: Readiness
     let core: DeliveryCore
+    let console: AdminConsole
     let port: Int
+    /// The first admin listener's, when there is one.
+    let adminPort: Int?
 
     var serverURL: ServerURL { ServerURL("http://127.0.0.1:\(port)")! }
 
-    func connect() async throws -> HTTP2ClientConnection {
-        try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: port, group: group)
+    func connect(host: String = "127.0.0.1", port: Int? = nil) async throws -> HTTP2ClientConnection {
+        try await HTTP2ClientConnection.connect(host: host, port: port ?? self.port, group: group)
     }
 
     /// Sends raw HTTP/1.1 and returns everything the server sent until it closed.
-    func http1(_ request: String) async throws -> String {
+    func http1(_ request: String, host: String = "127.0.0.1", port: Int? = nil) async throws -> String {
         let collected = CollectedBytes()
         let channel = try await ClientBootstrap(group: group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collected) }
             }
-            .connect(host: "127.0.0.1", port: port)
+            .connect(host: host, port: port ?? self.port)
             .get()
         try await channel.writeAndFlush(ByteBuffer(string: request)).get()
         try await channel.closeFuture.get()
@@ -145,6 +151,8 @@ func withGateway(
     access: AccessConfiguration = AccessConfiguration(),
     delivery: DeliveryConfiguration = DeliveryConfiguration(),
     faults: FaultyStore? = nil,
+    configure: (inout GatewayConfiguration) -> Void = { _ in },
+    listenHost: String = "127.0.0.1",
     _ body: (RunningGateway) async throws -> Void
 ) async throws {
     let dataDirectory = directory ?? FileManager.default.temporaryDirectory
@@ -159,16 +167,25 @@ func withGateway(
     var configuration = GatewayConfiguration()
     configuration.access = access
     configuration.delivery = delivery
+    configure(&configuration)
     let assembled = try Gateway.assemble(
         configuration,
-        listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
+        listeners: [ListenerConfiguration(host: listenHost, port: 0)],
         store: store,
         group: group,
         clock: clock,
         logger: logger
     )
     let addresses = try await assembled.start()
-    let gateway = RunningGateway(group: group, readiness: assembled.readiness, core: assembled.core, port: addresses.main[0].port!)
+    let gateway = RunningGateway(
+        group: group,
+        assembled: assembled,
+        readiness: assembled.readiness,
+        core: assembled.core,
+        console: assembled.console,
+        port: addresses.main[0].port!,
+        adminPort: addresses.admin.first?.port
+    )
     var failure: (any Error)?
     do {
         try await body(gateway)

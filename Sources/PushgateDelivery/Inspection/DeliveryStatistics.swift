@@ -14,6 +14,9 @@ public struct DeliveryStatistics: Sendable, Equatable {
     public var unacked = 0
     /// The acceptance time of the oldest held push; nil when nothing is held (or not asked for).
     public var oldestHeldAcceptedAt: Int64?
+    /// The same of the oldest held priority-5 push (regular, not silent): the scheduler
+    /// releases those after at most their maximum deferral, so an old one means it did not.
+    public var oldestDeferredAcceptedAt: Int64?
 
     public init() {}
 
@@ -25,6 +28,9 @@ public struct DeliveryStatistics: Sendable, Equatable {
         unacked += other.unacked
         if let time = other.oldestHeldAcceptedAt {
             oldestHeldAcceptedAt = min(oldestHeldAcceptedAt ?? time, time)
+        }
+        if let time = other.oldestDeferredAcceptedAt {
+            oldestDeferredAcceptedAt = min(oldestDeferredAcceptedAt ?? time, time)
         }
     }
 }

@@ -18,7 +18,12 @@ extension DeviceShard {
             statistics.stored += device.queue.count - device.deliveredCount
         }
         if includeOldestHeld {
-            statistics.oldestHeldAcceptedAt = held.values.lazy.map(\.acceptedAt).min()
+            for record in held.values {
+                statistics.oldestHeldAcceptedAt = min(statistics.oldestHeldAcceptedAt ?? record.acceptedAt, record.acceptedAt)
+                if record.push.priority == .normal, record.push.pushType.pushClass == .regular {
+                    statistics.oldestDeferredAcceptedAt = min(statistics.oldestDeferredAcceptedAt ?? record.acceptedAt, record.acceptedAt)
+                }
+            }
         }
         return statistics
     }

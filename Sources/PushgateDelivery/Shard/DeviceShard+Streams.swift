@@ -130,11 +130,17 @@ extension DeviceShard {
             sink.encode(entry.record, delivery: entry.delivery, carrier: entry.carrier, into: &buffer!)
             let size = buffer!.writerIndex - before
             entry.eventSize = size
-            if !entry.sent { metrics.deliveryLatency.record(millis: now - entry.record.acceptedAt) }
+            // Delivered once, at its first write; written again on a later stream (it was not
+            // acknowledged on an earlier one), it is redelivered.
+            if entry.sent {
+                counters.recordRedelivery()
+            } else {
+                metrics.deliveryLatency.record(millis: now - entry.record.acceptedAt)
+                counters.recordDelivery(entry.delivery)
+            }
             entry.sent = true
             device.unackedBytes += size
             device.deliveredCount += 1
-            counters.recordDelivery(entry.delivery)
         }
         if !expired.isEmpty {
             dropExpired(expired, from: device)

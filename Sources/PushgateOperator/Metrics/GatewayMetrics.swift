@@ -32,6 +32,7 @@ public final class GatewayMetrics: Sendable {
         let unacked: Gauge
         let connected: Gauge
         let oldestHeldAge: Gauge
+        let oldestDeferredAge: Gauge
         let connections: [(ConnectionRole, Gauge)]
         let streams: Gauge
         let residentBytes: Gauge
@@ -80,6 +81,10 @@ public final class GatewayMetrics: Sendable {
             unacked: gauge("pushgate_unacked_notifications", "Notifications written to a device and not yet acknowledged."),
             connected: gauge("pushgate_connected_devices", "Devices with an open event stream."),
             oldestHeldAge: gauge("pushgate_held_oldest_age_seconds", "Age of the oldest held notification, in seconds; 0 when none is held."),
+            oldestDeferredAge: gauge(
+                "pushgate_deferred_oldest_age_seconds",
+                "Age of the oldest held priority-5 notification, in seconds (released after at most its maximum deferral); 0 when none is held."
+            ),
             connections: ConnectionRole.allCases.map { role in
                 (role, gauge("pushgate_http2_connections", "Open HTTP/2 connections, by what their first request was for.", [("role", role.name)]))
             },
@@ -142,11 +147,11 @@ public final class GatewayMetrics: Sendable {
         }
         follow("pushgate_notifications_received_total", "Pushes that passed validation, by push type.", "push_type", provider.received) { $0.rawValue }
         follow("pushgate_notifications_rejected_total", "Provider requests refused, by APNs-style reason.", "reason", provider.rejected) { $0.name }
-        follow("pushgate_notifications_delivered_total", "Notifications written to a device, by how they came.", "delivery", deliveryCounters.deliveries) { $0.rawValue }
+        follow("pushgate_notifications_delivered_total", "Notifications written to a device, by how they came; each counts once, at its first write.", "delivery", deliveryCounters.deliveries) { $0.rawValue }
         follow("pushgate_notifications_dropped_total", "Kept notifications dropped undelivered, by reason.", "reason", deliveryCounters.drops) { $0.rawValue }
         follow(
             "pushgate_silent_budget_exhausted_total",
-            "Silent pushes held because a budget had no token, by the empty bucket (app or device).",
+            "Silent pushes held because a budget had no token when they came, by the empty bucket (app or device); one queued behind older held pushes of its app is not counted.",
             "scope",
             deliveryCounters.budgetExhausted
         ) { $0.rawValue }
@@ -156,6 +161,14 @@ public final class GatewayMetrics: Sendable {
             "carrier",
             deliveryCounters.piggybacked
         ) { $0.rawValue }
+        let redelivered = registry.makeCounter(
+            descriptor: name(
+                "pushgate_notifications_redelivered_total",
+                "Notifications written again on a new stream because an earlier write was not acknowledged (delivered counts the first write only)."
+            ),
+            labels: []
+        )
+        following.follow(redelivered) { Double(deliveryCounters.redelivered) }
     }
 
     /// Exports `server`'s HTTP/2 connections, streams and setup failures too.
@@ -176,6 +189,7 @@ public final class GatewayMetrics: Sendable {
             gauges.connected.set(Int64(statistics.connectedDevices))
             let oldest = statistics.oldestHeldAcceptedAt.map { Double(max(0, now - $0)) / 1000 } ?? 0
             gauges.oldestHeldAge.set(oldest)
+            gauges.oldestDeferredAge.set(statistics.oldestDeferredAcceptedAt.map { Double(max(0, now - $0)) / 1000 } ?? 0)
             let servers = servers.withLockedValue { $0 }
             for (role, gauge) in gauges.connections {
                 gauge.set(Int64(servers.reduce(0) { $0 + $1.statistics.connections(role) }))

@@ -1,3 +1,0 @@
-enum DashboardPage {
-    static let html = "<!doctype html><title>Pushgate</title>"
-}
