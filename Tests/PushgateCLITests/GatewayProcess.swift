@@ -76,6 +76,8 @@ final class GatewayProcess: @unchecked Sendable {
     let process: Process
     /// Base URLs in listener order, as the process printed them.
     private(set) var urls: [String] = []
+    /// The admin listeners' base URLs.
+    private(set) var adminURLs: [String] = []
     private let stdout = Pipe()
     private let stderr = Pipe()
 
@@ -87,7 +89,8 @@ final class GatewayProcess: @unchecked Sendable {
     /// The store directory when the caller gave none: a fresh one, removed at the end.
     private var ownDataDirectory: String?
 
-    init(arguments: [String], listeners: Int) throws {
+    /// `environment` is added to this process's own.
+    init(arguments: [String], listeners: Int, adminListeners: Int = 0, environment: [String: String] = [:]) throws {
         var arguments = arguments
         if !arguments.contains("--data-dir") {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-cli-\(UUID().uuidString)").path
@@ -95,29 +98,47 @@ final class GatewayProcess: @unchecked Sendable {
             arguments += ["--data-dir", directory]
         }
         process = Unprivileged.process(["serve", "--log-level", "warning"] + arguments)
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
         // Blocks until the process has printed one line per listener (it does so once bound).
         var buffer = Data()
         let handle = stdout.fileHandleForReading
-        while urls.count < listeners {
+        while urls.count < listeners || adminURLs.count < adminListeners {
             let chunk = handle.availableData
             if chunk.isEmpty { break }
             buffer.append(chunk)
             let lines = String(decoding: buffer, as: UTF8.self).split(separator: "\n")
             urls = lines.filter { $0.hasPrefix("listening ") }.map { String($0.dropFirst("listening ".count)) }
+            adminURLs = lines.filter { $0.hasPrefix("admin listening ") }.map { String($0.dropFirst("admin listening ".count)) }
         }
-        if urls.count < listeners {
+        if urls.count < listeners || adminURLs.count < adminListeners {
             let errors = String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self)
             throw GatewayFailed(message: "pushgate serve did not start: \(errors)")
         }
-        // Keep draining both pipes, so a chatty gateway never blocks on a full one.
-        for pipe in [stdout, stderr] {
-            let handle = pipe.fileHandleForReading
-            Thread { while !handle.availableData.isEmpty {} }.start()
-        }
+        // Keep draining both pipes, so a chatty gateway never blocks on a full one; what it
+        // logs is kept for `logged`.
+        let out = stdout.fileHandleForReading
+        Thread { while !out.availableData.isEmpty {} }.start()
+        let err = stderr.fileHandleForReading
+        let log = self.log
+        let logEnded = self.logEnded
+        Thread {
+            while true {
+                let chunk = err.availableData
+                if chunk.isEmpty { break }
+                log.withLockedValue { $0.append(chunk) }
+            }
+            logEnded.signal()
+        }.start()
     }
+
+    private let log = NIOLockedValueBox(Data())
+    private let logEnded = DispatchSemaphore(value: 0)
+
+    /// What the gateway logged (stderr), all of it once `stop` has returned.
+    var logged: String { log.withLockedValue { String(decoding: $0, as: UTF8.self) } }
 
     /// A cleartext listener (`urls[0]`) and a TLS one with the test certificate (`urls[1]`).
     static func cleartextAndTLS(_ extra: [String] = []) throws -> GatewayProcess {
@@ -149,6 +170,7 @@ final class GatewayProcess: @unchecked Sendable {
     func stop(signal: Int32 = SIGTERM) -> Int32 {
         kill(process.processIdentifier, signal)
         process.waitUntilExit()
+        logEnded.wait()
         return process.terminationStatus
     }
 

@@ -20,7 +20,7 @@ struct PrometheusAssetTests {
         "pushgate_notifications_received_total", "pushgate_notifications_rejected_total",
         "pushgate_notifications_delivered_total", "pushgate_notifications_dropped_total",
         "pushgate_silent_budget_exhausted_total", "pushgate_piggybacked_total",
-        "pushgate_connection_setup_failures_total",
+        "pushgate_connection_setup_failures_total", "pushgate_notifications_redelivered_total",
     ]
     static let gauges = [
         "pushgate_held_notifications", "pushgate_stored_notifications", "pushgate_unacked_notifications",

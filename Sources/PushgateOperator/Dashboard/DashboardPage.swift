@@ -153,7 +153,9 @@ enum DashboardPage {
         const session = v => { try { if (v === undefined) return sessionStorage.getItem(KEY); if (v === null) sessionStorage.removeItem(KEY); else sessionStorage.setItem(KEY, v); } catch (_) { return null; } };
         let token = session();
         let gen = 0, attempt = 0, ctl = null, retryTimer = 0, statsTimer = 0, deviceReq = 0;
-        let lastTick = null, startedAt = null, skipped = 0;
+        // durableBase: the durable totals less this process's, from the last stats; the ticks'
+        // totals are added to it, so the durable column moves live too.
+        let lastTick = null, startedAt = null, skipped = 0, durableBase = null;
         const series = {};
 
         function el(tag, props, ...kids) {
@@ -233,7 +235,7 @@ enum DashboardPage {
         }
         function forget() {
           session(null); token = null; stop();
-          lastTick = null; startedAt = null; skipped = 0; attempt = 0;
+          lastTick = null; startedAt = null; skipped = 0; durableBase = null; attempt = 0;
           for (const k of SERIES) series[k] = [];
           $("events").replaceChildren(); $("events-empty").hidden = false; $("notable-skipped").hidden = true;
           $("device-view").replaceChildren(); $("device-search-input").value = "";
@@ -322,6 +324,7 @@ enum DashboardPage {
           lastTick = t;
           setText("received-total", int(T.received)); setText("delivered-total", int(T.delivered));
           for (const k of TOTALS) setText("t-" + k, fmt(T[k]));
+          if (durableBase) for (const k of TOTALS) setText("d-" + k, fmt(durableBase[k] + (T[k] || 0)));
           for (const k of ["held", "stored", "unacked"]) { setText(k, int(t[k])); add(k, t.time, t[k]); }
           setText("connected", int(t.connectedDevices)); add("connected", t.time, t.connectedDevices);
           const dt = p ? (t.time - p.time) / 1000 : 0;
@@ -413,8 +416,11 @@ enum DashboardPage {
           setText("devices-count", fmt(s.devices));
           setText("stats-time", "as of " + hms(Date.now()) + " UTC");
           const T = s.totals || {}, D = s.durableTotals || {};
+          durableBase = {};
+          for (const k of TOTALS) durableBase[k] = (D[k] || 0) - (T[k] || 0);
+          const now = k => (lastTick ? lastTick.totals[k] : T[k]) || 0;
           $("totals").replaceChildren(...TOTALS.map(k => el("tr", null, el("td", null, k),
-            el("td", { class: "n", id: "t-" + k }, fmt(lastTick ? lastTick.totals[k] : T[k])), el("td", { class: "n", id: "d-" + k }, fmt(D[k])))));
+            el("td", { class: "n", id: "t-" + k }, fmt(now(k))), el("td", { class: "n", id: "d-" + k }, fmt(durableBase[k] + now(k))))));
           if (!lastTick) {
             setText("received-total", int(T.received)); setText("delivered-total", int(T.delivered));
             for (const k of ["held", "stored", "unacked"]) setText(k, int(s[k]));

@@ -106,7 +106,7 @@ struct AdminEventsTests {
             let api = try await API(gateway)
             let (device, token) = try await api.registeredDevice(topic: Self.topic)
             // Connected (offline, priority 1 is stored for the device's return).
-            _ = try await api.openEvents(device)
+            let stream = try await api.openEvents(device)
             for _ in 0..<150 {
                 let reply = try await api.push(token: token, topic: Self.topic, headers: [("apns-priority", "1")])
                 #expect(reply.disposition == "held")
@@ -120,6 +120,8 @@ struct AdminEventsTests {
                 if event.type == "stats" { skipped = event.json["notableSkipped"] as? Int ?? 0 }
             }
             #expect(notables == 100)
+            // Its stream stays open (and the device connected) until here.
+            withExtendedLifetime(stream) {}
             #expect(skipped == 50)
             await events.close()
             await api.close()
