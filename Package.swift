@@ -292,6 +292,15 @@ let package = Package(
         ),
         .testTarget(name: "PushgateModelTests", dependencies: ["PushgateModel"]),
         .testTarget(
+            name: "PushgateOperatorTests",
+            dependencies: [
+                "PushgateOperator",
+                "PushgateDelivery",
+                "PushgateModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
             name: "PushgateHTTPTests",
             dependencies: [
                 "PushgateHTTP",

@@ -1,0 +1,73 @@
+import NIOCore
+import PushgateDelivery
+import PushgateModel
+@testable import PushgateOperator
+import Testing
+
+/// What operators read, without a server: times in words, the reasons, the access rule, totals.
+@Suite("Operator console without sockets: words, access, totals")
+struct OperatorWordsTests {
+    /// 2023-11-14 22:13:20 UTC.
+    static let now: Int64 = 1_700_000_000_000
+
+    @Test("UTC times: the time of day when it is today, the date too otherwise", arguments: [
+        (now, "22:13:20 UTC"),
+        (now + 6_399_999, "23:59:59 UTC"),
+        (now + 6_400_000, "2023-11-15 00:00:00 UTC"),
+        (Int64(0), "1970-01-01 00:00:00 UTC"),
+        (Int64(951_782_400_000), "2000-02-29 00:00:00 UTC"),
+        (Int64(-1_000), "1969-12-31 23:59:59 UTC"),
+    ])
+    func utcTimes(_ millis: Int64, _ words: String) {
+        #expect(UTCTime.words(millis, now: Self.now) == words)
+    }
+
+    @Test("each reason in words, with the time it names")
+    func reasons() {
+        let hour = Self.now + 3_600_000
+        #expect(WaitWords.describe(.appBudgetEmpty(until: hour), now: Self.now) == "app budget empty until 23:13:20 UTC")
+        #expect(WaitWords.describe(.deviceBudgetEmpty(until: hour), now: Self.now) == "device budget empty until 23:13:20 UTC")
+        #expect(WaitWords.describe(.behindOlderSilent(count: 1), now: Self.now) == "behind 1 older silent push of its app, released oldest first")
+        #expect(WaitWords.describe(.behindOlderSilent(count: 3), now: Self.now) == "behind 3 older silent pushes of its app, released oldest first")
+        #expect(WaitWords.describe(.offline(since: Self.now - 86_400_000), now: Self.now)
+            == "device offline since 2023-11-13 22:13:20 UTC; sent when its event stream opens")
+        #expect(WaitWords.describe(.awaitingAck(inKeepaliveResponse: true), now: Self.now) == "sent in a keep-alive response; waits for the device's ack")
+        #expect(WaitWords.until(.deferred(until: hour)) == hour)
+        #expect(WaitWords.until(.waitsForWake) == nil)
+    }
+
+    @Test("loopback peers: 127.0.0.0/8, ::1 and IPv4 loopback mapped into IPv6; nothing else")
+    func loopback() throws {
+        for ip in ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"] {
+            #expect(AdminAccess.isLoopback(try SocketAddress(ipAddress: ip, port: 1)), "\(ip)")
+        }
+        for ip in ["10.0.0.1", "192.0.2.2", "::ffff:10.0.0.1", "fd00::1", "::", "0.0.0.0", "128.0.0.1"] {
+            #expect(!AdminAccess.isLoopback(try SocketAddress(ipAddress: ip, port: 1)), "\(ip)")
+        }
+    }
+
+    @Test("with a token: the exact token, as a bearer credential, from anywhere; without one: loopback only")
+    func access() throws {
+        let remote = try SocketAddress(ipAddress: "192.0.2.2", port: 1)
+        let local = try SocketAddress(ipAddress: "127.0.0.1", port: 1)
+        let guarded = AdminAccess(token: "s3cret")
+        #expect(guarded.refusal(authorization: "bearer s3cret", peer: remote) == nil)
+        #expect(guarded.refusal(authorization: "Bearer s3cret", peer: remote) == nil)
+        for header in [nil, "", "bearer", "bearer s3cre", "bearer s3cret2", "basic s3cret", "s3cret"] {
+            #expect(guarded.refusal(authorization: header, peer: local)?.reason == .unauthorized, "\(header ?? "none")")
+        }
+        let open = AdminAccess(token: nil)
+        #expect(open.refusal(authorization: nil, peer: local) == nil)
+        #expect(open.refusal(authorization: "bearer anything", peer: remote)?.reason == .forbidden)
+        #expect(open.refusal(authorization: nil, peer: nil)?.reason == .forbidden, "a peer of unknown address is not loopback")
+    }
+
+    @Test("totals as the store keeps them: by name, unknown names ignored, only nonzero ones written")
+    func storedTotals() {
+        var totals = Totals(stored: ["received": 5, "dropped": 2, "fromAFutureVersion": 9])
+        #expect(totals.received == 5 && totals.dropped == 2 && totals.delivered == 0)
+        totals.acknowledged = 1
+        #expect(totals.stored == ["received": 5, "dropped": 2, "acknowledged": 1])
+        #expect((totals - Totals(stored: ["received": 5])).stored == ["dropped": 2, "acknowledged": 1])
+    }
+}
