@@ -133,3 +133,17 @@ extension Scheduler {
         MemoryLayout<DeviceSlot>.stride + MemoryLayout<AppSlot>.stride
     }
 }
+
+extension Scheduler {
+    /// The acceptance time of the oldest priority-5 push still in its deferral (its deferral
+    /// end less its app's maximum deferral); nil when none is. One pass over the held slots,
+    /// reading two fields of each.
+    public func oldestDeferredAcceptedAt() -> Int64? {
+        var oldest: Int64?
+        for index in held.indices where held[index].isLive && held[index].deadline != .max {
+            let accepted = held[index].deadline - policy(ofApp: Int(held[index].app)).policy.maxDeferralMillis
+            oldest = min(oldest ?? accepted, accepted)
+        }
+        return oldest
+    }
+}

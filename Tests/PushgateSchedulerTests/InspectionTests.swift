@@ -67,4 +67,23 @@ import Testing
         // The device's 10 a hour bucket lost 3 of 10: it still has a whole one.
         #expect(harness.scheduler.nextToken(device: harness.device, now: t0) == t0)
     }
+
+    @Test func theOldestDeferralIsTheOldestPriority5PushStillInIt() throws {
+        let harness = try Harness()
+        let app = harness.app()
+        _ = harness.scheduler.setPower(harness.device, .idle, now: t0)
+        #expect(harness.scheduler.oldestDeferredAcceptedAt() == nil)
+        _ = harness.exhaust(app, now: t0)
+        _ = harness.silent(app, now: t0)
+        _ = harness.regular(app, .low, now: t0)
+        #expect(harness.scheduler.oldestDeferredAcceptedAt() == nil, "silent and priority 1 are not deferred")
+        _ = harness.regular(app, .normal, now: t0 + minute)
+        _ = harness.regular(app, .normal, now: t0 + 2 * minute)
+        #expect(harness.scheduler.oldestDeferredAcceptedAt() == t0 + minute)
+        // Its deferral ends (15 minutes): released; the next one is the oldest.
+        _ = harness.scheduler.advance(now: t0 + 16 * minute)
+        #expect(harness.scheduler.oldestDeferredAcceptedAt() == t0 + 2 * minute)
+        _ = harness.scheduler.advance(now: t0 + 17 * minute)
+        #expect(harness.scheduler.oldestDeferredAcceptedAt() == nil)
+    }
 }

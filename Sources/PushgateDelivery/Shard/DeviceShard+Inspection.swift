@@ -12,54 +12,64 @@ extension DeviceShard {
         statistics.devices = devices.count
         statistics.connectedDevices = online.count
         statistics.held = held.count
-        for deviceID in withQueue {
-            guard let device = devices[deviceID] else { continue }
+        for device in withQueue.values {
             statistics.unacked += device.deliveredCount
             statistics.stored += device.queue.count - device.deliveredCount
         }
         if includeOldestHeld {
-            for record in held.values {
-                statistics.oldestHeldAcceptedAt = min(statistics.oldestHeldAcceptedAt ?? record.acceptedAt, record.acceptedAt)
-                if record.push.priority == .normal, record.push.pushType.pushClass == .regular {
-                    statistics.oldestDeferredAcceptedAt = min(statistics.oldestDeferredAcceptedAt ?? record.acceptedAt, record.acceptedAt)
-                }
-            }
+            // Acceptance ids follow acceptance: the oldest held push has the smallest, found
+            // among the keys alone (a walk over the records would copy each one).
+            statistics.oldestHeldAcceptedAt = held.keys.min().flatMap { held[$0]?.acceptedAt }
+            statistics.oldestDeferredAcceptedAt = scheduler.oldestDeferredAcceptedAt()
         }
         return statistics
     }
 
-    /// Per topic and the devices holding the most, each list capped, most held first.
+    /// Per topic and the devices holding the most, each list capped, most held first. One pass
+    /// over registrations, held pushes and queues that reads only each one's topic (a record is
+    /// not copied), and one over the devices' held counts; the oldest held push is looked up for
+    /// the listed devices only.
     func overview(topicLimit: Int, deviceLimit: Int) -> DeliveryOverview {
-        var topics: [String: DeliveryOverview.Topic] = [:]
+        var topics = TopicTally()
         for registration in registrations.values where registration.unregisteredAt == nil {
-            topics[registration.topic, default: .init(topic: registration.topic)].registrations += 1
+            topics.count(registration.topic, \.registrations)
         }
-        var heldByDevice: [String: (count: Int, oldest: Int64)] = [:]
-        for record in held.values {
-            topics[record.push.topic, default: .init(topic: record.push.topic)].held += 1
-            let current = heldByDevice[record.deviceID] ?? (0, .max)
-            heldByDevice[record.deviceID] = (current.count + 1, min(current.oldest, record.acceptedAt))
+        for index in held.values.indices {
+            topics.count(held.values[index].push.topic, \.held)
         }
-        for deviceID in withQueue {
-            guard let device = devices[deviceID] else { continue }
-            for (index, entry) in device.queue.enumerated() {
-                if index < device.deliveredCount {
-                    topics[entry.record.push.topic, default: .init(topic: entry.record.push.topic)].unacked += 1
-                } else {
-                    topics[entry.record.push.topic, default: .init(topic: entry.record.push.topic)].stored += 1
-                }
+        for device in withQueue.values {
+            var position = 0
+            for entry in device.queue {
+                topics.count(entry.record.push.topic, position < device.deliveredCount ? \.unacked : \.stored)
+                position += 1
             }
         }
         var overview = DeliveryOverview()
-        let sortedTopics = topics.values.sorted { ($0.held, $0.stored, $1.topic) > ($1.held, $1.stored, $0.topic) }
+        let sortedTopics = topics.all.sorted { ($0.held, $0.stored, $1.topic) > ($1.held, $1.stored, $0.topic) }
         overview.topics = Array(sortedTopics.prefix(topicLimit))
         overview.topicsTruncated = sortedTopics.count > topicLimit
-        let sortedDevices = heldByDevice
-            .map { DeliveryOverview.HeldDevice(deviceID: $0.key, held: $0.value.count, oldestHeldAcceptedAt: $0.value.oldest) }
-            .sorted { ($0.held, $1.oldestHeldAcceptedAt, $1.deviceID) > ($1.held, $0.oldestHeldAcceptedAt, $0.deviceID) }
-        overview.topHeldDevices = Array(sortedDevices.prefix(deviceLimit))
-        overview.heldDevicesTruncated = sortedDevices.count > deviceLimit
+
+        // Most held first; among equals, by device id.
+        var holding: [DeviceState] = []
+        for device in devices.values where device.heldCount > 0 { holding.append(device) }
+        if deviceLimit > 0 { holding.sort { ($0.heldCount, $1.id) > ($1.heldCount, $0.id) } }
+        overview.topHeldDevices = holding.prefix(deviceLimit).map { device in
+            DeliveryOverview.HeldDevice(deviceID: device.id, held: device.heldCount, oldestHeldAcceptedAt: oldestHeld(of: device) ?? 0)
+        }
+        overview.heldDevicesTruncated = holding.count > deviceLimit
         return overview
+    }
+
+    /// The acceptance time of the device's oldest held push: the first held of each of its apps.
+    private func oldestHeld(of device: DeviceState) -> Int64? {
+        var oldest: Int64?
+        for token in device.tokensByTopic.values {
+            guard let app = registrations[token]?.app, let first = scheduler.heldPushes(app: app)?.map(\.id).min(),
+                  let acceptedAt = held[first]?.acceptedAt
+            else { continue }
+            oldest = min(oldest ?? acceptedAt, acceptedAt)
+        }
+        return oldest
     }
 
     /// The device and why each of its notifications waits; nil for an unknown device.
@@ -141,5 +151,39 @@ extension DeviceShard {
             refillPerHour: refillPerHour,
             nextTokenAt: nextTokenAt
         )
+    }
+}
+
+/// Counts by topic for the overview. Consecutive items mostly share a topic (one app's pushes,
+/// one big app's registrations): runs are counted locally and added once, so most items cost a
+/// string comparison, not a hash.
+private struct TopicTally {
+    private var topics: [String: DeliveryOverview.Topic] = [:]
+    private var current: String?
+    private var field: WritableKeyPath<DeliveryOverview.Topic, Int> = \.held
+    private var run = 0
+
+    mutating func count(_ topic: String, _ field: WritableKeyPath<DeliveryOverview.Topic, Int>) {
+        if topic == current, field == self.field {
+            run += 1
+            return
+        }
+        flush()
+        current = topic
+        self.field = field
+        run = 1
+    }
+
+    private mutating func flush() {
+        guard let current, run > 0 else { return }
+        topics[current, default: .init(topic: current)][keyPath: field] += run
+        run = 0
+    }
+
+    var all: [DeliveryOverview.Topic] {
+        mutating get {
+            flush()
+            return Array(topics.values)
+        }
     }
 }

@@ -64,7 +64,7 @@ extension DeviceShard {
                 continue
             }
             device.queue.append(QueuedNotification(record: record, committed: true, delivery: .stored))
-            withQueue.insert(device.id)
+            withQueue[device.id] = device
         }
         for record in records where record.seq == nil {
             guard let device = devices[record.deviceID] else {

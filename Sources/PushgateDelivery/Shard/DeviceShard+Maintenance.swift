@@ -20,8 +20,7 @@ extension DeviceShard {
     /// Drops expired notifications that were not yet delivered.
     func sweepExpired() {
         let now = clock.nowMillis()
-        for deviceID in withQueue {
-            guard let device = devices[deviceID] else { continue }
+        for device in withQueue.values {
             let expired = removeUndelivered(from: device) { $0.committed && $0.record.expiresAt <= now }
             if !expired.isEmpty { dropExpired(expired, from: device) }
         }
@@ -45,7 +44,7 @@ extension DeviceShard {
     /// for as long as the process runs. Small queues keep theirs, so a connected device is not reallocated per push.
     func queueShrank(_ device: DeviceState) {
         guard device.queue.isEmpty else { return }
-        withQueue.remove(device.id)
+        withQueue[device.id] = nil
         if device.queue.capacity > DeviceState.retainedQueueCapacity { device.queue = DeviceState.emptyQueue }
     }
 

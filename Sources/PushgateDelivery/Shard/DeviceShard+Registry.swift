@@ -125,7 +125,7 @@ extension DeviceShard {
         counters.recordDrop(.unregistered, count: device.queue.count)
         devices[deviceID] = nil
         online[deviceID] = nil
-        withQueue.remove(deviceID)
+        withQueue[deviceID] = nil
         commit([.deleteDevice(id: deviceID, at: now, acceptanceIDs: acceptanceIDs)]) { result in
             promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }

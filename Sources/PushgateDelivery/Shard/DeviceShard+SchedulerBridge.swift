@@ -26,7 +26,7 @@ extension DeviceShard {
         entry.sentInKeepalive = keepalive
         entry.sent = keepalive
         device.queue.append(entry)
-        withQueue.insert(device.id)
+        withQueue[device.id] = device
         return QueuedEntry(deviceID: device.id, seq: record.seq ?? 0)
     }
 

@@ -31,8 +31,9 @@ final class DeviceShard {
     var registrations: [String: RegistrationState] = [:]
     /// Devices with an open stream (for heartbeats).
     var online: [String: DeviceState] = [:]
-    /// Devices with queued notifications (for the expiry sweep).
-    var withQueue: Set<String> = []
+    /// Devices with queued notifications (for the expiry sweep and the gauges, which walk them
+    /// without looking each up).
+    var withQueue: [String: DeviceState] = [:]
     var streamGenerations: UInt64 = 0
 
     let scheduler: Scheduler
