@@ -10,7 +10,8 @@
 # curl (time_total: request to last byte, on loopback) and reports the median and the maximum.
 # Also: while curl scrapes in a loop, an h2load of `GET /healthz` (one connection, so one event
 # loop) measures the longest request time the scrapes cause there, against the same h2load without
-# scrapes: a scrape that stalled an event loop would show there.
+# scrapes: a scrape that stalled an event loop would show there; the same while the admin overview
+# (/v1/admin/stats, which the dashboard asks for every 10 s) is asked for nonstop.
 source "$(dirname "$0")/common.sh"
 devices=${1:-100000}
 
@@ -61,9 +62,13 @@ need_nghttp2_tools
 probe() {  # h2load of /healthz on one connection: its slowest request
     h2load -n 20000 -c 1 -m 1 "$url/healthz" 2>/dev/null | awk '/time for request:/ {print "max " $5 ", mean " $6}'
 }
-echo "== /healthz on one connection, no scrapes:     $(probe)"
-( while :; do curl -s -o /dev/null "$url/metrics"; done ) &
-scraper=$!
-echo "== /healthz on one connection, scraped nonstop: $(probe)"
-kill "$scraper"; wait "$scraper" 2>/dev/null || true
+probe_while() {  # PATH: the probe while curl asks for PATH nonstop
+    ( while :; do curl -s -o /dev/null "$url$1"; done ) &
+    local asker=$!
+    probe
+    kill "$asker"; wait "$asker" 2>/dev/null || true
+}
+echo "== /healthz on one connection, no scrapes:                 $(probe)"
+echo "== /healthz on one connection, /metrics nonstop:           $(probe_while /metrics)"
+echo "== /healthz on one connection, /v1/admin/stats nonstop:    $(probe_while /v1/admin/stats)"
 stop_server

@@ -189,4 +189,40 @@ struct ShardTests {
             }
         }
     }
+
+    @Test("the overview counts by topic and lists the devices holding most, most first, equals by id, capped")
+    func overview() async throws {
+        try await DeliveryHarness.run { h in
+            let other = "com.example.mail"
+            var heldBy: [String: Int] = [:]
+            // Offline devices hold every silent push: 3, 1, 1, 2 and 1 held.
+            for (index, count) in [3, 1, 1, 2, 1].enumerated() {
+                let device = try await h.device()
+                let token = try await h.register(device, index == 0 ? other : Self.topic)
+                for _ in 0..<count { #expect(try await h.silent(token, index == 0 ? other : Self.topic) == .held) }
+                heldBy[device.id] = count
+            }
+            let alertDevice = try await h.device()
+            #expect(try await h.push(try await h.register(alertDevice, Self.topic), Self.topic) == .stored)
+
+            let overview = try await h.core.overview(topicLimit: 1, deviceLimit: 3)
+            let ones = heldBy.filter { $0.value == 1 }.keys.sorted()
+            let expected = [heldBy.first { $0.value == 3 }!.key, heldBy.first { $0.value == 2 }!.key, ones[0]]
+            #expect(overview.topHeldDevices.map(\.deviceID) == expected)
+            #expect(overview.topHeldDevices.map(\.held) == [3, 2, 1])
+            #expect(overview.heldDevicesTruncated)
+            let topic = try #require(overview.topics.first)
+            #expect(overview.topics.count == 1)
+            #expect([topic.registrations, topic.held, topic.stored, topic.unacked] == [5, 5, 1, 0])
+            #expect(topic.topic == Self.topic)
+            #expect(overview.topicsTruncated)
+
+            let all = try await h.core.overview(topicLimit: 10, deviceLimit: 10)
+            #expect(all.topHeldDevices.map(\.held) == [3, 2, 1, 1, 1])
+            #expect(all.topHeldDevices.suffix(3).map(\.deviceID) == ones)
+            #expect(!all.heldDevicesTruncated)
+            #expect(all.topics.map(\.topic) == [Self.topic, other])
+            #expect(!all.topicsTruncated)
+        }
+    }
 }

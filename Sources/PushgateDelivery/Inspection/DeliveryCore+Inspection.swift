@@ -34,7 +34,8 @@ extension DeliveryCore {
         let sortedTopics = topics.values.sorted { ($0.held, $0.stored, $1.topic) > ($1.held, $1.stored, $0.topic) }
         overview.topics = Array(sortedTopics.prefix(topicLimit))
         overview.topicsTruncated = sortedTopics.count > topicLimit
-        devices.sort { ($0.held, $1.oldestHeldAcceptedAt, $1.deviceID) > ($1.held, $0.oldestHeldAcceptedAt, $0.deviceID) }
+        // The shards' order: a device left out of a shard's list ranks after every one listed.
+        devices.sort { ($0.held, $1.deviceID) > ($1.held, $0.deviceID) }
         overview.topHeldDevices = Array(devices.prefix(deviceLimit))
         overview.heldDevicesTruncated = devicesTruncated || devices.count > deviceLimit
         return overview

@@ -56,6 +56,7 @@ extension DeviceShard {
             expiresAt: expiresAt,
             seq: nil
         )
+        record.push.topic = registration.topic  // the shard's copy (equal, checked above)
         let nowOrNever = expiration == .immediately
         guard let acceptance = scheduler.accept(SchedulerPush(record, app: app, nowOrNever: nowOrNever), now: now) else {
             promise.fail(Refusal(.internalServerError, "the scheduler does not know this registration"))

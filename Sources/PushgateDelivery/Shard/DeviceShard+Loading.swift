@@ -21,7 +21,8 @@ extension DeviceShard {
     }
 
     func load(registrations records: [RegistrationRecord]) {
-        for record in records {
+        for var record in records {
+            record.topic = interned(record.topic)
             var registration = RegistrationState(
                 deviceID: record.deviceID,
                 topic: record.topic,
@@ -58,6 +59,11 @@ extension DeviceShard {
         // Queues in seq order: seqs are assigned at release, so acceptance order (the store's)
         // can differ (a held push released after a later stored one).
         var orphans: [UInt64] = []
+        let records = records.map { record in
+            var record = record
+            record.push.topic = interned(record.push.topic)
+            return record
+        }
         for record in records.filter({ $0.seq != nil }).sorted(by: { $0.seq! < $1.seq! }) {
             guard let device = devices[record.deviceID] else {
                 orphans.append(record.acceptanceID)

@@ -48,6 +48,7 @@ extension DeviceShard {
             promise.fail(Refusal(.internalServerError, "\(error)"))
             return
         }
+        let topic = interned(topic)
         let record = RegistrationRecord(token: token, deviceID: deviceID, topic: topic, createdAt: clock.nowMillis())
         let app = scheduler.addApp(device: device.handle, topic: topic)
         if let app { appTokens[app] = token }

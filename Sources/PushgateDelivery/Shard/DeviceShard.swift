@@ -35,6 +35,11 @@ final class DeviceShard {
     /// without looking each up).
     var withQueue: [String: DeviceState] = [:]
     var streamGenerations: UInt64 = 0
+    /// One string per topic, shared by its registrations and pushes: comparing two of them is
+    /// then a comparison of references, where separate copies cost a cache miss each (the admin
+    /// overview compares the topic of every registration and push). Topics are apps' bundle ids,
+    /// a small set; entries stay for the shard's life.
+    var topicNames: [String: String] = [:]
 
     let scheduler: Scheduler
     /// Records of the pushes the scheduler holds, by acceptance id.
@@ -45,6 +50,13 @@ final class DeviceShard {
     /// The one timer of the shard's scheduler, armed for its next deadline.
     var schedulerTimer: Scheduled<Void>?
     var schedulerTimerAt: Int64 = .max
+
+    /// `topic` as the shard's one copy of it.
+    func interned(_ topic: String) -> String {
+        if let name = topicNames[topic] { return name }
+        topicNames[topic] = topic
+        return topic
+    }
 
     init(
         eventLoop: any EventLoop,
