@@ -6,6 +6,9 @@
 /// sessionStorage and sends it as `authorization: bearer`. For the same reason it reads
 /// `/v1/admin/events` with `fetch` and parses the event stream itself: `EventSource` cannot send
 /// a header, and a token in the URL would end up in logs and history.
+///
+/// Over 450 lines on purpose: the file is the page as the browser gets it (markup, style and
+/// script), and splitting it into Swift strings to concatenate would only hide that.
 enum DashboardPage {
     static let html: String = #"""
         <!doctype html>
