@@ -75,8 +75,10 @@ print(
 )
 print("records:           \(Scheduler.idleDeviceRecordBytes) bytes per device with one app")
 
-/// The mix: 35% silent, 15% regular (p10, p5, p1 alike), 15% keep-alives, 5% connects, 5%
-/// disconnects, 5% power reports, 20% advance. One simulated millisecond per event: 10M events are
+/// The mix: 35% silent, 15% regular (p10, p5, p1 alike), 12% keep-alives, 3% fetch results, 5%
+/// connects, 5% disconnects, 5% power reports, 20% advance. A silent push delivered at once opens
+/// a fetch window; a result report names one of the last 1,024 windows opened (some already
+/// closed by a report or a timeout, as agents repeat themselves), and the rest time out. One simulated millisecond per event: 10M events are
 /// 2.8 hours, so buckets empty, refill and release held pushes by budget along the way.
 struct Workload {
     let scheduler: Scheduler
@@ -88,6 +90,9 @@ struct Workload {
     var nextID: UInt64 = 0
     var released = 0
     var dropped = 0
+    var timeouts = 0
+    var windows = [(index: Int, seq: UInt64)](repeating: (0, 0), count: 1024)
+    var windowCount = 0
     /// Counts by disposition: delivered, held, coalesced, stored, discarded.
     var dispositions = [0, 0, 0, 0, 0]
     static let powers: [DevicePower] = [.awake, .idle, .lowPower]
@@ -103,8 +108,12 @@ struct Workload {
                 accept(.silent, .normal, index: index, roll: roll >> 8)
             case 35..<50:
                 accept(.regular, Self.priorities[Int(roll >> 8 % 3)], index: index, roll: roll >> 8)
-            case 50..<65:
+            case 50..<62:
                 released += scheduler.keepalive(devices[index], now: now).releases.count
+            case 62..<65:
+                let window = windows[Int(roll >> 8) % windows.count]
+                let result = FetchResult.reportable[Int(roll >> 20) % 3]
+                _ = scheduler.reportFetchResult(device: devices[window.index], seq: window.seq, result: result, now: now)
             case 65..<70:
                 released += scheduler.connect(devices[index], now: now).releases.count
             case 70..<75:
@@ -115,6 +124,7 @@ struct Workload {
                 let output = scheduler.advance(now: now)
                 released += output.releases.count
                 dropped += output.drops.count
+                timeouts += output.fetchTimeouts.count
             }
         }
     }
@@ -134,7 +144,12 @@ struct Workload {
         released += acceptance.releases.count
         dropped += acceptance.drops.count
         switch acceptance.disposition {
-        case .delivered: dispositions[0] += 1
+        case .delivered:
+            dispositions[0] += 1
+            if pushClass == .silent, scheduler.openFetchWindow(app: apps[index], seq: nextID, now: now) {
+                windows[windowCount % windows.count] = (index, nextID)
+                windowCount += 1
+            }
         case .held: dispositions[1] += 1
         case .coalesced: dispositions[2] += 1
         case .stored: dispositions[3] += 1
@@ -150,6 +165,7 @@ print("events:            \(eventCount) in \(String(seconds(elapsed), places: 3)
 let names = ["delivered", "held", "coalesced", "stored", "discarded"]
 print("dispositions:      \(zip(names, workload.dispositions).map { "\($0) \($1)" }.joined(separator: ", "))")
 print("released:          \(workload.released), dropped: \(workload.dropped), still held: \(scheduler.heldCount)")
+print("fetch windows:     \(workload.windowCount) opened, \(workload.timeouts) timed out")
 print("RSS after the mix: \(residentBytes() - before) bytes over the empty scheduler")
 print(
     "SUMMARY SchedulerBenchmark: \(deviceCount) idle devices at \(String(rssPerDevice, places: 1)) B/device RSS"

@@ -1,27 +1,41 @@
-/// A timer of the scheduler: a device's next budget check or a held push's next deadline (its
-/// deferral end or its expiry). Entries are never removed when they become stale; the owner checks
-/// each one against its record when it comes out (and when the heap is compacted).
+/// A timer of the scheduler: a device's next budget check, a held push's next deadline (its
+/// deferral end or its expiry), or a fetch window's end.
+/// Entries are never removed when they become stale; the owner checks each one against its record
+/// when it comes out (and when the heap is compacted).
 struct Timer {
     var time: Int64
     var slot: UInt32
-    /// The target's generation in the low 31 bits, the kind in the top bit. A generation that
+    /// The target's generation in the low 30 bits, the kind in the top two. A generation that
     /// wraps onto a stale entry only costs a check: the owner also compares `time` with the
     /// record's own due time.
     var tag: UInt32
 
-    static let budgetBit: UInt32 = 1 << 31
+    enum Kind: UInt32 {
+        case held = 0
+        case budget = 1
+        case fetchWindow = 2
+    }
+
+    private static let generationMask: UInt32 = (1 << 30) - 1
+
+    init(_ kind: Kind, slot: UInt32, generation: UInt32, at time: Int64) {
+        self.time = time
+        self.slot = slot
+        tag = kind.rawValue << 30 | generation & Self.generationMask
+    }
 
     static func budget(device slot: UInt32, generation: UInt32, at time: Int64) -> Timer {
-        Timer(time: time, slot: slot, tag: (generation & ~budgetBit) | budgetBit)
+        Timer(.budget, slot: slot, generation: generation, at: time)
     }
 
     static func held(slot: UInt32, generation: UInt32, at time: Int64) -> Timer {
-        Timer(time: time, slot: slot, tag: generation & ~budgetBit)
+        Timer(.held, slot: slot, generation: generation, at: time)
     }
 
-    var isBudget: Bool { tag & Self.budgetBit != 0 }
+    /// (The fourth value of the two bits is never made.)
+    var kind: Kind { Kind(rawValue: tag >> 30) ?? .held }
 
-    func matches(generation: UInt32) -> Bool { tag & ~Self.budgetBit == generation & ~Self.budgetBit }
+    func matches(generation: UInt32) -> Bool { tag & Self.generationMask == generation & Self.generationMask }
 }
 
 /// A binary min-heap of timers by time.

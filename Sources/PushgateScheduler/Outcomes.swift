@@ -40,13 +40,17 @@ public struct SchedulerOutput: Sendable, Hashable {
     /// In acceptance order (within a device; across devices too, as ids are global).
     public var releases: [Release]
     public var drops: [Drop]
+    /// Fetch windows that ended with no report; the caller forgets them in the store and saves
+    /// their apps' fetch figures (`drainDirtyFetchStates`).
+    public var fetchTimeouts: [FetchTimeout]
 
-    public init(releases: [Release] = [], drops: [Drop] = []) {
+    public init(releases: [Release] = [], drops: [Drop] = [], fetchTimeouts: [FetchTimeout] = []) {
         self.releases = releases
         self.drops = drops
+        self.fetchTimeouts = fetchTimeouts
     }
 
-    public var isEmpty: Bool { releases.isEmpty && drops.isEmpty }
+    public var isEmpty: Bool { releases.isEmpty && drops.isEmpty && fetchTimeouts.isEmpty }
 }
 
 /// The effect of `accept`.

@@ -9,7 +9,9 @@ extension Scheduler {
     /// - Silent: discarded while its app is `terminated`. Released at once when the device is
     ///   connected, both buckets hold a whole token (one is taken from each) and the app has nothing
     ///   held; an app with held silent pushes queues the new one behind them, so an app's silent
-    ///   pushes always go out in acceptance order. Never at once in `lowPower`: the budget no
+    ///   pushes always go out in acceptance order; nor while the app's fetch interval keeps it
+    ///   waiting (`never`, or less than its interval since its last budget release: a release at
+    ///   once takes budget like any other). Never at once in `lowPower`: the budget no
     ///   longer decides there, only wake events release (Low Power Mode pauses background work on
     ///   a real device). Otherwise held (`nowOrNever`: discarded).
     /// - Regular, device not connected: `stored` (`nowOrNever`: discarded).
@@ -33,7 +35,7 @@ extension Scheduler {
         guard apps[a].state != .terminated else { return Acceptance.discarded(.appTerminated) }
         let d = Int(apps[a].device)
         var emptyBudget: BudgetScope?
-        if devices[d].connected, devices[d].power != .lowPower, apps[a].silent.count == 0 {
+        if devices[d].connected, devices[d].power != .lowPower, apps[a].silent.count == 0, intervalReady(a) <= now {
             emptyBudget = takeTokens(app: a, device: d, now: now)
             if emptyBudget == nil {
                 rescheduleBudget(device: d)

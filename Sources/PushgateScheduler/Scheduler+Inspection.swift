@@ -73,13 +73,13 @@ extension Scheduler {
     /// When the app's bucket next holds a whole token (`now` when it does already).
     public func nextToken(app: AppHandle, now: Int64) -> Int64? {
         guard let a = index(of: app) else { return nil }
-        return TokenBucket.tokenTime(appLevel(a, now: now), at: now, rate: policy(ofApp: a).appRate)
+        return appTokenTime(a, now: now)
     }
 
     /// When the device's bucket next holds a whole token (`now` when it does already).
     public func nextToken(device: DeviceHandle, now: Int64) -> Int64? {
         guard let d = index(of: device) else { return nil }
-        return TokenBucket.tokenTime(deviceLevel(d, now: now), at: now, rate: deviceRate)
+        return TokenBucket.tokenTime(deviceLevel(d, now: now), at: now, milliPerHour: deviceRate)
     }
 
     public func isConnected(_ device: DeviceHandle) -> Bool? {
@@ -123,8 +123,9 @@ extension Scheduler {
         devices.capacity * MemoryLayout<DeviceSlot>.stride
             + apps.capacity * MemoryLayout<AppSlot>.stride
             + held.capacity * MemoryLayout<HeldSlot>.stride
-            + (freeDevices.capacity + freeApps.capacity + freeHeld.capacity) * MemoryLayout<UInt32>.stride
-            + (dirtyDevices.capacity + dirtyApps.capacity) * MemoryLayout<UInt32>.stride
+            + windows.capacity * MemoryLayout<FetchWindowSlot>.stride
+            + (freeDevices.capacity + freeApps.capacity + freeHeld.capacity + freeWindows.capacity) * MemoryLayout<UInt32>.stride
+            + (dirtyDevices.capacity + dirtyApps.capacity + dirtyFetchApps.capacity) * MemoryLayout<UInt32>.stride
             + timers.timers.capacity * MemoryLayout<Timer>.stride
     }
 

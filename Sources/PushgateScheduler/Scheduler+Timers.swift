@@ -1,6 +1,7 @@
 import PushgateModel
 
-// Due work: budget releases, deferral deadlines and expiry, all from one heap of timers.
+// Due work: budget releases, deferral deadlines, expiry and fetch windows' ends, all from one
+// heap of timers.
 
 extension Scheduler {
     /// When `advance(now:)` should next be called: the earliest pending timer, or nil when nothing
@@ -13,19 +14,21 @@ extension Scheduler {
     }
 
     /// Does the work due at or before `now`: budget releases (a held silent push whose app and
-    /// device buckets both hold a token again, while the device is connected and not in
-    /// `lowPower`), priority-5 deferrals that ran out (released as `budget` when the device is
-    /// connected; otherwise left for its next wake event) and expiries (dropped as `expired`).
+    /// device buckets both hold a token again and whose app's fetch interval allows it, while the
+    /// device is connected and not in `lowPower`), priority-5 deferrals that ran out (released as
+    /// `budget` when the device is connected; otherwise left for its next wake event), expiries
+    /// (dropped as `expired`), fetch windows that ended without a report (`fetchTimeouts`, each
+    /// counted against its app from the window's end).
     /// Releases come out in acceptance order.
     public func advance(now: Int64) -> SchedulerOutput {
         var output = SchedulerOutput()
         while let first = timers.first, first.time <= now {
             timers.removeFirst()
             guard isCurrent(first) else { continue }
-            if first.isBudget {
-                releaseByBudget(device: Int(first.slot), now: now, into: &output)
-            } else {
-                fire(held: first.slot, now: now, into: &output)
+            switch first.kind {
+            case .budget: releaseByBudget(device: Int(first.slot), now: now, into: &output)
+            case .held: fire(held: first.slot, now: now, into: &output)
+            case .fetchWindow: timeOut(window: Int(first.slot), into: &output)
             }
         }
         if output.releases.count > 1 { output.releases.sort { $0.id < $1.id } }
@@ -34,21 +37,30 @@ extension Scheduler {
 
     // MARK: Buckets
 
-    /// The app bucket's level at `now` (refilled since its last change, capped).
+    /// The app bucket's level at `now` (refilled since its last change, capped), at the rate its
+    /// fetch results give, and at the penalty's rate up to the penalty's end when that falls in
+    /// between (whether or not its timer has fired yet).
     func appLevel(_ a: Int, now: Int64) -> UInt32 {
-        let policy = policy(ofApp: a)
-        return TokenBucket.level(
-            apps[a].bucketLevel,
-            at: apps[a].bucketTime,
-            now: now,
-            capacity: policy.appCapacity,
-            rate: policy.appRate
-        )
+        let capacity = policy(ofApp: a).appCapacity
+        var level = apps[a].bucketLevel
+        var time = apps[a].bucketTime
+        let penaltyEnd = apps[a].penaltyUntil
+        if penaltyEnd > time, penaltyEnd < now {
+            level = TokenBucket.level(level, at: time, now: penaltyEnd, capacity: capacity, milliPerHour: appRate(a, at: time))
+            time = penaltyEnd
+        }
+        return TokenBucket.level(level, at: time, now: now, capacity: capacity, milliPerHour: appRate(a, at: time))
     }
 
     /// The device bucket's level at `now`.
     func deviceLevel(_ d: Int, now: Int64) -> UInt32 {
-        TokenBucket.level(devices[d].bucketLevel, at: devices[d].bucketTime, now: now, capacity: deviceCapacity, rate: deviceRate)
+        TokenBucket.level(
+            devices[d].bucketLevel,
+            at: devices[d].bucketTime,
+            now: now,
+            capacity: deviceCapacity,
+            milliPerHour: deviceRate
+        )
     }
 
     /// Takes a token from the app's and the device's bucket if both have a whole one; returns
@@ -61,6 +73,9 @@ extension Scheduler {
         // Never move a bucket's time backwards: its level already counts the refill up to it.
         apps[a].bucketLevel = appLevel - TokenBucket.unit
         apps[a].bucketTime = max(apps[a].bucketTime, now)
+        apps[a].lastBudgetAt = now
+        // Only an interval reads it, so only then is it worth a store write.
+        if apps[a].fetchInterval != AppSlot.intervalMinimum { markFetchDirty(a) }
         devices[d].bucketLevel = deviceLevel - TokenBucket.unit
         devices[d].bucketTime = max(devices[d].bucketTime, now)
         if !apps[a].dirtyListed {
@@ -75,8 +90,9 @@ extension Scheduler {
     }
 
     /// Sets the device's budget timer to the first instant at which the device bucket and the
-    /// bucket of at least one app with held silent pushes both hold a whole token, or clears it
-    /// when no budget release can happen (disconnected, `lowPower`, nothing silent held).
+    /// bucket of at least one app with held silent pushes both hold a whole token (and that app's
+    /// fetch interval allows a release), or clears it when no budget release can happen
+    /// (disconnected, `lowPower`, nothing silent held, every such app's interval `never`).
     func rescheduleBudget(device d: Int) {
         guard devices[d].connected, devices[d].power != .lowPower, devices[d].heldSilent > 0 else {
             devices[d].budgetDue = DeviceSlot.noBudgetDue
@@ -87,16 +103,16 @@ extension Scheduler {
         while a != noSlot {
             let app = apps[Int(a)]
             if app.silent.count > 0 {
-                let ready = TokenBucket.tokenTime(
-                    app.bucketLevel,
-                    at: app.bucketTime,
-                    rate: policies[Int(app.policy)].appRate
-                )
-                appReady = min(appReady, ready)
+                let ready = appTokenTime(Int(a), now: app.bucketTime)
+                appReady = min(appReady, max(ready, intervalReady(Int(a))))
             }
             a = app.nextSibling
         }
-        let deviceReady = TokenBucket.tokenTime(devices[d].bucketLevel, at: devices[d].bucketTime, rate: deviceRate)
+        guard appReady != .max else {
+            devices[d].budgetDue = DeviceSlot.noBudgetDue
+            return
+        }
+        let deviceReady = TokenBucket.tokenTime(devices[d].bucketLevel, at: devices[d].bucketTime, milliPerHour: deviceRate)
         let due = max(appReady, deviceReady)
         guard due != devices[d].budgetDue else { return }
         devices[d].budgetDue = due
@@ -117,7 +133,7 @@ extension Scheduler {
                     output.drops.append(drop(removeHeld(apps[app].silent.head), reason: .expired))
                 }
                 let head = apps[app].silent.head
-                if head != noSlot, isOlder(head, than: best), hasToken(app: app, now: now) {
+                if head != noSlot, isOlder(head, than: best), intervalReady(app) <= now, hasToken(app: app, now: now) {
                     best = head
                     bestApp = app
                 }
@@ -173,11 +189,17 @@ extension Scheduler {
     /// A timer is current when its target still exists and still wants it at that time.
     func isCurrent(_ timer: Timer) -> Bool {
         let slot = Int(timer.slot)
-        if timer.isBudget {
+        switch timer.kind {
+        case .budget:
             let device = devices[slot]
             return device.isLive && timer.matches(generation: device.generation) && device.budgetDue == timer.time
+        case .held:
+            let record = held[slot]
+            return record.isLive && timer.matches(generation: record.generation) && record.due == timer.time
+        case .fetchWindow:
+            let window = windows[slot]
+            return window.isLive && timer.matches(generation: window.generation) && window.outcome == nil
+                && window.deadline == timer.time
         }
-        let record = held[slot]
-        return record.isLive && timer.matches(generation: record.generation) && record.due == timer.time
     }
 }

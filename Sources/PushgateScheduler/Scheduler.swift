@@ -26,14 +26,17 @@ public final class Scheduler {
     let policies: [ResolvedPolicy]
     let policyIndexByTopic: [String: UInt16]
     let deviceCapacity: UInt32
-    let deviceRate: UInt32
+    /// Thousandths of a token per hour, as app rates.
+    let deviceRate: UInt64
 
     var devices: [DeviceSlot] = []
     var apps: [AppSlot] = []
     var held: [HeldSlot] = []
+    var windows: [FetchWindowSlot] = []
     var freeDevices: [UInt32] = []
     var freeApps: [UInt32] = []
     var freeHeld: [UInt32] = []
+    var freeWindows: [UInt32] = []
     var timers = DeadlineHeap()
     /// The heap is compacted (stale timers removed) when it grows past this, which is twice its
     /// live size at the last compaction: stale timers never outnumber live ones by much, and the
@@ -41,6 +44,7 @@ public final class Scheduler {
     var compactionThreshold = 1024
     var dirtyDevices: [UInt32] = []
     var dirtyApps: [UInt32] = []
+    var dirtyFetchApps: [UInt32] = []
 
     public internal(set) var deviceCount = 0
     public internal(set) var appCount = 0
@@ -63,7 +67,7 @@ public final class Scheduler {
         self.policies = policies
         self.policyIndexByTopic = indexByTopic
         deviceCapacity = UInt32(configuration.global.deviceBurst) * TokenBucket.unit
-        deviceRate = UInt32(configuration.global.deviceRefillPerHour)
+        deviceRate = UInt64(configuration.global.deviceRefillPerHour) * 1000
         devices.reserveCapacity(expectedDevices)
         apps.reserveCapacity(expectedDevices)
     }
@@ -81,6 +85,7 @@ public final class Scheduler {
             devices[index].firstApp = noSlot
             devices[index].heldSilent = 0
             devices[index].heldRegular = 0
+            devices[index].firstWindow = noSlot
             devices[index].isLive = true
             devices[index].connected = false
             devices[index].power = .awake
@@ -95,6 +100,7 @@ public final class Scheduler {
                 firstApp: noSlot,
                 heldSilent: 0,
                 heldRegular: 0,
+                firstWindow: noSlot,
                 isLive: true,
                 connected: false,
                 power: .awake,
@@ -112,6 +118,7 @@ public final class Scheduler {
         while devices[d].firstApp != noSlot {
             removeApp(at: Int(devices[d].firstApp), drops: &drops)
         }
+        forgetWindows(device: d) { _ in true }
         devices[d].isLive = false
         devices[d].connected = false
         devices[d].budgetDue = DeviceSlot.noBudgetDue
@@ -128,6 +135,8 @@ public final class Scheduler {
         let policy = policyIndexByTopic[topic] ?? 0
         let record = AppSlot(
             bucketTime: 0,
+            penaltyUntil: 0,
+            lastBudgetAt: .min,
             bucketLevel: policies[Int(policy)].appCapacity,
             generation: 0,
             device: UInt32(d),
@@ -135,9 +144,12 @@ public final class Scheduler {
             silent: HeldList(),
             regular: HeldList(),
             policy: policy,
+            fetch: FetchHistory(),
+            fetchInterval: AppSlot.intervalMinimum,
             state: .foreground,
             isLive: true,
-            dirtyListed: false
+            dirtyListed: false,
+            fetchDirtyListed: false
         )
         let slot: UInt32
         if let free = freeApps.popLast() {
@@ -146,6 +158,7 @@ public final class Scheduler {
             apps[Int(slot)] = record
             apps[Int(slot)].generation = old.generation
             apps[Int(slot)].dirtyListed = old.dirtyListed
+            apps[Int(slot)].fetchDirtyListed = old.fetchDirtyListed
         } else {
             slot = UInt32(apps.count)
             apps.append(record)
@@ -171,6 +184,7 @@ public final class Scheduler {
         dropAll(of: a, silent: false, reason: .unregistered, into: &drops)
         let d = Int(apps[a].device)
         let slot = UInt32(a)
+        forgetWindows(device: d) { $0.app == slot }
         if devices[d].firstApp == slot {
             devices[d].firstApp = apps[a].nextSibling
         } else {

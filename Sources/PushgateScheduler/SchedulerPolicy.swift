@@ -16,6 +16,14 @@ public struct SchedulerPolicy: Sendable, Hashable {
     /// Lifetime of a push sent without `apns-expiration`. The scheduler does not read it (every
     /// push arrives with its `expiresAt`); it lives here so that a topic can override it.
     public var defaultExpirationMillis: Int64
+    /// How long an app woken by a silent push has to report its fetch result; no report by then
+    /// counts as `timeout`.
+    public var fetchWindowMillis: Int64
+    /// After a timeout, the app's refill is halved for this long (from the window's end).
+    public var timeoutPenaltyMillis: Int64
+    /// The least refill results can bring an app's bucket down to (never above its
+    /// `appRefillPerHour`: a topic configured below the floor keeps its own rate).
+    public var minRefillPerHour: Int
 
     public init(
         appBurst: Int = 3,
@@ -24,7 +32,10 @@ public struct SchedulerPolicy: Sendable, Hashable {
         deviceRefillPerHour: Int = 10,
         maxHeldPerApp: Int = 8,
         maxDeferralMillis: Int64 = 15 * 60 * 1000,
-        defaultExpirationMillis: Int64 = 30 * 24 * 3600 * 1000
+        defaultExpirationMillis: Int64 = 30 * 24 * 3600 * 1000,
+        fetchWindowMillis: Int64 = 30 * 1000,
+        timeoutPenaltyMillis: Int64 = 24 * 3600 * 1000,
+        minRefillPerHour: Int = 1
     ) {
         self.appBurst = appBurst
         self.appRefillPerHour = appRefillPerHour
@@ -33,6 +44,9 @@ public struct SchedulerPolicy: Sendable, Hashable {
         self.maxHeldPerApp = maxHeldPerApp
         self.maxDeferralMillis = maxDeferralMillis
         self.defaultExpirationMillis = defaultExpirationMillis
+        self.fetchWindowMillis = fetchWindowMillis
+        self.timeoutPenaltyMillis = timeoutPenaltyMillis
+        self.minRefillPerHour = minRefillPerHour
     }
 
     /// What `validate()` accepts. Bursts stop at 1,000 because a bucket level is a `UInt32` in
@@ -44,6 +58,10 @@ public struct SchedulerPolicy: Sendable, Hashable {
         public static let maxHeldPerApp: ClosedRange<Int64> = 1...1000
         public static let maxDeferralMillis: ClosedRange<Int64> = 1...(24 * 3600 * 1000)
         public static let defaultExpirationMillis: ClosedRange<Int64> = 1...(30 * 24 * 3600 * 1000)
+        /// iOS gives about 30 seconds; ten minutes covers any fetch a device would run.
+        public static let fetchWindowMillis: ClosedRange<Int64> = 1000...(10 * 60 * 1000)
+        public static let timeoutPenaltyMillis: ClosedRange<Int64> = 0...(30 * 24 * 3600 * 1000)
+        public static let minRefillPerHour: ClosedRange<Int64> = 1...3_600_000
         /// Topics with an override: a policy index is a `UInt16` in every app's record.
         public static let topicOverrides: ClosedRange<Int64> = 0...65_534
     }
@@ -58,19 +76,28 @@ public struct TopicPolicyOverride: Sendable, Hashable {
     public var maxHeldPerApp: Int?
     public var maxDeferralMillis: Int64?
     public var defaultExpirationMillis: Int64?
+    public var fetchWindowMillis: Int64?
+    public var timeoutPenaltyMillis: Int64?
+    public var minRefillPerHour: Int?
 
     public init(
         appBurst: Int? = nil,
         appRefillPerHour: Int? = nil,
         maxHeldPerApp: Int? = nil,
         maxDeferralMillis: Int64? = nil,
-        defaultExpirationMillis: Int64? = nil
+        defaultExpirationMillis: Int64? = nil,
+        fetchWindowMillis: Int64? = nil,
+        timeoutPenaltyMillis: Int64? = nil,
+        minRefillPerHour: Int? = nil
     ) {
         self.appBurst = appBurst
         self.appRefillPerHour = appRefillPerHour
         self.maxHeldPerApp = maxHeldPerApp
         self.maxDeferralMillis = maxDeferralMillis
         self.defaultExpirationMillis = defaultExpirationMillis
+        self.fetchWindowMillis = fetchWindowMillis
+        self.timeoutPenaltyMillis = timeoutPenaltyMillis
+        self.minRefillPerHour = minRefillPerHour
     }
 
     func applied(to base: SchedulerPolicy) -> SchedulerPolicy {
@@ -80,6 +107,9 @@ public struct TopicPolicyOverride: Sendable, Hashable {
         if let maxHeldPerApp { policy.maxHeldPerApp = maxHeldPerApp }
         if let maxDeferralMillis { policy.maxDeferralMillis = maxDeferralMillis }
         if let defaultExpirationMillis { policy.defaultExpirationMillis = defaultExpirationMillis }
+        if let fetchWindowMillis { policy.fetchWindowMillis = fetchWindowMillis }
+        if let timeoutPenaltyMillis { policy.timeoutPenaltyMillis = timeoutPenaltyMillis }
+        if let minRefillPerHour { policy.minRefillPerHour = minRefillPerHour }
         return policy
     }
 }
@@ -124,6 +154,9 @@ public struct SchedulerConfiguration: Sendable, Hashable {
             Limits.defaultExpirationMillis,
             topic: topic
         )
+        try field("fetchWindowMillis", policy.fetchWindowMillis, Limits.fetchWindowMillis, topic: topic)
+        try field("timeoutPenaltyMillis", policy.timeoutPenaltyMillis, Limits.timeoutPenaltyMillis, topic: topic)
+        try field("minRefillPerHour", Int64(policy.minRefillPerHour), Limits.minRefillPerHour, topic: topic)
     }
 
     private static func field(

@@ -11,7 +11,7 @@ struct HeldList {
 }
 
 /// One device. Field order is layout order (Swift does not reorder stored properties), wide
-/// fields first: 40 bytes a device.
+/// fields first: 48 bytes a device.
 struct DeviceSlot {
     var bucketTime: Int64
     /// The time of the device's pending budget timer; `noBudgetDue` when none is pending.
@@ -22,6 +22,8 @@ struct DeviceSlot {
     var firstApp: UInt32
     var heldSilent: UInt32
     var heldRegular: UInt32
+    /// The device's fetch windows, newest first, linked through `FetchWindowSlot.next`.
+    var firstWindow: UInt32
     var isLive: Bool
     var connected: Bool
     var power: DevicePower
@@ -34,9 +36,14 @@ struct DeviceSlot {
     var heldTotal: UInt32 { heldSilent + heldRegular }
 }
 
-/// One app (registration): 56 bytes.
+/// One app (registration): 80 bytes.
 struct AppSlot {
     var bucketTime: Int64
+    /// The end of the latest timeout's penalty (refill halved until then), possibly past; 0 when
+    /// there was none.
+    var penaltyUntil: Int64
+    /// The last time a budget release took a token, for the fetch interval; `.min` before any.
+    var lastBudgetAt: Int64
     var bucketLevel: UInt32
     var generation: UInt32
     var device: UInt32
@@ -47,9 +54,33 @@ struct AppSlot {
     var regular: HeldList
     /// Index into the scheduler's resolved policies.
     var policy: UInt16
+    /// The fetch results the refill follows, and the interval the app asked for.
+    var fetch: FetchHistory
+    var fetchInterval: UInt32
     var state: AppState
     var isLive: Bool
     var dirtyListed: Bool
+    /// Listed in the fetch-state dirty list (results, penalty, interval, last budget release).
+    var fetchDirtyListed: Bool
+
+    static let intervalMinimum: UInt32 = 0
+    static let intervalNever: UInt32 = .max
+}
+
+/// One fetch window: opened when a silent push is delivered, closed by the app's report or by its
+/// end (a timeout). A closed window is kept a while (a few per device) so that a second report
+/// for it is refused as already counted rather than as unknown.
+struct FetchWindowSlot {
+    var seq: UInt64
+    var deadline: Int64
+    var app: UInt32
+    var appGeneration: UInt32
+    var device: UInt32
+    var next: UInt32
+    var generation: UInt32
+    /// Nil while open.
+    var outcome: FetchResult?
+    var isLive: Bool
 }
 
 /// One held push. Only held pushes have one, so its size does not count against an idle device.
@@ -74,13 +105,16 @@ struct HeldSlot {
 struct ResolvedPolicy {
     let policy: SchedulerPolicy
     let appCapacity: UInt32
-    let appRate: UInt32
+    /// The configured refill and its floor, in thousandths of a token per hour.
+    let appRate: UInt64
+    let minAppRate: UInt64
     let maxHeld: UInt32
 
     init(_ policy: SchedulerPolicy) {
         self.policy = policy
         appCapacity = UInt32(policy.appBurst) * TokenBucket.unit
-        appRate = UInt32(policy.appRefillPerHour)
+        appRate = UInt64(policy.appRefillPerHour) * 1000
+        minAppRate = UInt64(min(policy.minRefillPerHour, policy.appRefillPerHour)) * 1000
         maxHeld = UInt32(policy.maxHeldPerApp)
     }
 }

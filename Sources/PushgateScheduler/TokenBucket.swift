@@ -18,26 +18,31 @@ public struct BucketSnapshot: Sendable, Hashable {
     public var wholeTokens: Int { Int(level / Self.unitsPerToken) }
 }
 
-/// Bucket arithmetic over a stored (level, time) pair.
+/// Bucket arithmetic over a stored (level, time) pair. Rates are in thousandths of a token per
+/// hour (`milliPerHour`), so that a refill scaled by an app's fetch results (1.5 tokens an hour)
+/// stays integer arithmetic; a whole-token rate `r` adds exactly `r` units per millisecond, as
+/// before rates could be scaled.
 enum TokenBucket {
     static let unit = BucketSnapshot.unitsPerToken
 
     /// The level at `now`. A `now` before `time` (a clock step back, or a snapshot from a clock
     /// ahead of ours) refills nothing, so a restart can never add budget that time did not.
-    static func level(_ level: UInt32, at time: Int64, now: Int64, capacity: UInt32, rate: UInt32) -> UInt32 {
-        guard level < capacity, now > time else { return min(level, capacity) }
+    static func level(_ level: UInt32, at time: Int64, now: Int64, capacity: UInt32, milliPerHour rate: UInt64) -> UInt32 {
+        guard level < capacity, now > time, rate > 0 else { return min(level, capacity) }
         let (elapsed, overflow) = now.subtractingReportingOverflow(time)
         let missing = UInt64(capacity - level)
-        let needed = (missing + UInt64(rate) - 1) / UInt64(rate)
+        let needed = (missing * 1000 + rate - 1) / rate
         if overflow || UInt64(elapsed) >= needed { return capacity }
-        return level + UInt32(UInt64(elapsed) * UInt64(rate))
+        // elapsed < needed, so elapsed * rate < missing * 1000 + rate: no overflow.
+        return level + UInt32(UInt64(elapsed) * rate / 1000)
     }
 
     /// When the bucket holds a whole token (`time` itself if it already did).
-    static func tokenTime(_ level: UInt32, at time: Int64, rate: UInt32) -> Int64 {
+    static func tokenTime(_ level: UInt32, at time: Int64, milliPerHour rate: UInt64) -> Int64 {
         guard level < unit else { return time }
-        let missing = Int64(unit - level)
-        let (due, overflow) = time.addingReportingOverflow((missing + Int64(rate) - 1) / Int64(rate))
+        guard rate > 0 else { return .max }
+        let missing = UInt64(unit - level)
+        let (due, overflow) = time.addingReportingOverflow(Int64((missing * 1000 + rate - 1) / rate))
         return overflow ? .max : due
     }
 }
