@@ -11,10 +11,12 @@ public enum StoreCommand: Sendable, Equatable {
     case createDevice(DeviceRecord)
     /// Deletes the device and the notifications named (all of the device's: the caller knows
     /// them; the store has no index by device, see the SQLite schema's v4); its registrations are
-    /// kept, marked unregistered at `at`, so that providers get 410 for its tokens.
+    /// kept, marked unregistered at `at`, so that providers get 410 for its tokens. Its buckets,
+    /// fetch figures and fetch windows go.
     case deleteDevice(id: String, at: Int64, acceptanceIDs: [UInt64])
     /// Its `appState` is not recorded: `setAppState` does that.
     case register(RegistrationRecord)
+    /// Its bucket, fetch figures and fetch windows go.
     case unregister(token: String, at: Int64)
     case enqueue(AcceptedPush)
     /// A held notification becomes deliverable with this sequence number.
@@ -37,6 +39,12 @@ public enum StoreCommand: Sendable, Equatable {
     /// Adds each count to the durable total of its name (a new name starts at 0): the totals
     /// the admin API shows since the store was created, which survive restarts.
     case addTotals([String: Int64])
+    /// Records apps' background-fetch figures (insert or replace).
+    case saveFetchStates([FetchStateRecord])
+    /// Records fetch windows opened by delivered silent pushes (insert or replace).
+    case openFetchWindows([FetchWindowRecord])
+    /// Forgets a device's fetch windows that a result or a timeout closed.
+    case closeFetchWindows(deviceID: String, seqs: [UInt64])
 }
 
 extension StoreCommand {
@@ -67,6 +75,12 @@ extension StoreCommand {
             return "reserve seqs of device \(deviceID) through \(through)"
         case .addTotals(let totals):
             return "add to \(totals.count) durable total(s)"
+        case .saveFetchStates(let states):
+            return "save \(states.count) fetch state(s)"
+        case .openFetchWindows(let windows):
+            return "open \(windows.count) fetch window(s)"
+        case .closeFetchWindows(let deviceID, let seqs):
+            return "close \(seqs.count) fetch window(s) of device \(deviceID)"
         }
     }
 }

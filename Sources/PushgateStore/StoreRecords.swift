@@ -70,6 +70,41 @@ public struct BucketRecord: Sendable, Equatable {
     public static func appKey(_ token: String) -> String { "app:" + token }
 }
 
+/// An app's background-fetch figures (the scheduler's `FetchSnapshot`, as stored).
+public struct FetchStateRecord: Sendable, Equatable {
+    public var token: String
+    /// The last results, two bits each, newest lowest (the scheduler's `FetchHistory`).
+    public var results: UInt32
+    public var resultCount: Int
+    public var penaltyUntil: Int64?
+    public var interval: FetchInterval
+    public var lastBudgetAt: Int64?
+
+    public init(token: String, results: UInt32, resultCount: Int, penaltyUntil: Int64?, interval: FetchInterval, lastBudgetAt: Int64?) {
+        self.token = token
+        self.results = results
+        self.resultCount = resultCount
+        self.penaltyUntil = penaltyUntil
+        self.interval = interval
+        self.lastBudgetAt = lastBudgetAt
+    }
+}
+
+/// A fetch window a delivered silent push opened and no result has closed yet.
+public struct FetchWindowRecord: Sendable, Equatable {
+    public var deviceID: String
+    public var seq: UInt64
+    public var token: String
+    public var openedAt: Int64
+
+    public init(deviceID: String, seq: UInt64, token: String, openedAt: Int64) {
+        self.deviceID = deviceID
+        self.seq = seq
+        self.token = token
+        self.openedAt = openedAt
+    }
+}
+
 /// Everything durable, as loaded at start.
 public struct StoreSnapshot: Sendable, Equatable {
     public var devices: [DeviceRecord]
@@ -82,6 +117,10 @@ public struct StoreSnapshot: Sendable, Equatable {
     public var buckets: [BucketRecord]
     /// The durable totals (`StoreCommand.addTotals`), by name.
     public var totals: [String: Int64]
+    /// Ordered by token.
+    public var fetchStates: [FetchStateRecord]
+    /// Ordered by device id, then seq.
+    public var fetchWindows: [FetchWindowRecord]
 
     public init(
         devices: [DeviceRecord],
@@ -89,7 +128,9 @@ public struct StoreSnapshot: Sendable, Equatable {
         notifications: [AcceptedPush],
         maxAcceptanceID: UInt64,
         buckets: [BucketRecord] = [],
-        totals: [String: Int64] = [:]
+        totals: [String: Int64] = [:],
+        fetchStates: [FetchStateRecord] = [],
+        fetchWindows: [FetchWindowRecord] = []
     ) {
         self.devices = devices
         self.registrations = registrations
@@ -97,5 +138,7 @@ public struct StoreSnapshot: Sendable, Equatable {
         self.maxAcceptanceID = maxAcceptanceID
         self.buckets = buckets
         self.totals = totals
+        self.fetchStates = fetchStates
+        self.fetchWindows = fetchWindows
     }
 }

@@ -22,6 +22,12 @@ enum SQLiteCommands {
             return buckets.count <= 1
         case .addTotals(let totals):
             return totals.count <= 1
+        case .saveFetchStates(let states):
+            return states.count <= 1
+        case .openFetchWindows(let windows):
+            return windows.count <= 1
+        case .closeFetchWindows(_, let seqs):
+            return seqs.count <= 1
         case .remove, .deleteDevice, .unregister:
             return false
         }
@@ -59,6 +65,11 @@ enum SQLiteCommands {
                 OR key IN (SELECT 'app:' || token FROM registrations WHERE device_id = ?1)
                 """).execute(arguments: [id])
             try db.cachedStatement(sql: """
+                DELETE FROM fetch_states WHERE token IN (SELECT token FROM registrations WHERE device_id = ?)
+                """).execute(arguments: [id])
+            try db.cachedStatement(sql: "DELETE FROM fetch_windows WHERE device_id = ?")
+                .execute(arguments: [id])
+            try db.cachedStatement(sql: """
                 UPDATE registrations SET unregistered_at = ? WHERE device_id = ? AND unregistered_at IS NULL
                 """).execute(arguments: [at, id])
             try db.cachedStatement(sql: "DELETE FROM devices WHERE id = ?")
@@ -79,6 +90,11 @@ enum SQLiteCommands {
                 """).execute(arguments: [at, token])
             try db.cachedStatement(sql: "DELETE FROM buckets WHERE key = 'app:' || ?")
                 .execute(arguments: [token])
+            try db.cachedStatement(sql: "DELETE FROM fetch_states WHERE token = ?")
+                .execute(arguments: [token])
+            // By token: an unregistered app's windows (few, and only while they are open).
+            try db.cachedStatement(sql: "DELETE FROM fetch_windows WHERE token = ?")
+                .execute(arguments: [token])
 
         case .saveBuckets(let buckets):
             let statement = try db.cachedStatement(sql: "INSERT OR REPLACE INTO buckets (key, level, at) VALUES (?, ?, ?)")
@@ -89,6 +105,40 @@ enum SQLiteCommands {
         case .setAppState(let token, let state):
             try db.cachedStatement(sql: "UPDATE registrations SET app_state = ? WHERE token = ?")
                 .execute(arguments: [state.rawValue, token])
+
+        case .saveFetchStates(let states):
+            let statement = try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO fetch_states \
+                (token, results, result_count, penalty_until, fetch_interval, last_budget_at) VALUES (?, ?, ?, ?, ?, ?)
+                """)
+            for state in states {
+                let interval: Int64 = switch state.interval {
+                case .minimum: 0
+                case .never: -1
+                case .seconds(let seconds): Int64(seconds)
+                }
+                try statement.execute(arguments: [
+                    state.token, Int64(state.results), state.resultCount, state.penaltyUntil, interval, state.lastBudgetAt,
+                ])
+            }
+
+        case .openFetchWindows(let windows):
+            let statement = try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO fetch_windows (device_id, seq, token, opened_at) VALUES (?, ?, ?, ?)
+                """)
+            for window in windows {
+                guard let seq = Int64(exactly: window.seq) else {
+                    throw Failure(message: "\(command.summary): seq \(window.seq) exceeds the largest storable value \(Int64.max)")
+                }
+                try statement.execute(arguments: [window.deviceID, seq, window.token, window.openedAt])
+            }
+
+        case .closeFetchWindows(let deviceID, let seqs):
+            let statement = try db.cachedStatement(sql: "DELETE FROM fetch_windows WHERE device_id = ? AND seq = ?")
+            for seq in seqs {
+                guard let seq = Int64(exactly: seq) else { continue }
+                try statement.execute(arguments: [deviceID, seq])
+            }
 
         case .addTotals(let totals):
             let statement = try db.cachedStatement(sql: """

@@ -28,8 +28,33 @@ enum SQLiteSchema {
         migrator.registerMigration("v5") { db in
             try db.execute(sql: v5)
         }
+        migrator.registerMigration("v6") { db in
+            try db.execute(sql: v6)
+        }
         return migrator
     }
+
+    /// Background fetch: each app's last results, penalty, fetch interval and last budget
+    /// release, and the fetch windows still open, so that a restart neither loses a reported
+    /// result nor times out a window that had not ended. `fetch_interval` is 0 for `minimum`, -1
+    /// for `never`, otherwise seconds.
+    private static let v6 = """
+        CREATE TABLE fetch_states (
+            token          TEXT    NOT NULL PRIMARY KEY,
+            results        INTEGER NOT NULL CHECK (results BETWEEN 0 AND 4294967295),
+            result_count   INTEGER NOT NULL CHECK (result_count BETWEEN 0 AND 16),
+            penalty_until  INTEGER,
+            fetch_interval INTEGER NOT NULL CHECK (fetch_interval >= -1),
+            last_budget_at INTEGER
+        ) STRICT, WITHOUT ROWID;
+        CREATE TABLE fetch_windows (
+            device_id TEXT    NOT NULL,
+            seq       INTEGER NOT NULL CHECK (seq >= 0),
+            token     TEXT    NOT NULL,
+            opened_at INTEGER NOT NULL,
+            PRIMARY KEY (device_id, seq)
+        ) STRICT, WITHOUT ROWID;
+        """
 
     /// Durable totals (received, delivered, ...) since the store was created, for operators
     /// whose dashboards should not start from zero at every restart.

@@ -30,6 +30,28 @@ enum SQLiteSnapshot {
             totals[row[0]] = row[1]
         }
 
+        var fetchStates: [FetchStateRecord] = []
+        let fetchStateRows = try Row.fetchCursor(db, sql: """
+            SELECT token, results, result_count, penalty_until, fetch_interval, last_budget_at FROM fetch_states ORDER BY token
+            """)
+        while let row = try fetchStateRows.next() {
+            let interval: FetchInterval = switch row[4] as Int64 {
+            case 0: .minimum
+            case -1: .never
+            case let seconds: .seconds(UInt32(clamping: seconds))
+            }
+            fetchStates.append(FetchStateRecord(
+                token: row[0], results: UInt32(clamping: row[1] as Int64), resultCount: row[2],
+                penaltyUntil: row[3], interval: interval, lastBudgetAt: row[5]
+            ))
+        }
+
+        var fetchWindows: [FetchWindowRecord] = []
+        let windowRows = try Row.fetchCursor(db, sql: "SELECT device_id, seq, token, opened_at FROM fetch_windows ORDER BY device_id, seq")
+        while let row = try windowRows.next() {
+            fetchWindows.append(FetchWindowRecord(deviceID: row[0], seq: UInt64(row[1] as Int64), token: row[2], openedAt: row[3]))
+        }
+
         var notifications: [AcceptedPush] = []
         var maxSeqByDevice: [String: UInt64] = [:]
         var maxAcceptanceID: UInt64 = 0
@@ -88,6 +110,7 @@ enum SQLiteSnapshot {
                                           arguments: [SQLiteSchema.maxAcceptanceIDKey]) ?? 0
         maxAcceptanceID = max(maxAcceptanceID, UInt64(max(recorded, 0)))
         return StoreSnapshot(devices: devices, registrations: registrations, notifications: notifications,
-                             maxAcceptanceID: maxAcceptanceID, buckets: buckets, totals: totals)
+                             maxAcceptanceID: maxAcceptanceID, buckets: buckets, totals: totals,
+                             fetchStates: fetchStates, fetchWindows: fetchWindows)
     }
 }

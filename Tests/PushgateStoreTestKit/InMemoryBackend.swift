@@ -54,6 +54,8 @@ private struct Tables {
     var notifications: [UInt64: AcceptedPush] = [:]
     var buckets: [String: BucketRecord] = [:]
     var totals: [String: Int64] = [:]
+    var fetchStates: [String: FetchStateRecord] = [:]
+    var fetchWindows: [String: [UInt64: FetchWindowRecord]] = [:]
     /// Raised by committed enqueues only, never lowered.
     var maxAcceptanceID: UInt64 = 0
 
@@ -76,8 +78,10 @@ private struct Tables {
         case .deleteDevice(let id, let at, let acceptanceIDs):
             for acceptanceID in acceptanceIDs { notifications[acceptanceID] = nil }
             buckets[BucketRecord.deviceKey(id)] = nil
+            fetchWindows[id] = nil
             for (token, registration) in registrations where registration.deviceID == id {
                 buckets[BucketRecord.appKey(token)] = nil
+                fetchStates[token] = nil
                 if registration.unregisteredAt == nil { registrations[token]?.unregisteredAt = at }
             }
             devices[id] = nil
@@ -95,6 +99,10 @@ private struct Tables {
         case .unregister(let token, let at):
             if registrations[token]?.unregisteredAt == nil { registrations[token]?.unregisteredAt = at }
             buckets[BucketRecord.appKey(token)] = nil
+            fetchStates[token] = nil
+            for (deviceID, windows) in fetchWindows {
+                fetchWindows[deviceID] = windows.filter { $0.value.token != token }
+            }
 
         case .enqueue(let notification):
             try storable(notification.acceptanceID, "acceptanceID")
@@ -131,6 +139,18 @@ private struct Tables {
         case .setAppState(let token, let state):
             registrations[token]?.appState = state
 
+        case .saveFetchStates(let states):
+            for state in states { fetchStates[state.token] = state }
+
+        case .openFetchWindows(let windows):
+            for window in windows {
+                try storable(window.seq, "seq")
+                fetchWindows[window.deviceID, default: [:]][window.seq] = window
+            }
+
+        case .closeFetchWindows(let deviceID, let seqs):
+            for seq in seqs { fetchWindows[deviceID]?[seq] = nil }
+
         case .addTotals(let counts):
             for (name, count) in counts {
                 let (sum, overflow) = totals[name, default: 0].addingReportingOverflow(count)
@@ -160,7 +180,11 @@ private struct Tables {
             notifications: notifications.values.sorted { $0.acceptanceID < $1.acceptanceID },
             maxAcceptanceID: max(maxAcceptanceID, notifications.keys.max() ?? 0),
             buckets: buckets.values.sorted { byteOrder($0.key, $1.key) },
-            totals: totals
+            totals: totals,
+            fetchStates: fetchStates.values.sorted { byteOrder($0.token, $1.token) },
+            fetchWindows: fetchWindows.keys.sorted(by: byteOrder).flatMap { deviceID in
+                fetchWindows[deviceID]!.values.sorted { $0.seq < $1.seq }
+            }
         )
     }
 }

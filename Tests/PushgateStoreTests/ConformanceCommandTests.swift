@@ -169,6 +169,45 @@ struct ConformanceCommandTests {
         }
     }
 
+    @Test("fetch figures and open fetch windows survive a reload; close, unregister and deleteDevice remove theirs", arguments: StoreBackendKind.allCases)
+    func fetchStatesAndWindows(_ backend: StoreBackendKind) async throws {
+        try await withStore(backend) { store in
+            let first = FetchStateRecord(token: token(1), results: 0b1101, resultCount: 2, penaltyUntil: 500, interval: .never, lastBudgetAt: nil)
+            let second = FetchStateRecord(token: token(2), results: 0, resultCount: 0, penaltyUntil: nil, interval: .seconds(900), lastBudgetAt: 77)
+            let third = FetchStateRecord(token: token(3), results: .max, resultCount: 16, penaltyUntil: nil, interval: .minimum, lastBudgetAt: nil)
+            try await store.commit([
+                .createDevice(DeviceRecord(id: "d", secretHash: [1], createdAt: 1)),
+                .createDevice(DeviceRecord(id: "e", secretHash: [2], createdAt: 1)),
+                .register(registration(1, device: "d", topic: "a")),
+                .register(registration(2, device: "d", topic: "b")),
+                .register(registration(3, device: "e", topic: "a")),
+                .saveFetchStates([first, second, third]),
+                .openFetchWindows([
+                    FetchWindowRecord(deviceID: "d", seq: 4, token: token(1), openedAt: 40),
+                    FetchWindowRecord(deviceID: "d", seq: 2, token: token(2), openedAt: 20),
+                    FetchWindowRecord(deviceID: "e", seq: 9, token: token(3), openedAt: 90),
+                    FetchWindowRecord(deviceID: "e", seq: 10, token: token(3), openedAt: 100),
+                ]),
+            ])
+            var replaced = first
+            replaced.resultCount = 3
+            try await store.commit([.saveFetchStates([replaced]), .closeFetchWindows(deviceID: "e", seqs: [10, 11])])
+            var snapshot = try store.load()
+            #expect(snapshot.fetchStates == [replaced, second, third])
+            #expect(snapshot.fetchWindows.map { "\($0.deviceID):\($0.seq)" } == ["d:2", "d:4", "e:9"])
+            #expect(snapshot.fetchWindows.first == FetchWindowRecord(deviceID: "d", seq: 2, token: token(2), openedAt: 20))
+
+            try await store.commit([.unregister(token: token(2), at: 30)])
+            snapshot = try store.load()
+            #expect(snapshot.fetchStates.map(\.token) == [token(1), token(3)])
+            #expect(snapshot.fetchWindows.map(\.seq) == [4, 9])
+            try await store.commit([.deleteDevice(id: "d", at: 40, acceptanceIDs: [])])
+            snapshot = try store.load()
+            #expect(snapshot.fetchStates.map(\.token) == [token(3)])
+            #expect(snapshot.fetchWindows.map(\.seq) == [9])
+        }
+    }
+
     @Test("addTotals adds to each named total, which starts at 0, through load()", arguments: StoreBackendKind.allCases)
     func durableTotals(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
