@@ -64,15 +64,22 @@ public final class DeliveryCore: Sendable {
             let hex = record.key.split(separator: ":", maxSplits: 1).last.map(String.init) ?? ""
             if let i = shardIndex(of: hex) { buckets[i].append(record) }
         }
+        var fetchStates = Array(repeating: [FetchStateRecord](), count: shards.count)
+        var fetchWindows = Array(repeating: [FetchWindowRecord](), count: shards.count)
+        for record in snapshot.fetchStates { if let i = shardIndex(of: record.token) { fetchStates[i].append(record) } }
+        for record in snapshot.fetchWindows { if let i = shardIndex(of: record.deviceID) { fetchWindows[i].append(record) } }
         for record in snapshot.devices { if let i = shardIndex(of: record.id) { devices[i].append(record) } }
         for record in snapshot.registrations { if let i = shardIndex(of: record.token) { registrations[i].append(record) } }
         for record in snapshot.notifications { if let i = shardIndex(of: record.deviceID) { notifications[i].append(record) } }
         for (index, shard) in shards.enumerated() {
             let (d, r, n, b) = (devices[index], registrations[index], notifications[index], buckets[index])
+            let (f, w) = (fetchStates[index], fetchWindows[index])
             try await shard.submit { shard in
                 shard.load(devices: d)
                 shard.load(registrations: r)
                 shard.load(buckets: b)
+                shard.load(fetchStates: f)
+                shard.load(fetchWindows: w)
                 shard.load(notifications: n)
             }.get()
         }
@@ -168,17 +175,42 @@ public final class DeliveryCore: Sendable {
         }
     }
 
-    /// The device's power state and its apps' states, as it reports them.
+    /// The device's power state, its apps' states and their fetch intervals, as it reports them.
     public func setState(
         deviceID: String,
         secret: String,
         power: DevicePower?,
-        apps: [(topic: String, state: AppState)]
+        apps: [(topic: String, state: AppState)],
+        fetchIntervals: [(topic: String, interval: FetchInterval)] = []
     ) -> EventLoopFuture<Void> {
         let apps = apps.map { AppStateReport(topic: $0.topic, state: $0.state) }
+        let intervals = fetchIntervals.map { FetchIntervalReport(topic: $0.topic, interval: $0.interval) }
         return onShard(of: deviceID, Void.self) { shard, promise in
-            shard.setState(deviceID: deviceID, secret: secret, power: power, apps: apps.map { ($0.topic, $0.state) }, promise: promise)
+            shard.setState(
+                deviceID: deviceID,
+                secret: secret,
+                power: power,
+                apps: apps.map { ($0.topic, $0.state) },
+                fetchIntervals: intervals.map { ($0.topic, $0.interval) },
+                promise: promise
+            )
         }
+    }
+
+    /// Fetch results an agent reports for silent pushes it received: all count, once on disk,
+    /// or none does (`BadFetchResult` names the first seq with no open window).
+    public func reportFetchResults(deviceID: String, secret: String, results: [(seq: UInt64, result: FetchResult)]) -> EventLoopFuture<Void> {
+        let reports = results.map { FetchResultReport(seq: $0.seq, result: $0.result) }
+        return onShard(of: deviceID, Void.self) { shard, promise in
+            shard.reportFetchResults(deviceID: deviceID, secret: secret, results: reports.map { ($0.seq, $0.result) }, promise: promise)
+        }
+    }
+
+    /// How long the app of a silent push has to report its fetch result (its topic's
+    /// `fetchWindowMillis`, in seconds); nil for other pushes.
+    public func fetchWindowSeconds(of record: AcceptedPush) -> Int? {
+        guard record.push.pushType.pushClass == .silent else { return nil }
+        return Int(configuration.scheduler.policy(forTopic: record.push.topic).fetchWindowMillis / 1000)
     }
 
     /// Checks the device's secret (before an event stream's head is sent).
@@ -263,4 +295,14 @@ final class AcceptanceIDs: Sendable {
 private struct AppStateReport: Sendable {
     var topic: String
     var state: AppState
+}
+
+private struct FetchIntervalReport: Sendable {
+    var topic: String
+    var interval: FetchInterval
+}
+
+private struct FetchResultReport: Sendable {
+    var seq: UInt64
+    var result: FetchResult
 }

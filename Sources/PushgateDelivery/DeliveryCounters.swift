@@ -11,6 +11,9 @@ public final class DeliveryCounters: Sendable {
     public let dispositions = CounterFamily<Disposition>()
     public let budgetExhausted = CounterFamily<BudgetScope>()
     public let piggybacked = CounterFamily<WakeKind>()
+    /// Fetch results by kind, `timeout` included (a window that ended with no report).
+    public let fetchResults = CounterFamily<FetchResult>()
+    private let fetchWindowOverflowCount = Atomic<Int>(0)
     private let acknowledgedCount = Atomic<Int>(0)
     private let redeliveredCount = Atomic<Int>(0)
 
@@ -21,6 +24,12 @@ public final class DeliveryCounters: Sendable {
     /// Writes of a notification already written on an earlier stream (or in a keep-alive's
     /// response) and not acknowledged there; `deliveries` counts each notification's first.
     public var redelivered: Int { redeliveredCount.load(ordering: .relaxed) }
+
+    /// Silent pushes delivered to a device that already had `Scheduler.openWindowsPerDevice`
+    /// fetch windows open: no window, so no result or timeout counts for them.
+    public var fetchWindowOverflow: Int { fetchWindowOverflowCount.load(ordering: .relaxed) }
+
+    func recordFetchWindowOverflow() { fetchWindowOverflowCount.add(1, ordering: .relaxed) }
 
     func recordRedelivery() { redeliveredCount.add(1, ordering: .relaxed) }
 

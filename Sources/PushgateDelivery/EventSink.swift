@@ -13,8 +13,9 @@ public protocol EventSink: Sendable {
     func estimatedSize(of notification: AcceptedPush) -> Int
 
     /// Appends the event of `notification` (which has its seq) to `events`. The bytes appended
-    /// count against the device's window of sent, unacknowledged events.
-    func encode(_ notification: AcceptedPush, delivery: DeliveryKind, carrier: String?, into events: inout ByteBuffer)
+    /// count against the device's window of sent, unacknowledged events. `fetchWindowSeconds`:
+    /// for a silent push, the time its app has to report its fetch result.
+    func encode(_ notification: AcceptedPush, delivery: DeliveryKind, carrier: String?, fetchWindowSeconds: Int?, into events: inout ByteBuffer)
 
     /// Sends a batch that `encode` filled.
     func send(_ events: ByteBuffer)

@@ -84,7 +84,8 @@ public enum DeviceRoutes {
             complete(core.ack(deviceID: deviceID, secret: secret, upTo: upTo), request, responder) { .init(status: 204) }
         case ("POST", .keepalive):
             complete(core.keepalive(deviceID: deviceID, secret: secret), request, responder) { released in
-                HTTPServerResponse(status: 200, headers: ["content-type": "application/json"], body: EventStreamEncoder.keepaliveBody(released))
+                let body = EventStreamEncoder.keepaliveBody(released, fetchWindowSeconds: core.fetchWindowSeconds(of:))
+                return HTTPServerResponse(status: 200, headers: ["content-type": "application/json"], body: body)
             }
         case ("PUT", .state):
             guard let body = decode(StateBody.self, request, responder) else { return }
@@ -108,7 +109,35 @@ public enum DeviceRoutes {
                 }
                 apps.append((topic, state))
             }
-            complete(core.setState(deviceID: deviceID, secret: secret, power: power, apps: apps), request, responder) {
+            var intervals: [(topic: String, interval: FetchInterval)] = []
+            for (topic, value) in (body.fetchIntervals ?? [:]).sorted(by: { $0.key < $1.key }) {
+                guard let interval = value.interval else {
+                    responder.respond(
+                        .refusal(Refusal(.badState, "fetchIntervals.\(topic.prefix(100)) must be \"minimum\", \"never\" or whole seconds from 1 to \(FetchInterval.maxSeconds)"))
+                    )
+                    return
+                }
+                intervals.append((topic, interval))
+            }
+            let state = core.setState(deviceID: deviceID, secret: secret, power: power, apps: apps, fetchIntervals: intervals)
+            complete(state, request, responder) { .init(status: 204) }
+        case ("POST", .fetchResults):
+            guard let body = decode(FetchResultsBody.self, request, responder) else { return }
+            var results: [(seq: UInt64, result: FetchResult)] = []
+            for item in body.results {
+                guard let result = FetchResult(rawValue: item.result), FetchResult.reportable.contains(result) else {
+                    responder.respond(
+                        .refusal(Refusal(.badRequest, "result of seq \(item.seq) must be newData, noData or failed, got \"\(item.result.prefix(40))\""))
+                    )
+                    return
+                }
+                results.append((item.seq, result))
+            }
+            guard results.count <= Self.maxFetchResults else {
+                responder.respond(.refusal(Refusal(.badRequest, "at most \(Self.maxFetchResults) results per request, got \(results.count)")))
+                return
+            }
+            complete(core.reportFetchResults(deviceID: deviceID, secret: secret, results: results), request, responder) {
                 .init(status: 204)
             }
         case ("GET", .events):
@@ -123,7 +152,7 @@ public enum DeviceRoutes {
     /// What follows `/v1/devices/{id}`. Parsed without splitting the path into arrays of
     /// strings: acks come with every delivered push.
     enum Action: Equatable {
-        case device, registrations, registration(String), ack, keepalive, state, events, unknown
+        case device, registrations, registration(String), ack, keepalive, state, events, fetchResults, unknown
     }
 
     static func parse(_ rest: Substring) -> (deviceID: String, action: Action) {
@@ -136,6 +165,7 @@ public enum DeviceRoutes {
         case "keepalive": return (deviceID, .keepalive)
         case "state": return (deviceID, .state)
         case "events": return (deviceID, .events)
+        case "fetch-results": return (deviceID, .fetchResults)
         default:
             let prefix = "registrations/"
             if tail.hasPrefix(prefix) {
@@ -237,6 +267,36 @@ public enum DeviceRoutes {
     private struct StateBody: Decodable {
         var power: String?
         var apps: [String: String]?
+        var fetchIntervals: [String: IntervalValue]?
+    }
+
+    /// `"minimum"`, `"never"` or whole seconds (a JSON number).
+    private struct IntervalValue: Decodable {
+        var interval: FetchInterval?
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let word = try? container.decode(String.self) {
+                interval = word == "minimum" ? .minimum : word == "never" ? .never : nil
+            } else if let seconds = try? container.decode(Int64.self), seconds >= 1, seconds <= Int64(FetchInterval.maxSeconds) {
+                interval = .seconds(UInt32(seconds))
+            } else {
+                interval = nil
+            }
+        }
+    }
+
+    /// A device reports what it did with the wakes it got; more than this many at once is not
+    /// an agent reporting, and the store commits them in one transaction.
+    static let maxFetchResults = 256
+
+    private struct FetchResultsBody: Decodable {
+        struct Item: Decodable {
+            var seq: UInt64
+            var result: String
+        }
+
+        var results: [Item]
     }
 
     private static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPServerRequest, _ responder: HTTPResponder) -> T? {

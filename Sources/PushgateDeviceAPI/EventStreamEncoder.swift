@@ -5,11 +5,11 @@ import PushgateModel
 /// the same JSON object in keep-alive responses (PRODUCT.md section 3).
 enum EventStreamEncoder {
     /// `id: <seq>`, `event: notification`, `data: <one JSON object>`.
-    static func writeNotification(_ record: AcceptedPush, delivery: DeliveryKind, carrier: String?, into buffer: inout ByteBuffer) {
+    static func writeNotification(_ record: AcceptedPush, delivery: DeliveryKind, carrier: String?, fetchWindowSeconds: Int?, into buffer: inout ByteBuffer) {
         buffer.writeStaticString("id: ")
         writeDecimal(record.seq ?? 0, into: &buffer)
         buffer.writeStaticString("\nevent: notification\ndata: ")
-        writeJSON(record, delivery: delivery, carrier: carrier, into: &buffer)
+        writeJSON(record, delivery: delivery, carrier: carrier, fetchWindowSeconds: fetchWindowSeconds, into: &buffer)
         buffer.writeStaticString("\n\n")
     }
 
@@ -18,8 +18,9 @@ enum EventStreamEncoder {
         record.push.payload.count + record.push.deviceToken.utf8.count + record.push.topic.utf8.count + 320
     }
 
-    /// The notification as the JSON object carried in events and keep-alive responses.
-    static func writeJSON(_ record: AcceptedPush, delivery: DeliveryKind, carrier: String?, into buffer: inout ByteBuffer) {
+    /// The notification as the JSON object carried in events and keep-alive responses; a silent
+    /// push's also says how long its app has to report its fetch result.
+    static func writeJSON(_ record: AcceptedPush, delivery: DeliveryKind, carrier: String?, fetchWindowSeconds: Int?, into buffer: inout ByteBuffer) {
         let push = record.push
         buffer.writeStaticString("{\"seq\":")
         writeDecimal(record.seq ?? 0, into: &buffer)
@@ -52,17 +53,21 @@ enum EventStreamEncoder {
         buffer.writeString(delivery.rawValue)
         buffer.writeStaticString("\",\"carrier\":")
         if let carrier { writeString(carrier, into: &buffer) } else { buffer.writeStaticString("null") }
+        if let fetchWindowSeconds {
+            buffer.writeStaticString(",\"fetchWindowSeconds\":")
+            writeDecimal(UInt64(max(0, fetchWindowSeconds)), into: &buffer)
+        }
         buffer.writeInteger(UInt8(ascii: "}"))
     }
 
     static let heartbeat = ByteBuffer(string: ": heartbeat\n\n")
 
     /// A keep-alive's response body, `{"notifications": [...]}`: what it released, in order.
-    static func keepaliveBody(_ released: [AcceptedPush]) -> ByteBuffer {
+    static func keepaliveBody(_ released: [AcceptedPush], fetchWindowSeconds: (AcceptedPush) -> Int?) -> ByteBuffer {
         var body = ByteBuffer(string: "{\"notifications\":[")
         for (index, notification) in released.enumerated() {
             if index > 0 { body.writeInteger(UInt8(ascii: ",")) }
-            writeJSON(notification, delivery: .keepalive, carrier: nil, into: &body)
+            writeJSON(notification, delivery: .keepalive, carrier: nil, fetchWindowSeconds: fetchWindowSeconds(notification), into: &body)
         }
         body.writeString("]}")
         return body

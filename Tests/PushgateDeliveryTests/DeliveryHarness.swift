@@ -17,7 +17,10 @@ struct DeliveryHarness {
     let store: FaultyStore
     let clock: TestClock
 
+    /// `storage` outlives the harness: a second run over it is a restart.
     static func run(
+        storage: InMemoryStorage = InMemoryStorage(),
+        clock: TestClock = TestClock(start),
         _ configure: (inout DeliveryConfiguration) -> Void = { _ in },
         _ body: (DeliveryHarness) async throws -> Void
     ) async throws {
@@ -26,8 +29,7 @@ struct DeliveryHarness {
         configure(&configuration)
         var logger = Logger(label: "delivery-test")
         logger.logLevel = .critical
-        let store = FaultyStore(wrapping: GroupCommitStore(backend: InMemoryBackend(), logger: logger))
-        let clock = TestClock(start)
+        let store = FaultyStore(wrapping: GroupCommitStore(backend: InMemoryBackend(storage: storage), logger: logger))
         let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: configuration, logger: logger)
         try await core.restore()
         do {

@@ -27,7 +27,7 @@ struct EventStreamEncoderTests {
     @Test("an event: id is the seq, event: notification, data: the JSON object on one line")
     func event() throws {
         var buffer = ByteBuffer()
-        EventStreamEncoder.writeNotification(Self.notification(), delivery: .piggyback, carrier: "carrier-id", into: &buffer)
+        EventStreamEncoder.writeNotification(Self.notification(), delivery: .piggyback, carrier: "carrier-id", fetchWindowSeconds: nil, into: &buffer)
         let text = String(buffer: buffer)
         #expect(text.hasPrefix("id: 42\nevent: notification\ndata: {"))
         #expect(text.hasSuffix("}\n\n"))
@@ -44,13 +44,23 @@ struct EventStreamEncoderTests {
         #expect(object["acceptedAt"] as? Int == 1_700_000_000_123)
         #expect(object["delivery"] as? String == "piggyback")
         #expect(object["carrier"] as? String == "carrier-id")
+        #expect(object["fetchWindowSeconds"] == nil, "only a silent push's event has one")
+    }
+
+    @Test("a silent push's event says how long its app has to report its fetch result")
+    func fetchWindow() throws {
+        var buffer = ByteBuffer()
+        EventStreamEncoder.writeNotification(Self.notification(), delivery: .budget, carrier: nil, fetchWindowSeconds: 30, into: &buffer)
+        let data = try #require(String(buffer: buffer).split(separator: "\n").first { $0.hasPrefix("data: ") }?.dropFirst(6))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any])
+        #expect(object["fetchWindowSeconds"] as? Int == 30)
     }
 
     @Test("line breaks inside the payload become spaces: an SSE data line ends at CR or LF")
     func lineBreaks() throws {
         var buffer = ByteBuffer()
         let payload = "{\"aps\":\r\n{\"alert\":\"hi\"}\n}"
-        EventStreamEncoder.writeNotification(Self.notification(payload: payload), delivery: .immediate, carrier: nil, into: &buffer)
+        EventStreamEncoder.writeNotification(Self.notification(payload: payload), delivery: .immediate, carrier: nil, fetchWindowSeconds: nil, into: &buffer)
         let lines = String(buffer: buffer).split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == 5, "id, event, data, and the blank line ending the event: \(lines)")
         #expect(!String(buffer: buffer).contains("\r"))
@@ -58,12 +68,15 @@ struct EventStreamEncoderTests {
 
     @Test("a keep-alive's body lists what it released, each delivered by keepalive")
     func keepaliveBody() throws {
-        let body = EventStreamEncoder.keepaliveBody([Self.notification(), Self.notification(collapseID: "c\"1")])
+        let body = EventStreamEncoder.keepaliveBody([Self.notification(), Self.notification(collapseID: "c\"1")]) {
+            $0.push.collapseID == nil ? nil : 30
+        }
         let object = try #require(try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any])
         let notifications = try #require(object["notifications"] as? [[String: Any]])
         #expect(notifications.count == 2)
         #expect(notifications.allSatisfy { $0["delivery"] as? String == "keepalive" && $0["carrier"] is NSNull })
         #expect(notifications[1]["collapseId"] as? String == "c\"1")
-        #expect(String(buffer: EventStreamEncoder.keepaliveBody([])) == #"{"notifications":[]}"#)
+        #expect(notifications.map { $0["fetchWindowSeconds"] as? Int } == [nil, 30])
+        #expect(String(buffer: EventStreamEncoder.keepaliveBody([]) { _ in nil }) == #"{"notifications":[]}"#)
     }
 }

@@ -11,6 +11,7 @@ public final class RecordingSink: EventSink {
         public var notification: AcceptedPush
         public var delivery: DeliveryKind
         public var carrier: String?
+        public var fetchWindowSeconds: Int?
 
         public var seq: UInt64 { notification.seq ?? 0 }
         public var apnsID: String { notification.push.apnsID }
@@ -45,9 +46,10 @@ public final class RecordingSink: EventSink {
 
     public func estimatedSize(of notification: AcceptedPush) -> Int { 64 }
 
-    public func encode(_ notification: AcceptedPush, delivery: DeliveryKind, carrier: String?, into events: inout ByteBuffer) {
+    public func encode(_ notification: AcceptedPush, delivery: DeliveryKind, carrier: String?, fetchWindowSeconds: Int?, into events: inout ByteBuffer) {
         events.writeString("\(notification.seq ?? 0) \(delivery.rawValue) \(carrier ?? "-")\n")
-        state.withLockedValue { $0.encoded.append(Event(notification: notification, delivery: delivery, carrier: carrier)) }
+        let event = Event(notification: notification, delivery: delivery, carrier: carrier, fetchWindowSeconds: fetchWindowSeconds)
+        state.withLockedValue { $0.encoded.append(event) }
     }
 
     public func send(_ events: ByteBuffer) {

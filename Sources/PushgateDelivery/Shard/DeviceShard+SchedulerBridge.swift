@@ -86,6 +86,7 @@ extension DeviceShard {
             }
         }
         forget(output.drops, into: &commands)
+        forget(output.fetchTimeouts, into: &commands)
         return released
     }
 
@@ -95,6 +96,7 @@ extension DeviceShard {
     func finish(_ commands: [StoreCommand], entries: [QueuedEntry], then: @escaping (Result<Void, StoreError>) -> Void) {
         var commands = commands
         if let buckets = bucketCommand() { commands.append(buckets) }
+        if let fetchStates = fetchStateCommand() { commands.append(fetchStates) }
         armSchedulerTimer()
         guard !commands.isEmpty else {
             then(.success(()))

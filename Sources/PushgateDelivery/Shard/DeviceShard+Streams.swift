@@ -110,6 +110,7 @@ extension DeviceShard {
         let now = clock.nowMillis()
         var buffer: ByteBuffer?
         var expired: [AcceptedPush] = []
+        var firstWrites: [AcceptedPush] = []
         while device.deliveredCount < device.queue.count {
             let entry = device.queue[device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)]
             guard entry.committed else { break }
@@ -127,7 +128,13 @@ extension DeviceShard {
             guard device.unackedBytes < configuration.unackedWindowBytes else { break }
             if buffer == nil { buffer = ByteBufferAllocator().buffer(capacity: sink.estimatedSize(of: entry.record)) }
             let before = buffer!.writerIndex
-            sink.encode(entry.record, delivery: entry.delivery, carrier: entry.carrier, into: &buffer!)
+            sink.encode(
+                entry.record,
+                delivery: entry.delivery,
+                carrier: entry.carrier,
+                fetchWindowSeconds: fetchWindowSeconds(of: entry.record),
+                into: &buffer!
+            )
             let size = buffer!.writerIndex - before
             entry.eventSize = size
             // Delivered once, at its first write; written again on a later stream (it was not
@@ -137,6 +144,7 @@ extension DeviceShard {
             } else {
                 metrics.deliveryLatency.record(millis: now - entry.record.acceptedAt)
                 counters.recordDelivery(entry.delivery)
+                if entry.record.push.pushType.pushClass == .silent { firstWrites.append(entry.record) }
             }
             entry.sent = true
             device.unackedBytes += size
@@ -148,5 +156,6 @@ extension DeviceShard {
         guard let buffer else { return }
         stream.lastWriteMillis = now
         sink.send(buffer)
+        if !firstWrites.isEmpty { openFetchWindows(firstWrites, on: device, now: now) }
     }
 }

@@ -29,6 +29,7 @@ extension DeviceShard {
                     counters.recordDelivery(.keepalive)
                     metrics.deliveryLatency.record(millis: now - notification.acceptedAt)
                 }
+                openFetchWindows(released, on: device, now: now)
                 promise.succeed(released)
             case .failure(let error):
                 promise.fail(Refusal.storeFailed(error))
@@ -36,12 +37,14 @@ extension DeviceShard {
         }
     }
 
-    /// Power and app states the device reports. Topics must be registered on the device.
+    /// Power and app states and fetch intervals the device reports. Topics must be registered
+    /// on the device.
     func setState(
         deviceID: String,
         secret: String,
         power: DevicePower?,
         apps: [(topic: String, state: AppState)],
+        fetchIntervals: [(topic: String, interval: FetchInterval)] = [],
         promise: EventLoopPromise<Void>
     ) {
         guard let device = authenticate(deviceID: deviceID, secret: secret) else {
@@ -58,6 +61,17 @@ extension DeviceShard {
             }
             targets.append((token, app, state))
         }
+        var intervals: [(app: AppHandle, interval: FetchInterval)] = []
+        for (topic, interval) in fetchIntervals {
+            guard let token = device.tokensByTopic[topic], let app = registrations[token]?.app else {
+                promise.fail(
+                    Refusal(.badTopic, "fetchIntervals: \(topic) is not registered on this device; register it first")
+                )
+                return
+            }
+            intervals.append((app, interval))
+        }
+        for (app, interval) in intervals { scheduler.setFetchInterval(app, interval) }
         var commands: [StoreCommand] = []
         var entries: [QueuedEntry] = []
         for target in targets {

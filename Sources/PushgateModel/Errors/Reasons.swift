@@ -60,6 +60,9 @@ extension Refusal {
         /// A power or app state that does not exist.
         case badState = "BadState"
         case badLastEventId = "BadLastEventId"
+        /// A fetch result for a seq with no open fetch window: never sent, not a silent push,
+        /// already reported, or its window ended (counted as a timeout).
+        case badFetchResult = "BadFetchResult"
 
         // MARK: Operator routes (Pushgate)
 
@@ -86,7 +89,7 @@ extension Refusal {
             switch self {
             case .missingDeviceToken, .badDeviceToken, .duplicateHeaders, .badMessageId, .missingTopic, .badTopic,
                 .invalidPushType, .badPriority, .badExpirationDate, .badCollapseId, .badPayload, .payloadEmpty,
-                .deviceTokenNotForTopic, .topicDisallowed, .badRequest, .badState, .badLastEventId:
+                .deviceTokenNotForTopic, .topicDisallowed, .badRequest, .badState, .badLastEventId, .badFetchResult:
                 400
             case .unauthorized: 401
             case .missingProviderToken, .invalidProviderToken, .expiredProviderToken, .unrelatedKeyIdInToken,
