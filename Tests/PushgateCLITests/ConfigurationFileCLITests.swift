@@ -17,6 +17,12 @@ struct ConfigurationFileCLITests {
              #"scheduler policy for topic "com.example.news": defaultExpirationSeconds is -9223372036854775807; allowed 1...2592000"#),
             (#"{"scheduler": {"maxDeferralSeconds": 0}}"#,
              "global scheduler policy: maxDeferralSeconds is 0; allowed 1...86400"),
+            (#"{"scheduler": {"fetchWindowSeconds": 0}}"#,
+             "global scheduler policy: fetchWindowSeconds is 0; allowed 1...600"),
+            (#"{"scheduler": {"topics": {"com.example.news": {"minRefillPerHour": 0}}}}"#,
+             #"scheduler policy for topic "com.example.news": minRefillPerHour is 0; allowed 1...3600000"#),
+            (#"{"scheduler": {"timeoutPenaltySeconds": -1}}"#,
+             "global scheduler policy: timeoutPenaltySeconds is -1; allowed 0...2592000"),
         ]
     )
     func outOfRange(config: String, message: String) throws {

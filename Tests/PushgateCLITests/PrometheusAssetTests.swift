@@ -21,11 +21,12 @@ struct PrometheusAssetTests {
         "pushgate_notifications_delivered_total", "pushgate_notifications_dropped_total",
         "pushgate_silent_budget_exhausted_total", "pushgate_piggybacked_total",
         "pushgate_connection_setup_failures_total", "pushgate_notifications_redelivered_total",
+        "pushgate_fetch_results_total", "pushgate_fetch_windows_overflow_total",
     ]
     static let gauges = [
         "pushgate_held_notifications", "pushgate_stored_notifications", "pushgate_unacked_notifications",
         "pushgate_connected_devices", "pushgate_held_oldest_age_seconds", "pushgate_deferred_oldest_age_seconds",
-        "pushgate_http2_connections",
+        "pushgate_silent_refill_scaled", "pushgate_http2_connections",
         "pushgate_http2_streams", "pushgate_build_info",
     ]
     static let histograms = [

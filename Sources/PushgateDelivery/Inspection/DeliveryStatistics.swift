@@ -17,6 +17,9 @@ public struct DeliveryStatistics: Sendable, Equatable {
     /// The same of the oldest held priority-5 push (regular, not silent): the scheduler
     /// releases those after at most their maximum deferral, so an old one means it did not.
     public var oldestDeferredAcceptedAt: Int64?
+    /// Registrations whose silent refill is below the configured one (fetch results, a
+    /// penalty); counted with the oldest held (a walk over every registration).
+    public var refillScaled = 0
 
     public init() {}
 
@@ -26,6 +29,7 @@ public struct DeliveryStatistics: Sendable, Equatable {
         held += other.held
         stored += other.stored
         unacked += other.unacked
+        refillScaled += other.refillScaled
         if let time = other.oldestHeldAcceptedAt {
             oldestHeldAcceptedAt = min(oldestHeldAcceptedAt ?? time, time)
         }

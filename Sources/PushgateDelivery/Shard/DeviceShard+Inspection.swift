@@ -21,6 +21,7 @@ extension DeviceShard {
             // among the keys alone (a walk over the records would copy each one).
             statistics.oldestHeldAcceptedAt = held.keys.min().flatMap { held[$0]?.acceptedAt }
             statistics.oldestDeferredAcceptedAt = scheduler.oldestDeferredAcceptedAt()
+            statistics.refillScaled = scheduler.scaledRefillCount(now: clock.nowMillis())
         }
         return statistics
     }

@@ -17,6 +17,7 @@ import PushgateScheduler
 ///   "scheduler": {
 ///     "appBurst": 3, "appRefillPerHour": 3, "deviceBurst": 10, "deviceRefillPerHour": 10,
 ///     "maxHeldPerApp": 8, "maxDeferralSeconds": 900, "defaultExpirationSeconds": 2592000,
+///     "fetchWindowSeconds": 30, "timeoutPenaltySeconds": 86400, "minRefillPerHour": 1,
 ///     "topics": {"com.example.news": {"appBurst": 6, "appRefillPerHour": 6}}
 ///   }
 /// }
@@ -41,6 +42,9 @@ public struct ConfigurationFile: Decodable, Sendable {
         var maxHeldPerApp: Int?
         var maxDeferralSeconds: Int64?
         var defaultExpirationSeconds: Int64?
+        var fetchWindowSeconds: Int64?
+        var timeoutPenaltySeconds: Int64?
+        var minRefillPerHour: Int?
         var topics: [String: TopicSection]?
 
         struct TopicSection: Decodable, Sendable {
@@ -49,6 +53,9 @@ public struct ConfigurationFile: Decodable, Sendable {
             var maxHeldPerApp: Int?
             var maxDeferralSeconds: Int64?
             var defaultExpirationSeconds: Int64?
+            var fetchWindowSeconds: Int64?
+            var timeoutPenaltySeconds: Int64?
+            var minRefillPerHour: Int?
         }
 
         /// Validated: a wrong value names its topic, field and allowed range, in the file's own
@@ -67,6 +74,13 @@ public struct ConfigurationFile: Decodable, Sendable {
             if let millis = try Self.millis("defaultExpirationSeconds", defaultExpirationSeconds, Limits.defaultExpirationMillis, topic: nil) {
                 global.defaultExpirationMillis = millis
             }
+            if let millis = try Self.millis("fetchWindowSeconds", fetchWindowSeconds, Limits.fetchWindowMillis, topic: nil) {
+                global.fetchWindowMillis = millis
+            }
+            if let millis = try Self.millis("timeoutPenaltySeconds", timeoutPenaltySeconds, Limits.timeoutPenaltyMillis, topic: nil) {
+                global.timeoutPenaltyMillis = millis
+            }
+            if let minRefillPerHour { global.minRefillPerHour = minRefillPerHour }
             var overrides: [String: TopicPolicyOverride] = [:]
             // Sorted: the same file always reports the same error. The seconds fields (global,
             // then by topic) are checked before the policy's own checks of everything else.
@@ -78,7 +92,12 @@ public struct ConfigurationFile: Decodable, Sendable {
                     maxDeferralMillis: try Self.millis("maxDeferralSeconds", section.maxDeferralSeconds, Limits.maxDeferralMillis, topic: topic),
                     defaultExpirationMillis: try Self.millis(
                         "defaultExpirationSeconds", section.defaultExpirationSeconds, Limits.defaultExpirationMillis, topic: topic
-                    )
+                    ),
+                    fetchWindowMillis: try Self.millis("fetchWindowSeconds", section.fetchWindowSeconds, Limits.fetchWindowMillis, topic: topic),
+                    timeoutPenaltyMillis: try Self.millis(
+                        "timeoutPenaltySeconds", section.timeoutPenaltySeconds, Limits.timeoutPenaltyMillis, topic: topic
+                    ),
+                    minRefillPerHour: section.minRefillPerHour
                 )
             }
             let configuration = SchedulerConfiguration(global: global, topics: overrides)

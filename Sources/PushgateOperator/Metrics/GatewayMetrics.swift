@@ -33,6 +33,7 @@ public final class GatewayMetrics: Sendable {
         let connected: Gauge
         let oldestHeldAge: Gauge
         let oldestDeferredAge: Gauge
+        let refillScaled: Gauge
         let connections: [(ConnectionRole, Gauge)]
         let streams: Gauge
         let residentBytes: Gauge
@@ -84,6 +85,10 @@ public final class GatewayMetrics: Sendable {
             oldestDeferredAge: gauge(
                 "pushgate_deferred_oldest_age_seconds",
                 "Age of the oldest held priority-5 notification, in seconds (released after at most its maximum deferral); 0 when none is held."
+            ),
+            refillScaled: gauge(
+                "pushgate_silent_refill_scaled",
+                "Registrations whose silent refill is below the configured one now, because of their fetch results or a timeout's penalty."
             ),
             connections: ConnectionRole.allCases.map { role in
                 (role, gauge("pushgate_http2_connections", "Open HTTP/2 connections, by what their first request was for.", [("role", role.name)]))
@@ -169,6 +174,20 @@ public final class GatewayMetrics: Sendable {
             labels: []
         )
         following.follow(redelivered) { Double(deliveryCounters.redelivered) }
+        follow(
+            "pushgate_fetch_results_total",
+            "Background fetch results of apps woken by silent pushes, as agents report them; timeout is a window that ended with no report.",
+            "result",
+            deliveryCounters.fetchResults
+        ) { $0.rawValue }
+        let windowOverflow = registry.makeCounter(
+            descriptor: name(
+                "pushgate_fetch_windows_overflow_total",
+                "Silent pushes delivered to a device that already had 256 fetch windows open: no window was opened, so no result counts for them."
+            ),
+            labels: []
+        )
+        following.follow(windowOverflow) { Double(deliveryCounters.fetchWindowOverflow) }
     }
 
     /// Exports `server`'s HTTP/2 connections, streams and setup failures too.
@@ -190,6 +209,7 @@ public final class GatewayMetrics: Sendable {
             let oldest = statistics.oldestHeldAcceptedAt.map { Double(max(0, now - $0)) / 1000 } ?? 0
             gauges.oldestHeldAge.set(oldest)
             gauges.oldestDeferredAge.set(statistics.oldestDeferredAcceptedAt.map { Double(max(0, now - $0)) / 1000 } ?? 0)
+            gauges.refillScaled.set(Int64(statistics.refillScaled))
             let servers = servers.withLockedValue { $0 }
             for (role, gauge) in gauges.connections {
                 gauge.set(Int64(servers.reduce(0) { $0 + $1.statistics.connections(role) }))
