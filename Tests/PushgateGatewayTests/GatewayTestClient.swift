@@ -231,6 +231,8 @@ struct PushEvent: Sendable {
         "seq", "apnsId", "token", "topic", "pushType", "priority", "collapseId", "payload", "acceptedAt", "delivery",
         "carrier",
     ]
+    /// A silent push's only: how long its app has to report its fetch result.
+    static let silentFields: Set<String> = ["fetchWindowSeconds"]
 
     var eventType: String
     var idField: String?
@@ -267,8 +269,9 @@ struct PushEvent: Sendable {
         delivery = json["delivery"] as? String
         carrier = json["carrier"] as? String
         let keys = Set(json.keys)
-        missingKeys = Self.fields.subtracting(keys)
-        unexpectedKeys = keys.subtracting(Self.fields)
+        let expected = pushType == "background" ? Self.fields.union(Self.silentFields) : Self.fields
+        missingKeys = expected.subtracting(keys)
+        unexpectedKeys = keys.subtracting(expected)
     }
 }
 

@@ -20,7 +20,8 @@ public struct DeviceInspection: Sendable, Equatable {
         /// Whole and fractional tokens.
         public var tokens: Double
         public var capacity: Int
-        public var refillPerHour: Int
+        /// The refill now: an app's is scaled by its fetch results (see `Fetch`).
+        public var refillPerHour: Double
         /// When the next whole token is in; nil when the bucket is full.
         public var nextTokenAt: Int64?
     }
@@ -30,6 +31,31 @@ public struct DeviceInspection: Sendable, Equatable {
         public var topic: String
         public var appState: AppState
         public var bucket: Bucket
+        public var fetch: Fetch
+    }
+
+    /// What the app did with its wakes, and what that does to its refill.
+    public struct Fetch: Sendable, Equatable {
+        /// 0 to 1: the mean of the last results' weights (1 with none).
+        public var score: Double
+        /// Newest first, at most 16.
+        public var results: [FetchResult]
+        public var configuredRefillPerHour: Int
+        public var minRefillPerHour: Int
+        /// A running timeout penalty's end (the refill is halved until then).
+        public var penaltyUntil: Int64?
+        public var interval: FetchInterval
+        /// When the interval next allows a budget release; nil when it does now.
+        public var intervalReadyAt: Int64?
+        /// Seqs whose fetch windows are open, with their ends.
+        public var openWindows: [(seq: UInt64, until: Int64)]
+
+        public static func == (lhs: Fetch, rhs: Fetch) -> Bool {
+            lhs.score == rhs.score && lhs.results == rhs.results && lhs.configuredRefillPerHour == rhs.configuredRefillPerHour
+                && lhs.minRefillPerHour == rhs.minRefillPerHour && lhs.penaltyUntil == rhs.penaltyUntil
+                && lhs.interval == rhs.interval && lhs.intervalReadyAt == rhs.intervalReadyAt
+                && lhs.openWindows.map(\.seq) == rhs.openWindows.map(\.seq) && lhs.openWindows.map(\.until) == rhs.openWindows.map(\.until)
+        }
     }
 
     public enum State: String, Sendable, Equatable {
@@ -50,6 +76,10 @@ public struct DeviceInspection: Sendable, Equatable {
         case lowPower
         /// Silent, behind older held silent pushes of its app (released oldest first).
         case behindOlderSilent(count: Int)
+        /// Silent, its app's fetch interval is `never`: only a wake event releases it.
+        case fetchIntervalNever
+        /// Silent, its app's fetch interval allows the next budget release at this time.
+        case fetchInterval(seconds: UInt32, until: Int64)
         case appBudgetEmpty(until: Int64)
         case deviceBudgetEmpty(until: Int64)
         /// Silent, both buckets hold a token: the scheduler's next budget check releases it.

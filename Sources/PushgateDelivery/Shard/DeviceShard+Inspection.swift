@@ -98,16 +98,34 @@ extension DeviceShard {
         let deviceBucket = bucket(
             scheduler.bucket(device: device.handle, now: now),
             capacity: global.deviceBurst,
-            refillPerHour: global.deviceRefillPerHour,
-            now: now
+            refillPerHour: Double(global.deviceRefillPerHour),
+            nextTokenAt: scheduler.nextToken(device: device.handle, now: now) ?? now
         )
+        let windows = scheduler.openFetchWindows(device: device.handle)
         var registrationViews: [DeviceInspection.Registration] = []
         var waiting: [DeviceInspection.Waiting] = []
         for (topic, token) in device.tokensByTopic.sorted(by: { $0.key < $1.key }) {
-            guard let app = registrations[token]?.app, let policy = scheduler.policy(of: app) else { continue }
-            let appBucket = bucket(scheduler.bucket(app: app, now: now), capacity: policy.appBurst, refillPerHour: policy.appRefillPerHour, now: now)
+            guard let app = registrations[token]?.app, let policy = scheduler.policy(of: app),
+                  let figures = scheduler.fetchFigures(app: app, now: now)
+            else { continue }
+            let appBucket = bucket(
+                scheduler.bucket(app: app, now: now),
+                capacity: policy.appBurst,
+                refillPerHour: Double(figures.effectiveRefillMilliPerHour) / 1000,
+                nextTokenAt: scheduler.nextToken(app: app, now: now) ?? now
+            )
+            let fetch = DeviceInspection.Fetch(
+                score: Double(figures.snapshot.history.score) / 1000,
+                results: figures.snapshot.history.results,
+                configuredRefillPerHour: policy.appRefillPerHour,
+                minRefillPerHour: min(policy.minRefillPerHour, policy.appRefillPerHour),
+                penaltyUntil: figures.snapshot.penaltyUntil,
+                interval: figures.snapshot.interval,
+                intervalReadyAt: figures.intervalReadyAt,
+                openWindows: windows.filter { $0.app == app }.map { ($0.seq, $0.until) }
+            )
             registrationViews.append(
-                .init(token: token, topic: topic, appState: scheduler.appState(app) ?? .background, bucket: appBucket)
+                .init(token: token, topic: topic, appState: scheduler.appState(app) ?? .background, bucket: appBucket, fetch: fetch)
             )
             for push in scheduler.heldPushes(app: app) ?? [] {
                 guard let record = held[push.id] else { continue }
@@ -120,6 +138,10 @@ extension DeviceShard {
                     reason = .lowPower
                 } else if push.ahead > 0 {
                     reason = .behindOlderSilent(count: push.ahead)
+                } else if case .never = fetch.interval {
+                    reason = .fetchIntervalNever
+                } else if case .seconds(let seconds) = fetch.interval, let ready = fetch.intervalReadyAt {
+                    reason = .fetchInterval(seconds: seconds, until: ready)
                 } else if appBucket.tokens < 1 {
                     reason = .appBudgetEmpty(until: scheduler.nextToken(app: app, now: now) ?? now)
                 } else if deviceBucket.tokens < 1 {
@@ -152,20 +174,23 @@ extension DeviceShard {
         )
     }
 
-    private func bucket(_ snapshot: BucketSnapshot?, capacity: Int, refillPerHour: Int, now: Int64) -> DeviceInspection.Bucket {
+    /// `nextTokenAt`: when the bucket next holds a whole token (now when it does); the bucket's
+    /// next token is shown only while it is not full, and then it is the next whole token above
+    /// the level, which is the scheduler's answer only when the level is below one.
+    private func bucket(_ snapshot: BucketSnapshot?, capacity: Int, refillPerHour: Double, nextTokenAt: Int64) -> DeviceInspection.Bucket {
         let unit = Int64(BucketSnapshot.unitsPerToken)
         let level = Int64(snapshot?.level ?? 0)
         let nextWhole = (level / unit + 1) * unit
-        var nextTokenAt: Int64?
-        if nextWhole <= Int64(capacity) * unit, refillPerHour > 0 {
-            // Units refill at `refillPerHour` per millisecond.
-            nextTokenAt = now + (nextWhole - level + Int64(refillPerHour) - 1) / Int64(refillPerHour)
+        var next: Int64?
+        if nextWhole <= Int64(capacity) * unit, refillPerHour > 0, let at = snapshot?.at {
+            // A refill of r tokens an hour adds r units a millisecond.
+            next = level < unit ? nextTokenAt : at + Int64((Double(nextWhole - level) / refillPerHour).rounded(.up))
         }
         return DeviceInspection.Bucket(
             tokens: Double(level) / Double(unit),
             capacity: capacity,
             refillPerHour: refillPerHour,
-            nextTokenAt: nextTokenAt
+            nextTokenAt: next
         )
     }
 }

@@ -68,14 +68,14 @@ struct AdminDevice: Encodable {
     struct Bucket: Encodable {
         var tokens: Double
         var capacity: Int
-        var refillPerHour: Int
+        var refillPerHour: Double
         var nextTokenAt: Int64?
 
         init(_ bucket: DeviceInspection.Bucket) {
             // Two decimals: a level is kept in fractions of a token finer than anyone reads.
             tokens = (bucket.tokens * 100).rounded(.down) / 100
             capacity = bucket.capacity
-            refillPerHour = bucket.refillPerHour
+            refillPerHour = (bucket.refillPerHour * 1000).rounded() / 1000
             nextTokenAt = bucket.nextTokenAt
         }
 
@@ -98,6 +98,80 @@ struct AdminDevice: Encodable {
         var topic: String
         var appState: String
         var bucket: Bucket
+        var fetch: Fetch
+    }
+
+    /// What the app did with its wakes and what that does to its refill (README, "Background
+    /// fetch").
+    struct Fetch: Encodable {
+        var score: Double
+        var results: [String]
+        var counts: [String: Int]
+        var refillPerHour: Double
+        var configuredRefillPerHour: Int
+        var minRefillPerHour: Int
+        var penaltyUntil: Int64?
+        var interval: Interval
+        var nextReleaseAllowedAt: Int64?
+        var openWindows: [Window]
+        /// Why the refill is what it is, in words.
+        var explanation: String
+
+        struct Window: Encodable {
+            var seq: UInt64
+            var until: Int64
+        }
+
+        /// `"minimum"`, `"never"` or the seconds, as the state route takes it.
+        struct Interval: Encodable {
+            var value: FetchInterval
+
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.singleValueContainer()
+                switch value {
+                case .minimum: try container.encode("minimum")
+                case .never: try container.encode("never")
+                case .seconds(let seconds): try container.encode(seconds)
+                }
+            }
+        }
+
+        init(_ fetch: DeviceInspection.Fetch, refillPerHour: Double, now: Int64) {
+            score = (fetch.score * 1000).rounded() / 1000
+            results = fetch.results.map(\.rawValue)
+            counts = Dictionary(uniqueKeysWithValues: FetchResult.allCases.map { result in
+                (result.rawValue, fetch.results.filter { $0 == result }.count)
+            })
+            self.refillPerHour = (refillPerHour * 1000).rounded() / 1000
+            configuredRefillPerHour = fetch.configuredRefillPerHour
+            minRefillPerHour = fetch.minRefillPerHour
+            penaltyUntil = fetch.penaltyUntil
+            interval = Interval(value: fetch.interval)
+            nextReleaseAllowedAt = fetch.intervalReadyAt
+            openWindows = fetch.openWindows.map { Window(seq: $0.seq, until: $0.until) }
+            explanation = FetchWords.explain(fetch, refillPerHour: refillPerHour, now: now)
+        }
+
+        /// Nulls are written, not left out: every field is always there.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(score, forKey: .score)
+            try container.encode(results, forKey: .results)
+            try container.encode(counts, forKey: .counts)
+            try container.encode(refillPerHour, forKey: .refillPerHour)
+            try container.encode(configuredRefillPerHour, forKey: .configuredRefillPerHour)
+            try container.encode(minRefillPerHour, forKey: .minRefillPerHour)
+            try container.encode(penaltyUntil, forKey: .penaltyUntil)
+            try container.encode(interval, forKey: .interval)
+            try container.encode(nextReleaseAllowedAt, forKey: .nextReleaseAllowedAt)
+            try container.encode(openWindows, forKey: .openWindows)
+            try container.encode(explanation, forKey: .explanation)
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case score, results, counts, refillPerHour, configuredRefillPerHour, minRefillPerHour, penaltyUntil, interval
+            case nextReleaseAllowedAt, openWindows, explanation
+        }
     }
 
     struct Notification: Encodable {
@@ -121,7 +195,13 @@ struct AdminDevice: Encodable {
         bucket = Bucket(device.bucket)
         unackedBytes = device.unackedBytes
         registrations = device.registrations.map {
-            Registration(token: $0.token, topic: $0.topic, appState: $0.appState.rawValue, bucket: Bucket($0.bucket))
+            Registration(
+                token: $0.token,
+                topic: $0.topic,
+                appState: $0.appState.rawValue,
+                bucket: Bucket($0.bucket),
+                fetch: Fetch($0.fetch, refillPerHour: $0.bucket.refillPerHour, now: now)
+            )
         }
         notifications = device.notifications.map { waiting in
             let record = waiting.notification

@@ -1,4 +1,5 @@
 import PushgateDelivery
+import PushgateModel
 
 /// Why a notification waits, in the words the admin API and dashboard show an operator.
 enum WaitWords {
@@ -10,6 +11,10 @@ enum WaitWords {
             "device in lowPower: silent pushes wait for a wake event (a priority-10 push, a keep-alive, awake)"
         case .behindOlderSilent(let count):
             "behind \(count) older silent push\(count == 1 ? "" : "es") of its app, released oldest first"
+        case .fetchIntervalNever:
+            "its app's fetch interval is never: silent pushes wait for a wake event (a priority-10 push, a keep-alive, the device coming online or awake)"
+        case .fetchInterval(let seconds, let until):
+            "its app's fetch interval is \(seconds) s: the next budget release is allowed at \(UTCTime.words(until, now: now))"
         case .appBudgetEmpty(let until):
             "app budget empty until \(UTCTime.words(until, now: now))"
         case .deviceBudgetEmpty(let until):
@@ -30,9 +35,37 @@ enum WaitWords {
     /// The time the reason names, if it names one.
     static func until(_ reason: DeviceInspection.WaitReason) -> Int64? {
         switch reason {
-        case .appBudgetEmpty(let until), .deviceBudgetEmpty(let until), .deferred(let until): until
+        case .appBudgetEmpty(let until), .deviceBudgetEmpty(let until), .deferred(let until), .fetchInterval(_, let until): until
         default: nil
         }
+    }
+}
+
+/// Why an app's silent refill is what it is, in words: "refill 1.5/h instead of 3/h: score 0.5
+/// over the last 4 results (2 newData, 2 timeout); halved until 12:04:10 UTC after a timeout".
+enum FetchWords {
+    static func explain(_ fetch: DeviceInspection.Fetch, refillPerHour: Double, now: Int64) -> String {
+        let configured = fetch.configuredRefillPerHour
+        let penalty = fetch.penaltyUntil.map { "; halved until \(UTCTime.words($0, now: now)) after a timeout" } ?? ""
+        guard !fetch.results.isEmpty else {
+            return "refill \(rate(refillPerHour))/h as configured: no fetch result yet" + penalty
+        }
+        let counts = FetchResult.allCases.compactMap { result -> String? in
+            let count = fetch.results.filter { $0 == result }.count
+            return count == 0 ? nil : "\(count) \(result.rawValue)"
+        }
+        let score = "score \(rate(fetch.score)) over the last \(fetch.results.count) result\(fetch.results.count == 1 ? "" : "s") (\(counts.joined(separator: ", ")))"
+        let floor = refillPerHour <= Double(fetch.minRefillPerHour) && refillPerHour < Double(configured) ? ", at the floor of \(fetch.minRefillPerHour)/h" : ""
+        let head = refillPerHour < Double(configured)
+            ? "refill \(rate(refillPerHour))/h instead of \(configured)/h\(floor)"
+            : "refill \(configured)/h as configured"
+        return "\(head): \(score)\(penalty)"
+    }
+
+    /// At most three decimals, none when whole: 1.5, 3, 0.667.
+    private static func rate(_ value: Double) -> String {
+        let rounded = (value * 1000).rounded() / 1000
+        return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
     }
 }
 
