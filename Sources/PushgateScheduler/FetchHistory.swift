@@ -24,13 +24,21 @@ public struct FetchHistory: Sendable, Hashable {
     /// The last results, two bits each, the newest in the lowest bits.
     public private(set) var packed: UInt32
     public private(set) var count: UInt8
-    /// The score in thousandths (1000 = 1), kept with the results it is the mean of.
-    public private(set) var score: UInt16
+    /// The sum of the last results' weights, kept with them: the score is its mean.
+    private var weightSum: UInt16
 
     public init() {
         packed = 0
         count = 0
-        score = 1000
+        weightSum = 0
+    }
+
+    /// The score in thousandths (1000 = 1), rounded down.
+    public var score: UInt16 { count == 0 ? 1000 : weightSum / UInt16(count) }
+
+    /// `rate` times the exact score (not the rounded one: 3/h at 7.5/9 is 2.5/h, not 2.499).
+    func scaled(_ rate: UInt64) -> UInt64 {
+        count == 0 ? rate : rate * UInt64(weightSum) / (UInt64(count) * 1000)
     }
 
     /// A history as stored; nil when `count` is out of range.
@@ -38,14 +46,14 @@ public struct FetchHistory: Sendable, Hashable {
         guard (0...Self.capacity).contains(count) else { return nil }
         self.packed = count == Self.capacity ? packed : packed & ((1 << (2 * UInt32(count))) - 1)
         self.count = UInt8(count)
-        score = 1000
-        score = computedScore()
+        weightSum = 0
+        weightSum = computedSum()
     }
 
     public mutating func record(_ result: FetchResult) {
         packed = packed << 2 | Self.code(of: result)
         count = min(count + 1, UInt8(Self.capacity))
-        score = computedScore()
+        weightSum = computedSum()
     }
 
     /// The results, newest first.
@@ -58,13 +66,12 @@ public struct FetchHistory: Sendable, Hashable {
         results.filter { $0 == result }.count
     }
 
-    private func computedScore() -> UInt16 {
-        guard count > 0 else { return 1000 }
+    private func computedSum() -> UInt16 {
         var sum: UInt32 = 0
         for index in 0..<UInt32(count) {
             sum += Self.weight(of: Self.result(ofCode: packed >> (2 * index) & 3))
         }
-        return UInt16(sum / UInt32(count))
+        return UInt16(sum)
     }
 
     private static func code(of result: FetchResult) -> UInt32 {

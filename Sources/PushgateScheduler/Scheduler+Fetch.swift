@@ -224,7 +224,7 @@ extension Scheduler {
     /// times the score, halved while a penalty runs, between the floor and the configured refill.
     func appRate(_ a: Int, at time: Int64) -> UInt64 {
         let policy = policy(ofApp: a)
-        var rate = policy.appRate * UInt64(apps[a].fetch.score) / 1000
+        var rate = apps[a].fetch.scaled(policy.appRate)
         if apps[a].penaltyUntil > time { rate /= 2 }
         return min(policy.appRate, max(policy.minAppRate, rate))
     }

@@ -36,6 +36,30 @@ struct OperatorWordsTests {
         #expect(WaitWords.until(.waitsForWake) == nil)
     }
 
+    @Test("why an app's refill is what it is, in words: the README's worked example")
+    func fetchExplanation() {
+        let results = [FetchResult.timeout] + Array(repeating: .noData, count: 2) + Array(repeating: .newData, count: 6)
+        let fetch = DeviceInspection.Fetch(
+            score: 0.833, results: results, configuredRefillPerHour: 3, minRefillPerHour: 1,
+            penaltyUntil: Self.now + 3_600_000, interval: .minimum, intervalReadyAt: nil, openWindows: []
+        )
+        #expect(FetchWords.explain(fetch, refillPerHour: 1.25, now: Self.now)
+            == "refill 1.25/h instead of 3/h: score 0.833 over the last 9 results (6 newData, 2 noData, 1 timeout); halved until 23:13:20 UTC after a timeout")
+        var floor = fetch
+        floor.results = [.timeout]
+        floor.score = 0
+        floor.penaltyUntil = nil
+        #expect(FetchWords.explain(floor, refillPerHour: 1, now: Self.now)
+            == "refill 1/h instead of 3/h, at the floor of 1/h: score 0 over the last 1 result (1 timeout)")
+        var fresh = fetch
+        fresh.results = []
+        fresh.penaltyUntil = nil
+        #expect(FetchWords.explain(fresh, refillPerHour: 3, now: Self.now) == "refill 3/h as configured: no fetch result yet")
+        #expect(WaitWords.describe(.fetchInterval(seconds: 600, until: Self.now + 600_000), now: Self.now)
+            == "its app's fetch interval is 600 s: the next budget release is allowed at 22:23:20 UTC")
+        #expect(WaitWords.until(.fetchInterval(seconds: 600, until: Self.now + 600_000)) == Self.now + 600_000)
+    }
+
     @Test("loopback peers: 127.0.0.0/8, ::1 and IPv4 loopback mapped into IPv6; nothing else")
     func loopback() throws {
         for ip in ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"] {

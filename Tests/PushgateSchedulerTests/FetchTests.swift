@@ -20,11 +20,42 @@ import Testing
         harness.scheduler.reportFetchResult(device: harness.device, seq: 2, result: .noData, now: t0 + second)
         #expect(refill(harness, app, at: t0 + second) == 2625, "mean 0.875")
         harness.scheduler.reportFetchResult(device: harness.device, seq: 3, result: .failed, now: t0 + second)
-        #expect(refill(harness, app, at: t0 + second) == 1998, "mean 0.666")
+        #expect(refill(harness, app, at: t0 + second) == 2000, "mean 2/3, exactly")
         let figures = harness.scheduler.fetchFigures(app: app, now: t0 + second)!
         #expect(figures.snapshot.history.results == [.failed, .noData, .newData])
         #expect(figures.snapshot.penaltyUntil == nil)
         #expect(harness.scheduler.drainDirtyFetchStates().map(\.app) == [app])
+    }
+
+    @Test("the README's worked example: 2.81/h, then 1.25/h halved, then 1.02/h, then the floor")
+    func workedExample() throws {
+        let harness = try Harness()
+        let app = harness.app()
+        var seq: UInt64 = 0
+        func report(_ result: FetchResult) {
+            seq += 1
+            harness.scheduler.openFetchWindow(app: app, seq: seq, now: t0)
+            harness.scheduler.reportFetchResult(device: harness.device, seq: seq, result: result, now: t0)
+        }
+        for _ in 0..<6 { report(.newData) }
+        for _ in 0..<2 { report(.noData) }
+        #expect(refill(harness, app, at: t0) == 2812, "3 × 0.9375")
+        seq += 1
+        harness.scheduler.openFetchWindow(app: app, seq: seq, now: t0)
+        _ = harness.scheduler.advance(now: t0 + 30 * second)
+        #expect(harness.scheduler.fetchFigures(app: app, now: t0 + 30 * second)?.snapshot.history.score == 833)
+        #expect(refill(harness, app, at: t0 + 30 * second) == 1250)
+        #expect(refill(harness, app, at: t0 + 30 * second + day) == 2500, "after the penalty")
+        for _ in 0..<2 {
+            seq += 1
+            harness.scheduler.openFetchWindow(app: app, seq: seq, now: t0 + minute)
+        }
+        _ = harness.scheduler.advance(now: t0 + 2 * minute)
+        #expect(refill(harness, app, at: t0 + 2 * minute) == 1022)
+        seq += 1
+        harness.scheduler.openFetchWindow(app: app, seq: seq, now: t0 + 2 * minute)
+        _ = harness.scheduler.advance(now: t0 + 3 * minute)
+        #expect(refill(harness, app, at: t0 + 3 * minute) == 1000, "0.94/h: the floor")
     }
 
     @Test("no report within the window is a timeout, counted from the window's end, with a penalty")

@@ -50,6 +50,26 @@ public struct DeviceInspection: Sendable, Equatable {
         /// Seqs whose fetch windows are open, with their ends.
         public var openWindows: [(seq: UInt64, until: Int64)]
 
+        public init(
+            score: Double,
+            results: [FetchResult],
+            configuredRefillPerHour: Int,
+            minRefillPerHour: Int,
+            penaltyUntil: Int64?,
+            interval: FetchInterval,
+            intervalReadyAt: Int64?,
+            openWindows: [(seq: UInt64, until: Int64)]
+        ) {
+            self.score = score
+            self.results = results
+            self.configuredRefillPerHour = configuredRefillPerHour
+            self.minRefillPerHour = minRefillPerHour
+            self.penaltyUntil = penaltyUntil
+            self.interval = interval
+            self.intervalReadyAt = intervalReadyAt
+            self.openWindows = openWindows
+        }
+
         public static func == (lhs: Fetch, rhs: Fetch) -> Bool {
             lhs.score == rhs.score && lhs.results == rhs.results && lhs.configuredRefillPerHour == rhs.configuredRefillPerHour
                 && lhs.minRefillPerHour == rhs.minRefillPerHour && lhs.penaltyUntil == rhs.penaltyUntil
