@@ -249,6 +249,8 @@ struct PushEvent: Sendable {
     var delivery: String?
     /// The apns-id of the priority-10 push a piggybacked push rode on; nil otherwise (JSON null).
     var carrier: String?
+    /// A silent push's fetch window, in seconds; nil for the others.
+    var fetchWindowSeconds: Int?
     var missingKeys: Set<String>
     /// Fields beyond the contract's.
     var unexpectedKeys: Set<String>
@@ -268,6 +270,7 @@ struct PushEvent: Sendable {
         acceptedAt = int64(json["acceptedAt"])
         delivery = json["delivery"] as? String
         carrier = json["carrier"] as? String
+        fetchWindowSeconds = (json["fetchWindowSeconds"] as? NSNumber)?.intValue
         let keys = Set(json.keys)
         let expected = pushType == "background" ? Self.fields.union(Self.silentFields) : Self.fields
         missingKeys = expected.subtracting(keys)

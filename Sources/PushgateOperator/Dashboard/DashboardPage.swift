@@ -479,6 +479,9 @@ enum DashboardPage {
             el("h3", null, "Registrations (" + regs.length + ")"),
             regs.length ? el("div", { class: "regs" }, ...regs.map(r => el("div", null,
               el("div", { class: "meta" }, el("code", { class: "topic" }, r.topic), el("span", { class: "chip" + (r.appState === "terminated" ? " k-dropped" : "") }, r.appState), bucket(r.bucket)),
+              r.fetch ? el("div", { class: "meta" }, el("span", { class: "muted" }, "fetch: "), r.fetch.explanation,
+                r.fetch.interval !== "minimum" ? el("span", { class: "chip" }, "interval " + (r.fetch.interval === "never" ? "never" : r.fetch.interval + " s")) : null,
+                r.fetch.openWindows.length ? el("span", { class: "chip" }, r.fetch.openWindows.length + " window" + (r.fetch.openWindows.length === 1 ? "" : "s") + " open") : null) : null,
               el("code", { class: "muted" }, r.token))))
               : el("p", { class: "muted" }, "no registrations"),
             el("h3", null, "Waiting notifications (" + notes.length + ")"),
