@@ -204,7 +204,8 @@ let package = Package(
             ]
         ),
         // The device API from the device's side: its requests, creation and registration, for
-        // the agent, the bench and the tests alike.
+        // the agent, the bench and the tests alike; and a device's background fetch (the silent
+        // push's window, the app's command run within it).
         .target(
             name: "PushgateDeviceClient",
             dependencies: [
@@ -322,6 +323,7 @@ let package = Package(
             name: "PushgateDeviceClientTests",
             dependencies: [
                 "PushgateDeviceClient",
+                "PushgateModel",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]

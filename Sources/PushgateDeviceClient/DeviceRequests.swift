@@ -52,6 +52,54 @@ public struct RetryableRefusal: Error, CustomStringConvertible {
     }
 }
 
+/// A device's report of its power, its apps' states and their fetch intervals: the
+/// `PUT /v1/devices/{id}/state` body. What is nil or empty is left out, and the gateway keeps
+/// what it last heard of it.
+public struct DeviceStateReport: Sendable, Equatable {
+    public var power: DevicePower?
+    public var apps: [String: AppState]
+    public var fetchIntervals: [String: FetchInterval]
+
+    public init(power: DevicePower? = nil, apps: [String: AppState] = [:], fetchIntervals: [String: FetchInterval] = [:]) {
+        self.power = power
+        self.apps = apps
+        self.fetchIntervals = fetchIntervals
+    }
+
+    public var isEmpty: Bool { power == nil && apps.isEmpty && fetchIntervals.isEmpty }
+
+    /// Topics in order, so that the same report is the same text.
+    public var json: String {
+        var fields: [String] = []
+        if let power { fields.append("\"power\":\(JSONText.quote(power.rawValue))") }
+        if !apps.isEmpty { fields.append("\"apps\":" + Self.object(apps) { JSONText.quote($0.rawValue) }) }
+        if !fetchIntervals.isEmpty {
+            fields.append("\"fetchIntervals\":" + Self.object(fetchIntervals) { interval in
+                // Seconds are a JSON number; the two words are strings.
+                if case .seconds = interval { interval.word } else { JSONText.quote(interval.word) }
+            })
+        }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    private static func object<Value>(_ entries: [String: Value], _ value: (Value) -> String) -> String {
+        "{" + entries.sorted { $0.key < $1.key }.map { JSONText.quote($0.key) + ":" + value($0.value) }.joined(separator: ",") + "}"
+    }
+}
+
+/// One app's fetch result for the silent push `seq` woke it with. Only what an app can report:
+/// a timeout is the absence of a report, which the gateway records itself.
+public struct FetchReport: Sendable, Hashable {
+    public var seq: UInt64
+    public var result: FetchResult
+
+    public init(seq: UInt64, result: FetchResult) {
+        precondition(FetchResult.reportable.contains(result), "a timeout is not reported: the gateway records it when the window ends")
+        self.seq = seq
+        self.result = result
+    }
+}
+
 /// One device's requests to the device API, for the agent and the bench alike. The ack request
 /// is built once: the bench sends thousands per second.
 public struct DeviceRequests: Sendable {
@@ -84,6 +132,14 @@ public struct DeviceRequests: Sendable {
 
     /// A state report; `json` is the `PUT /v1/devices/{id}/state` body.
     public func state(_ json: String) -> HTTPClientRequest { Self.request(server, identity, "PUT", "state", body: json) }
+
+    public func state(_ report: DeviceStateReport) -> HTTPClientRequest { state(report.json) }
+
+    /// What apps did with the wakes silent pushes gave them, one result per seq.
+    public func fetchResults(_ results: [FetchReport]) -> HTTPClientRequest {
+        let items = results.map { "{\"seq\":\($0.seq),\"result\":\(JSONText.quote($0.result.rawValue))}" }
+        return Self.request(server, identity, "POST", "fetch-results", body: "{\"results\":[" + items.joined(separator: ",") + "]}")
+    }
 
     public func registration(topic: String) -> HTTPClientRequest {
         Self.request(server, identity, "POST", "registrations", body: "{\"topic\":\(JSONText.quote(topic))}")

@@ -74,6 +74,8 @@ func withStandInGateway(
     answeringAcks answer: AckHoldingGateway.AckAnswer = .heldUntilReleased,
     streamRefusals: [Int] = [],
     registrationRefusals: [Int] = [],
+    fetchRefusals: [Int] = [],
+    agentArguments: [String] = [],
     capturingErrors: Bool = false,
     _ body: (AckHoldingGateway, AgentProcess) async throws -> Void
 ) async throws {
@@ -84,7 +86,8 @@ func withStandInGateway(
 
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let gateway = AckHoldingGateway(
-        eventLoop: group.next(), answer: answer, streamRefusals: streamRefusals, registrationRefusals: registrationRefusals
+        eventLoop: group.next(), answer: answer, streamRefusals: streamRefusals, registrationRefusals: registrationRefusals,
+        fetchRefusals: fetchRefusals
     )
     let server = HTTPServer(
         listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
@@ -96,7 +99,8 @@ func withStandInGateway(
     do {
         let port = try #require(try await server.start()[0].port)
         let agent = try AgentProcess(
-            server: "http://127.0.0.1:\(port)", identity: identity, topic: "com.example.acks", capturingErrors: capturingErrors
+            server: "http://127.0.0.1:\(port)", identity: identity, topic: "com.example.acks", arguments: agentArguments,
+            capturingErrors: capturingErrors
         )
         try await body(gateway, agent)
     } catch {
@@ -109,8 +113,9 @@ func withStandInGateway(
 }
 
 /// Answers the agent's registration and event streams like the gateway, but for the first
-/// event streams, refused as told; answers acks as told. Its waits fail after 20 seconds: it
-/// cannot see an agent that died.
+/// event streams, refused as told; answers acks as told; keeps the state reports and fetch
+/// results it is sent, and refuses the first fetch results as told. Its waits fail after 20
+/// seconds: it cannot see an agent that died.
 final class AckHoldingGateway: HTTPServerHandler {
     enum AckAnswer {
         /// Unanswered until `answerAcks`; acks after that are answered at once.
@@ -135,6 +140,10 @@ final class AckHoldingGateway: HTTPServerHandler {
         /// Statuses for the next event stream and registration requests, with a JSON error body.
         var streamRefusals: [Int]
         var registrationRefusals: [Int]
+        var fetchRefusals: [Int]
+        var stateReports: [String] = []
+        var fetchReports: [String] = []
+        var keepaliveAnswer = #"{"notifications":[]}"#
         var streamsOpened = 0
         var registrations = 0
         var acked: [UInt64] = []
@@ -143,13 +152,13 @@ final class AckHoldingGateway: HTTPServerHandler {
         var waiter: (upTo: UInt64, promise: EventLoopPromise<Void>)?
     }
 
-    init(eventLoop: any EventLoop, answer: AckAnswer, streamRefusals: [Int] = [], registrationRefusals: [Int] = []) {
+    init(eventLoop: any EventLoop, answer: AckAnswer, streamRefusals: [Int] = [], registrationRefusals: [Int] = [], fetchRefusals: [Int] = []) {
         self.eventLoop = eventLoop
         firstStreamPromise = eventLoop.makePromise()
         state = NIOLockedValueBox(
             State(
                 answer: answer, holding: answer == .heldUntilReleased,
-                streamRefusals: streamRefusals, registrationRefusals: registrationRefusals
+                streamRefusals: streamRefusals, registrationRefusals: registrationRefusals, fetchRefusals: fetchRefusals
             )
         )
     }
@@ -159,6 +168,14 @@ final class AckHoldingGateway: HTTPServerHandler {
     var registrations: Int { state.withLockedValue { $0.registrations } }
     /// The `Last-Event-ID` of each event stream request, in order.
     var lastEventIDs: [String?] { state.withLockedValue { $0.lastEventIDs } }
+    /// The bodies of `PUT .../state` and `POST .../fetch-results` (refused ones too), in order.
+    var stateReports: [String] { state.withLockedValue { $0.stateReports } }
+    var fetchReports: [String] { state.withLockedValue { $0.fetchReports } }
+
+    /// What keep-alives are answered with from now on: `{"notifications":[...]}`.
+    func answerKeepalives(_ body: String) {
+        state.withLockedValue { $0.keepaliveAnswer = body }
+    }
 
     /// The writer of the agent's first event stream.
     func firstStream() async throws -> ResponseBodyWriter {
@@ -208,6 +225,17 @@ final class AckHoldingGateway: HTTPServerHandler {
             case .reset: responder.startStream(ResponseHead(status: 200)).whenSuccess { $0.cancel() }
             }
             woken?.succeed()
+        case ("PUT", device + "/state"):
+            state.withLockedValue { $0.stateReports.append(String(buffer: request.body)) }
+            responder.respond(HTTPServerResponse(status: 204))
+        case ("POST", device + "/fetch-results"):
+            let refusal = state.withLockedValue { state -> Int? in
+                state.fetchReports.append(String(buffer: request.body))
+                return state.fetchRefusals.isEmpty ? nil : state.fetchRefusals.removeFirst()
+            }
+            responder.respond(refusal.map(Self.refusal) ?? HTTPServerResponse(status: 204))
+        case ("POST", device + "/keepalive"):
+            responder.respond(HTTPServerResponse(status: 200, text: state.withLockedValue { $0.keepaliveAnswer }))
         default:
             responder.respond(HTTPServerResponse(status: 404, text: "not part of this stand-in"))
         }

@@ -90,11 +90,16 @@ final class AgentProcess: @unchecked Sendable {
     /// Set when the test reads what the agent says on stderr (`exitMessages`).
     private let errors: Pipe?
     private var pending = Data()
+    /// Lines read while looking for another kind (`next` or `nextFetch`), in order.
+    private var unread: [[String: Any]] = []
 
-    /// `environment` is added to this process's own.
-    init(server: String, identity: String, topic: String, environment: [String: String] = [:], capturingErrors: Bool = false) throws {
+    /// `environment` is added to this process's own; `arguments` go after the usual ones.
+    init(
+        server: String, identity: String, topic: String, arguments: [String] = [], environment: [String: String] = [:],
+        capturingErrors: Bool = false
+    ) throws {
         errors = capturingErrors ? Pipe() : nil
-        process = Unprivileged.process(["agent", "--server", server, "--identity", identity, "--topic", topic])
+        process = Unprivileged.process(["agent", "--server", server, "--identity", identity, "--topic", topic] + arguments)
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardInput = input
         process.standardOutput = output
@@ -112,9 +117,20 @@ final class AgentProcess: @unchecked Sendable {
         return String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 
-    /// The next JSON line; throws if the agent exits first, or prints nothing for `timeout`
-    /// (it is then killed: a blocking read would outlast the test's time limit).
+    /// The next JSON line but fetch lines; throws if the agent exits first, or prints nothing for
+    /// `timeout` (it is then killed: a blocking read would outlast the test's time limit). Fetch
+    /// lines come whenever a report is answered, between any others: `nextFetch` reads them.
     func next(timeout: DispatchTimeInterval = .seconds(60)) throws -> [String: Any] {
+        try next(timeout: timeout) { $0["type"] as? String != "fetch" }
+    }
+
+    /// The next `{"type":"fetch",...}` line, as `next` reads.
+    func nextFetch(timeout: DispatchTimeInterval = .seconds(60)) throws -> [String: Any] {
+        try next(timeout: timeout) { $0["type"] as? String == "fetch" }
+    }
+
+    private func next(timeout: DispatchTimeInterval, where wanted: ([String: Any]) -> Bool) throws -> [String: Any] {
+        if let index = unread.firstIndex(where: wanted) { return unread.remove(at: index) }
         let watchdog = killAfter(timeout, process)
         defer { watchdog.cancel() }
         while true {
@@ -124,7 +140,9 @@ final class AgentProcess: @unchecked Sendable {
                 guard let object = try JSONSerialization.jsonObject(with: line) as? [String: Any] else {
                     throw AgentExited(output: String(decoding: line, as: UTF8.self))
                 }
-                return object
+                if wanted(object) { return object }
+                unread.append(object)
+                continue
             }
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty { throw AgentExited(output: String(decoding: pending, as: UTF8.self)) }

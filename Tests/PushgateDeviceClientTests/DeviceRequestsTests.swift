@@ -1,5 +1,6 @@
 import NIOCore
 import PushgateDeviceClient
+import PushgateModel
 import PushgateTransport
 import Testing
 
@@ -51,6 +52,43 @@ struct DeviceRequestsTests {
         #expect(requests.state(#"{"power":"idle"}"#).method == "PUT")
         #expect(events.authority == "127.0.0.1:2197")
         #expect(events.scheme == "http")
+    }
+
+    @Test("fetch results: one object per seq, the result's word")
+    func fetchResults() {
+        let requests = DeviceRequests(server: Self.server, identity: Self.identity)
+        let one = requests.fetchResults([FetchReport(seq: 12, result: .newData)])
+        #expect(one.method == "POST")
+        #expect(one.path == "/v1/devices/0123456789abcdef0123456789abcdef/fetch-results")
+        #expect(one.headers.first(name: "authorization") == "bearer s3cret")
+        #expect(one.headers.first(name: "content-type") == "application/json")
+        #expect(one.body.map { String(buffer: $0) } == #"{"results":[{"seq":12,"result":"newData"}]}"#)
+        let two = requests.fetchResults([FetchReport(seq: 3, result: .noData), FetchReport(seq: 4, result: .failed)])
+        #expect(two.body.map { String(buffer: $0) } == #"{"results":[{"seq":3,"result":"noData"},{"seq":4,"result":"failed"}]}"#)
+    }
+
+    @Test("state reports: what is set, topics in order, intervals as words or a number of seconds")
+    func stateReports() {
+        let requests = DeviceRequests(server: Self.server, identity: Self.identity)
+        let report = DeviceStateReport(
+            power: .lowPower,
+            apps: ["com.example.b": .background, "com.example.a": .terminated],
+            fetchIntervals: ["com.example.z": .never, "com.example.\"q\"": .seconds(600), "com.example.m": .minimum]
+        )
+        #expect(
+            report.json
+                == #"{"power":"lowPower","apps":{"com.example.a":"terminated","com.example.b":"background"},"#
+                + #""fetchIntervals":{"com.example.\"q\"":600,"com.example.m":"minimum","com.example.z":"never"}}"#
+        )
+        let state = requests.state(report)
+        #expect(state.method == "PUT")
+        #expect(state.path == "/v1/devices/0123456789abcdef0123456789abcdef/state")
+        #expect(state.body.map { String(buffer: $0) } == report.json)
+        #expect(DeviceStateReport(fetchIntervals: ["t": .seconds(1)]).json == #"{"fetchIntervals":{"t":1}}"#)
+        #expect(DeviceStateReport(power: .idle).json == #"{"power":"idle"}"#)
+        #expect(DeviceStateReport().isEmpty)
+        #expect(DeviceStateReport().json == "{}")
+        #expect(!DeviceStateReport(fetchIntervals: ["t": .minimum]).isEmpty)
     }
 
     @Test("429 and 5xx are worth another try; other refusals are final and say why")

@@ -12,17 +12,39 @@ struct AgentCommand: AsyncParsableCommand {
         commandName: "agent",
         abstract: "Run a device agent: hold the event stream, print and acknowledge notifications.",
         discussion: """
-            Creates the device on first run and keeps its id and secret in --identity (mode 0600).
-            Prints one JSON line per event on stdout: {"type":"registered",...} for each topic,
-            {"type":"connected"} when the event stream is open, {"type":"state",...} when a state
-            report was accepted, and each notification's JSON object as the gateway sent it (its "delivery" says how
-            it came: immediate, stored, piggyback with "carrier", keepalive, budget, online).
-            Reconnects with jittered back-off, resuming with Last-Event-ID so nothing acknowledged
-            is sent again. Reports --power and --app-state on every connect, sends a keep-alive
-            every --keepalive seconds, and takes commands on stdin while it runs, one per line:
+            Creates the device on first run and keeps its id and secret in --identity (mode 0600). \
+            Prints one JSON line per event on stdout: {"type":"registered",...} for each topic, \
+            {"type":"connected"} when the event stream is open, {"type":"state",...} when a state \
+            report was accepted, {"type":"fetch",...} when a fetch ended (below), and each \
+            notification's JSON object as the gateway sent it (its "delivery" says how it came: \
+            immediate, stored, piggyback with "carrier", keepalive, budget, online). Reconnects \
+            with jittered back-off, resuming with Last-Event-ID so nothing acknowledged is sent \
+            again. Reports --power, --app-state and --fetch-interval on every connect, sends a \
+            keep-alive every --keepalive seconds, and takes commands on stdin while it runs, one \
+            per line:
               power idle|awake|lowPower
               app TOPIC foreground|background|terminated
               keepalive
+
+            Background fetch: each silent push (pushType "background") gives its app a fetch \
+            window of the notification's fetchWindowSeconds (30 when it has none), counted from \
+            its arrival. With --fetch-command CMD the agent runs /bin/sh -c CMD for it, beside the \
+            stream, in a process group of its own: on stdin the notification's JSON object as \
+            printed, a newline, then EOF; in the environment PUSHGATE_TOPIC, PUSHGATE_SEQ and \
+            PUSHGATE_APNS_ID; its stdout and stderr go to the agent's stderr. Exit 0 reports \
+            newData, exit 1 noData, any other exit or a death by signal failed. Still running when \
+            the window ends, its process group is killed (SIGKILL) and nothing is reported: the \
+            gateway counts the timeout. At most 16 commands run at once; the others wait their \
+            turn, their windows running. Without --fetch-command each silent push is reported as \
+            newData at once. A silent push sent again within its window is not fetched again.
+
+            Each fetch ends with one line, {"type":"fetch","seq":N,"topic":"T","result":R,...}: \
+            with "exitStatus" and "durationMs" when the command exited, "signal" and "durationMs" \
+            when a signal ended it, "killedAfterMs" when it was killed (R is then "timeout"), \
+            "waitedMs" when the window ended before its turn (R "timeout" too), "error" when it \
+            could not run; durations count from the notification's arrival. A report the gateway \
+            refuses adds "refused":{"status","reason","detail"}, one that found no connection \
+            before the window ended adds "unreported" with why; neither stops the agent.
             """
     )
 
@@ -43,33 +65,45 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(help: "Send a keep-alive (a wake event) every this many seconds; 0: never.")
     var keepalive: Int = 0
 
+    @Option(
+        name: .customLong("fetch-command"),
+        help: "Run this with /bin/sh -c for each silent push, within its fetch window: exit 0 reports newData, 1 noData, anything else failed; killed at the window's end, unreported (see below). Default: report newData."
+    )
+    var fetchCommand: String?
+
+    @Option(
+        name: .customLong("fetch-interval"),
+        help: "An app's fetch interval to report, TOPIC=minimum|never|SECONDS (1 to 604800): how often the gateway may release its held silent pushes on budget. Repeatable.",
+        transform: { argument in try FetchIntervalSetting.parse(argument) }
+    )
+    var fetchIntervals: [(topic: String, interval: FetchInterval)] = []
+
     @OptionGroup var deviceCreation: DeviceCreationOptions
 
     func validate() throws {
-        if let power, !AgentState.powers.contains(power) {
-            throw ValidationError("--power must be one of \(AgentState.powers.joined(separator: ", "))")
+        if let power, DevicePower(rawValue: power) == nil {
+            throw ValidationError("--power must be one of \(DevicePower.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        for entry in appStates {
-            guard let (_, state) = AgentState.parseAppState(entry), AgentState.appStates.contains(state) else {
-                throw ValidationError("--app-state must be TOPIC=foreground|background|terminated, got \(entry)")
-            }
+        for entry in appStates where Self.appState(entry) == nil {
+            throw ValidationError("--app-state must be TOPIC=foreground|background|terminated, got \(entry)")
         }
         if keepalive < 0 { throw ValidationError("--keepalive cannot be negative") }
     }
 
     func run() async throws {
         let group = MultiThreadedEventLoopGroup.singleton
-        var state = AgentState()
-        state.power = power
+        var state = DeviceStateReport(power: power.flatMap(DevicePower.init))
         for entry in appStates {
-            if let (topic, value) = AgentState.parseAppState(entry) { state.apps[topic] = value }
+            if let (topic, value) = Self.appState(entry) { state.apps[topic] = value }
         }
+        for (topic, interval) in fetchIntervals { state.fetchIntervals[topic] = interval }
         let agent = Agent(
             client: client,
             identityPath: identity,
             topics: topic,
             state: state,
             keepaliveSeconds: keepalive,
+            fetchCommand: fetchCommand,
             registrationSecret: deviceCreation.registrationSecret,
             group: group
         )
@@ -77,32 +111,13 @@ struct AgentCommand: AsyncParsableCommand {
     }
 }
 
-/// What the agent reports about its device: power and app states.
-struct AgentState: Sendable, Equatable {
-    static let powers = DevicePower.allCases.map(\.rawValue)
-    static let appStates = AppState.allCases.map(\.rawValue)
-
-    var power: String?
-    var apps: [String: String] = [:]
-
-    var isEmpty: Bool { power == nil && apps.isEmpty }
-
-    /// The `PUT /v1/devices/{id}/state` body.
-    var json: String {
-        var fields: [String] = []
-        if let power { fields.append("\"power\":\(JSONText.quote(power))") }
-        if !apps.isEmpty {
-            let entries = apps.sorted { $0.key < $1.key }.map { "\(JSONText.quote($0.key)):\(JSONText.quote($0.value))" }
-            fields.append("\"apps\":{" + entries.joined(separator: ",") + "}")
-        }
-        return "{" + fields.joined(separator: ",") + "}"
-    }
-
-    static func parseAppState(_ entry: String) -> (String, String)? {
-        guard let equals = entry.lastIndex(of: "=") else { return nil }
-        let topic = String(entry[..<equals])
-        let state = String(entry[entry.index(after: equals)...])
-        return topic.isEmpty ? nil : (topic, state)
+extension AgentCommand {
+    /// `TOPIC=foreground|background|terminated`.
+    static func appState(_ entry: String) -> (String, AppState)? {
+        guard let equals = entry.lastIndex(of: "="), equals != entry.startIndex,
+            let state = AppState(rawValue: String(entry[entry.index(after: equals)...]))
+        else { return nil }
+        return (String(entry[..<equals]), state)
     }
 }
 
@@ -115,16 +130,17 @@ final class Agent: Sendable {
     private let registrationSecret: String?
     private let group: any EventLoopGroup
     /// Changed by stdin commands; reported again on every connect.
-    private let state: Mutex<AgentState>
-    /// The live connection and the device's requests, for stdin commands.
-    private let current = Mutex<(HTTP2ClientConnection, DeviceRequests)?>(nil)
+    private let state: Mutex<DeviceStateReport>
+    private let link = AgentLink()
+    private let fetch: AgentFetch
 
     init(
         client: ClientOptions,
         identityPath: String,
         topics: [String],
-        state: AgentState,
+        state: DeviceStateReport,
         keepaliveSeconds: Int,
+        fetchCommand: String?,
         registrationSecret: String?,
         group: any EventLoopGroup
     ) {
@@ -133,6 +149,7 @@ final class Agent: Sendable {
         self.topics = topics
         self.state = Mutex(state)
         self.keepaliveSeconds = keepaliveSeconds
+        fetch = AgentFetch(command: fetchCommand, link: link)
         self.registrationSecret = registrationSecret
         self.group = group
     }
@@ -140,6 +157,8 @@ final class Agent: Sendable {
     func run() async throws {
         let commands = Task { await readCommands() }
         defer { commands.cancel() }
+        let fetches = Task { await fetch.run() }
+        defer { fetches.cancel() }
         var backoff = Backoff()
         var lastSeq: UInt64?
         var device: DeviceRequests?
@@ -148,7 +167,7 @@ final class Agent: Sendable {
             do {
                 let connection = try await connect()
                 defer {
-                    current.withLock { $0 = nil }
+                    link.disconnected()
                     Task { await connection.close() }
                 }
                 if device == nil { device = DeviceRequests(server: client.server, identity: try await loadOrCreateIdentity(connection)) }
@@ -156,7 +175,7 @@ final class Agent: Sendable {
                     for topic in topics { try await register(topic, device!, connection) }
                     registered = true
                 }
-                current.withLock { $0 = (connection, device!) }
+                link.connected((connection, device!))
                 let report = state.withLock { $0 }
                 if !report.isEmpty { try await sendState(report, device!, connection) }
                 try await holdStream(connection, device!, lastSeq: &lastSeq, backoff: &backoff)
@@ -243,9 +262,11 @@ final class Agent: Sendable {
             do {
                 var parser = EventStreamParser()
                 for try await chunk in response.body {
+                    let receivedAt = ContinuousClock.now
                     var newest: UInt64?
                     for event in parser.feed(chunk) where event.type == "notification" {
                         emit(event.data)
+                        fetch.received(event.data, at: receivedAt)
                         if let seq = event.id.flatMap(UInt64.init) { newest = seq }
                     }
                     if let newest {
@@ -301,6 +322,7 @@ final class Agent: Sendable {
     /// notifications from the stream.
     private func sendKeepalive(_ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
         let response = try await connection.send(device.keepalive)
+        let receivedAt = ContinuousClock.now
         guard response.status == 200 else {
             printError("keep-alive answered \(response.status) \(String(buffer: response.body))")
             return
@@ -309,15 +331,17 @@ final class Agent: Sendable {
         var newest: UInt64?
         for notification in body?["notifications"] as? [[String: Any]] ?? [] {
             if let data = try? JSONSerialization.data(withJSONObject: notification, options: [.sortedKeys]) {
-                emit(String(decoding: data, as: UTF8.self))
+                let json = String(decoding: data, as: UTF8.self)
+                emit(json)
+                fetch.received(json, at: receivedAt)
             }
             if let seq = (notification["seq"] as? NSNumber)?.uint64Value { newest = max(newest ?? 0, seq) }
         }
         if let newest { try await ack(upTo: newest, device, connection) }
     }
 
-    private func sendState(_ report: AgentState, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
-        let response = try await connection.send(device.state(report.json))
+    private func sendState(_ report: DeviceStateReport, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
+        let response = try await connection.send(device.state(report))
         guard response.status == 204 else {
             printError("state report answered \(response.status) \(String(buffer: response.body))")
             return
@@ -336,19 +360,19 @@ final class Agent: Sendable {
         }
         for await line in lines {
             let words = line.split(separator: " ").map(String.init)
-            var report: AgentState?
+            var report: DeviceStateReport?
             switch words.first {
-            case "power" where words.count == 2 && AgentState.powers.contains(words[1]):
-                report = state.withLock { $0.power = words[1]; return $0 }
-            case "app" where words.count == 3 && AgentState.appStates.contains(words[2]):
-                report = state.withLock { $0.apps[words[1]] = words[2]; return $0 }
+            case "power" where words.count == 2 && DevicePower(rawValue: words[1]) != nil:
+                report = state.withLock { $0.power = DevicePower(rawValue: words[1]); return $0 }
+            case "app" where words.count == 3 && AppState(rawValue: words[2]) != nil:
+                report = state.withLock { $0.apps[words[1]] = AppState(rawValue: words[2]); return $0 }
             case "keepalive" where words.count == 1:
                 break
             default:
                 printError("unknown command \"\(line)\": power idle|awake|lowPower, app TOPIC foreground|background|terminated, keepalive")
                 continue
             }
-            guard let (connection, device) = current.withLock({ $0 }) else {
+            guard let (connection, device) = link.current else {
                 printError("not connected; \(report == nil ? "keep-alive skipped" : "the state is reported on connect")")
                 continue
             }
@@ -380,10 +404,14 @@ struct Backoff {
 }
 
 /// One line on stdout, unbuffered. Not `print` + `fflush(nil)`: flushing every stream would
-/// wait for stdin's lock, which the command reader holds while it blocks in `readLine`.
-private func emit(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+/// wait for stdin's lock, which the command reader holds while it blocks in `readLine`. Lines
+/// come from the stream, stdin commands and fetches at once: the lock keeps each whole (a pipe
+/// takes a long line in several writes).
+func emit(_ line: String) {
+    emitting.withLock { _ in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 }
+
+private let emitting = Mutex(())
 
 private func printError(_ message: String) {
     FileHandle.standardError.write(Data("pushgate agent: \(message)\n".utf8))

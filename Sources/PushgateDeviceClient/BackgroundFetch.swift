@@ -1,0 +1,105 @@
+import Foundation
+import PushgateModel
+
+// Background fetch from the device's side (PRODUCT.md section 4.1): each silent push delivered
+// gives its app a fetch window, within which the device reports what the app did.
+
+/// A delivered silent push, as a device needs it to run its app's fetch: the notification's
+/// JSON object (an event's `data`, or an item of a keep-alive's `notifications`) and the fields
+/// the fetch is run and reported with.
+public struct SilentNotification: Sendable, Hashable {
+    /// The window when a notification does not say: iOS gives a woken app about 30 seconds.
+    public static let defaultFetchWindowSeconds = 30
+
+    public var seq: UInt64
+    public var topic: String
+    public var apnsID: String
+    /// The time the app has to report, counted from the notification's arrival.
+    public var fetchWindowSeconds: Int
+    /// The notification's JSON object, as received.
+    public var json: String
+
+    /// Nil unless `json` is a notification of push type `background` with a seq, topic and
+    /// apns-id: other pushes open no fetch window.
+    public init?(json: String) {
+        struct Fields: Decodable {
+            var seq: UInt64
+            var topic: String
+            var apnsId: String
+            var pushType: String
+            var fetchWindowSeconds: Int?
+        }
+        guard let fields = try? JSONDecoder().decode(Fields.self, from: Data(json.utf8)),
+            fields.pushType == PushType.background.rawValue
+        else { return nil }
+        seq = fields.seq
+        topic = fields.topic
+        apnsID = fields.apnsId
+        fetchWindowSeconds = fields.fetchWindowSeconds ?? Self.defaultFetchWindowSeconds
+        self.json = json
+    }
+
+    /// When the window ends for a notification that arrived at `receivedAt`. The gateway opened
+    /// it when it sent the notification, a little earlier: a report after this is too late.
+    public func deadline(receivedAt: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        receivedAt + .seconds(max(0, fetchWindowSeconds))
+    }
+
+    /// What the fetch command is told beside the notification on its stdin.
+    public var commandEnvironment: [String: String] {
+        ["PUSHGATE_TOPIC": topic, "PUSHGATE_SEQ": String(seq), "PUSHGATE_APNS_ID": apnsID]
+    }
+}
+
+/// A fetch command's end, and the result it stands for.
+public enum FetchCommandOutcome: Sendable, Hashable {
+    case exited(status: Int32)
+    case signalled(Int32)
+    /// Still running at its deadline: its process group was killed.
+    case killedAtDeadline
+    /// Its deadline passed while it waited for a turn: it never ran.
+    case expiredBeforeItsTurn
+    /// It could not be started, or its end could not be learnt (the message says why).
+    case failedToRun(String)
+
+    /// The app's answer: exit 0 is `newData`, exit 1 `noData`, any other end `failed`. Nil when
+    /// the window ended first: a timeout is not reported, the gateway records it.
+    public var result: FetchResult? {
+        switch self {
+        case .exited(status: 0): .newData
+        case .exited(status: 1): .noData
+        case .exited, .signalled, .failedToRun: .failed
+        case .killedAtDeadline, .expiredBeforeItsTurn: nil
+        }
+    }
+}
+
+/// `TOPIC=minimum|never|SECONDS`, an app's fetch interval as the agent's `--fetch-interval`
+/// takes it.
+public enum FetchIntervalSetting {
+    public struct Invalid: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func parse(_ argument: String) throws(Invalid) -> (topic: String, interval: FetchInterval) {
+        guard let equals = argument.lastIndex(of: "="), equals != argument.startIndex else {
+            throw Invalid(description: "expected TOPIC=minimum|never|SECONDS, got \"\(argument)\"")
+        }
+        let topic = String(argument[..<equals])
+        let value = String(argument[argument.index(after: equals)...])
+        switch value {
+        case FetchInterval.minimum.word: return (topic, .minimum)
+        case FetchInterval.never.word: return (topic, .never)
+        default:
+            // Digits only: UInt32 would also take "+5".
+            guard !value.isEmpty, value.allSatisfy(\.isASCII), value.allSatisfy(\.isNumber),
+                let seconds = UInt32(value), (1...FetchInterval.maxSeconds).contains(seconds)
+            else {
+                throw Invalid(
+                    description: "the interval of \(topic) must be minimum, never or 1 to \(FetchInterval.maxSeconds) seconds, got \"\(value)\""
+                )
+            }
+            return (topic, .seconds(seconds))
+        }
+    }
+}
