@@ -79,8 +79,8 @@ public final class DeliveryCore: Sendable {
                 shard.load(registrations: r)
                 shard.load(buckets: b)
                 shard.load(fetchStates: f)
-                shard.load(fetchWindows: w)
                 shard.load(notifications: n)
+                shard.load(fetchWindows: w)
             }.get()
         }
         return snapshot.totals

@@ -39,10 +39,13 @@ public struct SilentNotification: Sendable, Hashable {
         self.json = json
     }
 
-    /// When the window ends for a notification that arrived at `receivedAt`. The gateway opened
-    /// it when it sent the notification, a little earlier: a report after this is too late.
+    /// When the command must have finished, for a notification that arrived at `receivedAt`:
+    /// the window less a margin (a second, at most half the window). The gateway opened the
+    /// window when it sent the notification, a little earlier, and the report still has to
+    /// reach it: a command that ran to the window's very end would be counted as a timeout.
     public func deadline(receivedAt: ContinuousClock.Instant) -> ContinuousClock.Instant {
-        receivedAt + .seconds(max(0, fetchWindowSeconds))
+        let window = Duration.seconds(max(0, fetchWindowSeconds))
+        return receivedAt + window - min(.seconds(1), window / 2)
     }
 
     /// What the fetch command is told beside the notification on its stdin.

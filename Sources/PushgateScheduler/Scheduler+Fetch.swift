@@ -59,7 +59,7 @@ extension Scheduler {
     /// Closed windows kept per device to answer a repeated report; open ones are limited by what
     /// can be delivered within a window, and capped here.
     static let closedWindowsPerDevice = 8
-    static let openWindowsPerDevice = 256
+    public static let openWindowsPerDevice = 256
 
     // MARK: Windows
 
@@ -91,6 +91,12 @@ extension Scheduler {
         case .timeout: return .timedOut(at: window.deadline)
         case let reported?: return .reported(reported)
         }
+    }
+
+    /// Whether the device's window for `seq` is open (cheaper than `fetchWindow` for a yes/no).
+    public func isFetchWindowOpen(device: DeviceHandle, seq: UInt64) -> Bool {
+        if case .open = fetchWindow(device: device, seq: seq) { return true }
+        return false
     }
 
     /// Counts `result` for the open window of `seq` and closes it. Returns the window's state

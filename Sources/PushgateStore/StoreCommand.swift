@@ -43,8 +43,10 @@ public enum StoreCommand: Sendable, Equatable {
     case saveFetchStates([FetchStateRecord])
     /// Records fetch windows opened by delivered silent pushes (insert or replace).
     case openFetchWindows([FetchWindowRecord])
-    /// Forgets a device's fetch windows that a result or a timeout closed.
+    /// Marks a device's fetch windows closed (a result or a timeout counted).
     case closeFetchWindows(deviceID: String, seqs: [UInt64])
+    /// Deletes a device's fetch windows, open or closed: their notifications were acknowledged.
+    case forgetFetchWindows(deviceID: String, seqs: [UInt64])
 }
 
 extension StoreCommand {
@@ -81,6 +83,8 @@ extension StoreCommand {
             return "open \(windows.count) fetch window(s)"
         case .closeFetchWindows(let deviceID, let seqs):
             return "close \(seqs.count) fetch window(s) of device \(deviceID)"
+        case .forgetFetchWindows(let deviceID, let seqs):
+            return "forget \(seqs.count) fetch window(s) of device \(deviceID)"
         }
     }
 }

@@ -90,18 +90,22 @@ public struct FetchStateRecord: Sendable, Equatable {
     }
 }
 
-/// A fetch window a delivered silent push opened and no result has closed yet.
+/// A fetch window a delivered silent push opened. Kept once closed (by a result or a timeout)
+/// until its notification is acknowledged: a restart must not open a second window when the
+/// unacknowledged push is written again.
 public struct FetchWindowRecord: Sendable, Equatable {
     public var deviceID: String
     public var seq: UInt64
     public var token: String
     public var openedAt: Int64
+    public var closed: Bool
 
-    public init(deviceID: String, seq: UInt64, token: String, openedAt: Int64) {
+    public init(deviceID: String, seq: UInt64, token: String, openedAt: Int64, closed: Bool = false) {
         self.deviceID = deviceID
         self.seq = seq
         self.token = token
         self.openedAt = openedAt
+        self.closed = closed
     }
 }
 

@@ -26,7 +26,7 @@ enum SQLiteCommands {
             return states.count <= 1
         case .openFetchWindows(let windows):
             return windows.count <= 1
-        case .closeFetchWindows(_, let seqs):
+        case .closeFetchWindows(_, let seqs), .forgetFetchWindows(_, let seqs):
             return seqs.count <= 1
         case .remove, .deleteDevice, .unregister:
             return false
@@ -134,6 +134,13 @@ enum SQLiteCommands {
             }
 
         case .closeFetchWindows(let deviceID, let seqs):
+            let statement = try db.cachedStatement(sql: "UPDATE fetch_windows SET closed = 1 WHERE device_id = ? AND seq = ?")
+            for seq in seqs {
+                guard let seq = Int64(exactly: seq) else { continue }
+                try statement.execute(arguments: [deviceID, seq])
+            }
+
+        case .forgetFetchWindows(let deviceID, let seqs):
             let statement = try db.cachedStatement(sql: "DELETE FROM fetch_windows WHERE device_id = ? AND seq = ?")
             for seq in seqs {
                 guard let seq = Int64(exactly: seq) else { continue }

@@ -35,8 +35,9 @@ enum SQLiteSchema {
     }
 
     /// Background fetch: each app's last results, penalty, fetch interval and last budget
-    /// release, and the fetch windows still open, so that a restart neither loses a reported
-    /// result nor times out a window that had not ended. `fetch_interval` is 0 for `minimum`, -1
+    /// release, and the fetch windows of unacknowledged silent pushes (open, or closed by a
+    /// result or a timeout), so that a restart neither loses a reported result, nor times out a
+    /// window that had not ended, nor opens a second window for a push written again. `fetch_interval` is 0 for `minimum`, -1
     /// for `never`, otherwise seconds.
     private static let v6 = """
         CREATE TABLE fetch_states (
@@ -52,6 +53,7 @@ enum SQLiteSchema {
             seq       INTEGER NOT NULL CHECK (seq >= 0),
             token     TEXT    NOT NULL,
             opened_at INTEGER NOT NULL,
+            closed    INTEGER NOT NULL DEFAULT 0 CHECK (closed IN (0, 1)),
             PRIMARY KEY (device_id, seq)
         ) STRICT, WITHOUT ROWID;
         """

@@ -47,9 +47,11 @@ enum SQLiteSnapshot {
         }
 
         var fetchWindows: [FetchWindowRecord] = []
-        let windowRows = try Row.fetchCursor(db, sql: "SELECT device_id, seq, token, opened_at FROM fetch_windows ORDER BY device_id, seq")
+        let windowRows = try Row.fetchCursor(db, sql: "SELECT device_id, seq, token, opened_at, closed FROM fetch_windows ORDER BY device_id, seq")
         while let row = try windowRows.next() {
-            fetchWindows.append(FetchWindowRecord(deviceID: row[0], seq: UInt64(row[1] as Int64), token: row[2], openedAt: row[3]))
+            fetchWindows.append(FetchWindowRecord(
+                deviceID: row[0], seq: UInt64(row[1] as Int64), token: row[2], openedAt: row[3], closed: (row[4] as Int64) != 0
+            ))
         }
 
         var notifications: [AcceptedPush] = []

@@ -94,7 +94,8 @@ struct AgentFetchTests {
             let timeout = try agent.nextFetch()
             #expect(timeout["seq"] as? Int == 1)
             #expect(timeout["result"] as? String == "timeout")
-            #expect((timeout["killedAfterMs"] as? Int).map { $0 >= 1000 } == true, "\(timeout)")
+            // A 1 s window: killed half-way, so that a report could still reach the gateway.
+            #expect((timeout["killedAfterMs"] as? Int).map { $0 >= 500 } == true, "\(timeout)")
             #expect(timeout["exitStatus"] == nil)
 
             try await Self.send(Self.notification(seq: 2, pushType: "background"), seq: 2, on: stream)

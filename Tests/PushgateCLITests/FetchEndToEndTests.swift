@@ -12,10 +12,11 @@ struct FetchEndToEndTests {
     func slowAppGetsLess() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        // One silent push at once per app, then one every 2 s; a 1 s fetch window. A timeout
-        // brings the slow app to the floor of 1 an hour: its next token is half an hour away.
+        // One silent push at once per app, then one every 4 s; a 2 s fetch window (the agent
+        // kills at 1 s). The timeout, 2 s in, leaves the slow app half a token and brings it to
+        // the floor of 1 an hour: its next token is half an hour away.
         let config = directory + "/pushgate.json"
-        let scheduler = #"{"scheduler": {"appBurst": 1, "appRefillPerHour": 1800, "deviceBurst": 10, "deviceRefillPerHour": 3600, "fetchWindowSeconds": 1}}"#
+        let scheduler = #"{"scheduler": {"appBurst": 1, "appRefillPerHour": 900, "deviceBurst": 10, "deviceRefillPerHour": 3600, "fetchWindowSeconds": 2}}"#
         try Data(scheduler.utf8).write(to: URL(fileURLWithPath: config))
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--config", config], listeners: 1)
         defer { _ = gateway.stop() }
@@ -62,6 +63,7 @@ struct FetchEndToEndTests {
             outcomes[fetch["topic"] as? String ?? ""] = fetch
         }
         #expect(outcomes[Self.fast]?["result"] as? String == "newData")
+        #expect(outcomes[Self.fast]?["refused"] == nil, "reported in time")
         #expect(outcomes[Self.fast]?["exitStatus"] as? Int == 0)
         #expect(outcomes[Self.slow]?["result"] as? String == "timeout", "killed at the window's end, never reported")
         #expect(outcomes[Self.slow]?["killedAfterMs"] != nil)
@@ -87,6 +89,7 @@ struct FetchEndToEndTests {
             let line = try agent.nextFetch()
             #expect(line["topic"] as? String == Self.fast)
             #expect(line["result"] as? String == "newData")
+            #expect(line["refused"] == nil, "\(line)")
             fastResults += 1
         }
 
@@ -98,9 +101,9 @@ struct FetchEndToEndTests {
         let slow = try #require(fetch(device, Self.slow))
         let fast = try #require(fetch(device, Self.fast))
         #expect(slow["refillPerHour"] as? Double == 1)
-        #expect(fast["refillPerHour"] as? Double == 1800)
-        #expect((slow["explanation"] as? String)?.hasPrefix("refill 1/h instead of 1800/h, at the floor of 1/h: score 0 over the last 1 result (1 timeout); halved until") == true)
-        #expect(fast["explanation"] as? String == "refill 1800/h as configured: score 1 over the last 4 results (4 newData)")
+        #expect(fast["refillPerHour"] as? Double == 900)
+        #expect((slow["explanation"] as? String)?.hasPrefix("refill 1/h instead of 900/h, at the floor of 1/h: score 0 over the last 1 result (1 timeout); halved until") == true)
+        #expect(fast["explanation"] as? String == "refill 900/h as configured: score 1 over the last 4 results (4 newData)")
         #expect(held.allSatisfy { ($0["reason"] as? String)?.hasPrefix("app budget empty until") == true || ($0["reason"] as? String)?.hasPrefix("behind") == true })
     }
 

@@ -133,4 +133,51 @@ struct FetchDeliveryTests {
         #expect(stored.fetchWindows.isEmpty)
         #expect(stored.fetchStates.first?.penaltyUntil == DeliveryHarness.start + 30_000 + 86_400_000)
     }
+
+    @Test("a report whose commit fails counts nothing: the agent's retry counts it once")
+    func failedCommit() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let sink = try await h.connect(device)
+            #expect(try await h.silent(token, Self.topic) == .delivered)
+            _ = await sink.events(count: 1)
+            h.store.failNext { $0.contains { if case .closeFetchWindows = $0 { true } else { false } } }
+            let failed = await refusal { try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .noData)]).get() }
+            #expect(failed?.reason == .serviceUnavailable)
+            #expect(h.core.counters.fetchResults[.noData] == 0)
+            try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .noData)]).get()
+            #expect(h.core.counters.fetchResults[.noData] == 1)
+        }
+    }
+
+    @Test("a push reported but not acknowledged, written again after a restart, opens no second window")
+    func noSecondWindowAfterARestart() async throws {
+        let storage = InMemoryStorage()
+        let clock = TestClock(DeliveryHarness.start)
+        var device: DeliveryHarness.Device?
+        try await DeliveryHarness.run(storage: storage, clock: clock) { h in
+            let created = try await h.device()
+            device = created
+            let token = try await h.register(created, Self.topic)
+            let sink = try await h.connect(created)
+            #expect(try await h.silent(token, Self.topic) == .delivered)
+            _ = await sink.events(count: 1)
+            try await h.core.reportFetchResults(deviceID: created.id, secret: created.secret, results: [(1, .newData)]).get()
+        }
+        let restarted = try #require(device)
+        clock.advance(by: 5_000)
+        try await DeliveryHarness.run(storage: storage, clock: clock) { h in
+            let sink = try await h.connect(restarted)
+            let events = await sink.events(count: 1)
+            #expect(events.map(\.seq) == [1], "unacknowledged: written again")
+            clock.advance(by: 60_000)
+            try await h.core.advanceSchedulers()
+            #expect(h.core.counters.fetchResults[.timeout] == 0, "its window was closed by the result before the restart")
+            try await h.core.ack(deviceID: restarted.id, secret: restarted.secret, upTo: 1).get()
+        }
+        let stored = InMemoryBackend(storage: storage).load()
+        #expect(stored.fetchWindows.isEmpty, "closed and acknowledged: forgotten")
+        #expect(stored.fetchStates.first?.resultCount == 1)
+    }
 }

@@ -40,11 +40,14 @@ struct BackgroundFetchTests {
         #expect(SilentNotification(json: json) == nil)
     }
 
-    @Test("the deadline is the window counted from the arrival; a window below 0 is over at once")
+    @Test("the deadline is the window from the arrival less a second (at most half the window); a window below 0 is over at once")
     func deadline() throws {
         let arrival = ContinuousClock.now
         let notification = try #require(SilentNotification(json: Self.silent))
-        #expect(notification.deadline(receivedAt: arrival) == arrival + .seconds(7))
+        #expect(notification.deadline(receivedAt: arrival) == arrival + .seconds(6))
+        var short = notification
+        short.fetchWindowSeconds = 1
+        #expect(short.deadline(receivedAt: arrival) == arrival + .milliseconds(500))
         var negative = notification
         negative.fetchWindowSeconds = -5
         #expect(negative.deadline(receivedAt: arrival) == arrival)

@@ -258,9 +258,11 @@ import Testing
     func monotone(seed: Int) {
         var generator = SplitMix(seed: UInt64(seed))
         let order: [FetchResult] = [.timeout, .failed, .noData, .newData]
-        let results = (0..<Int(generator.next() % 20 + 1)).map { _ in order[Int(generator.next() % 4)] }
+        var results = (0..<Int(generator.next() % 20 + 1)).map { _ in order[Int(generator.next() % 4)] }
         let position = Int(generator.next() % UInt64(results.count))
-        guard let rank = order.firstIndex(of: results[position]), rank < order.count - 1 else { return }
+        // Something to improve: a newData picked is made worse first.
+        if results[position] == .newData { results[position] = order[Int(generator.next() % 3)] }
+        let rank = order.firstIndex(of: results[position])!
         var better = results
         better[position] = order[rank + 1 + Int(generator.next() % UInt64(order.count - 1 - rank))]
         var worse = FetchHistory()
@@ -268,6 +270,7 @@ import Testing
         for result in results { worse.record(result) }
         for result in better { improved.record(result) }
         #expect(improved.score >= worse.score)
+        #expect(improved.scaled(3_600_000) > worse.scaled(3_600_000) || results.count > FetchHistory.capacity && position < results.count - FetchHistory.capacity)
     }
 }
 

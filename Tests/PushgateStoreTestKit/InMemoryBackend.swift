@@ -149,6 +149,9 @@ private struct Tables {
             }
 
         case .closeFetchWindows(let deviceID, let seqs):
+            for seq in seqs { fetchWindows[deviceID]?[seq]?.closed = true }
+
+        case .forgetFetchWindows(let deviceID, let seqs):
             for seq in seqs { fetchWindows[deviceID]?[seq] = nil }
 
         case .addTotals(let counts):

@@ -169,7 +169,7 @@ struct ConformanceCommandTests {
         }
     }
 
-    @Test("fetch figures and open fetch windows survive a reload; close, unregister and deleteDevice remove theirs", arguments: StoreBackendKind.allCases)
+    @Test("fetch figures and fetch windows survive a reload; close marks, forget, unregister and deleteDevice remove", arguments: StoreBackendKind.allCases)
     func fetchStatesAndWindows(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
             let first = FetchStateRecord(token: token(1), results: 0b1101, resultCount: 2, penaltyUntil: 500, interval: .never, lastBudgetAt: nil)
@@ -194,8 +194,11 @@ struct ConformanceCommandTests {
             try await store.commit([.saveFetchStates([replaced]), .closeFetchWindows(deviceID: "e", seqs: [10, 11])])
             var snapshot = try store.load()
             #expect(snapshot.fetchStates == [replaced, second, third])
-            #expect(snapshot.fetchWindows.map { "\($0.deviceID):\($0.seq)" } == ["d:2", "d:4", "e:9"])
+            #expect(snapshot.fetchWindows.map { "\($0.deviceID):\($0.seq):\($0.closed)" } == ["d:2:false", "d:4:false", "e:9:false", "e:10:true"])
             #expect(snapshot.fetchWindows.first == FetchWindowRecord(deviceID: "d", seq: 2, token: token(2), openedAt: 20))
+            try await store.commit([.forgetFetchWindows(deviceID: "e", seqs: [10, 12])])
+            snapshot = try store.load()
+            #expect(snapshot.fetchWindows.map { "\($0.deviceID):\($0.seq)" } == ["d:2", "d:4", "e:9"])
 
             try await store.commit([.unregister(token: token(2), at: 30)])
             snapshot = try store.load()

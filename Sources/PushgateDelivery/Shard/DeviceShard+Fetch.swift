@@ -19,9 +19,13 @@ extension DeviceShard {
         var records: [FetchWindowRecord] = []
         for record in written where record.push.pushType.pushClass == .silent {
             guard let seq = record.seq, let app = registrations[record.push.deviceToken]?.app else { continue }
+            if let entry = device.queue.last(where: { $0.seq == seq }) {
+                guard !entry.windowOpened else { continue }
+                entry.windowOpened = true
+            }
             if scheduler.openFetchWindow(app: app, seq: seq, now: now) {
                 records.append(FetchWindowRecord(deviceID: device.id, seq: seq, token: record.push.deviceToken, openedAt: now))
-            } else {
+            } else if scheduler.openFetchWindows(device: device.handle).count >= Scheduler.openWindowsPerDevice {
                 counters.recordFetchWindowOverflow()
             }
         }
@@ -32,7 +36,8 @@ extension DeviceShard {
 
     /// Fetch results an agent reports. All or nothing: every seq must have an open window (and
     /// appear once); otherwise nothing counts and the refusal names the first seq that failed
-    /// and why. Succeeds once the results are on disk.
+    /// and why. The results are committed first and applied once on disk: a failed commit
+    /// leaves nothing counted, and the agent may report again.
     func reportFetchResults(
         deviceID: String,
         secret: String,
@@ -43,59 +48,97 @@ extension DeviceShard {
             promise.fail(Refusal.unauthorized)
             return
         }
+        let now = clock.nowMillis()
         var seen = Set<UInt64>()
-        for (seq, _) in results {
+        var predicted: [AppHandle: FetchSnapshot] = [:]
+        for (seq, result) in results {
             guard seen.insert(seq).inserted else {
                 promise.fail(Refusal(.badFetchResult, "seq \(seq) appears twice in the results; report each once"))
                 return
             }
-            if let refusal = fetchResultRefusal(seq: seq, device: device) {
+            switch fetchResultCheck(seq: seq, device: device, now: now) {
+            case .failure(let refusal):
                 promise.fail(refusal)
                 return
+            case .success(let app):
+                var snapshot = predicted[app] ?? scheduler.fetchSnapshot(app: app) ?? FetchSnapshot()
+                snapshot.history.record(result)
+                predicted[app] = snapshot
             }
         }
-        let now = clock.nowMillis()
-        for (seq, result) in results {
-            scheduler.reportFetchResult(device: device.handle, seq: seq, result: result, now: now)
-            counters.fetchResults.add(result)
+        guard !results.isEmpty else {
+            promise.succeed()
+            return
         }
-        var commands: [StoreCommand] = []
-        if !results.isEmpty { commands.append(.closeFetchWindows(deviceID: deviceID, seqs: results.map(\.seq))) }
-        finish(commands, entries: []) { result in
-            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+        var states: [FetchStateRecord] = []
+        for (app, snapshot) in predicted {
+            if let token = appTokens[app] { states.append(Self.record(token: token, snapshot)) }
+        }
+        var commands = closing(results.map(\.seq), on: device)
+        commands.append(.saveFetchStates(states.sorted { $0.token < $1.token }))
+        commit(commands) { [self] outcome in
+            switch outcome {
+            case .success:
+                let now = clock.nowMillis()
+                for (seq, result) in results {
+                    // A window that ended while the commit ran has timed out here meanwhile;
+                    // the disk then holds the report and memory the timeout, until the app's
+                    // next save.
+                    if case .open = scheduler.reportFetchResult(device: device.handle, seq: seq, result: result, now: now) {
+                        counters.fetchResults.add(result)
+                    }
+                }
+                // The refill the results changed (the bucket, brought up to now first).
+                finish([], entries: []) { _ in }
+                promise.succeed()
+            case .failure(let error):
+                promise.fail(Refusal.storeFailed(error))
+            }
         }
     }
 
-    /// Why a result for `seq` cannot count; nil when its window is open.
-    private func fetchResultRefusal(seq: UInt64, device: DeviceState) -> Refusal? {
+    private static func record(token: String, _ snapshot: FetchSnapshot) -> FetchStateRecord {
+        FetchStateRecord(
+            token: token,
+            results: snapshot.history.packed,
+            resultCount: Int(snapshot.history.count),
+            penaltyUntil: snapshot.penaltyUntil,
+            interval: snapshot.interval,
+            lastBudgetAt: snapshot.lastBudgetAt
+        )
+    }
+
+    /// The app a result for `seq` counts for, or why it cannot count. A window past its end
+    /// whose timer has not run yet (a busy loop) is already over.
+    private func fetchResultCheck(seq: UInt64, device: DeviceState, now: Int64) -> Result<AppHandle, Refusal> {
         switch scheduler.fetchWindow(device: device.handle, seq: seq) {
-        case .open:
-            return nil
-        case .reported(let result):
-            return Refusal(.badFetchResult, "the result of seq \(seq) was already reported (\(result.rawValue)); report each once")
-        case .timedOut(let at):
-            return Refusal(
+        case .open(let app, let until) where until > now:
+            return .success(app)
+        case .open(_, let until), .timedOut(let until):
+            return .failure(Refusal(
                 .badFetchResult,
-                "the fetch window of seq \(seq) ended at \(at) (milliseconds since the epoch) without a report and counted as a timeout; report within fetchWindowSeconds of receiving the push"
-            )
+                "the fetch window of seq \(seq) ended at \(until) (milliseconds since the epoch) without a report and counted as a timeout; report within fetchWindowSeconds of receiving the push"
+            ))
+        case .reported(let result):
+            return .failure(Refusal(.badFetchResult, "the result of seq \(seq) was already reported (\(result.rawValue)); report each once"))
         case .none:
             if seq == 0 || seq >= device.nextSeq {
-                return Refusal(.badFetchResult, "seq \(seq) was never sent to this device")
+                return .failure(Refusal(.badFetchResult, "seq \(seq) was never sent to this device"))
             }
             if let queued = device.queue.first(where: { $0.seq == seq }), queued.record.push.pushType.pushClass != .silent {
-                return Refusal(
+                return .failure(Refusal(
                     .badFetchResult,
                     "seq \(seq) is a \(queued.record.push.pushType.rawValue) push: only silent (background) pushes open a fetch window"
-                )
+                ))
             }
-            return Refusal(
+            return .failure(Refusal(
                 .badFetchResult,
                 "seq \(seq) has no fetch window: it was not a silent push, or its window closed long ago"
-            )
+            ))
         }
     }
 
-    /// Windows that ended with no report: forgotten on disk, counted as timeouts.
+    /// Windows that ended with no report: closed on disk, counted as timeouts.
     func forget(_ timeouts: [FetchTimeout], into commands: inout [StoreCommand]) {
         guard !timeouts.isEmpty else { return }
         var seqsByDevice: [String: [UInt64]] = [:]
@@ -105,8 +148,23 @@ extension DeviceShard {
             seqsByDevice[deviceID, default: []].append(timeout.seq)
         }
         for (deviceID, seqs) in seqsByDevice.sorted(by: { $0.key < $1.key }) {
-            commands.append(.closeFetchWindows(deviceID: deviceID, seqs: seqs))
+            guard let device = devices[deviceID] else { continue }
+            commands += closing(seqs, on: device)
         }
+    }
+
+    /// Closing windows on disk: marked closed while their pushes are still queued (written
+    /// again after a restart, they must open none), deleted once acknowledged.
+    private func closing(_ seqs: [UInt64], on device: DeviceState) -> [StoreCommand] {
+        var queued: [UInt64] = []
+        var acknowledged: [UInt64] = []
+        for seq in seqs {
+            if device.queue.contains(where: { $0.seq == seq }) { queued.append(seq) } else { acknowledged.append(seq) }
+        }
+        var commands: [StoreCommand] = []
+        if !queued.isEmpty { commands.append(.closeFetchWindows(deviceID: device.id, seqs: queued)) }
+        if !acknowledged.isEmpty { commands.append(.forgetFetchWindows(deviceID: device.id, seqs: acknowledged)) }
+        return commands
     }
 
     /// The fetch figures the scheduler changed, for the same commit as the change.
@@ -117,14 +175,7 @@ extension DeviceShard {
         records.reserveCapacity(dirty.count)
         for (app, snapshot) in dirty {
             guard let token = appTokens[app] else { continue }
-            records.append(FetchStateRecord(
-                token: token,
-                results: snapshot.history.packed,
-                resultCount: Int(snapshot.history.count),
-                penaltyUntil: snapshot.penaltyUntil,
-                interval: snapshot.interval,
-                lastBudgetAt: snapshot.lastBudgetAt
-            ))
+            records.append(Self.record(token: token, snapshot))
         }
         return records.isEmpty ? nil : .saveFetchStates(records)
     }
@@ -143,11 +194,20 @@ extension DeviceShard {
         _ = scheduler.drainDirtyFetchStates()
     }
 
-    /// Windows still open at the last stop. Those that ended meanwhile time out at the first
-    /// `advance` (from their end); the others keep the rest of their time.
+    /// The windows at the last stop: open ones (acknowledged or not) and closed ones of pushes
+    /// still queued, which open no new window when written again. Open ones that ended
+    /// meanwhile time out at the first `advance` (from their end); the others keep the rest of
+    /// their time. Closed rows of pushes no longer queued are forgotten. Call after the
+    /// notifications.
     func load(fetchWindows records: [FetchWindowRecord]) {
         var orphans: [String: [UInt64]] = [:]
         for record in records {
+            let entry = devices[record.deviceID]?.queue.first { $0.seq == record.seq }
+            entry?.windowOpened = true
+            if record.closed {
+                if entry == nil { orphans[record.deviceID, default: []].append(record.seq) }
+                continue
+            }
             guard let app = registrations[record.token]?.app,
                   scheduler.restoreFetchWindow(app: app, seq: record.seq, openedAt: record.openedAt)
             else {
@@ -155,7 +215,8 @@ extension DeviceShard {
                 continue
             }
         }
-        let commands = orphans.sorted { $0.key < $1.key }.map { StoreCommand.closeFetchWindows(deviceID: $0.key, seqs: $0.value) }
+        let commands = orphans.sorted { $0.key < $1.key }.map { StoreCommand.forgetFetchWindows(deviceID: $0.key, seqs: $0.value) }
         if !commands.isEmpty { commit(commands) { _ in } }
+        armSchedulerTimer()
     }
 }

@@ -83,9 +83,12 @@ extension DeviceShard {
             return
         }
         var removed: [UInt64] = []
+        var windows: [UInt64] = []
         while let first = device.queue.first, first.committed, first.seq <= upTo {
             device.queue.removeFirst()
             removed.append(first.record.acceptanceID)
+            // A closed window goes with its push; an open one stays until its result or end.
+            if first.windowOpened, !scheduler.isFetchWindowOpen(device: device.handle, seq: first.seq) { windows.append(first.seq) }
             if device.deliveredCount > 0 {
                 device.deliveredCount -= 1
                 device.unackedBytes -= first.eventSize
@@ -95,6 +98,7 @@ extension DeviceShard {
         queueShrank(device)
         device.ackedSeq = upTo
         var commands: [StoreCommand] = [.ack(deviceID: device.id, acceptanceIDs: removed)]
+        if !windows.isEmpty { commands.append(.forgetFetchWindows(deviceID: device.id, seqs: windows)) }
         // After a restart nothing is reserved yet: the seqs this ack deletes must stay covered.
         reserveSeqs(of: device, through: upTo, into: &commands)
         commit(commands) { result in
@@ -144,8 +148,8 @@ extension DeviceShard {
             } else {
                 metrics.deliveryLatency.record(millis: now - entry.record.acceptedAt)
                 counters.recordDelivery(entry.delivery)
-                if entry.record.push.pushType.pushClass == .silent { firstWrites.append(entry.record) }
             }
+            if !entry.windowOpened, entry.record.push.pushType.pushClass == .silent { firstWrites.append(entry.record) }
             entry.sent = true
             device.unackedBytes += size
             device.deliveredCount += 1

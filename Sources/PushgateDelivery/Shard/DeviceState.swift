@@ -25,6 +25,9 @@ final class QueuedNotification {
     /// process loaded or accepted it. An ack stops below the first entry never sent, so acking a
     /// keep-alive release cannot delete older pushes still waiting in the queue.
     var sent = false
+    /// A silent push whose fetch window was opened (in this process or, from the store, an
+    /// earlier one): written again, it opens none.
+    var windowOpened = false
 
     var seq: UInt64 { record.seq ?? 0 }
 

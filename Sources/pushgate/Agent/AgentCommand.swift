@@ -32,9 +32,10 @@ struct AgentCommand: AsyncParsableCommand {
             stream, in a process group of its own: on stdin the notification's JSON object as \
             printed, a newline, then EOF; in the environment PUSHGATE_TOPIC, PUSHGATE_SEQ and \
             PUSHGATE_APNS_ID; its stdout and stderr go to the agent's stderr. Exit 0 reports \
-            newData, exit 1 noData, any other exit or a death by signal failed. Still running when \
-            the window ends, its process group is killed (SIGKILL) and nothing is reported: the \
-            gateway counts the timeout. At most 16 commands run at once; the others wait their \
+            newData, exit 1 noData, any other exit or a death by signal failed. Still running a \
+            second before the window ends (half-way through a window of 2 s or less: the gateway \
+            opened it when it sent the push, and the report must reach it in time), its process \
+            group is killed (SIGKILL) and nothing is reported: the gateway counts the timeout. At most 16 commands run at once; the others wait their \
             turn, their windows running. Without --fetch-command each silent push is reported as \
             newData at once. A silent push sent again within its window is not fetched again.
 
