@@ -154,7 +154,7 @@ struct ShardTests {
         }
     }
 
-    @Test("provider refusals: an unknown token, another topic's token, an unregistered token with its time")
+    @Test("provider refusals: an unknown token, another topic's token (naming no other topic, before its state), an unregistered token with its time")
     func refusals() async throws {
         try await DeliveryHarness.run { h in
             let device = try await h.device()
@@ -168,12 +168,17 @@ struct ShardTests {
                 }
             }
             #expect(await refusal(String(repeating: "0", count: 64), Self.topic)?.reason == .badDeviceToken)
-            #expect(await refusal(token, "com.example.other")?.reason == .deviceTokenNotForTopic)
+            let otherTopic = await refusal(token, "com.example.other")
+            #expect(otherTopic?.reason == .deviceTokenNotForTopic)
+            #expect(otherTopic?.detail == "the token is not registered for com.example.other", "the token's own topic is not named")
             h.clock.advance(by: 5_000)
             try await h.core.unregister(deviceID: device.id, secret: device.secret, token: token).get()
             let gone = await refusal(token, Self.topic)
             #expect(gone?.reason == .unregistered)
             #expect(gone?.timestamp == DeliveryHarness.start + 5_000)
+            let goneOther = await refusal(token, "com.example.other")
+            #expect(goneOther?.reason == .deviceTokenNotForTopic, "another app's provider does not learn of the unregistration")
+            #expect(goneOther?.timestamp == nil)
         }
     }
 

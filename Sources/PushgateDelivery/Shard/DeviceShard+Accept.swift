@@ -10,6 +10,12 @@ extension DeviceShard {
             promise.fail(Refusal.unknownDeviceToken(push.deviceToken))
             return
         }
+        // The topic first, and named alone: a provider pushing to another app's token learns
+        // neither that app's topic nor when it was unregistered (the security review's finding).
+        guard registration.topic == push.topic else {
+            promise.fail(Refusal(.deviceTokenNotForTopic, "the token is not registered for \(push.topic)"))
+            return
+        }
         // Checked before the device: a deleted device's tokens are unregistered, not unknown.
         if let at = registration.unregisteredAt {
             promise.fail(Refusal(.unregistered, "the token was unregistered; stop sending to it", timestamp: at))
@@ -17,12 +23,6 @@ extension DeviceShard {
         }
         guard let device = devices[registration.deviceID] else {
             promise.fail(Refusal.unknownDeviceToken(push.deviceToken))
-            return
-        }
-        guard registration.topic == push.topic else {
-            promise.fail(
-                Refusal(.deviceTokenNotForTopic, "the token is registered for \(registration.topic), not \(push.topic)")
-            )
             return
         }
         guard let app = registration.app else {
