@@ -27,10 +27,11 @@ public enum Gateway {
         var configuration = configuration
         try configuration.validate()
         // The order of what can fail (and so of what a person is told first): TLS files, the
-        // policy sources, exposure, the admin token, then the store.
+        // policy sources, exposure, cleartext off loopback, the admin token, then the store.
         let listeners = try configuration.listenerConfigurations()
         try configuration.readPolicySources(logger: logger)
         try configuration.checkExposure()
+        try configuration.checkCleartext()
         configuration.adminToken = try configuration.resolvedAdminToken()
         configuration.adminTokenFile = nil
         configuration.warnAboutAdminAccess(hasToken: configuration.adminToken != nil, logger: logger)

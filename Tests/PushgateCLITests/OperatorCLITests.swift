@@ -116,11 +116,18 @@ struct OperatorCLITests {
     func adminFlags() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let open = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--admin-listen", "0.0.0.0:0"], listeners: 1, adminListeners: 1)
+        let open = try GatewayProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--admin-listen", "0.0.0.0:0", "--allow-insecure-cleartext"],
+            listeners: 1,
+            adminListeners: 1
+        )
         #expect(open.stop() == 0)
         #expect(open.logged.contains("no admin token"), "\(open.logged)")
         let guarded = try GatewayProcess(
-            arguments: ["--listen", "127.0.0.1:0", "--admin-listen", "0.0.0.0:0", "--admin-token-file", try Self.tokenFile(in: directory)],
+            arguments: [
+                "--listen", "127.0.0.1:0", "--admin-listen", "0.0.0.0:0", "--admin-token-file", try Self.tokenFile(in: directory),
+                "--allow-insecure-cleartext",
+            ],
             listeners: 1,
             adminListeners: 1
         )

@@ -52,7 +52,7 @@ struct ProviderAuthCLITests {
         #expect(gateway.stop() == 0)
     }
 
-    @Test("serve refuses to listen beyond loopback without provider authentication and a registration secret, and names them")
+    @Test("serve refuses to listen beyond loopback without provider authentication and a registration secret, and names them; and cleartext beyond loopback unless asked for")
     func secureByDefault() throws {
         let refused = try runServe(["--listen", "0.0.0.0:0"])
         #expect(refused.status != 0)
@@ -69,13 +69,20 @@ struct ProviderAuthCLITests {
         #expect(keyOnly.stderr.contains("registration secret"), "\(keyOnly.stderr)")
         #expect(!keyOnly.stderr.contains("--provider-key"), "\(keyOnly.stderr)")
 
-        // With both, it serves (on every interface) and says nothing about exposure.
+        // With both, cleartext off loopback is still refused: the secrets would cross the
+        // network unencrypted (the security review's finding).
         let config = directory + "/pushgate.json"
         try Data(#"{"registrationSecret": "a-registration-secret-for-tests"}"#.utf8).write(to: URL(fileURLWithPath: config))
-        let gateway = try GatewayProcess(
-            arguments: ["--listen", "0.0.0.0:0", "--config", config, "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app"],
-            listeners: 1
-        )
+        let authenticated = ["--listen", "0.0.0.0:0", "--config", config, "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app"]
+        let cleartext = try runServe(authenticated)
+        #expect(cleartext.status != 0)
+        #expect(cleartext.stderr.contains("refusing to serve cleartext on 0.0.0.0:0"), "\(cleartext.stderr)")
+        #expect(cleartext.stderr.contains("--allow-insecure-cleartext"), "\(cleartext.stderr)")
+        let admin = try runServe(["--listen", "127.0.0.1:0", "--admin-listen", "0.0.0.0:0"])
+        #expect(admin.stderr.contains("refusing to serve cleartext on 0.0.0.0:0"), "\(admin.stderr)")
+
+        // With --allow-insecure-cleartext it serves (on every interface) and says nothing about exposure.
+        let gateway = try GatewayProcess(arguments: authenticated + ["--allow-insecure-cleartext"], listeners: 1)
         #expect(gateway.urls[0].hasPrefix("http://0.0.0.0:"))
         #expect(gateway.stop() == 0)
     }

@@ -34,6 +34,9 @@ public struct GatewayConfiguration: Sendable {
     public var logLevel = "info"
     /// Admin listeners (h2c and HTTP/1.1): the operator routes only.
     public var adminListen: [ListenAddress] = []
+    /// Serve cleartext (`listen`, `adminListen`) off loopback anyway: for a network the operator
+    /// trusts (a private link, a mesh that encrypts). Without it such a listener is refused.
+    public var allowInsecureCleartext = false
     /// The admin token; `adminTokenFile` instead names a file holding it. Without either, the
     /// operator routes answer loopback peers only.
     public var adminToken: String?
@@ -169,6 +172,18 @@ public struct GatewayConfiguration: Sendable {
     /// Secure by default: what is open to anyone may only listen on loopback addresses.
     func checkExposure() throws(AccessExposureError) {
         try access.checkExposure(listenHosts: (cleartextListeners + tlsListen).map(\.host))
+    }
+
+    /// Secrets travel in cleartext on a cleartext listener (device secrets, the registration
+    /// secret, provider tokens, the admin token): off loopback only when asked for by name.
+    func checkCleartext() throws(GatewayConfigurationError) {
+        guard !allowInsecureCleartext else { return }
+        let exposed = (cleartextListeners + adminListen).filter { !AccessConfiguration.isLoopback($0.host) }
+        guard !exposed.isEmpty else { return }
+        let names = exposed.map { "\($0.host):\($0.port)" }.joined(separator: ", ")
+        throw GatewayConfigurationError(
+            "refusing to serve cleartext on \(names) (not loopback): device secrets, the registration secret, provider tokens and the admin token would cross the network unencrypted. Serve TLS there (--tls-listen with --tls-cert and --tls-key), keep cleartext on loopback behind a proxy that terminates TLS, or pass --allow-insecure-cleartext for a network you trust"
+        )
     }
 
     /// The transport's settings that follow from this configuration.

@@ -76,6 +76,12 @@ struct ServeCommand: AsyncParsableCommand {
     var adminTokenFile: String?
 
     @Flag(
+        name: .customLong("allow-insecure-cleartext"),
+        help: "Serve --listen and --admin-listen off loopback in cleartext anyway (secrets then cross the network unencrypted): for a network you trust. Without it such a listener is refused."
+    )
+    var allowInsecureCleartext = false
+
+    @Flag(
         name: .customLong("admin-only-on-admin-listener"),
         help: "Serve /metrics, /v1/admin and /admin on the admin listeners only (the main listeners keep /healthz and /readyz)."
     )
@@ -140,6 +146,7 @@ struct ServeCommand: AsyncParsableCommand {
         // The environment's token yields to either flag.
         configuration.adminToken = adminToken ?? (adminTokenFile == nil ? environment["PUSHGATE_ADMIN_TOKEN"] : nil)
         configuration.adminOnlyOnAdminListener = adminOnlyOnAdminListener
+        configuration.allowInsecureCleartext = allowInsecureCleartext
         configuration.metricsTopicLabels = metricsTopicLabels
         configuration.policySources = .init(
             configurationFile: configFile ?? environment["PUSHGATE_CONFIG"],
