@@ -66,6 +66,12 @@ public struct ProviderKey: Sendable {
         allowedTopics.contains(topic)
     }
 
+    /// A topic both keys may push to (the suffixed forms included), the first in order; nil
+    /// when they share none.
+    func sharedTopic(with other: ProviderKey) -> String? {
+        allowedTopics.filter { other.allows(topic: $0) }.min()
+    }
+
     /// Apple's key and team ids are 10 upper-case letters and digits; operators minting their own
     /// keys get some room, but nothing that would need escaping in JSON or a log line.
     private static func identifierProblem(_ id: String) -> String? {

@@ -14,7 +14,9 @@ public struct ProviderKeyring: Sendable {
         self.environment = environment
     }
 
-    /// Throws when two keys share a key id.
+    /// Throws when two keys share a key id, or when keys of different teams may push to one
+    /// topic (suffixed forms included: `com.acme` covers `com.acme.voip`), which would let one
+    /// team push to another's app. Keys of one team may overlap: that is how a key is rotated.
     public init(keys: [ProviderKey], environment: ProviderEnvironment? = nil) throws(ProviderKeyConfigurationError) {
         var keysByID: [String: ProviderKey] = [:]
         for key in keys {
@@ -24,6 +26,18 @@ public struct ProviderKeyring: Sendable {
                     field: "keyId",
                     problem: "configured twice; every provider key needs its own key id"
                 )
+            }
+        }
+        let ordered = keysByID.values.sorted { $0.keyID < $1.keyID }
+        for (index, key) in ordered.enumerated() {
+            for other in ordered[(index + 1)...] where other.teamID != key.teamID {
+                if let topic = key.sharedTopic(with: other) {
+                    throw ProviderKeyConfigurationError(
+                        keyID: other.keyID,
+                        field: "topics",
+                        problem: "may push to \"\(topic)\", as key \"\(key.keyID)\" of team \(key.teamID) may: keys of different teams must not share a topic (nor its .voip, .complication, ... forms)"
+                    )
+                }
             }
         }
         self.init(keysByID: keysByID, environment: environment)

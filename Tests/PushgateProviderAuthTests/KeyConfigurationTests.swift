@@ -119,4 +119,24 @@ final class KeyConfigurationTests {
             try ProviderKeyring(keys: [key, key])
         }
     }
+
+    @Test("keys of different teams may not share a topic, nor its suffixed forms; keys of one team may (rotation)")
+    func overlappingTopics() throws {
+        let publicKey = try ES256PublicKey(pem: try tools.text("KEY0000001.pub"))
+        let acme = try ProviderKey(teamID: "TEAM000001", keyID: "KEY0000001", publicKey: publicKey, topics: ["com.acme"])
+        let voip = try ProviderKey(teamID: "TEAM000002", keyID: "KEY0000002", publicKey: publicKey, topics: ["com.acme.voip"])
+        #expect(
+            throws: ProviderKeyConfigurationError(
+                keyID: "KEY0000002",
+                field: "topics",
+                problem: "may push to \"com.acme.voip\", as key \"KEY0000001\" of team TEAM000001 may: keys of different teams must not share a topic (nor its .voip, .complication, ... forms)"
+            )
+        ) {
+            try ProviderKeyring(keys: [voip, acme])
+        }
+        let rotated = try ProviderKey(teamID: "TEAM000001", keyID: "KEY0000003", publicKey: publicKey, topics: ["com.acme", "com.acme.news"])
+        #expect(try ProviderKeyring(keys: [acme, rotated]).keys.count == 2)
+        let other = try ProviderKey(teamID: "TEAM000002", keyID: "KEY0000004", publicKey: publicKey, topics: ["com.acme.news2"])
+        #expect(try ProviderKeyring(keys: [acme, other]).keys.count == 2, "a longer bundle id is another app")
+    }
 }
