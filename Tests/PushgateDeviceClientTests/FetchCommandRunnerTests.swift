@@ -85,11 +85,12 @@ struct FetchCommandRunnerTests {
             concurrency: 1,
             output: output.writeEnd
         )
-        let firstDeadline = ContinuousClock.now + .milliseconds(300)
+        // Room for a slow machine to start sh and print before the kill.
+        let firstDeadline = ContinuousClock.now + .seconds(2)
         async let first = runner.run(input: "{}", environment: ["PUSHGATE_SEQ": "1"], deadline: firstDeadline)
         #expect(await output.readLine(within: 10) == "started")
         // The first holds the only turn until its deadline's kill, after the second's deadline.
-        async let second = runner.run(input: "{}", environment: ["PUSHGATE_SEQ": "2"], deadline: firstDeadline - .milliseconds(100))
+        async let second = runner.run(input: "{}", environment: ["PUSHGATE_SEQ": "2"], deadline: firstDeadline - .seconds(1))
         async let third = runner.run(input: "{}", environment: ["PUSHGATE_SEQ": "3"], deadline: Self.later)
         #expect(await first == .killedAtDeadline)
         #expect(await second == .expiredBeforeItsTurn)
