@@ -11,6 +11,17 @@ import Testing
 struct FetchDeliveryTests {
     static let topic = "com.example.news"
 
+    /// A new device with the topic registered and its stream open, which has received one silent
+    /// push (seq 1): its fetch window is open.
+    static func openWindow(_ h: DeliveryHarness) async throws -> DeliveryHarness.Device {
+        let device = try await h.device()
+        let token = try await h.register(device, topic)
+        let sink = try await h.connect(device)
+        #expect(try await h.silent(token, topic) == .delivered)
+        _ = await sink.events(count: 1)
+        return device
+    }
+
     private func refusal(_ body: () async throws -> Void) async -> Refusal? {
         do {
             try await body()
@@ -59,11 +70,7 @@ struct FetchDeliveryTests {
     @Test("no report within the window: a timeout, from the window's end, and a late report is refused")
     func timeout() async throws {
         try await DeliveryHarness.run { h in
-            let device = try await h.device()
-            let token = try await h.register(device, Self.topic)
-            let sink = try await h.connect(device)
-            #expect(try await h.silent(token, Self.topic) == .delivered)
-            _ = await sink.events(count: 1)
+            let device = try await Self.openWindow(h)
             h.clock.advance(by: 29_999)
             try await h.core.advanceSchedulers()
             #expect(h.core.counters.fetchResults[.timeout] == 0)
@@ -82,12 +89,8 @@ struct FetchDeliveryTests {
         let clock = TestClock(DeliveryHarness.start)
         var device: DeliveryHarness.Device?
         try await DeliveryHarness.run(storage: storage, clock: clock) { h in
-            let created = try await h.device()
+            let created = try await Self.openWindow(h)
             device = created
-            let token = try await h.register(created, Self.topic)
-            let sink = try await h.connect(created)
-            #expect(try await h.silent(token, Self.topic) == .delivered)
-            _ = await sink.events(count: 1)
             // A later commit is on disk only after the window's: group commits keep their order.
             try await h.core.ack(deviceID: created.id, secret: created.secret, upTo: 1).get()
         }
@@ -115,11 +118,7 @@ struct FetchDeliveryTests {
         let storage = InMemoryStorage()
         let clock = TestClock(DeliveryHarness.start)
         try await DeliveryHarness.run(storage: storage, clock: clock) { h in
-            let device = try await h.device()
-            let token = try await h.register(device, Self.topic)
-            let sink = try await h.connect(device)
-            #expect(try await h.silent(token, Self.topic) == .delivered)
-            _ = await sink.events(count: 1)
+            let device = try await Self.openWindow(h)
             try await h.core.ack(deviceID: device.id, secret: device.secret, upTo: 1).get()
         }
         clock.advance(by: 3_600_000)
@@ -137,11 +136,7 @@ struct FetchDeliveryTests {
     @Test("a report whose commit fails counts nothing: the agent's retry counts it once")
     func failedCommit() async throws {
         try await DeliveryHarness.run { h in
-            let device = try await h.device()
-            let token = try await h.register(device, Self.topic)
-            let sink = try await h.connect(device)
-            #expect(try await h.silent(token, Self.topic) == .delivered)
-            _ = await sink.events(count: 1)
+            let device = try await Self.openWindow(h)
             h.store.failNext { $0.contains { if case .closeFetchWindows = $0 { true } else { false } } }
             let failed = await refusal { try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .noData)]).get() }
             #expect(failed?.reason == .serviceUnavailable)
@@ -157,12 +152,8 @@ struct FetchDeliveryTests {
         let clock = TestClock(DeliveryHarness.start)
         var device: DeliveryHarness.Device?
         try await DeliveryHarness.run(storage: storage, clock: clock) { h in
-            let created = try await h.device()
+            let created = try await Self.openWindow(h)
             device = created
-            let token = try await h.register(created, Self.topic)
-            let sink = try await h.connect(created)
-            #expect(try await h.silent(token, Self.topic) == .delivered)
-            _ = await sink.events(count: 1)
             try await h.core.reportFetchResults(deviceID: created.id, secret: created.secret, results: [(1, .newData)]).get()
         }
         let restarted = try #require(device)
