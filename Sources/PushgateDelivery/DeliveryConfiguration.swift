@@ -1,3 +1,4 @@
+import PushgateModel
 import PushgateScheduler
 
 /// Limits and timings of the delivery core.
@@ -19,4 +20,13 @@ public struct DeliveryConfiguration: Sendable {
     public var maxQueuedPerDevice = 10_000
 
     public init() {}
+}
+
+extension DeliveryConfiguration {
+    /// How long the app of a silent push has to report its fetch result (its topic's
+    /// `fetchWindowMillis`, in seconds); nil for other pushes.
+    public func fetchWindowSeconds(of record: AcceptedPush) -> Int? {
+        guard record.push.pushType.pushClass == .silent else { return nil }
+        return Int(scheduler.policy(forTopic: record.push.topic).fetchWindowMillis / 1000)
+    }
 }

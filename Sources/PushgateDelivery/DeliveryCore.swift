@@ -206,11 +206,9 @@ public final class DeliveryCore: Sendable {
         }
     }
 
-    /// How long the app of a silent push has to report its fetch result (its topic's
-    /// `fetchWindowMillis`, in seconds); nil for other pushes.
+    /// How long the app of a silent push has to report its fetch result; nil for other pushes.
     public func fetchWindowSeconds(of record: AcceptedPush) -> Int? {
-        guard record.push.pushType.pushClass == .silent else { return nil }
-        return Int(configuration.scheduler.policy(forTopic: record.push.topic).fetchWindowMillis / 1000)
+        configuration.fetchWindowSeconds(of: record)
     }
 
     /// Checks the device's secret (before an event stream's head is sent).

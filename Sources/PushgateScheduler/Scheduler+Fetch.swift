@@ -297,6 +297,8 @@ extension Scheduler {
     /// The apps whose fetch figures changed since the last call, each once, as stored; the
     /// caller persists them beside the buckets (a result changes both).
     public func drainDirtyFetchStates() -> [(app: AppHandle, snapshot: FetchSnapshot)] {
+        // Asked at every commit of the shard: nearly always nothing, so nothing is built.
+        guard !dirtyFetchApps.isEmpty else { return [] }
         var result: [(app: AppHandle, snapshot: FetchSnapshot)] = []
         result.reserveCapacity(dirtyFetchApps.count)
         for slot in dirtyFetchApps {

@@ -6,23 +6,15 @@ import PushgateStore
 // Background fetch: the windows delivered silent pushes open, the results agents report, the
 // timeouts of windows that end without one, and the figures each registration keeps.
 extension DeviceShard {
-    /// How long the app of a silent push has to report its fetch result; nil for other pushes.
-    func fetchWindowSeconds(of record: AcceptedPush) -> Int? {
-        guard record.push.pushType.pushClass == .silent else { return nil }
-        return Int(configuration.scheduler.policy(forTopic: record.push.topic).fetchWindowMillis / 1000)
-    }
-
     /// Opens the fetch window of each silent push just written to its device for the first
     /// time, and records the windows (a restart keeps their remaining time). The store command
     /// rides on the next group commit; nothing waits for it.
-    func openFetchWindows(_ written: [AcceptedPush], on device: DeviceState, now: Int64) {
+    func openFetchWindows(_ written: [QueuedNotification], on device: DeviceState, now: Int64) {
         var records: [FetchWindowRecord] = []
-        for record in written where record.push.pushType.pushClass == .silent {
+        for entry in written where !entry.windowOpened && entry.record.push.pushType.pushClass == .silent {
+            entry.windowOpened = true
+            let record = entry.record
             guard let seq = record.seq, let app = registrations[record.push.deviceToken]?.app else { continue }
-            if let entry = device.queue.last(where: { $0.seq == seq }) {
-                guard !entry.windowOpened else { continue }
-                entry.windowOpened = true
-            }
             if scheduler.openFetchWindow(app: app, seq: seq, now: now) {
                 records.append(FetchWindowRecord(deviceID: device.id, seq: seq, token: record.push.deviceToken, openedAt: now))
             } else if scheduler.openFetchWindows(device: device.handle).count >= Scheduler.openWindowsPerDevice {

@@ -114,7 +114,7 @@ extension DeviceShard {
         let now = clock.nowMillis()
         var buffer: ByteBuffer?
         var expired: [AcceptedPush] = []
-        var firstWrites: [AcceptedPush] = []
+        var firstWrites: [QueuedNotification] = []
         while device.deliveredCount < device.queue.count {
             let entry = device.queue[device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)]
             guard entry.committed else { break }
@@ -136,7 +136,7 @@ extension DeviceShard {
                 entry.record,
                 delivery: entry.delivery,
                 carrier: entry.carrier,
-                fetchWindowSeconds: fetchWindowSeconds(of: entry.record),
+                fetchWindowSeconds: configuration.fetchWindowSeconds(of: entry.record),
                 into: &buffer!
             )
             let size = buffer!.writerIndex - before
@@ -149,7 +149,7 @@ extension DeviceShard {
                 metrics.deliveryLatency.record(millis: now - entry.record.acceptedAt)
                 counters.recordDelivery(entry.delivery)
             }
-            if !entry.windowOpened, entry.record.push.pushType.pushClass == .silent { firstWrites.append(entry.record) }
+            if !entry.windowOpened, entry.record.push.pushType.pushClass == .silent { firstWrites.append(entry) }
             entry.sent = true
             device.unackedBytes += size
             device.deliveredCount += 1

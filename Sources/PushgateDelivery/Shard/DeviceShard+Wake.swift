@@ -29,7 +29,9 @@ extension DeviceShard {
                     counters.recordDelivery(.keepalive)
                     metrics.deliveryLatency.record(millis: now - notification.acceptedAt)
                 }
-                openFetchWindows(released, on: device, now: now)
+                // Released at the tail of the queue: looked up from the end.
+                let entries = released.compactMap { record in device.queue.last { $0.seq == record.seq } }
+                openFetchWindows(entries, on: device, now: now)
                 promise.succeed(released)
             case .failure(let error):
                 promise.fail(Refusal.storeFailed(error))
