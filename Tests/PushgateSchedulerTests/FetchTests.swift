@@ -1,3 +1,4 @@
+import PropertyBased
 import PushgateModel
 import Testing
 
@@ -254,35 +255,25 @@ import Testing
         #expect(!harness.scheduler.openFetchWindow(app: app, seq: 1000, now: t0))
     }
 
-    @Test("the score is monotone: a better result in place of any one never lowers it", arguments: 0..<200)
-    func monotone(seed: Int) {
-        var generator = SplitMix(seed: UInt64(seed))
+    @Test("the score is monotone: a better result in place of any one never lowers it")
+    func monotone() async {
         let order: [FetchResult] = [.timeout, .failed, .noData, .newData]
-        var results = (0..<Int(generator.next() % 20 + 1)).map { _ in order[Int(generator.next() % 4)] }
-        let position = Int(generator.next() % UInt64(results.count))
-        // Something to improve: a newData picked is made worse first.
-        if results[position] == .newData { results[position] = order[Int(generator.next() % 3)] }
-        let rank = order.firstIndex(of: results[position])!
-        var better = results
-        better[position] = order[rank + 1 + Int(generator.next() % UInt64(order.count - 1 - rank))]
-        var worse = FetchHistory()
-        var improved = FetchHistory()
-        for result in results { worse.record(result) }
-        for result in better { improved.record(result) }
-        #expect(improved.score >= worse.score)
-        #expect(improved.scaled(3_600_000) > worse.scaled(3_600_000) || results.count > FetchHistory.capacity && position < results.count - FetchHistory.capacity)
-    }
-}
-
-/// A small deterministic generator for the property tests.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        // Results as ranks in `order`, a position to improve, and by how much.
+        await propertyCheck(count: 200, input: Gen.int(in: 0...3).array(of: 1...20), Gen.int(in: 0...19), Gen.int(in: 1...3)) { ranks, pick, step in
+            var ranks = ranks
+            let position = pick % ranks.count
+            // Something to improve: a newData picked is made worse first.
+            ranks[position] = min(ranks[position], 3 - step)
+            var better = ranks
+            better[position] += step
+            var worse = FetchHistory()
+            var improved = FetchHistory()
+            for rank in ranks { worse.record(order[rank]) }
+            for rank in better { improved.record(order[rank]) }
+            #expect(improved.score >= worse.score)
+            // Strictly higher unless the changed result is older than the last 16.
+            let forgotten = position < ranks.count - FetchHistory.capacity
+            #expect(forgotten || improved.scaled(3_600_000) > worse.scaled(3_600_000))
+        }
     }
 }

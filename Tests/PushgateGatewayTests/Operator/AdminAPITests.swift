@@ -103,25 +103,10 @@ struct AdminAPITests {
         }
     }
 
-    static func delivery() -> DeliveryConfiguration {
-        var configuration = DeliveryConfiguration()
-        configuration.scheduler = SchedulerConfiguration(
-            global: SchedulerPolicy(
-                appBurst: 1,
-                appRefillPerHour: 1,
-                deviceBurst: 100,
-                deviceRefillPerHour: 100,
-                maxHeldPerApp: 8,
-                maxDeferralMillis: 15 * 60 * 1000
-            )
-        )
-        return configuration
-    }
-
     @Test("the device view says why each notification waits, with its buckets and registrations")
     func deviceViewExplains() async throws {
         let clock = TestClock(Self.start)
-        try await withGateway(clock: clock, delivery: Self.delivery()) { gateway in
+        try await withGateway(clock: clock, delivery: oneTokenBudget()) { gateway in
             let api = try await API(gateway)
             let (device, token) = try await api.registeredDevice(topic: Self.topic)
             let silent = [("apns-push-type", "background"), ("apns-priority", "5")]
@@ -193,7 +178,7 @@ struct AdminAPITests {
 
     @Test("the overview: totals, per topic, the devices holding the most (20, then truncated)")
     func overview() async throws {
-        try await withGateway(delivery: Self.delivery()) { gateway in
+        try await withGateway(delivery: oneTokenBudget()) { gateway in
             let api = try await API(gateway)
             var holding: [String] = []
             for index in 0..<21 {

@@ -17,24 +17,10 @@ struct AdminEventsTests {
     static let silent = [("apns-push-type", "background"), ("apns-priority", "5")]
     static let silentPayload = #"{"aps":{"content-available":1}}"#
 
-    static func delivery(maxHeld: Int = 1) -> DeliveryConfiguration {
-        var configuration = DeliveryConfiguration()
-        configuration.scheduler = SchedulerConfiguration(
-            global: SchedulerPolicy(
-                appBurst: 1,
-                appRefillPerHour: 1,
-                deviceBurst: 100,
-                deviceRefillPerHour: 100,
-                maxHeldPerApp: maxHeld,
-                maxDeferralMillis: 15 * 60 * 1000
-            )
-        )
-        return configuration
-    }
 
     @Test("over HTTP/1.1: a tick at once, then holds, drops and releases as they happen, and ticks with the figures")
     func liveOverHTTP1() async throws {
-        try await withGateway(clock: TestClock(Self.start), delivery: Self.delivery(), configure: { $0.adminToken = Self.token }) { gateway in
+        try await withGateway(clock: TestClock(Self.start), delivery: oneTokenBudget(maxHeld: 1), configure: { $0.adminToken = Self.token }) { gateway in
             let events = try await gateway.adminEvents(token: Self.token)
             let head = try await events.head()
             #expect(head.status.code == 200)
@@ -99,7 +85,7 @@ struct AdminEventsTests {
     @Test("at most 100 notable events a second per stream; the rest are counted in the next tick")
     func notableLimit() async throws {
         // The clock stands still: every event is in the same second.
-        try await withGateway(clock: TestClock(Self.start), delivery: Self.delivery(maxHeld: 200)) { gateway in
+        try await withGateway(clock: TestClock(Self.start), delivery: oneTokenBudget(maxHeld: 200)) { gateway in
             let events = try await gateway.adminEvents()
             #expect(try await events.head().status.code == 200)
             _ = try await events.next("stats")

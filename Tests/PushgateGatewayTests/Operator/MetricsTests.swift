@@ -18,20 +18,7 @@ struct MetricsTests {
     static let silentPayload = #"{"aps":{"content-available":1}}"#
 
     /// One silent push per app before the budget is empty, one held before the oldest is dropped.
-    static var delivery: DeliveryConfiguration {
-        var configuration = DeliveryConfiguration()
-        configuration.scheduler = SchedulerConfiguration(
-            global: SchedulerPolicy(
-                appBurst: 1,
-                appRefillPerHour: 1,
-                deviceBurst: 100,
-                deviceRefillPerHour: 100,
-                maxHeldPerApp: 1,
-                maxDeferralMillis: 15 * 60 * 1000
-            )
-        )
-        return configuration
-    }
+    static let delivery = oneTokenBudget(maxHeld: 1)
 
     static let counters = [
         "pushgate_notifications_received_total", "pushgate_notifications_rejected_total",

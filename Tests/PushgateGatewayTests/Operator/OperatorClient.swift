@@ -2,6 +2,8 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import PushgateDelivery
+import PushgateScheduler
 import PushgateTransport
 
 /// An operator's request over HTTP/1.1, as curl, Prometheus and browsers send it.
@@ -155,4 +157,21 @@ final class AdminEventStream: @unchecked Sendable {
             stream.continuation.finish()
         }
     }
+}
+
+/// The operator tests' scheduler: one silent push per app per hour (so the next is held), a
+/// device budget that never runs out first, `maxHeld` held per app.
+func oneTokenBudget(maxHeld: Int = 8) -> DeliveryConfiguration {
+    var configuration = DeliveryConfiguration()
+    configuration.scheduler = SchedulerConfiguration(
+        global: SchedulerPolicy(
+            appBurst: 1,
+            appRefillPerHour: 1,
+            deviceBurst: 100,
+            deviceRefillPerHour: 100,
+            maxHeldPerApp: maxHeld,
+            maxDeferralMillis: 15 * 60 * 1000
+        )
+    )
+    return configuration
 }
