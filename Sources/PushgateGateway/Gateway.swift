@@ -39,7 +39,17 @@ public enum Gateway {
         let metrics = GatewayMetrics(version: PushgateVersion.current)
         let store: SQLiteStore
         do {
-            store = try SQLiteStore(directory: configuration.dataDirectory, metrics: metrics.store, logger: logger)
+            let linger = UInt64(configuration.commitLingerMicroseconds) * 1000
+            store = try SQLiteStore(
+                directory: configuration.dataDirectory,
+                pacing: CommitPacing(lingerNanos: linger, deferNanos: CommitPacing.default.deferNanos),
+                durability: configuration.durability,
+                metrics: metrics.store,
+                logger: logger
+            )
+            if case .interval(let nanoseconds) = configuration.durability {
+                logger.notice("durability: interval; a crash loses what was accepted in the last \(nanoseconds / 1_000_000) ms")
+            }
         } catch {
             try? await group.shutdownGracefully()
             throw error

@@ -10,7 +10,10 @@ import Synchronization
 /// - callers of `commit` only take a short lock to append their batch to the pending queue;
 /// - the writer is a serial dispatch queue: a drain loop that takes what is pending (up to
 ///   `maxGroupCommands` commands), has the backend apply it in one transaction, and repeats
-///   while more is pending. Batches commit in the order they were submitted;
+///   while more is pending. Batches commit in the order they were submitted. When the writer
+///   would commit only a few batches, the `CommitPacer` may have it wait a little (a timer on
+///   the same queue) for others to share the fsync; an arrival that makes the wait pointless
+///   cuts it short;
 /// - completions of committed batches run on the writer, in submission order, right after their
 ///   transaction is durable. They must be quick (resume a continuation, hop to an event loop)
 ///   and must not wait for the store; refusals (`.overloaded`, `.closed`) arrive on a separate
@@ -28,17 +31,20 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     /// backlog is cut into groups of about this size, so that the first batch of a burst waits
     /// for one bounded transaction, not for the whole burst.
     public let maxGroupCommands: Int
+    /// When a 200 may be sent: after the fsync, or at once with commits at an interval.
+    public let durability: Durability
 
     private let logger: Logger
     private let writer = DispatchQueue(label: "pushgate.store.writer")
     private let completionQueue = DispatchQueue(label: "pushgate.store.completions")
-    private let state = Locked(WriterState())
+    private let state: Locked<WriterState>
 
     private let transactionsCounter = Atomic<UInt64>(0)
     private let commandsCounter = Atomic<UInt64>(0)
     private let batchesCounter = Atomic<UInt64>(0)
     private let failedBatchesCounter = Atomic<UInt64>(0)
     private let overloadedBatchesCounter = Atomic<UInt64>(0)
+    private let lostBatchesCounter = Atomic<UInt64>(0)
     private let lastTransactionNanos = Atomic<UInt64>(0)
     private let maxTransactionNanos = Atomic<UInt64>(0)
     private let totalTransactionNanos = Atomic<UInt64>(0)
@@ -48,6 +54,8 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         backend: Backend,
         maxPendingCommands: Int = 100_000,
         maxGroupCommands: Int = 4096,
+        pacing: CommitPacing = .default,
+        durability: Durability = .fsync,
         metrics: StoreMetrics = .none,
         logger: Logger
     ) {
@@ -57,34 +65,66 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         self.metrics = metrics
         self.maxPendingCommands = maxPendingCommands
         self.maxGroupCommands = maxGroupCommands
+        self.durability = durability
         self.logger = logger
+        // In interval mode nobody waits for a commit: every batch waits up to the interval.
+        let effective: CommitPacing
+        if case .interval(let nanoseconds) = durability {
+            effective = CommitPacing(lingerNanos: 0, deferNanos: nanoseconds)
+        } else {
+            effective = pacing
+        }
+        state = Locked(WriterState(pacer: CommitPacer(pacing: effective)))
     }
 
     // MARK: - NotificationStore
 
-    public func commit(_ commands: [StoreCommand], completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+    public func commit(
+        _ commands: [StoreCommand],
+        urgency: CommitUrgency,
+        completion: @escaping @Sendable (Result<Void, StoreError>) -> Void
+    ) {
         let max = maxPendingCommands
+        let now = DispatchTime.now().uptimeNanoseconds
+        let interval = durability != .fsync
         let outcome: SubmitOutcome = state.withLock { s in
             if s.closing { return .closed }
             if commands.count > max - s.pendingCommands { return .overloaded }
-            s.pending.append(Batch(commands: commands, completion: completion))
+            let prompt = urgency == .prompt && !interval
+            s.pending.append(Batch(commands: commands, completion: interval ? nil : completion, arrivedAt: now, prompt: prompt))
             s.pendingCommands += commands.count
-            if s.writerScheduled || s.paused { return .queued }
-            s.writerScheduled = true
-            return .startWriter
+            s.pacer.arrived(at: now)
+            if prompt {
+                if s.oldestPrompt == nil { s.oldestPrompt = now }
+            } else if s.oldestDeferrable == nil {
+                s.oldestDeferrable = now
+            }
+            if s.paused { return .queued }
+            switch s.writer {
+            case .running:
+                return .queued
+            case .idle, .waiting:
+                return s.plan(now: now, groupFull: s.pendingCommands >= maxGroupCommands)
+            }
         }
         switch outcome {
         case .queued:
             break
         case .startWriter:
             startWriter()
+        case .wake(let at, let generation):
+            wake(at: at, generation: generation)
         case .overloaded:
             overloadedBatchesCounter.wrappingAdd(1, ordering: .relaxed)
             let error = StoreError(.overloaded, "the store is overloaded: \(commands.count) more command(s) would exceed the limit of \(max) waiting commands")
             completionQueue.async { completion(.failure(error)) }
+            return
         case .closed:
             completionQueue.async { completion(.failure(StoreError(.closed, "the store is closed"))) }
+            return
         }
+        // Interval mode: accepted in memory is the promise; the commit follows within the interval.
+        if interval { completion(.success(())) }
     }
 
     /// Reads everything. Meant for start-up: it runs on the writer, between transactions.
@@ -106,8 +146,9 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
                 s.closing = true
                 s.paused = false
                 s.closeWaiters.append(continuation)  // resumed by the writer once the backend is closed
-                if s.writerScheduled { return .wait }
-                s.writerScheduled = true
+                if case .running = s.writer { return .wait }
+                s.writer = .running  // a waiting timer finds its generation stale
+                s.generation &+= 1
                 return .startWriter
             }
             switch action {
@@ -134,6 +175,8 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     public var batchesFailed: UInt64 { failedBatchesCounter.load(ordering: .relaxed) }
     /// Batches refused with `.overloaded`.
     public var batchesRejectedOverloaded: UInt64 { overloadedBatchesCounter.load(ordering: .relaxed) }
+    /// Interval mode: batches answered 200 that a command of theirs kept off the disk.
+    public var batchesLost: UInt64 { lostBatchesCounter.load(ordering: .relaxed) }
     /// Duration of the last committed transaction (begin to durable commit), in nanoseconds.
     public var lastTransactionNanoseconds: UInt64 { lastTransactionNanos.load(ordering: .relaxed) }
     /// Longest committed transaction so far, in nanoseconds.
@@ -159,8 +202,10 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     public func resumeWriter() {
         let start: Bool = state.withLock { s in
             s.paused = false
-            if s.pending.isEmpty || s.writerScheduled { return false }
-            s.writerScheduled = true
+            if s.pending.isEmpty { return false }
+            if case .running = s.writer { return false }
+            s.writer = .running
+            s.generation &+= 1
             return true
         }
         if start { startWriter() }
@@ -174,36 +219,52 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         }
     }
 
-    /// The writer's loop: one group per iteration, until nothing is pending.
+    /// A timed wake-up of the writer; a stale one (the writer was started or re-timed since)
+    /// does nothing.
+    private func wake(at deadline: UInt64, generation: UInt64) {
+        writer.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: deadline)) { [self] in
+            let current: Bool = state.withLock { s in
+                guard case .waiting = s.writer, s.generation == generation else { return false }
+                s.writer = .running
+                return true
+            }
+            if current { drain() }
+        }
+    }
+
+    /// The writer's loop: one group per iteration, until nothing is pending or the pacer says
+    /// to wait for more.
     private func drain() {
         var group: [Batch] = []
         while true {
             let step: WriterStep = state.withLock { s in
                 if !s.pending.isEmpty, !s.paused {
-                    var taken = 0
-                    var count = 0
-                    while count < s.pending.count, taken < maxGroupCommands {
-                        taken += s.pending[count].commands.count
-                        count += 1
+                    if !s.closing {
+                        let now = DispatchTime.now().uptimeNanoseconds
+                        let decision = s.pacer.decide(
+                            now: now, oldestPrompt: s.oldestPrompt, oldestDeferrable: s.oldestDeferrable,
+                            pendingBatches: s.pending.count)
+                        if case .wait(let until) = decision, s.pendingCommands < maxGroupCommands {
+                            s.generation &+= 1
+                            s.writer = .waiting(until: until)
+                            return .wait(until: until, generation: s.generation)
+                        }
                     }
-                    if count == s.pending.count {
-                        swap(&group, &s.pending)
-                    } else {
-                        group = Array(s.pending[..<count])
-                        s.pending.removeFirst(count)
-                    }
-                    s.pendingCommands -= taken
+                    s.take(into: &group, maxCommands: maxGroupCommands)
                     return .write
                 }
-                // Closing keeps `writerScheduled` set: no second drain loop closes the backend.
+                // Closing keeps the writer marked running: no second drain loop closes the backend.
                 if s.closing, s.pending.isEmpty { return .closeBackend }
-                s.writerScheduled = false
+                s.writer = .idle
                 return .idle
             }
             switch step {
             case .write:
                 writeGroup(group)
                 group = []
+            case .wait(let until, let generation):
+                wake(at: until, generation: generation)
+                return
             case .idle:
                 return
             case .closeBackend:
@@ -220,7 +281,11 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         do throws(StoreError) {
             results = try backend.apply(group.map { $0.commands })
         } catch {
-            failGroup(group, error)
+            if durability != .fsync, !state.withLock({ $0.closing }) {
+                retryLater(group, error)
+            } else {
+                failGroup(group, error)
+            }
             return
         }
         precondition(results.count == group.count, "the store backend returned \(results.count) results for \(group.count) batches")
@@ -236,7 +301,12 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
                 for case .enqueue in batch.commands { pushes += 1 }
             case .failure(let error):
                 failed += 1
-                logger.error("store batch failed", metadata: ["error": "\(error.message)"])
+                if batch.completion == nil {
+                    lostBatchesCounter.wrappingAdd(1, ordering: .relaxed)
+                    logger.error("store batch lost: it was answered before its commit, which refused it", metadata: ["error": "\(error.message)"])
+                } else {
+                    logger.error("store batch failed", metadata: ["error": "\(error.message)"])
+                }
             }
         }
         transactionsCounter.wrappingAdd(1, ordering: .relaxed)
@@ -259,14 +329,33 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         // quick (a hop to an event loop), and a handoff to another thread would add a wake-up
         // to every commit's latency on a busy machine.
         for (batch, result) in zip(group, results) {
-            batch.completion(result)
+            batch.completion?(result)
         }
     }
 
     private func failGroup(_ group: [Batch], _ error: StoreError) {
         logger.error("store transaction failed", metadata: ["batches": "\(group.count)", "error": "\(error.message)"])
         failedBatchesCounter.wrappingAdd(UInt64(group.count), ordering: .relaxed)
-        for batch in group { batch.completion(.failure(error)) }
+        let lost = group.filter { $0.completion == nil }.count
+        if lost > 0 { lostBatchesCounter.wrappingAdd(UInt64(lost), ordering: .relaxed) }
+        for batch in group { batch.completion?(.failure(error)) }
+    }
+
+    /// Interval mode: the group was answered already, so a failed transaction (a full disk, an
+    /// I/O error) is tried again, ahead of what came since, after an interval. The pending limit
+    /// still bounds the backlog: once full, new pushes are refused as overloaded.
+    private func retryLater(_ group: [Batch], _ error: StoreError) {
+        logger.error("store transaction failed; retried after the commit interval", metadata: ["batches": "\(group.count)", "error": "\(error.message)"])
+        let now = DispatchTime.now().uptimeNanoseconds
+        state.withLock { s in
+            s.pending.insert(contentsOf: group.map { batch in
+                var again = batch
+                again.arrivedAt = now
+                return again
+            }, at: 0)
+            s.pendingCommands += group.reduce(0) { $0 + $1.commands.count }
+            s.oldestDeferrable = now
+        }
     }
 
     /// Everything submitted is committed and completed: the backend is closed, on the writer
@@ -279,7 +368,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         }
         let waiters: [CheckedContinuation<Void, Never>] = state.withLock { s in
             s.drained = true
-            s.writerScheduled = false
+            s.writer = .idle
             defer { s.closeWaiters = [] }
             return s.closeWaiters
         }
@@ -293,24 +382,87 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
 
 private struct Batch: Sendable {
     var commands: [StoreCommand]
-    var completion: @Sendable (Result<Void, StoreError>) -> Void
+    /// Nil in interval mode: the caller was answered when it submitted.
+    var completion: (@Sendable (Result<Void, StoreError>) -> Void)?
+    var arrivedAt: UInt64
+    var prompt: Bool
+}
+
+private enum WriterStatus {
+    /// No drain loop is queued or running, and no wake-up is set.
+    case idle
+    /// A drain loop is queued or running on the writer (or closing the backend).
+    case running
+    /// A wake-up is set for this instant (uptime nanoseconds); `generation` tells it from stale ones.
+    case waiting(until: UInt64)
 }
 
 private struct WriterState {
     var pending: [Batch] = []
     var pendingCommands = 0
-    /// A drain loop is queued or running on the writer (or closing the backend).
-    var writerScheduled = false
+    var oldestPrompt: UInt64?
+    var oldestDeferrable: UInt64?
+    var pacer: CommitPacer
+    var writer = WriterStatus.idle
+    /// Changes whenever a wake-up is set or the writer is started: a timer of an older
+    /// generation is stale.
+    var generation: UInt64 = 0
     var paused = false
     /// close() was called: new commits fail with `.closed`.
     var closing = false
     /// The writer has drained everything after close() and closed the backend, for good.
     var drained = false
     var closeWaiters: [CheckedContinuation<Void, Never>] = []
+
+    init(pacer: CommitPacer) {
+        self.pacer = pacer
+    }
+
+    /// After an arrival while the writer is idle or waiting: start it, set (or advance) its
+    /// wake-up, or leave the wake-up already set.
+    mutating func plan(now: UInt64, groupFull: Bool) -> SubmitOutcome {
+        let decision = groupFull
+            ? .commitNow
+            : pacer.decide(now: now, oldestPrompt: oldestPrompt, oldestDeferrable: oldestDeferrable, pendingBatches: pending.count)
+        switch (decision, writer) {
+        case (.wait(let until), .waiting(let set)) where set <= until:
+            return .queued
+        case (.wait(let until), _):
+            writer = .waiting(until: until)
+            generation &+= 1
+            return .wake(at: until, generation: generation)
+        case (.commitNow, _):
+            writer = .running
+            generation &+= 1
+            return .startWriter
+        }
+    }
+
+    /// Moves the oldest batches, up to `maxCommands` commands (at least one batch), to `group`.
+    mutating func take(into group: inout [Batch], maxCommands: Int) {
+        var taken = 0
+        var count = 0
+        while count < pending.count, taken < maxCommands {
+            taken += pending[count].commands.count
+            count += 1
+        }
+        if count == pending.count {
+            swap(&group, &pending)
+            oldestPrompt = nil
+            oldestDeferrable = nil
+        } else {
+            group = Array(pending[..<count])
+            pending.removeFirst(count)
+            oldestPrompt = pending.first(where: \.prompt)?.arrivedAt
+            oldestDeferrable = pending.first(where: { !$0.prompt })?.arrivedAt
+        }
+        pendingCommands -= taken
+    }
 }
 
 private enum SubmitOutcome {
     case queued, startWriter, overloaded, closed
+    case wake(at: UInt64, generation: UInt64)
 }
 
 private enum CloseAction {
@@ -319,6 +471,7 @@ private enum CloseAction {
 
 private enum WriterStep {
     case write, idle, closeBackend
+    case wait(until: UInt64, generation: UInt64)
 }
 
 private func nanoseconds(_ duration: Duration) -> UInt64 {

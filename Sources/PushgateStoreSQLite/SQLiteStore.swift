@@ -9,12 +9,16 @@ extension GroupCommitStore where Backend == SQLiteBackend {
     public convenience init(
         directory: String,
         maxPendingCommands: Int = 100_000,
+        pacing: CommitPacing = .default,
+        durability: Durability = .fsync,
         metrics: StoreMetrics = .none,
         logger: Logger
     ) throws(StoreError) {
         self.init(
             backend: try SQLiteBackend(directory: directory, logger: logger),
             maxPendingCommands: maxPendingCommands,
+            pacing: pacing,
+            durability: durability,
             metrics: metrics,
             logger: logger
         )

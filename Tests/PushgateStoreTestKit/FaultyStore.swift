@@ -10,6 +10,7 @@ public final class FaultyStore: NotificationStore {
 
     private struct Pending {
         var commands: [StoreCommand]
+        var urgency: CommitUrgency
         var completion: @Sendable (Result<Void, StoreError>) -> Void
     }
 
@@ -74,12 +75,16 @@ public final class FaultyStore: NotificationStore {
             if failing {
                 refusals.async { pending.completion(.failure(StoreError(.database, "injected failure"))) }
             } else {
-                inner.commit(pending.commands, completion: pending.completion)
+                inner.commit(pending.commands, urgency: pending.urgency, completion: pending.completion)
             }
         }
     }
 
-    public func commit(_ commands: [StoreCommand], completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+    public func commit(
+        _ commands: [StoreCommand],
+        urgency: CommitUrgency,
+        completion: @escaping @Sendable (Result<Void, StoreError>) -> Void
+    ) {
         enum Action { case pass, fail, hold([CheckedContinuation<Void, Never>]) }
         let action: Action = state.withLock { s in
             if let index = s.failNext.firstIndex(where: { $0(commands) }) {
@@ -88,7 +93,7 @@ public final class FaultyStore: NotificationStore {
             }
             if let index = s.holdNext.firstIndex(where: { $0(commands) }) {
                 s.holdNext.remove(at: index)
-                s.held.append(Pending(commands: commands, completion: completion))
+                s.held.append(Pending(commands: commands, urgency: urgency, completion: completion))
                 defer { s.heldWaiters = [] }
                 return .hold(s.heldWaiters)
             }
@@ -97,7 +102,7 @@ public final class FaultyStore: NotificationStore {
         switch action {
         case .pass:
             state.withLock { $0.passed.append(commands) }
-            inner.commit(commands, completion: completion)
+            inner.commit(commands, urgency: urgency, completion: completion)
         case .fail:
             refusals.async { completion(.failure(StoreError(.database, "injected failure"))) }
         case .hold(let waiters):

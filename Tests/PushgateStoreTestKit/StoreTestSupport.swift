@@ -53,8 +53,8 @@ public final class Outcomes: Sendable {
     }
 
     /// Submits batch number `index`; returns when the batch is queued (or refused).
-    public func submit(_ store: any NotificationStore, _ index: Int, _ commands: [StoreCommand]) {
-        store.commit(commands) { [continuation] result in
+    public func submit(_ store: any NotificationStore, _ index: Int, _ commands: [StoreCommand], urgency: CommitUrgency = .prompt) {
+        store.commit(commands, urgency: urgency) { [continuation] result in
             continuation.yield((index, result))
         }
     }

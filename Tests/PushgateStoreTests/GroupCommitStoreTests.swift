@@ -88,3 +88,95 @@ struct GroupCommitStoreTests {
         }
     }
 }
+
+/// Pacing and durability modes, through the real writer.
+@Suite("GroupCommitStore pacing")
+struct GroupCommitPacingTests {
+    /// Fails its first transaction, then tells the test; later ones go to memory.
+    final class FailOnceBackend: StoreBackend {
+        let inner = InMemoryBackend()
+        private let failed = Mutex(false)
+        let firstFailure: AsyncStream<Void>
+        private let signal: AsyncStream<Void>.Continuation
+
+        init() {
+            (firstFailure, signal) = AsyncStream.makeStream()
+        }
+
+        func load() -> StoreSnapshot { inner.load() }
+
+        func apply(_ group: [[StoreCommand]]) throws(StoreError) -> [Result<Void, StoreError>] {
+            let first = failed.withLock { failed in
+                defer { failed = true }
+                return !failed
+            }
+            if first {
+                signal.yield()
+                throw StoreError(.database, "injected: disk full")
+            }
+            return inner.apply(group)
+        }
+
+        func close() {}
+    }
+
+    @Test("a deferrable batch (an ack) waits for the next prompt commit and shares its transaction")
+    func deferrableRidesAlong() async throws {
+        let store = GroupCommitStore(
+            backend: InMemoryBackend(), pacing: CommitPacing(lingerNanos: 0, deferNanos: 3_600_000_000_000), logger: quietLogger)
+        try await store.commit([.createDevice(device("d"))])
+        let before = store.transactionsCommitted
+
+        let outcomes = Outcomes()
+        outcomes.submit(store, 0, [.enqueue(notification(1, device: "d"))], urgency: .deferrable)
+        #expect(store.pendingCommands == 1)  // an hour's deferral: nothing commits it on its own
+        outcomes.submit(store, 1, [.enqueue(notification(2, device: "d"))])
+        let results = await outcomes.collectInOrder(2)
+
+        #expect(results.map(\.0) == [0, 1])
+        #expect(results.allSatisfy { $0.1.isSuccess })
+        #expect(store.transactionsCommitted == before + 1)
+        await store.close()
+    }
+
+    @Test("a deferrable batch alone gets its own commit once its deferral ends")
+    func deferrableAlone() async throws {
+        let store = GroupCommitStore(backend: InMemoryBackend(), pacing: CommitPacing(lingerNanos: 0, deferNanos: 1_000_000), logger: quietLogger)
+        try await store.commit([.createDevice(device("d"))])
+        let outcomes = Outcomes()
+        outcomes.submit(store, 0, [.enqueue(notification(1, device: "d"))], urgency: .deferrable)
+        #expect(await outcomes.collect(1)[0]?.isSuccess == true)
+        await store.close()
+    }
+
+    @Test("many concurrent pushes under the default linger all commit, in fewer transactions than pushes")
+    func lingerShares() async throws {
+        let store = GroupCommitStore(backend: InMemoryBackend(), logger: quietLogger)
+        try await store.commit([.createDevice(device("d"))])
+        let before = store.transactionsCommitted
+        let outcomes = Outcomes()
+        for i in 1...200 { outcomes.submit(store, i, [.enqueue(notification(UInt64(i), device: "d"))]) }
+        #expect(await outcomes.collect(200).values.allSatisfy(\.isSuccess))
+        #expect(store.transactionsCommitted - before < 200)
+        await store.close()
+    }
+
+    @Test("interval durability answers at once, commits later, and retries a failed transaction instead of losing it")
+    func intervalMode() async throws {
+        let backend = FailOnceBackend()
+        let store = GroupCommitStore(backend: backend, durability: .interval(nanoseconds: 1_000_000), logger: quietLogger)
+        let outcomes = Outcomes()
+        outcomes.submit(store, 0, [.createDevice(device("d"))])
+        outcomes.submit(store, 1, [.enqueue(notification(1, device: "d"))])
+        // Answered before any transaction ran.
+        #expect(await outcomes.collect(2).values.allSatisfy(\.isSuccess))
+
+        var failures = backend.firstFailure.makeAsyncIterator()
+        _ = await failures.next()  // the first commit failed; the batches wait for the next
+        await store.close()  // commits what waits
+
+        #expect(backend.inner.load().notifications.map(\.acceptanceID) == [1])
+        #expect(store.batchesLost == 0)
+        #expect(store.transactionsCommitted == 1)
+    }
+}

@@ -7,12 +7,16 @@ import PushgateStore
 extension DeviceShard {
     /// Commits, then runs `then` back on this shard's loop. A failure is logged here once; the
     /// caller undoes its in-memory change and answers the request.
-    func commit(_ commands: [StoreCommand], then: @escaping (Result<Void, StoreError>) -> Void) {
+    func commit(
+        _ commands: [StoreCommand],
+        urgency: CommitUrgency = .prompt,
+        then: @escaping (Result<Void, StoreError>) -> Void
+    ) {
         let continuation = NIOLoopBound(then, eventLoop: eventLoop)
         let shard = NIOLoopBound(self, eventLoop: eventLoop)
         let logger = self.logger
         let completions = self.completions
-        store.commit(commands) { result in
+        store.commit(commands, urgency: urgency) { result in
             if case .failure(let error) = result {
                 logger.error("store commit failed", metadata: ["error": "\(error)", "store.commands": "\(commands.count)"])
             }

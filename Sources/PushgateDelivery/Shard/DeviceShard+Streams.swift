@@ -101,7 +101,9 @@ extension DeviceShard {
         if !windows.isEmpty { commands.append(.forgetFetchWindows(deviceID: device.id, seqs: windows)) }
         // After a restart nothing is reserved yet: the seqs this ack deletes must stay covered.
         reserveSeqs(of: device, through: upTo, into: &commands)
-        commit(commands) { result in
+        // Applied in memory already (the window it frees is free now): the commit the 200 waits
+        // for can be the next one made for a push.
+        commit(commands, urgency: .deferrable) { result in
             promise?.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
         pump(device)

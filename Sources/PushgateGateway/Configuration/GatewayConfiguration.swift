@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import PushgateDelivery
 import PushgateProviderAuth
+import PushgateStore
 import PushgateTLS
 import PushgateTransport
 
@@ -29,7 +30,12 @@ public struct GatewayConfiguration: Sendable {
     /// Seconds in-flight requests get to finish on shutdown.
     public var shutdownTimeoutSeconds = 10
     /// Event-loop threads.
-    public var threads = System.coreCount
+    public var threads = availableCores()
+    /// When a 200 may be sent: after the fsync (the default), or at once with commits at an
+    /// interval (a crash loses up to an interval of accepted pushes and acks).
+    public var durability = Durability.fsync
+    /// How long a commit may wait for more pushes to share its fsync, in microseconds (0: never).
+    public var commitLingerMicroseconds = 1000
     /// swift-log's level name.
     public var logLevel = "info"
     /// Admin listeners (h2c and HTTP/1.1): the operator routes only.
@@ -88,6 +94,12 @@ public struct GatewayConfiguration: Sendable {
             throw GatewayConfigurationError("--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if threads < 1 { throw GatewayConfigurationError("--threads must be at least 1") }
+        if !(0...100_000).contains(commitLingerMicroseconds) {
+            throw GatewayConfigurationError("--commit-linger-us must be between 0 and 100000 (0.1 s)")
+        }
+        if case .interval(let nanoseconds) = durability, !(1_000_000...60_000_000_000).contains(nanoseconds) {
+            throw GatewayConfigurationError("--commit-interval-ms must be between 1 and 60000")
+        }
         if idleTimeoutSeconds < 1 { throw GatewayConfigurationError("--idle-timeout must be at least 1 second") }
         if shutdownTimeoutSeconds < 0 { throw GatewayConfigurationError("--shutdown-timeout cannot be negative") }
         if adminOnlyOnAdminListener, adminListen.isEmpty {

@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import NIOCore
 import PushgateGateway
+import PushgateStore
 import PushgateTransport
 
 struct ServeCommand: AsyncParsableCommand {
@@ -54,8 +55,27 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("shutdown-timeout"), help: "Seconds in-flight requests get to finish on shutdown.")
     var shutdownTimeout: Int = 10
 
-    @Option(name: .customLong("threads"), help: "Event-loop threads (default: one per core).")
-    var threads: Int = System.coreCount
+    @Option(name: .customLong("threads"), help: "Event-loop threads (default: one per core the process may run on).")
+    var threads: Int = availableCores()
+
+    @Option(
+        name: .customLong("durability"),
+        help: """
+            fsync: a push or ack is answered 200 once committed and fsync'd (nothing answered is \
+            lost). interval: answered once accepted in memory, committed every --commit-interval-ms; \
+            a crash or power loss loses what was accepted since the last commit.
+            """
+    )
+    var durability: DurabilityMode = .fsync
+
+    @Option(name: .customLong("commit-interval-ms"), help: "With --durability interval: milliseconds between commits (the loss window).")
+    var commitIntervalMilliseconds: Int = 1000
+
+    @Option(
+        name: .customLong("commit-linger-us"),
+        help: "Microseconds a commit may wait for more pushes to share its fsync when they arrive faster than that (0: never)."
+    )
+    var commitLingerMicroseconds: Int = 1000
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
@@ -139,6 +159,11 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.shutdownTimeoutSeconds = shutdownTimeout
         configuration.threads = threads
+        switch durability {
+        case .fsync: configuration.durability = .fsync
+        case .interval: configuration.durability = .interval(nanoseconds: UInt64(max(commitIntervalMilliseconds, 0)) * 1_000_000)
+        }
+        configuration.commitLingerMicroseconds = commitLingerMicroseconds
         configuration.logLevel = logLevel
         let environment = ProcessInfo.processInfo.environment
         configuration.adminListen = adminListen
@@ -155,4 +180,8 @@ struct ServeCommand: AsyncParsableCommand {
         )
         return configuration
     }
+}
+
+enum DurabilityMode: String, ExpressibleByArgument, CaseIterable {
+    case fsync, interval
 }
