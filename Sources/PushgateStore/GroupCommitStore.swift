@@ -11,9 +11,9 @@ import Synchronization
 /// - the writer is a serial dispatch queue: a drain loop that takes what is pending (up to
 ///   `maxGroupCommands` commands), has the backend apply it in one transaction, and repeats
 ///   while more is pending. Batches commit in the order they were submitted. When the writer
-///   would commit only a few batches, the `CommitPacer` may have it wait a little (a timer on
-///   the same queue) for others to share the fsync; an arrival that makes the wait pointless
-///   cuts it short;
+///   would commit only a few batches, the `CommitPacer` may have it wait a little (blocked on
+///   a condition variable, so no timer thread is involved) for others to share the fsync; an
+///   arrival that makes the wait pointless wakes it;
 /// - completions of committed batches run on the writer, in submission order, right after their
 ///   transaction is durable. They must be quick (resume a continuation, hop to an event loop)
 ///   and must not wait for the store; refusals (`.overloaded`, `.closed`) arrive on a separate
@@ -85,7 +85,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         completion: @escaping @Sendable (Result<Void, StoreError>) -> Void
     ) {
         let max = maxPendingCommands
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = monotonicNanoseconds()
         let interval = durability != .fsync
         let outcome: SubmitOutcome = state.withLock { s in
             if s.closing { return .closed }
@@ -103,8 +103,11 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
             switch s.writer {
             case .running:
                 return .queued
-            case .idle, .waiting:
-                return s.plan(now: now, groupFull: s.pendingCommands >= maxGroupCommands)
+            case .idle:
+                s.writer = .running
+                return .startWriter
+            case .waiting(let until):
+                return s.shouldWake(now: now, waitingUntil: until, groupFull: s.pendingCommands >= maxGroupCommands)
             }
         }
         switch outcome {
@@ -112,8 +115,8 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
             break
         case .startWriter:
             startWriter()
-        case .wake(let at, let generation):
-            wake(at: at, generation: generation)
+        case .wake:
+            state.signal()
         case .overloaded:
             overloadedBatchesCounter.wrappingAdd(1, ordering: .relaxed)
             let error = StoreError(.overloaded, "the store is overloaded: \(commands.count) more command(s) would exceed the limit of \(max) waiting commands")
@@ -146,14 +149,16 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
                 s.closing = true
                 s.paused = false
                 s.closeWaiters.append(continuation)  // resumed by the writer once the backend is closed
-                if case .running = s.writer { return .wait }
-                s.writer = .running  // a waiting timer finds its generation stale
-                s.generation &+= 1
-                return .startWriter
+                s.generation &+= 1  // a waiting writer wakes to commit what is pending
+                if case .idle = s.writer {
+                    s.writer = .running
+                    return .startWriter
+                }
+                return .wait
             }
             switch action {
             case .resumeNow: continuation.resume()
-            case .wait: break
+            case .wait: state.signal()
             case .startWriter: startWriter()
             }
         }
@@ -192,7 +197,11 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     /// (if any) has committed. Commits keep being accepted (and grouped) until `resumeWriter`.
     @_spi(Testing)
     public func pauseWriter() {
-        state.withLock { $0.paused = true }
+        state.withLock { s in
+            s.paused = true
+            s.generation &+= 1
+        }
+        state.signal()
         // Barrier: the writer queue is serial, so this runs after the current drain loop.
         writer.sync {}
     }
@@ -202,10 +211,8 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     public func resumeWriter() {
         let start: Bool = state.withLock { s in
             s.paused = false
-            if s.pending.isEmpty { return false }
-            if case .running = s.writer { return false }
+            guard !s.pending.isEmpty, case .idle = s.writer else { return false }
             s.writer = .running
-            s.generation &+= 1
             return true
         }
         if start { startWriter() }
@@ -219,42 +226,32 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         }
     }
 
-    /// A timed wake-up of the writer; a stale one (the writer was started or re-timed since)
-    /// does nothing.
-    private func wake(at deadline: UInt64, generation: UInt64) {
-        writer.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: deadline)) { [self] in
-            let current: Bool = state.withLock { s in
-                guard case .waiting = s.writer, s.generation == generation else { return false }
-                s.writer = .running
-                return true
-            }
-            if current { drain() }
-        }
-    }
-
-    /// The writer's loop: one group per iteration, until nothing is pending or the pacer says
-    /// to wait for more.
+    /// The writer's loop: one group per iteration, until nothing is pending. When the pacer
+    /// says to wait for more, the writer blocks until the instant it names or until an arrival
+    /// (or a pause, or close) changes the generation.
     private func drain() {
         var group: [Batch] = []
         while true {
             let step: WriterStep = state.withLock { s in
                 if !s.pending.isEmpty, !s.paused {
-                    if !s.closing {
-                        let now = DispatchTime.now().uptimeNanoseconds
+                    if !s.closing, s.pendingCommands < maxGroupCommands {
                         let decision = s.pacer.decide(
-                            now: now, oldestPrompt: s.oldestPrompt, oldestDeferrable: s.oldestDeferrable,
+                            now: monotonicNanoseconds(), oldestPrompt: s.oldestPrompt, oldestDeferrable: s.oldestDeferrable,
                             pendingBatches: s.pending.count)
-                        if case .wait(let until) = decision, s.pendingCommands < maxGroupCommands {
-                            s.generation &+= 1
+                        if case .wait(let until) = decision {
                             s.writer = .waiting(until: until)
                             return .wait(until: until, generation: s.generation)
                         }
                     }
+                    s.writer = .running
                     s.take(into: &group, maxCommands: maxGroupCommands)
                     return .write
                 }
                 // Closing keeps the writer marked running: no second drain loop closes the backend.
-                if s.closing, s.pending.isEmpty { return .closeBackend }
+                if s.closing, s.pending.isEmpty {
+                    s.writer = .running
+                    return .closeBackend
+                }
                 s.writer = .idle
                 return .idle
             }
@@ -263,8 +260,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
                 writeGroup(group)
                 group = []
             case .wait(let until, let generation):
-                wake(at: until, generation: generation)
-                return
+                state.wait(until: until) { s in s.generation == generation }
             case .idle:
                 return
             case .closeBackend:
@@ -303,6 +299,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
                 failed += 1
                 if batch.completion == nil {
                     lostBatchesCounter.wrappingAdd(1, ordering: .relaxed)
+                    metrics.lostBatches.increment()
                     logger.error("store batch lost: it was answered before its commit, which refused it", metadata: ["error": "\(error.message)"])
                 } else {
                     logger.error("store batch failed", metadata: ["error": "\(error.message)"])
@@ -320,6 +317,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         }
         metrics.commitDuration.recordNanoseconds(Int64(clamping: elapsed))
         metrics.commitPushes.record(pushes)
+        metrics.commitBatches.record(group.count)
         logger.trace("store transaction committed", metadata: [
             "batches": "\(group.count)", "failed": "\(failed)", "commands": "\(commands)",
             "microseconds": "\(elapsed / 1000)",
@@ -337,7 +335,10 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         logger.error("store transaction failed", metadata: ["batches": "\(group.count)", "error": "\(error.message)"])
         failedBatchesCounter.wrappingAdd(UInt64(group.count), ordering: .relaxed)
         let lost = group.filter { $0.completion == nil }.count
-        if lost > 0 { lostBatchesCounter.wrappingAdd(UInt64(lost), ordering: .relaxed) }
+        if lost > 0 {
+            lostBatchesCounter.wrappingAdd(UInt64(lost), ordering: .relaxed)
+            metrics.lostBatches.increment(by: lost)
+        }
         for batch in group { batch.completion?(.failure(error)) }
     }
 
@@ -346,7 +347,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     /// still bounds the backlog: once full, new pushes are refused as overloaded.
     private func retryLater(_ group: [Batch], _ error: StoreError) {
         logger.error("store transaction failed; retried after the commit interval", metadata: ["batches": "\(group.count)", "error": "\(error.message)"])
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = monotonicNanoseconds()
         state.withLock { s in
             s.pending.insert(contentsOf: group.map { batch in
                 var again = batch
@@ -389,11 +390,11 @@ private struct Batch: Sendable {
 }
 
 private enum WriterStatus {
-    /// No drain loop is queued or running, and no wake-up is set.
+    /// No drain loop is queued or running.
     case idle
     /// A drain loop is queued or running on the writer (or closing the backend).
     case running
-    /// A wake-up is set for this instant (uptime nanoseconds); `generation` tells it from stale ones.
+    /// The drain loop is blocked until this monotonic instant, or until `generation` changes.
     case waiting(until: UInt64)
 }
 
@@ -404,8 +405,7 @@ private struct WriterState {
     var oldestDeferrable: UInt64?
     var pacer: CommitPacer
     var writer = WriterStatus.idle
-    /// Changes whenever a wake-up is set or the writer is started: a timer of an older
-    /// generation is stale.
+    /// Changed to wake a waiting writer (with `signal()`).
     var generation: UInt64 = 0
     var paused = false
     /// close() was called: new commits fail with `.closed`.
@@ -418,24 +418,15 @@ private struct WriterState {
         self.pacer = pacer
     }
 
-    /// After an arrival while the writer is idle or waiting: start it, set (or advance) its
-    /// wake-up, or leave the wake-up already set.
-    mutating func plan(now: UInt64, groupFull: Bool) -> SubmitOutcome {
+    /// After an arrival while the writer waits: whether the wait has become pointless (commit
+    /// now) or too long (an earlier instant); then the writer is woken to decide again.
+    mutating func shouldWake(now: UInt64, waitingUntil: UInt64, groupFull: Bool) -> SubmitOutcome {
         let decision = groupFull
             ? .commitNow
             : pacer.decide(now: now, oldestPrompt: oldestPrompt, oldestDeferrable: oldestDeferrable, pendingBatches: pending.count)
-        switch (decision, writer) {
-        case (.wait(let until), .waiting(let set)) where set <= until:
-            return .queued
-        case (.wait(let until), _):
-            writer = .waiting(until: until)
-            generation &+= 1
-            return .wake(at: until, generation: generation)
-        case (.commitNow, _):
-            writer = .running
-            generation &+= 1
-            return .startWriter
-        }
+        if case .wait(let until) = decision, until >= waitingUntil { return .queued }
+        generation &+= 1
+        return .wake
     }
 
     /// Moves the oldest batches, up to `maxCommands` commands (at least one batch), to `group`.
@@ -461,8 +452,7 @@ private struct WriterState {
 }
 
 private enum SubmitOutcome {
-    case queued, startWriter, overloaded, closed
-    case wake(at: UInt64, generation: UInt64)
+    case queued, startWriter, wake, overloaded, closed
 }
 
 private enum CloseAction {

@@ -126,13 +126,26 @@ public final class GatewayMetrics: Sendable {
             descriptor: name("pushgate_store_commit_pushes", "Pushes carried by one fsync'd commit."),
             buckets: [0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 4096]
         )
+        let commitBatches = registry.makeValueHistogram(
+            descriptor: name(
+                "pushgate_store_commit_batches",
+                "Requests (pushes, acks, registrations...) sharing one commit; the commit pacer makes them share at moderate load."),
+            buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096]
+        )
         store = StoreMetrics(
             commitDuration: timer(
                 "pushgate_store_commit_duration_seconds",
                 "Duration of one store transaction, from its start to its durable commit.",
                 [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
             ),
-            commitPushes: Recorder(label: "pushgate_store_commit_pushes", dimensions: [], aggregate: true, handler: commitPushes)
+            commitPushes: Recorder(label: "pushgate_store_commit_pushes", dimensions: [], aggregate: true, handler: commitPushes),
+            commitBatches: Recorder(label: "pushgate_store_commit_batches", dimensions: [], aggregate: true, handler: commitBatches),
+            lostBatches: CoreMetrics.Counter(
+                label: "pushgate_store_lost_batches_total", dimensions: [],
+                handler: registry.makeCounter(descriptor: name(
+                    "pushgate_store_lost_batches_total",
+                    "With --durability interval: batches (pushes, acks...) answered 200 that never reached the disk."))
+            )
         )
     }
 

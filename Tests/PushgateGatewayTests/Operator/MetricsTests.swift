@@ -25,7 +25,7 @@ struct MetricsTests {
         "pushgate_notifications_delivered_total", "pushgate_notifications_dropped_total",
         "pushgate_silent_budget_exhausted_total", "pushgate_piggybacked_total",
         "pushgate_connection_setup_failures_total", "pushgate_notifications_redelivered_total", "process_cpu_seconds_total",
-        "pushgate_fetch_results_total", "pushgate_fetch_windows_overflow_total",
+        "pushgate_fetch_results_total", "pushgate_fetch_windows_overflow_total", "pushgate_store_lost_batches_total",
     ]
     static let gauges = [
         "pushgate_held_notifications", "pushgate_stored_notifications", "pushgate_unacked_notifications",
@@ -37,7 +37,7 @@ struct MetricsTests {
     ]
     static let histograms = [
         "pushgate_delivery_latency_seconds", "pushgate_hold_duration_seconds",
-        "pushgate_store_commit_duration_seconds", "pushgate_store_commit_pushes",
+        "pushgate_store_commit_duration_seconds", "pushgate_store_commit_pushes", "pushgate_store_commit_batches",
     ]
 
     @Test("every metric is exposed with HELP and TYPE, counters with every label value at 0, as text/plain version 0.0.4")
