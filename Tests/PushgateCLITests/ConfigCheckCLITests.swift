@@ -71,6 +71,8 @@ struct ConfigCheckCLITests {
              #":3:49: scheduler.topics.com.example.news.appBurst: scheduler policy for topic "com.example.news": appBurst is 0; allowed 1...1000"#),
             ("{\n  \"idleTimeout\": 0\n}", ":2:18: idleTimeout: is 0; must be at least 1"),
             ("{\n  \"listen\": [\"0.0.0.0:2197\"]\n}", "refusing to listen on 0.0.0.0 (not loopback)"),
+            ("{\"providerKeys\": [\n  {\"teamId\": \"TEAM000001\", \"keyId\": \"KEY0000001\", \"topics\": [\"a\"],\n   \"privateKeyFile\": \"missing.p8\"}\n]}",
+             #":3:22: providerKeys[0].privateKeyFile: provider key "KEY0000001": privateKeyFile: cannot read"#),
         ]
     )
     func bad(json: String, message: String) throws {

@@ -155,13 +155,16 @@ struct SettingsTests {
         #expect(syntax == ["\(scratch.config):3:18: not valid JSON: expected ',' or ']' in the array"])
     }
 
-    @Test("flags: unknown ones suggest the closest; a bad value names the flag or variable")
+    @Test("flags: unknown ones suggest the closest (their value, maybe a secret, is not echoed); a bad value names the flag or variable")
     func badFlags() {
-        let problems = ResolvedSettings(arguments: ["--lisen", "127.0.0.1:1", "--threads", "0"], environment: ["PUSHGATE_IDLE_TIMEOUT": "soon"])
-            .problems.map(\.description)
+        let problems = ResolvedSettings(
+            arguments: ["--lisen", "127.0.0.1:1", "--admin-tokn", "a-secret", "127.0.0.2:2", "--threads", "0"],
+            environment: ["PUSHGATE_IDLE_TIMEOUT": "soon"]
+        ).problems.map(\.description)
         #expect(problems == [
             "--lisen: unknown flag; did you mean --listen?",
-            "127.0.0.1:1: unexpected argument: every setting is a flag with a name (--listen HOST:PORT)",
+            "--admin-tokn: unknown flag; did you mean --admin-token?",
+            "127.0.0.2:2: unexpected argument: every setting is a flag with a name (--listen HOST:PORT)",
             "PUSHGATE_IDLE_TIMEOUT: \"soon\" is not a whole number",
             "--threads: is 0; must be at least 1",
         ])

@@ -50,9 +50,4 @@ extension SettingValue {
             topics: parts[3].split(separator: ",").map(String.init)
         )
     }
-
-    private func resolve(_ file: String) -> String {
-        guard let baseDirectory, !file.hasPrefix("/") else { return file }
-        return URL(fileURLWithPath: baseDirectory).appendingPathComponent(file).path
-    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PushgateModel
+import PushgateProviderAuth
 import PushgateScheduler
 
 /// The settings of one `serve` (or `config check`), each taken from the first source that gives
@@ -66,17 +67,28 @@ public struct ResolvedSettings: Sendable {
 
     /// An error of the checks that run on the resolved values (which no longer know their
     /// places), said at the place the value was given when it can be found: a scheduler value
-    /// out of range.
+    /// out of range, a provider key of the file that cannot be used.
     public func locate(_ error: any Error) -> String {
-        guard let error = error as? SchedulerConfigurationError else { return "\(error)" }
-        if let topic = error.topic {
-            if let file, let field = file.member(at: "scheduler.topics")?.value.member(topic)?.value.member(error.field) {
-                return "\(file.path):\(field.value.position): scheduler.topics.\(topic).\(error.field): \(error)"
+        switch error {
+        case let error as SchedulerConfigurationError:
+            if let topic = error.topic {
+                if let file, let field = file.member(at: "scheduler.topics")?.value.member(topic)?.value.member(error.field) {
+                    return "\(file.path):\(field.value.position): scheduler.topics.\(topic).\(error.field): \(error)"
+                }
+            } else if let origin = entries.first(where: { $0.setting.key == "scheduler." + error.field })?.origins.first {
+                return "\(origin.place): \(error)"
             }
-        } else if let origin = entries.first(where: { $0.setting.key == "scheduler." + error.field })?.origins.first {
-            return "\(origin.place): \(error)"
+        case let error as ProviderKeyConfigurationError:
+            if let file, case .array(let keys)? = file.member(at: "providerKeys")?.value.value,
+                let index = keys.lastIndex(where: { $0.member("keyId")?.value.displayText == error.keyID })
+            {
+                let field = keys[index].member(error.field)
+                let position = field?.value.position ?? keys[index].position
+                return "\(file.path):\(position): providerKeys[\(index)]\(field == nil ? "" : "." + error.field): \(error)"
+            }
+        default: break
         }
-        return error.description
+        return "\(error)"
     }
 
     private static func display(_ setting: Setting, _ values: [SettingValue]) -> String {
@@ -112,6 +124,8 @@ private struct FlagValues {
             guard let (setting, isSecretFile) = Settings.setting(flag: name) else {
                 let hint = closestName(to: name, among: Settings.flags).map { "; did you mean \($0)?" } ?? ""
                 problems.append(SettingError(place: name, problem: "unknown flag\(hint)"))
+                // Its value is skipped unread: it may be a secret given to a misspelt flag.
+                if parts.count == 1, index < arguments.count, !arguments[index].hasPrefix("--") { index += 1 }
                 continue
             }
             let value: String

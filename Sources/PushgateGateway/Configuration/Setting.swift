@@ -170,7 +170,11 @@ struct SettingValue: Sendable {
     }
 
     func path() throws(SettingError) -> String {
-        let path = try text()
+        resolve(try text())
+    }
+
+    /// A file name as the file means it: relative to the file's directory.
+    func resolve(_ path: String) -> String {
         guard let baseDirectory, case .node = input, !path.hasPrefix("/") else { return path }
         return URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).path
     }
