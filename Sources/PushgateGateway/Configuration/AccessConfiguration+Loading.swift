@@ -8,11 +8,9 @@ extension AccessConfiguration {
         _ policy: GatewayConfiguration.PolicySettings,
         acceptsClientCertificates: Bool
     ) throws -> AccessConfiguration {
-        // The setting's own choice already allows only the environment's names.
-        let environment = policy.environment.flatMap(ProviderEnvironment.init(rawValue:))
         var keys: [ProviderKey] = []
         for key in policy.providerKeys { keys.append(try key.load()) }
-        let keyring = try ProviderKeyring(keys: keys, environment: environment)
+        let keyring = try ProviderKeyring(keys: keys, environment: policy.environment)
         if let secret = policy.registrationSecret, secret.count < 16 {
             throw GatewayConfigurationError("the registration secret must be at least 16 characters")
         }

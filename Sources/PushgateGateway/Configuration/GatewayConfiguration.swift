@@ -61,7 +61,7 @@ public struct GatewayConfiguration: Sendable {
         public var providerKeys: [ProviderKeyConfiguration] = []
         /// The APNs environment this gateway stands for ("development" or "production"): keys
         /// configured for the other one are refused with `BadEnvironmentKeyIdInToken`.
-        public var environment: String?
+        public var environment: ProviderEnvironment?
         public var registrationSecret: String?
         public var maxConsecutiveProviderErrors = 100
         public var scheduler = SchedulerSettings()

@@ -228,13 +228,14 @@ struct SettingValue: Sendable {
         }
     }
 
-    /// One of `choices`, named in the error when it is not.
-    func choice(_ choices: [String]) throws(SettingError) -> String {
+    /// One of a closed set of names (a log level, an APNs environment), all of them named in
+    /// the error when it is none.
+    func choice<Choice: CaseIterable & RawRepresentable>(_: Choice.Type) throws(SettingError) -> Choice where Choice.RawValue == String {
         let value = try text()
-        guard choices.contains(value) else {
-            throw problem("\"\(value)\" is not one of \(choices.joined(separator: ", "))")
+        guard let choice = Choice(rawValue: value) else {
+            throw problem("\"\(value)\" is not one of \(Choice.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        return value
+        return choice
     }
 }
 

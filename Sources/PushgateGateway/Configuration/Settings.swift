@@ -51,11 +51,10 @@ public enum Settings {
             configuration, value throws(SettingError) in configuration.threads = try value.integer(in: 1...Int.max)
         },
         Setting("logLevel", .text, "LEVEL", default: "info", help: "trace, debug, info, notice, warning, error or critical; logs go to stderr.") {
-            configuration, value throws(SettingError) in configuration.logLevel = try value.choice(Logger.Level.allCases.map(\.rawValue))
+            configuration, value throws(SettingError) in configuration.logLevel = try value.choice(Logger.Level.self).rawValue
         },
         Setting("logFormat", .text, "FORMAT", default: "text", help: "text (one line per event, for people) or json (one object per line, for log collectors).") {
-            configuration, value throws(SettingError) in
-            configuration.logFormat = LogFormat(rawValue: try value.choice(LogFormat.allCases.map(\.rawValue))) ?? .text
+            configuration, value throws(SettingError) in configuration.logFormat = try value.choice(LogFormat.self)
         },
         Setting(
             "adminListen", .list, "HOST:PORT", default: "none",
@@ -81,7 +80,7 @@ public enum Settings {
             "environment", .text, "NAME", default: "none",
             help: "The APNs environment this gateway stands for, development or production: keys configured for the other one are refused."
         ) { configuration, value throws(SettingError) in
-            configuration.policy.environment = try value.choice(ProviderEnvironment.allCases.map(\.rawValue))
+            configuration.policy.environment = try value.choice(ProviderEnvironment.self)
         },
         Setting(
             "registrationSecret", .text, "SECRET", default: "none", secret: true,
