@@ -150,6 +150,9 @@ struct SettingsTests {
             "\(scratch.config):5:15: logLevel: \"loud\" is not one of trace, debug, info, notice, warning, error, critical",
             "\(scratch.config):4:29: scheduler.appBurst: must be a whole number, not true or false",
         ])
+        try scratch.write("pushgate.json", #"{"scheduler": 3}"#)
+        let notAnObject = ResolvedSettings(arguments: ["--config", scratch.config], environment: [:]).problems.map(\.description)
+        #expect(notAnObject == ["\(scratch.config):1:15: scheduler: must be an object ({...}), not a number"])
         try scratch.write("pushgate.json", "{\n  \"threads\": 2,\n  \"listen\": [\"a\" \"b\"]\n}")
         let syntax = ResolvedSettings(arguments: ["--config", scratch.config], environment: [:]).problems.map(\.description)
         #expect(syntax == ["\(scratch.config):3:18: not valid JSON: expected ',' or ']' in the array"])

@@ -39,15 +39,13 @@ public struct ConfigurationFile: Sendable {
         return ConfigurationFile(path: path, directory: URL(fileURLWithPath: path).deletingLastPathComponent().path, members: members)
     }
 
-    /// The member at a dotted key (`scheduler.appBurst`); nil when the file does not have it.
+    /// The member at a dotted key (`scheduler.appBurst`); nil when the file does not have it
+    /// (or has something other than an object on the way, which `unknownKeys` reports).
     func member(at key: String) -> JSONNode.Member? {
-        var members = self.members
-        var found: JSONNode.Member?
+        var found = JSONNode.Member(key: "", keyPosition: TextPosition(line: 1, column: 1), value: JSONNode(value: .object(members), position: TextPosition(line: 1, column: 1)))
         for component in key.split(separator: ".") {
-            guard let member = members.last(where: { $0.key == component }) else { return nil }
+            guard let member = found.value.member(String(component)) else { return nil }
             found = member
-            guard case .object(let inner) = member.value.value else { return member }
-            members = inner
         }
         return found
     }
