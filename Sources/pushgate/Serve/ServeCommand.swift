@@ -22,6 +22,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Argument(parsing: .captureForPassthrough, help: "Settings as flags, below.")
     var settings: [String] = []
 
+    /// Settings that cannot be used stop `serve` here, so that their errors come with serve's
+    /// usage; `run` resolves them again (the file and secret files are small).
+    func validate() throws {
+        _ = try SettingsArguments.resolve(settings, for: Self.self)
+    }
+
     func run() async throws {
         let configuration = try SettingsArguments.resolve(settings, for: Self.self)
         LoggingSystem.bootstrap(format: configuration.logFormat, level: Logger.Level(rawValue: configuration.logLevel) ?? .info)
