@@ -25,15 +25,7 @@ public enum Gateway {
         onStarted: @escaping @Sendable (StartedListeners) -> Void = { _ in }
     ) async throws {
         var configuration = configuration
-        try configuration.validate()
-        // The order of what can fail (and so of what a person is told first): TLS files, the
-        // policy sources, exposure, cleartext off loopback, the admin token, then the store.
-        let listeners = try configuration.listenerConfigurations()
-        try configuration.readPolicySources(logger: logger)
-        try configuration.checkExposure()
-        try configuration.checkCleartext()
-        configuration.adminToken = try configuration.resolvedAdminToken()
-        configuration.adminTokenFile = nil
+        let listeners = try configuration.prepare(logger: logger)
         configuration.warnAboutAdminAccess(hasToken: configuration.adminToken != nil, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads)
         let metrics = GatewayMetrics(version: PushgateVersion.current)

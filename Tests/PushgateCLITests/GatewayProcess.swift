@@ -27,18 +27,20 @@ func run(_ tool: String, _ arguments: [String]) throws -> ToolRun {
     return try run(executable: URL(fileURLWithPath: path), arguments)
 }
 
-/// Runs the `pushgate` binary under test to completion, unprivileged.
-func runPushgate(_ arguments: [String], timeout: DispatchTimeInterval = .seconds(120)) throws -> ToolRun {
+/// Runs the `pushgate` binary under test to completion, unprivileged; `environment` is added to
+/// this process's own.
+func runPushgate(_ arguments: [String], environment: [String: String] = [:], timeout: DispatchTimeInterval = .seconds(120)) throws -> ToolRun {
     let command = Unprivileged.command(arguments)
-    return try run(executable: command.executable, command.arguments, timeout: timeout)
+    return try run(executable: command.executable, command.arguments, environment: environment, timeout: timeout)
 }
 
 /// A tool still running after `timeout` is killed (SIGKILL) and its run returned as it is:
 /// a blocking read cannot be interrupted by a test's time limit, so a stuck tool would hang CI.
-func run(executable: URL, _ arguments: [String], timeout: DispatchTimeInterval = .seconds(120)) throws -> ToolRun {
+func run(executable: URL, _ arguments: [String], environment: [String: String] = [:], timeout: DispatchTimeInterval = .seconds(120)) throws -> ToolRun {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
+    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out

@@ -56,18 +56,15 @@ struct ConfigurationTests {
         #expect(throws: GatewayConfigurationError(fault.message)) { try configuration.validate() }
     }
 
-    @Test("a registration secret shorter than 16 characters is refused; the environment supplies one")
+    @Test("a registration secret shorter than 16 characters is refused")
     func registrationSecret() throws {
+        var policy = GatewayConfiguration.PolicySettings()
+        policy.registrationSecret = "short"
         #expect(throws: GatewayConfigurationError.self) {
-            try AccessConfiguration.load(
-                file: nil, filePath: nil, flagKeys: [], acceptsClientCertificates: false,
-                environment: ["PUSHGATE_REGISTRATION_SECRET": "short"]
-            )
+            try AccessConfiguration.load(policy, acceptsClientCertificates: false)
         }
-        let access = try AccessConfiguration.load(
-            file: nil, filePath: nil, flagKeys: [], acceptsClientCertificates: false,
-            environment: ["PUSHGATE_REGISTRATION_SECRET": "a-long-enough-secret"]
-        )
+        policy.registrationSecret = "a-long-enough-secret"
+        let access = try AccessConfiguration.load(policy, acceptsClientCertificates: false)
         #expect(access.registrationSecret == "a-long-enough-secret")
         #expect(access.providers.isUnauthenticated)
     }

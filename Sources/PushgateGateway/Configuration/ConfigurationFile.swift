@@ -1,156 +1,165 @@
 import Foundation
-import PushgateProviderAuth
-import PushgateScheduler
 
-/// The configuration file (`serve --config`): JSON, for what is too structured for flags. Flags
-/// given on the command line win over the file.
+/// The configuration file (`--config`, `PUSHGATE_CONFIG`): one JSON object with a key for every
+/// setting of `Settings.all` (`scheduler.appBurst` is `{"scheduler": {"appBurst": 3}}`), and a
+/// `...File` key beside each secret. Every key is checked: one the table does not know is an
+/// error naming its line, not a setting silently ignored. Relative file names are resolved
+/// against the file's own directory.
 ///
 /// ```json
 /// {
+///   "listen": ["127.0.0.1:2197"],
 ///   "providerKeys": [
 ///     {"teamId": "TEAM123456", "keyId": "KEY1234567", "privateKeyFile": "AuthKey_KEY1234567.p8",
 ///      "topics": ["com.example.app"], "environment": "production"}
 ///   ],
-///   "environment": "production",
-///   "registrationSecret": "a long random string",
-///   "maxConsecutiveProviderErrors": 100,
-///   "scheduler": {
-///     "appBurst": 3, "appRefillPerHour": 3, "deviceBurst": 10, "deviceRefillPerHour": 10,
-///     "maxHeldPerApp": 8, "maxDeferralSeconds": 900, "defaultExpirationSeconds": 2592000,
-///     "fetchWindowSeconds": 30, "timeoutPenaltySeconds": 86400, "minRefillPerHour": 1,
-///     "topics": {"com.example.news": {"appBurst": 6, "appRefillPerHour": 6}}
-///   }
+///   "registrationSecretFile": "/run/secrets/pushgate-registration-secret",
+///   "scheduler": {"appBurst": 3, "topics": {"com.example.news": {"appBurst": 6}}}
 /// }
 /// ```
-/// Relative key file names are resolved against the file's own directory.
-public struct ConfigurationFile: Decodable, Sendable {
-    public var providerKeys: [ProviderKeyConfiguration]?
-    /// The APNs environment this gateway stands for ("development" or "production"): keys
-    /// configured for the other one are refused with `BadEnvironmentKeyIdInToken`.
-    public var environment: String?
-    public var registrationSecret: String?
-    public var maxConsecutiveProviderErrors: Int?
-    public var scheduler: SchedulerSection?
+public struct ConfigurationFile: Sendable {
+    public let path: String
+    /// Where relative file names in it are resolved.
+    let directory: String
+    let members: [JSONNode.Member]
 
-    /// The scheduler's policy (PRODUCT.md section 4); absent fields keep their defaults. Per
-    /// topic: the app's fields only (the device bucket is shared by every app of a device).
-    public struct SchedulerSection: Decodable, Sendable {
-        var appBurst: Int?
-        var appRefillPerHour: Int?
-        var deviceBurst: Int?
-        var deviceRefillPerHour: Int?
-        var maxHeldPerApp: Int?
-        var maxDeferralSeconds: Int64?
-        var defaultExpirationSeconds: Int64?
-        var fetchWindowSeconds: Int64?
-        var timeoutPenaltySeconds: Int64?
-        var minRefillPerHour: Int?
-        var topics: [String: TopicSection]?
-
-        struct TopicSection: Decodable, Sendable {
-            var appBurst: Int?
-            var appRefillPerHour: Int?
-            var maxHeldPerApp: Int?
-            var maxDeferralSeconds: Int64?
-            var defaultExpirationSeconds: Int64?
-            var fetchWindowSeconds: Int64?
-            var timeoutPenaltySeconds: Int64?
-            var minRefillPerHour: Int?
+    public static func load(path: String) throws(SettingError) -> ConfigurationFile {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SettingError(place: path, problem: "cannot be read (missing, or not readable by this user)")
         }
-
-        /// Validated: a wrong value names its topic, field and allowed range, in the file's own
-        /// terms (seconds where the file has seconds).
-        public func configuration() throws(SchedulerConfigurationError) -> SchedulerConfiguration {
-            typealias Limits = SchedulerPolicy.Limits
-            var global = SchedulerPolicy()
-            if let appBurst { global.appBurst = appBurst }
-            if let appRefillPerHour { global.appRefillPerHour = appRefillPerHour }
-            if let deviceBurst { global.deviceBurst = deviceBurst }
-            if let deviceRefillPerHour { global.deviceRefillPerHour = deviceRefillPerHour }
-            if let maxHeldPerApp { global.maxHeldPerApp = maxHeldPerApp }
-            if let millis = try Self.millis("maxDeferralSeconds", maxDeferralSeconds, Limits.maxDeferralMillis, topic: nil) {
-                global.maxDeferralMillis = millis
-            }
-            if let millis = try Self.millis("defaultExpirationSeconds", defaultExpirationSeconds, Limits.defaultExpirationMillis, topic: nil) {
-                global.defaultExpirationMillis = millis
-            }
-            if let millis = try Self.millis("fetchWindowSeconds", fetchWindowSeconds, Limits.fetchWindowMillis, topic: nil) {
-                global.fetchWindowMillis = millis
-            }
-            if let millis = try Self.millis("timeoutPenaltySeconds", timeoutPenaltySeconds, Limits.timeoutPenaltyMillis, topic: nil) {
-                global.timeoutPenaltyMillis = millis
-            }
-            if let minRefillPerHour { global.minRefillPerHour = minRefillPerHour }
-            var overrides: [String: TopicPolicyOverride] = [:]
-            // Sorted: the same file always reports the same error. The seconds fields (global,
-            // then by topic) are checked before the policy's own checks of everything else.
-            for (topic, section) in (topics ?? [:]).sorted(by: { $0.key < $1.key }) {
-                overrides[topic] = TopicPolicyOverride(
-                    appBurst: section.appBurst,
-                    appRefillPerHour: section.appRefillPerHour,
-                    maxHeldPerApp: section.maxHeldPerApp,
-                    maxDeferralMillis: try Self.millis("maxDeferralSeconds", section.maxDeferralSeconds, Limits.maxDeferralMillis, topic: topic),
-                    defaultExpirationMillis: try Self.millis(
-                        "defaultExpirationSeconds", section.defaultExpirationSeconds, Limits.defaultExpirationMillis, topic: topic
-                    ),
-                    fetchWindowMillis: try Self.millis("fetchWindowSeconds", section.fetchWindowSeconds, Limits.fetchWindowMillis, topic: topic),
-                    timeoutPenaltyMillis: try Self.millis(
-                        "timeoutPenaltySeconds", section.timeoutPenaltySeconds, Limits.timeoutPenaltyMillis, topic: topic
-                    ),
-                    minRefillPerHour: section.minRefillPerHour
-                )
-            }
-            let configuration = SchedulerConfiguration(global: global, topics: overrides)
-            try configuration.validate()
-            return configuration
+        let root: JSONNode
+        do {
+            root = try JSONDocument(Array(data)).root
+        } catch {
+            throw SettingError(place: "\(path):\(error.position)", problem: "not valid JSON: \(error.problem)")
         }
-
-        /// The policy counts milliseconds, this file seconds: a seconds field is checked here, in
-        /// the file's terms (the whole seconds inside the policy's range), so that its error names
-        /// the field, the value as written and the range in seconds.
-        private static func millis(
-            _ field: String,
-            _ seconds: Int64?,
-            _ allowedMillis: ClosedRange<Int64>,
-            topic: String?
-        ) throws(SchedulerConfigurationError) -> Int64? {
-            guard let seconds else { return nil }
-            let lower = allowedMillis.lowerBound
-            let allowed = (lower / 1000 + (lower % 1000 > 0 ? 1 : 0))...(allowedMillis.upperBound / 1000)
-            guard allowed.contains(seconds) else {
-                throw SchedulerConfigurationError(topic: topic, field: field, value: seconds, allowed: allowed)
-            }
-            return seconds * 1000
+        guard case .object(let members) = root.value else {
+            throw SettingError(place: "\(path):\(root.position)", problem: "must be a JSON object ({...}), not \(root.kindName)")
         }
+        return ConfigurationFile(path: path, directory: URL(fileURLWithPath: path).deletingLastPathComponent().path, members: members)
     }
 
-    public static func load(path: String) throws(ConfigurationFileError) -> ConfigurationFile {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ConfigurationFileError(path: path, problem: "cannot be read (\(error.localizedDescription))")
+    /// The member at a dotted key (`scheduler.appBurst`); nil when the file does not have it
+    /// (or has something other than an object on the way, which `unknownKeys` reports).
+    func member(at key: String) -> JSONNode.Member? {
+        var found = JSONNode.Member(key: "", keyPosition: TextPosition(line: 1, column: 1), value: JSONNode(value: .object(members), position: TextPosition(line: 1, column: 1)))
+        for component in key.split(separator: ".") {
+            guard let member = found.value.member(String(component)) else { return nil }
+            found = member
         }
-        do {
-            return try JSONDecoder().decode(ConfigurationFile.self, from: data)
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw ConfigurationFileError(path: path, problem: "missing \"\(Self.path(context.codingPath + [key]))\"")
-        } catch let DecodingError.typeMismatch(_, context) {
-            throw ConfigurationFileError(path: path, problem: "wrong type at \"\(Self.path(context.codingPath))\": \(context.debugDescription)")
-        } catch let DecodingError.valueNotFound(_, context) {
-            throw ConfigurationFileError(path: path, problem: "null at \"\(Self.path(context.codingPath))\"")
-        } catch {
-            throw ConfigurationFileError(path: path, problem: "is not valid JSON (\(error))")
-        }
+        return found
     }
 
-    private static func path(_ keys: [any CodingKey]) -> String {
-        keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    func origin(of member: JSONNode.Member, key: String) -> SettingOrigin {
+        .file(path: path, key: key, line: member.value.position.line, column: member.value.position.column)
+    }
+
+    /// Keys that no setting has, in the top-level object and in the objects that group settings
+    /// (`scheduler`), each with the closest known key when one is close; and such an object
+    /// given as something else.
+    func unknownKeys(known keys: [String]) -> [SettingError] {
+        let groups = Dictionary(grouping: keys) { key in key.split(separator: ".").dropLast().joined(separator: ".") }
+        var problems: [(line: Int?, error: SettingError)] = []
+        for (group, keysInGroup) in groups.sorted(by: { $0.key < $1.key }) {
+            let members: [JSONNode.Member]
+            if group.isEmpty {
+                members = self.members
+            } else {
+                guard let member = member(at: group) else { continue }
+                guard case .object(let inner) = member.value.value else {
+                    let at = member.value.position
+                    problems.append((at.line, SettingError(place: "\(path):\(at): \(group)", problem: "must be an object ({...}), not \(member.value.kindName)")))
+                    continue
+                }
+                members = inner
+            }
+            let names = keysInGroup.map { String($0.split(separator: ".").last ?? "") }
+            let nested = Set(groups.keys.filter { !$0.isEmpty }.compactMap { $0.split(separator: ".").first.map(String.init) })
+            for member in members where !names.contains(member.key) && !(group.isEmpty && nested.contains(member.key)) {
+                problems.append(Self.unknown(member, in: group, known: names, file: path))
+            }
+        }
+        return problems.sorted { ($0.line ?? 0) < ($1.line ?? 0) }.map(\.error)
+    }
+
+    /// "unknown key", with the closest known one.
+    static func unknown(_ member: JSONNode.Member, in group: String, known: [String], file: String) -> (line: Int?, error: SettingError) {
+        let key = group.isEmpty ? member.key : group + "." + member.key
+        let hint = closestName(to: member.key, among: known).map { "; did you mean \"\($0)\"?" } ?? ""
+        return (
+            member.keyPosition.line,
+            SettingError(place: "\(file):\(member.keyPosition): \(key)", problem: "unknown key\(hint)")
+        )
     }
 }
 
-public struct ConfigurationFileError: Error, CustomStringConvertible {
-    public var path: String
-    public var problem: String
-    public var description: String { "configuration file \(path): \(problem)" }
+/// An object inside a structured setting (a provider key, a topic's overrides), read field by
+/// field: a type error names its line, and a key that no field reads is unknown.
+struct FileObject {
+    private let members: [JSONNode.Member]
+    private let position: TextPosition
+    private let key: String
+    private let file: String
+    private var read: [String] = []
+
+    init(_ node: JSONNode, key: String, file: String) throws(SettingError) {
+        guard case .object(let members) = node.value else {
+            throw SettingError(place: "\(file):\(node.position): \(key)", problem: "must be an object ({...}), not \(node.kindName)")
+        }
+        self.members = members
+        self.position = node.position
+        self.key = key
+        self.file = file
+    }
+
+    private mutating func node(_ field: String) -> (JSONNode, place: String)? {
+        read.append(field)
+        guard let member = members.last(where: { $0.key == field }) else { return nil }
+        return (member.value, "\(file):\(member.value.position): \(key).\(field)")
+    }
+
+    mutating func text(_ field: String) throws(SettingError) -> String? {
+        guard let (node, place) = node(field) else { return nil }
+        guard case .string(let text) = node.value else { throw SettingError(place: place, problem: "must be a string, not \(node.kindName)") }
+        return text
+    }
+
+    mutating func integer(_ field: String) throws(SettingError) -> Int? {
+        guard let (node, place) = node(field) else { return nil }
+        guard case .number(let written) = node.value else {
+            throw SettingError(place: place, problem: "must be a whole number, not \(node.kindName)")
+        }
+        guard let number = Int(written) else { throw SettingError(place: place, problem: "\(written) is not a whole number") }
+        return number
+    }
+
+    mutating func strings(_ field: String) throws(SettingError) -> [String]? {
+        guard let (node, place) = node(field) else { return nil }
+        guard case .array(let elements) = node.value else {
+            throw SettingError(place: place, problem: "must be an array of strings, not \(node.kindName)")
+        }
+        var strings: [String] = []
+        for element in elements {
+            guard case .string(let string) = element.value else {
+                throw SettingError(place: "\(file):\(element.position): \(key).\(field)", problem: "must be an array of strings; this item is \(element.kindName)")
+            }
+            strings.append(string)
+        }
+        return strings
+    }
+
+    /// A required field: missing, it is an error at the object's place.
+    mutating func required<T>(_ field: String, _ read: (inout FileObject, String) throws(SettingError) -> T?) throws(SettingError) -> T {
+        guard let value = try read(&self, field) else {
+            throw SettingError(place: "\(file):\(position): \(key)", problem: "missing \"\(field)\"")
+        }
+        return value
+    }
+
+    /// Throws for the first key no field read.
+    func finish() throws(SettingError) {
+        for member in members where !read.contains(member.key) {
+            throw ConfigurationFile.unknown(member, in: key, known: read, file: file).error
+        }
+    }
 }

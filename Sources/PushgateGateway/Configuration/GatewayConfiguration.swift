@@ -8,8 +8,9 @@ import PushgateStore
 import PushgateTLS
 import PushgateTransport
 
-/// Everything a gateway runs with, however it was given: `serve` reads its flags into this, and
-/// `Gateway.run` checks it, reads the policy sources and starts.
+/// Everything a gateway runs with, however it was given: `serve` resolves its settings
+/// (`Settings.all`: flags, environment, file) into this, and `Gateway.run` checks it, reads the
+/// policy and starts.
 public struct GatewayConfiguration: Sendable {
     /// Cleartext listeners (h2c and HTTP/1.1 by sniffing); `127.0.0.1:2197` when no listener
     /// of either kind is given.
@@ -31,47 +32,56 @@ public struct GatewayConfiguration: Sendable {
     public var shutdownTimeoutSeconds = 10
     /// Event-loop threads.
     public var threads = availableCores()
-    /// When a 200 may be sent: after the fsync (the default), or at once with commits at an
-    /// interval (a crash loses up to an interval of accepted pushes and acks).
-    public var durability = Durability.fsync
+    /// When a 200 may be sent: after the fsync (the default), or at once with commits every
+    /// `commitIntervalMilliseconds` (a crash loses up to an interval of accepted pushes and acks).
+    public var durabilityMode = DurabilityMode.fsync
+    public var commitIntervalMilliseconds = 1000
     /// How long a commit may wait for more pushes to share its fsync, in microseconds (0: never).
     public var commitLingerMicroseconds = 1000
+
+    /// The store's durability, from the mode and its interval.
+    public var durability: Durability {
+        switch durabilityMode {
+        case .fsync: .fsync
+        case .interval: .interval(nanoseconds: UInt64(max(commitIntervalMilliseconds, 0)) * 1_000_000)
+        }
+    }
     /// swift-log's level name.
     public var logLevel = "info"
+    /// How the log lines are written (the executable's handler reads it; the gateway does not).
+    public var logFormat = LogFormat.text
     /// Admin listeners (h2c and HTTP/1.1): the operator routes only.
     public var adminListen: [ListenAddress] = []
     /// Serve cleartext (`listen`, `adminListen`) off loopback anyway: for a network the operator
     /// trusts (a private link, a mesh that encrypts). Without it such a listener is refused.
     public var allowInsecureCleartext = false
-    /// The admin token; `adminTokenFile` instead names a file holding it. Without either, the
-    /// operator routes answer loopback peers only.
+    /// The admin token. Without one, the operator routes answer loopback peers only.
     public var adminToken: String?
-    public var adminTokenFile: String?
     /// The main listeners serve health and readiness but not the metrics, admin API and
     /// dashboard (which the admin listeners serve).
     public var adminOnlyOnAdminListener = false
     /// Per-topic gauges in the metrics (topics are not a bounded set).
     public var metricsTopicLabels = false
-    /// Where who may use the gateway and the scheduler's policy come from. When set,
-    /// `Gateway.run` reads them into `access` and `delivery` once the TLS files are loaded.
-    public var policySources: PolicySources?
+    /// Who may use the gateway and the scheduler's policy, as given: `Gateway.run` reads them
+    /// into `access` and `delivery` once the TLS files are loaded.
+    public var policy = PolicySettings()
     public var access = AccessConfiguration()
     public var delivery = DeliveryConfiguration()
 
     public init() {}
 
-    /// The configuration file, keys given as flags, and the environment (the registration
-    /// secret, when the file has none).
-    public struct PolicySources: Sendable {
-        public var configurationFile: String?
-        public var providerKeys: [ProviderKeyConfiguration]
-        public var environment: [String: String]
+    /// Provider keys (not yet read), the APNs environment, the registration secret and the
+    /// scheduler's policy.
+    public struct PolicySettings: Sendable {
+        public var providerKeys: [ProviderKeyConfiguration] = []
+        /// The APNs environment this gateway stands for ("development" or "production"): keys
+        /// configured for the other one are refused with `BadEnvironmentKeyIdInToken`.
+        public var environment: ProviderEnvironment?
+        public var registrationSecret: String?
+        public var maxConsecutiveProviderErrors = 100
+        public var scheduler = SchedulerSettings()
 
-        public init(configurationFile: String?, providerKeys: [ProviderKeyConfiguration], environment: [String: String]) {
-            self.configurationFile = configurationFile
-            self.providerKeys = providerKeys
-            self.environment = environment
-        }
+        public init() {}
     }
 
     /// The cleartext listeners, with the default when none of either kind is given.
@@ -97,7 +107,7 @@ public struct GatewayConfiguration: Sendable {
         if !(0...100_000).contains(commitLingerMicroseconds) {
             throw GatewayConfigurationError("--commit-linger-us must be between 0 and 100000 (0.1 s)")
         }
-        if case .interval(let nanoseconds) = durability, !(1_000_000...60_000_000_000).contains(nanoseconds) {
+        if !(1...60_000).contains(commitIntervalMilliseconds) {
             throw GatewayConfigurationError("--commit-interval-ms must be between 1 and 60000")
         }
         if idleTimeoutSeconds < 1 { throw GatewayConfigurationError("--idle-timeout must be at least 1 second") }
@@ -105,24 +115,22 @@ public struct GatewayConfiguration: Sendable {
         if adminOnlyOnAdminListener, adminListen.isEmpty {
             throw GatewayConfigurationError("--admin-only-on-admin-listener needs --admin-listen HOST:PORT")
         }
-        if adminToken != nil, adminTokenFile != nil {
-            throw GatewayConfigurationError("give the admin token once: --admin-token, --admin-token-file or PUSHGATE_ADMIN_TOKEN")
-        }
         if let adminToken, adminToken.isEmpty {
-            throw GatewayConfigurationError("the admin token is empty (--admin-token or PUSHGATE_ADMIN_TOKEN)")
+            throw GatewayConfigurationError("the admin token is empty (--admin-token, PUSHGATE_ADMIN_TOKEN or adminToken)")
         }
     }
 
-    /// The admin token, read from its file when given as one. Leading and trailing blanks and
-    /// line ends are not part of it (files usually end with a newline).
-    func resolvedAdminToken() throws(GatewayConfigurationError) -> String? {
-        guard let adminTokenFile else { return adminToken }
-        guard let data = FileManager.default.contents(atPath: adminTokenFile) else {
-            throw GatewayConfigurationError("--admin-token-file \(adminTokenFile): cannot be read (missing, or not readable by this user)")
-        }
-        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if token.isEmpty { throw GatewayConfigurationError("--admin-token-file \(adminTokenFile) is empty") }
-        return token
+    /// Everything that can stop the gateway before it binds, in the order a person is told
+    /// first: the settings together, the TLS files, the policy (keys, secret, scheduler),
+    /// exposure, cleartext off loopback. Returns the listeners to bind; `config check` runs it
+    /// too, binding nothing.
+    public mutating func prepare(logger: Logger) throws -> [ListenerConfiguration] {
+        try validate()
+        let listeners = try listenerConfigurations()
+        try readPolicy(logger: logger)
+        try checkExposure()
+        try checkCleartext()
+        return listeners
     }
 
     /// Hosts that serve the operator routes, for the warning about an open admin surface.
@@ -162,23 +170,11 @@ public struct GatewayConfiguration: Sendable {
         return listeners
     }
 
-    /// Reads `policySources` (if any) into `access` and the scheduler's policy; logs who may
-    /// use the gateway.
-    mutating func readPolicySources(logger: Logger) throws {
-        if let sources = policySources {
-            let file = try sources.configurationFile.map { path throws(ConfigurationFileError) in try ConfigurationFile.load(path: path) }
-            access = try AccessConfiguration.load(
-                file: file,
-                filePath: sources.configurationFile,
-                flagKeys: sources.providerKeys,
-                acceptsClientCertificates: tlsClientCA != nil,
-                environment: sources.environment
-            )
-            logger.info("access", metadata: access.logMetadata)
-            if let scheduler = try file?.scheduler?.configuration() { delivery.scheduler = scheduler }
-        } else {
-            logger.info("access", metadata: access.logMetadata)
-        }
+    /// Reads `policy` into `access` and the scheduler's policy; logs who may use the gateway.
+    mutating func readPolicy(logger: Logger) throws {
+        access = try AccessConfiguration.load(policy, acceptsClientCertificates: tlsClientCA != nil)
+        logger.info("access", metadata: access.logMetadata)
+        delivery.scheduler = try policy.scheduler.configuration()
     }
 
     /// Secure by default: what is open to anyone may only listen on loopback addresses.
@@ -214,11 +210,10 @@ public struct GatewayConfiguration: Sendable {
     }
 }
 
-/// A setting that cannot run, said in the terms `serve` was given it.
-public struct GatewayConfigurationError: Error, Equatable, CustomStringConvertible {
-    public var description: String
-
-    public init(_ description: String) {
-        self.description = description
-    }
+/// When the gateway answers a push or an ack (README, "Durability mode").
+public enum DurabilityMode: String, Sendable, CaseIterable {
+    /// After the change is committed and fsync'd: nothing answered is lost.
+    case fsync
+    /// Once accepted in memory; commits at an interval, whose length is what a crash can lose.
+    case interval
 }

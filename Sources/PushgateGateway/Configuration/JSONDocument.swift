@@ -1,0 +1,234 @@
+/// A JSON text parsed with the line and column of every value and key, so that a problem in the
+/// configuration file can name the place to fix. Foundation's parser reports no positions.
+struct JSONDocument: Sendable {
+    let root: JSONNode
+
+    /// Parses `bytes` (UTF-8); a syntax error names its line and column.
+    init(_ bytes: [UInt8]) throws(JSONSyntaxError) {
+        var parser = Parser(bytes: bytes)
+        parser.skipBlanks()
+        root = try parser.value()
+        parser.skipBlanks()
+        if parser.index < bytes.count { throw parser.error("unexpected text after the JSON value") }
+    }
+}
+
+/// A line and column, both counted from 1; columns count bytes, as editors on ASCII text show.
+struct TextPosition: Sendable, Equatable, CustomStringConvertible {
+    var line: Int
+    var column: Int
+    var description: String { "\(line):\(column)" }
+}
+
+/// One JSON value and where it starts.
+struct JSONNode: Sendable {
+    enum Value: Sendable {
+        case null
+        case bool(Bool)
+        /// The number as written, so that a whole number is read exactly (no Double on the way).
+        case number(String)
+        case string(String)
+        case array([JSONNode])
+        /// Members in the order written, with the position of each key.
+        case object([Member])
+    }
+
+    struct Member: Sendable {
+        var key: String
+        var keyPosition: TextPosition
+        var value: JSONNode
+    }
+
+    var value: Value
+    var position: TextPosition
+
+    /// What the value is, in the words a type error uses.
+    var kindName: String {
+        switch value {
+        case .null: "null"
+        case .bool: "true or false"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+
+    /// The member named `key` of an object (the last one when written twice, as Foundation reads it).
+    func member(_ key: String) -> Member? {
+        guard case .object(let members) = value else { return nil }
+        return members.last { $0.key == key }
+    }
+}
+
+struct JSONSyntaxError: Error, Sendable {
+    var position: TextPosition
+    var problem: String
+}
+
+private struct Parser {
+    let bytes: [UInt8]
+    var index = 0
+    var line = 1
+    var lineStart = 0
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    var position: TextPosition { TextPosition(line: line, column: index - lineStart + 1) }
+
+    func error(_ problem: String) -> JSONSyntaxError { JSONSyntaxError(position: position, problem: problem) }
+
+    mutating func skipBlanks() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "\n"):
+                index += 1
+                line += 1
+                lineStart = index
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"): index += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func value() throws(JSONSyntaxError) -> JSONNode {
+        let start = position
+        guard index < bytes.count else { throw error("the file ends where a value was expected") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return JSONNode(value: .object(try members()), position: start)
+        case UInt8(ascii: "["): return JSONNode(value: .array(try elements()), position: start)
+        case UInt8(ascii: "\""): return JSONNode(value: .string(try string()), position: start)
+        case UInt8(ascii: "t"): try literal("true"); return JSONNode(value: .bool(true), position: start)
+        case UInt8(ascii: "f"): try literal("false"); return JSONNode(value: .bool(false), position: start)
+        case UInt8(ascii: "n"): try literal("null"); return JSONNode(value: .null, position: start)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return JSONNode(value: .number(try number()), position: start)
+        default: throw error("expected a value (an object, array, string, number, true, false or null)")
+        }
+    }
+
+    private mutating func members() throws(JSONSyntaxError) -> [JSONNode.Member] {
+        index += 1
+        skipBlanks()
+        var members: [JSONNode.Member] = []
+        if try take("}") { return members }
+        while true {
+            skipBlanks()
+            let keyPosition = position
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a key in double quotes") }
+            let key = try string()
+            skipBlanks()
+            guard try take(":") else { throw error("expected ':' after the key \"\(key)\"") }
+            skipBlanks()
+            members.append(JSONNode.Member(key: key, keyPosition: keyPosition, value: try value()))
+            skipBlanks()
+            if try take("}") { return members }
+            guard try take(",") else { throw error("expected ',' or '}' after the value of \"\(key)\"") }
+        }
+    }
+
+    private mutating func elements() throws(JSONSyntaxError) -> [JSONNode] {
+        index += 1
+        skipBlanks()
+        var elements: [JSONNode] = []
+        if try take("]") { return elements }
+        while true {
+            skipBlanks()
+            elements.append(try value())
+            skipBlanks()
+            if try take("]") { return elements }
+            guard try take(",") else { throw error("expected ',' or ']' in the array") }
+        }
+    }
+
+    private mutating func take(_ character: Unicode.Scalar) throws(JSONSyntaxError) -> Bool {
+        guard index < bytes.count else { throw error("the file ends inside an object or array") }
+        guard bytes[index] == UInt8(ascii: character) else { return false }
+        index += 1
+        return true
+    }
+
+    private mutating func literal(_ word: String) throws(JSONSyntaxError) {
+        let expected = Array(word.utf8)
+        guard bytes[index...].starts(with: expected) else { throw error("expected \(word)") }
+        index += expected.count
+    }
+
+    private mutating func number() throws(JSONSyntaxError) -> String {
+        let start = index
+        func isNumberByte(_ byte: UInt8) -> Bool {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
+                UInt8(ascii: "e"), UInt8(ascii: "E"):
+                true
+            default: false
+            }
+        }
+        while index < bytes.count, isNumberByte(bytes[index]) { index += 1 }
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        // JSON's grammar, loosely: what Double reads, without the '+' it allows and JSON does not.
+        guard Double(text) != nil, !text.hasPrefix("+") else {
+            index = start
+            throw error("\(text) is not a JSON number")
+        }
+        return text
+    }
+
+    private mutating func string() throws(JSONSyntaxError) -> String {
+        index += 1
+        var scalars = String.UnicodeScalarView()
+        var run = index
+        func flush(_ end: Int) {
+            scalars.append(contentsOf: String(decoding: bytes[run..<end], as: UTF8.self).unicodeScalars)
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                flush(index)
+                index += 1
+                return String(scalars)
+            }
+            if byte < 0x20 { throw error(byte == UInt8(ascii: "\n") ? "the string is not closed on its line" : "a control character in a string") }
+            if byte != UInt8(ascii: "\\") {
+                index += 1
+                continue
+            }
+            flush(index)
+            index += 1
+            guard index < bytes.count else { break }
+            let escape = bytes[index]
+            index += 1
+            switch escape {
+            case UInt8(ascii: "\""): scalars.append("\"")
+            case UInt8(ascii: "\\"): scalars.append("\\")
+            case UInt8(ascii: "/"): scalars.append("/")
+            case UInt8(ascii: "b"): scalars.append("\u{08}")
+            case UInt8(ascii: "f"): scalars.append("\u{0C}")
+            case UInt8(ascii: "n"): scalars.append("\n")
+            case UInt8(ascii: "r"): scalars.append("\r")
+            case UInt8(ascii: "t"): scalars.append("\t")
+            case UInt8(ascii: "u"):
+                var code = try hex4()
+                if (0xD800..<0xDC00).contains(code), bytes[index...].starts(with: Array("\\u".utf8)) {
+                    index += 2
+                    let low = try hex4()
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low &- 0xDC00)
+                }
+                guard let scalar = Unicode.Scalar(code) else { throw error("\\u escape of no character") }
+                scalars.append(scalar)
+            default:
+                index -= 2
+                throw error("unknown escape in a string")
+            }
+            run = index
+        }
+        throw error("the file ends inside a string")
+    }
+
+    private mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
+        guard index + 4 <= bytes.count, let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
+            throw error("\\u needs four hex digits")
+        }
+        index += 4
+        return code
+    }
+}

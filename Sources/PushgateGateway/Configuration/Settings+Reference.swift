@@ -1,0 +1,62 @@
+import Foundation
+
+/// The table of settings as people read it: `serve --help` and the README's Configuration
+/// section, both made from `Settings.all`.
+extension Settings {
+    /// For `--help`: each setting's flag, variable, file key and default, then its help,
+    /// wrapped to 78 columns with its indentation (the help screen would wrap it flush left).
+    public static var helpText: String {
+        var lines = ["SETTINGS (a flag wins over PUSHGATE_*, which wins over the file):"]
+        for setting in all {
+            let flag = setting.flag.map { setting.placeholder.isEmpty || setting.kind == .toggle ? $0 : "\($0) \(setting.placeholder)" }
+            let names = [flag, setting.environmentVariable, setting.fileKey.map { "file: \($0)" }].compactMap { $0 }
+            lines += wrap(names.joined(separator: ", ") + " (default: \(setting.defaultValue))", indent: 2)
+            var help = setting.help
+            if setting.kind == .list { help += " Repeatable." }
+            if let fileFlag = setting.secretFileFlag, let fileVariable = setting.secretFileEnvironmentVariable, let fileKey = setting.secretFileKey {
+                help += " From a file: \(fileFlag) FILE, \(fileVariable) or \(fileKey)."
+            }
+            lines += wrap(help, indent: 6)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func wrap(_ text: String, indent: Int, width: Int = 78) -> [String] {
+        let margin = String(repeating: " ", count: indent)
+        var lines: [String] = []
+        var line = margin
+        for word in text.split(separator: " ") {
+            if line.count > indent, line.count + 1 + word.count > width {
+                lines.append(line)
+                line = margin
+            }
+            line += (line.count > indent ? " " : "") + word
+        }
+        return lines + [line]
+    }
+
+    /// The README's reference table (Markdown), one row per setting.
+    public static var markdownReference: String {
+        func code(_ names: [String?]) -> String {
+            let given = names.compactMap { $0 }
+            return given.isEmpty ? "—" : given.map { "`\($0)`" }.joined(separator: ", ")
+        }
+        var lines = ["| file key | flag | environment | default | meaning |", "|---|---|---|---|---|"]
+        for setting in all {
+            let flag = setting.flag.map { setting.placeholder.isEmpty || setting.kind == .toggle ? $0 : "\($0) \(setting.placeholder)" }
+            let fileFlag = setting.secretFileFlag.map { "\($0) FILE" }
+            var meaning = setting.help
+            if setting.kind == .list { meaning += " Repeatable (spaces between items in the environment, an array in the file)." }
+            if setting.isSecret { meaning += " Never printed nor logged." }
+            let row = [
+                code([setting.fileKey, setting.secretFileKey]),
+                code([flag, fileFlag]),
+                code([setting.environmentVariable, setting.secretFileEnvironmentVariable]),
+                setting.defaultValue,
+                meaning.replacingOccurrences(of: "|", with: "\\|"),
+            ]
+            lines.append("| " + row.joined(separator: " | ") + " |")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,162 @@
+import Logging
+import NIOCore
+import PushgateProviderAuth
+import PushgateScheduler
+import PushgateTransport
+
+/// Every `serve` setting, once. `serve` and `config check` parse flags, the environment and the
+/// file from this table; `config check` prints it; the README's Configuration section is
+/// generated from it (`markdownReference`, which a test compares with the README).
+public enum Settings {
+    public static let all: [Setting] = [
+        Setting(
+            "config", .path, "FILE", default: "none", sources: [.flag, .environment],
+            help: "The JSON configuration file: a key for every setting of this table but this one."
+        ) { _, _ throws(SettingError) in },
+        Setting(
+            "listen", .list, "HOST:PORT", default: "127.0.0.1:2197 when no listener is given",
+            help: "Cleartext listener: HTTP/2 with prior knowledge and HTTP/1.1, told apart by the first bytes. IPv6 as [::1]:2197."
+        ) { configuration, value throws(SettingError) in configuration.listen = try value.listenAddresses() },
+        Setting(
+            "tlsListen", .list, "HOST:PORT", default: "none",
+            help: "TLS listener (TLS 1.2+, ALPN h2 and http/1.1); needs tlsCert and tlsKey."
+        ) { configuration, value throws(SettingError) in configuration.tlsListen = try value.listenAddresses() },
+        Setting("tlsCert", .path, "FILE", default: "none", help: "PEM certificate chain of the TLS listeners, leaf first.") {
+            configuration, value throws(SettingError) in configuration.tlsCertificateChain = try value.path()
+        },
+        Setting("tlsKey", .path, "FILE", default: "none", help: "PEM private key of the TLS listeners.") {
+            configuration, value throws(SettingError) in configuration.tlsPrivateKey = try value.path()
+        },
+        Setting(
+            "tlsClientCA", .path, "FILE", default: "none",
+            help: "Verify client certificates on TLS listeners against this CA; a client without one is still served (it may authenticate with a token)."
+        ) { configuration, value throws(SettingError) in configuration.tlsClientCA = try value.path() },
+        Setting("tlsRequireClientCert", .toggle, default: "off", help: "Refuse TLS clients without a valid certificate (needs tlsClientCA).") {
+            configuration, value throws(SettingError) in configuration.tlsRequireClientCertificate = try value.toggle()
+        },
+        Setting(
+            "allowInsecureCleartext", .toggle, default: "off",
+            help: "Serve listen and adminListen off loopback in cleartext anyway (refused otherwise: secrets would cross the network unencrypted); for a network you trust."
+        ) { configuration, value throws(SettingError) in configuration.allowInsecureCleartext = try value.toggle() },
+        Setting("dataDir", .path, "DIR", default: "./pushgate-data", help: "The SQLite store's directory (created if missing; one gateway per directory).") {
+            configuration, value throws(SettingError) in configuration.dataDirectory = try value.path()
+        },
+        Setting("idleTimeout", .integer, "SECONDS", default: "300", help: "A connection with no open stream is sent GOAWAY and closed after this long.") {
+            configuration, value throws(SettingError) in configuration.idleTimeoutSeconds = try value.integer(in: 1...Int.max)
+        },
+        Setting("shutdownTimeout", .integer, "SECONDS", default: "10", help: "On SIGTERM or SIGINT: the time in-flight requests get before connections are closed.") {
+            configuration, value throws(SettingError) in configuration.shutdownTimeoutSeconds = try value.integer(in: 0...Int.max)
+        },
+        Setting("threads", .integer, "N", default: "one per core it may run on", help: "Event-loop threads (the default counts the cores of the process's CPU affinity and cgroup).") {
+            configuration, value throws(SettingError) in configuration.threads = try value.integer(in: 1...Int.max)
+        },
+        Setting(
+            "durability", .text, "MODE", default: "fsync",
+            help: "fsync: a push or ack is answered once committed and fsync'd (nothing answered is lost). interval: answered once accepted in memory, committed every commitIntervalMs; a crash or power loss loses what was accepted since the last commit."
+        ) { configuration, value throws(SettingError) in configuration.durabilityMode = try value.choice(DurabilityMode.self) },
+        Setting("commitIntervalMs", .integer, "MS", default: "1000", help: "With durability interval: milliseconds between commits, the most a crash can lose.") {
+            configuration, value throws(SettingError) in configuration.commitIntervalMilliseconds = try value.integer(in: 1...60_000)
+        },
+        Setting(
+            "commitLingerUs", .integer, "US", default: "1000",
+            help: "Microseconds a commit may wait for more pushes to share its fsync, when the arrival rate says they will come (0: never wait)."
+        ) { configuration, value throws(SettingError) in configuration.commitLingerMicroseconds = try value.integer(in: 0...100_000) },
+        Setting("logLevel", .text, "LEVEL", default: "info", help: "trace, debug, info, notice, warning, error or critical; logs go to stderr.") {
+            configuration, value throws(SettingError) in configuration.logLevel = try value.choice(Logger.Level.self).rawValue
+        },
+        Setting("logFormat", .text, "FORMAT", default: "text", help: "text (one line per event, for people) or json (one object per line, for log collectors).") {
+            configuration, value throws(SettingError) in configuration.logFormat = try value.choice(LogFormat.self)
+        },
+        Setting(
+            "adminListen", .list, "HOST:PORT", default: "none",
+            help: "Admin listener (h2c and HTTP/1.1): /metrics, /v1/admin, /admin, /healthz and /readyz only."
+        ) { configuration, value throws(SettingError) in configuration.adminListen = try value.listenAddresses() },
+        Setting(
+            "adminToken", .text, "TOKEN", default: "none", secret: true,
+            help: "Bearer token for /metrics and /v1/admin. Without one they answer loopback clients only. Prefer the file forms: a flag's value is visible in the process list."
+        ) { configuration, value throws(SettingError) in configuration.adminToken = try value.text() },
+        Setting(
+            "adminOnlyOnAdminListener", .toggle, default: "off",
+            help: "Serve /metrics, /v1/admin and /admin on the admin listeners only (the main listeners keep /healthz and /readyz)."
+        ) { configuration, value throws(SettingError) in configuration.adminOnlyOnAdminListener = try value.toggle() },
+        Setting(
+            "metricsTopicLabels", .toggle, default: "off",
+            help: "Per-topic gauges in /metrics (registrations; held, stored, unacked) for the 100 topics holding most."
+        ) { configuration, value throws(SettingError) in configuration.metricsTopicLabels = try value.toggle() },
+        Setting(
+            "providerKeys", .list, "TEAM:KEYID:FILE:TOPIC[,TOPIC]", default: "none", accumulates: true, flag: "--provider-key",
+            help: "Provider token keys. Flag and environment: TEAM:KEYID:FILE:TOPIC[,TOPIC] (FILE: the .p8, or a PEM public key). File: objects (teamId, keyId, privateKeyFile, publicKeyFile or publicKey, topics, environment). Flags, environment and file add up."
+        ) { configuration, value throws(SettingError) in configuration.policy.providerKeys += try value.providerKeys() },
+        Setting(
+            "environment", .text, "NAME", default: "none",
+            help: "The APNs environment this gateway stands for, development or production: keys configured for the other one are refused."
+        ) { configuration, value throws(SettingError) in
+            configuration.policy.environment = try value.choice(ProviderEnvironment.self)
+        },
+        Setting(
+            "registrationSecret", .text, "SECRET", default: "none", secret: true,
+            help: "Needed (authorization: bearer SECRET) to create devices; at least 16 characters. Without one, device creation is open (loopback only)."
+        ) { configuration, value throws(SettingError) in configuration.policy.registrationSecret = try value.text() },
+        Setting(
+            "maxConsecutiveProviderErrors", .integer, "N", default: "100",
+            help: "A provider connection is closed after this many refused requests in a row."
+        ) { configuration, value throws(SettingError) in configuration.policy.maxConsecutiveProviderErrors = try value.integer(in: 1...Int.max) },
+    ] + schedulerSettings
+
+    /// The scheduler's global policy; its range checks are the policy's own, made when the
+    /// gateway reads it (SchedulerSettings.configuration()).
+    private static let schedulerSettings: [Setting] = {
+        let policy = SchedulerPolicy()
+        func integer(
+            _ field: String, _ placeholder: String, _ defaultValue: some BinaryInteger, _ help: String,
+            _ target: any WritableKeyPath<SchedulerSettings, Int?> & Sendable
+        ) -> Setting {
+            Setting("scheduler." + field, .integer, placeholder, default: "\(defaultValue)", help: help) { configuration, value throws(SettingError) in
+                configuration.policy.scheduler[keyPath: target] = try value.integer()
+            }
+        }
+        func seconds(_ field: String, _ millis: Int64, _ help: String, _ target: any WritableKeyPath<SchedulerSettings, Int64?> & Sendable) -> Setting {
+            Setting("scheduler." + field, .integer, "SECONDS", default: "\(millis / 1000)", help: help) { configuration, value throws(SettingError) in
+                configuration.policy.scheduler[keyPath: target] = Int64(try value.integer())
+            }
+        }
+        return [
+            integer("appBurst", "N", policy.appBurst, "Silent pushes an app may receive at once (its bucket's size).", \.appBurst),
+            integer("appRefillPerHour", "N", policy.appRefillPerHour, "Silent pushes an app's bucket regains per hour.", \.appRefillPerHour),
+            integer("deviceBurst", "N", policy.deviceBurst, "Silent pushes a device may receive at once, all apps together.", \.deviceBurst),
+            integer("deviceRefillPerHour", "N", policy.deviceRefillPerHour, "Silent pushes a device's bucket regains per hour.", \.deviceRefillPerHour),
+            integer("maxHeldPerApp", "N", policy.maxHeldPerApp, "Held silent pushes kept per app; the oldest is dropped beyond.", \.maxHeldPerApp),
+            seconds("maxDeferralSeconds", policy.maxDeferralMillis, "The longest a priority-5 push is held.", \.maxDeferralSeconds),
+            seconds(
+                "defaultExpirationSeconds", policy.defaultExpirationMillis, "How long a push without apns-expiration is kept.", \.defaultExpirationSeconds
+            ),
+            seconds("fetchWindowSeconds", policy.fetchWindowMillis, "How long an app woken by a silent push has to report its fetch.", \.fetchWindowSeconds),
+            seconds(
+                "timeoutPenaltySeconds", policy.timeoutPenaltyMillis, "How long an app whose fetch timed out gets a halved refill.", \.timeoutPenaltySeconds
+            ),
+            integer("minRefillPerHour", "N", policy.minRefillPerHour, "The floor of an app's refill however its fetches go.", \.minRefillPerHour),
+            Setting(
+                "scheduler.topics", .structured, default: "none",
+                help: "Per-topic overrides: {\"TOPIC\": {FIELD: VALUE}}, any scheduler field but deviceBurst and deviceRefillPerHour."
+            ) { configuration, value throws(SettingError) in configuration.policy.scheduler.topics = try value.topicOverrides() },
+        ]
+    }()
+
+    /// The setting whose flag (or secret-file flag) is `flag`.
+    static func setting(flag: String) -> (setting: Setting, isSecretFile: Bool)? {
+        if let setting = all.first(where: { $0.flag == flag }) { return (setting, false) }
+        if let setting = all.first(where: { $0.secretFileFlag == flag }) { return (setting, true) }
+        return nil
+    }
+
+    /// Every flag, for "did you mean".
+    static var flags: [String] { all.flatMap { [$0.flag, $0.secretFileFlag].compactMap { $0 } } }
+}
+
+/// How `serve` writes its log lines (stderr).
+public enum LogFormat: String, Sendable, CaseIterable {
+    /// swift-log's own lines, for people.
+    case text
+    /// One JSON object per line, for log collectors.
+    case json
+}

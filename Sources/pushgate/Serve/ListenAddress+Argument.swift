@@ -1,7 +1,0 @@
-import ArgumentParser
-import PushgateTransport
-
-/// `--listen` and `--tls-listen`.
-extension ListenAddress: ExpressibleByArgument {
-    public init?(argument: String) { self.init(argument) }
-}

@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+
+/// `pushgate config check` and the settings' sources as the binary reads them: the effective
+/// configuration with secrets redacted, errors at their file line; `--log-format json`.
+@Suite("Configuration: config check, environment, JSON logs", .timeLimit(.minutes(2)))
+struct ConfigCheckCLITests {
+    static let adminToken = "admin-token-that-must-never-show"
+    static let registrationSecret = "registration-secret-never-shown"
+
+    /// A directory the unprivileged gateway can read, holding `pushgate.json` and secret files.
+    struct Scratch {
+        let directory: String
+        var config: String { directory + "/pushgate.json" }
+
+        init(_ json: String) throws {
+            directory = try scratchDirectory()
+            try write("pushgate.json", json)
+        }
+
+        func write(_ name: String, _ text: String) throws {
+            let path = directory + "/" + name
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            try Unprivileged.handOver(path)
+        }
+
+        func remove() { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    @Test("a good file: exit 0, every setting with its value and source, secrets redacted")
+    func good() throws {
+        let scratch = try Scratch(
+            """
+            {
+              "listen": ["127.0.0.1:2197"],
+              "logLevel": "debug",
+              "registrationSecretFile": "registration-secret",
+              "scheduler": {"appBurst": 5, "topics": {"com.example.news": {"appBurst": 6}}}
+            }
+            """
+        )
+        defer { scratch.remove() }
+        try scratch.write("registration-secret", Self.registrationSecret + "\n")
+        let check = try runPushgate(
+            ["config", "check", "--config", scratch.config, "--threads", "3"],
+            environment: ["PUSHGATE_ADMIN_TOKEN": Self.adminToken, "PUSHGATE_LOG_LEVEL": "warning"],
+            timeout: .seconds(30)
+        )
+        #expect(check.status == 0, "\(check.stdout)\n\(check.stderr)")
+        let lines = check.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        #expect(lines.contains("threads 3 --threads"), "\(check.stdout)")
+        #expect(lines.contains("logLevel warning PUSHGATE_LOG_LEVEL"), "the environment wins over the file: \(check.stdout)")
+        #expect(lines.contains("listen 127.0.0.1:2197 \(scratch.config):2"), "\(check.stdout)")
+        #expect(lines.contains("scheduler.appBurst 5 \(scratch.config):5"), "\(check.stdout)")
+        #expect(lines.contains("adminToken <redacted> PUSHGATE_ADMIN_TOKEN"), "\(check.stdout)")
+        #expect(lines.contains { $0.hasPrefix("registrationSecret <redacted> \(scratch.directory)/registration-secret, named by \(scratch.config):4") }, "\(check.stdout)")
+        #expect(lines.contains("idleTimeout 300 default"), "\(check.stdout)")
+        #expect(lines.last == "configuration OK")
+        for secret in [Self.adminToken, Self.registrationSecret] {
+            #expect(!check.stdout.contains(secret) && !check.stderr.contains(secret))
+        }
+    }
+
+    @Test(
+        "a bad file: exit 1, the error at its line and column",
+        arguments: [
+            ("{\n  \"listen\": [\"127.0.0.1:0\"],\n  \"scheduler\": {\n    \"appBrust\": 3\n  }\n}",
+             ":4:5: scheduler.appBrust: unknown key; did you mean \"appBurst\"?"),
+            ("{\n  \"threads\": \"4\"\n}", ":2:14: threads: must be a whole number, not a string"),
+            ("{\n  \"scheduler\": {\n    \"topics\": {\"com.example.news\": {\"appBurst\": 0}}\n  }\n}",
+             #":3:49: scheduler.topics.com.example.news.appBurst: scheduler policy for topic "com.example.news": appBurst is 0; allowed 1...1000"#),
+            ("{\n  \"idleTimeout\": 0\n}", ":2:18: idleTimeout: is 0; must be at least 1"),
+            ("{\n  \"listen\": [\"0.0.0.0:2197\"]\n}", "refusing to listen on 0.0.0.0 (not loopback)"),
+            ("{\"providerKeys\": [\n  {\"teamId\": \"TEAM000001\", \"keyId\": \"KEY0000001\", \"topics\": [\"a\"],\n   \"privateKeyFile\": \"missing.p8\"}\n]}",
+             #":3:22: providerKeys[0].privateKeyFile: provider key "KEY0000001": privateKeyFile: cannot read"#),
+        ]
+    )
+    func bad(json: String, message: String) throws {
+        let scratch = try Scratch(json)
+        defer { scratch.remove() }
+        let check = try runPushgate(["config", "check", "--config", scratch.config], timeout: .seconds(30))
+        #expect(check.status == 1, "\(check.stdout)\n\(check.stderr)")
+        let expected = message.hasPrefix(":") ? "error: \(scratch.config)\(message)" : message
+        #expect(check.stderr.contains(expected), "\(check.stderr)")
+    }
+
+    @Test("serve: the environment and a secret's _FILE variable set what no flag sets; a flag wins over both")
+    func environment() throws {
+        let scratch = try Scratch(#"{"adminListen": ["127.0.0.1:0"], "logLevel": "info"}"#)
+        defer { scratch.remove() }
+        try scratch.write("admin-token", Self.adminToken + "\n")
+        let gateway = try GatewayProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--config", scratch.config],
+            listeners: 1,
+            adminListeners: 1,
+            environment: ["PUSHGATE_ADMIN_TOKEN_FILE": scratch.directory + "/admin-token", "PUSHGATE_LOG_LEVEL": "debug"]
+        )
+        let refused = try run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", gateway.adminURLs[0] + "/metrics"])
+        #expect(refused.stdout == "401", "the token from the file guards the admin listener of the config file")
+        let allowed = try run(
+            "curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", "authorization: bearer \(Self.adminToken)", gateway.adminURLs[0] + "/metrics"]
+        )
+        #expect(allowed.stdout == "200")
+        #expect(gateway.stop() == 0)
+        // GatewayProcess passes --log-level warning, which wins over PUSHGATE_LOG_LEVEL=debug.
+        #expect(!gateway.logged.contains("info") && !gateway.logged.contains("debug"), "\(gateway.logged)")
+    }
+
+    @Test("--log-format json: every line is one JSON object with timestamp, level, label and message; no secret in it")
+    func jsonLogs() throws {
+        let scratch = try Scratch(#"{"logFormat": "json", "registrationSecret": "\#(Self.registrationSecret)"}"#)
+        defer { scratch.remove() }
+        let gateway = try GatewayProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--config", scratch.config, "--log-level", "debug", "--admin-token", Self.adminToken],
+            listeners: 1
+        )
+        #expect(gateway.stop() == 0)
+        let lines = gateway.logged.split(separator: "\n")
+        #expect(lines.count >= 3, "\(gateway.logged)")
+        for line in lines {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["timestamp"] is String && object?["level"] is String && object?["label"] as? String == "pushgate", "\(line)")
+            #expect(object?["message"] is String, "\(line)")
+        }
+        #expect(lines.contains { $0.contains(#""message":"access""#) && $0.contains(#""devices.registration_secret":"true""#) }, "\(gateway.logged)")
+        for secret in [Self.adminToken, Self.registrationSecret] {
+            #expect(!gateway.logged.contains(secret))
+        }
+    }
+}

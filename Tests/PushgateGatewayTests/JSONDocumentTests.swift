@@ -1,0 +1,80 @@
+import Foundation
+@testable import PushgateGateway
+import Testing
+
+/// The configuration file's position-tracking JSON parser: the values Foundation reads, and
+/// the line and column of each.
+@Suite("JSONDocument: values as Foundation reads them, with positions")
+struct JSONDocumentTests {
+    @Test(
+        "the same values as JSONSerialization",
+        arguments: [
+            #"{"a": [1, -2.5, 3e2, true, false, null], "b": {"c": "d", "e": {}}, "f": []}"#,
+            #"{"escapes": "q\" b\\ s\/ \b\f\n\r\t \u00e9 \ud83d\ude00", "plain": "été 😀"}"#,
+            "[\n  \"multi\",\n  {\"line\": 18446744073709552}\n]",
+            #""just a string""#,
+        ]
+    )
+    func sameAsFoundation(text: String) throws {
+        let ours = try JSONDocument(Array(text.utf8)).root
+        let foundation = try JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)
+        #expect(Self.plain(ours) == Self.plain(foundation))
+    }
+
+    @Test("positions: every value and key at its line and column, nested objects included")
+    func positions() throws {
+        let text = "{\n  \"a\": {\n    \"b\": [1,\n      {\"c\": \"x\\ny\"}]\n  },\n\t\"d\": null\n}"
+        let root = try JSONDocument(Array(text.utf8)).root
+        let a = try #require(root.member("a"))
+        #expect(a.keyPosition == TextPosition(line: 2, column: 3))
+        #expect(a.value.position == TextPosition(line: 2, column: 8))
+        let b = try #require(a.value.member("b"))
+        guard case .array(let elements) = b.value.value else { Issue.record("b is not an array"); return }
+        #expect(elements[1].position == TextPosition(line: 4, column: 7))
+        #expect(elements[1].member("c")?.value.position == TextPosition(line: 4, column: 13))
+        #expect(root.member("d")?.keyPosition == TextPosition(line: 6, column: 2))
+    }
+
+    @Test(
+        "syntax errors name their place",
+        arguments: [
+            ("{\"a\": 1,}", "1:9", "expected a key in double quotes"),
+            ("{\"a\": \"open\n}", "1:12", "the string is not closed on its line"),
+            ("{\"a\": 1} x", "1:10", "unexpected text after the JSON value"),
+            ("{\n  \"a\" 1\n}", "2:7", "expected ':' after the key \"a\""),
+            ("{\"a\": +1}", "1:7", "expected a value (an object, array, string, number, true, false or null)"),
+            ("[1, 2", "1:6", "the file ends inside an object or array"),
+        ]
+    )
+    func syntaxErrors(text: String, place: String, problem: String) {
+        #expect {
+            _ = try JSONDocument(Array(text.utf8))
+        } throws: { error in
+            guard let error = error as? JSONSyntaxError else { return false }
+            return error.position.description == place && error.problem == problem
+        }
+    }
+
+    /// Either parser's result as comparable text: numbers as Doubles, and so booleans (Linux's
+    /// Foundation gives both as NSNumber, with no portable way to tell them apart), objects
+    /// sorted by key.
+    private static func plain(_ value: Any) -> String {
+        switch value {
+        case let node as JSONNode:
+            switch node.value {
+            case .null: return "null"
+            case .bool(let bool): return "\(bool ? 1.0 : 0.0)"
+            case .number(let number): return "\(Double(number) ?? .nan)"
+            case .string(let string): return "s:" + string
+            case .array(let elements): return "[" + elements.map(plain).joined(separator: ",") + "]"
+            case .object(let members): return "{" + members.sorted { $0.key < $1.key }.map { $0.key + ":" + plain($0.value) }.joined(separator: ",") + "}"
+            }
+        case is NSNull: return "null"
+        case let number as NSNumber: return "\(number.doubleValue)"
+        case let string as String: return "s:" + string
+        case let array as [Any]: return "[" + array.map(plain).joined(separator: ",") + "]"
+        case let object as [String: Any]: return "{" + object.sorted { $0.key < $1.key }.map { $0.key + ":" + plain($0.value) }.joined(separator: ",") + "}"
+        default: return "?\(value)"
+        }
+    }
+}
