@@ -32,9 +32,10 @@ CONF
 deploy_require_podman() {
     command -v podman >/dev/null || deploy_skip "podman is not installed (apt-get install podman buildah runc); nothing was tested"
     deploy_containers_conf
+    local out
+    out=$(podman info 2>&1 >/dev/null) || deploy_skip "podman does not work here (CONTAINERS_CONF=$CONTAINERS_CONF): $out"
     podman image exists localhost/bookworm-minbase:latest \
         || deploy_skip "no localhost/bookworm-minbase image (run Tests/deploy/base-images.sh); nothing was tested"
-    local out
     out=$(podman run --rm localhost/bookworm-minbase:latest true 2>&1) \
         || deploy_skip "podman cannot run a container here: $out"
 }
