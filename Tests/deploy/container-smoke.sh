@@ -23,9 +23,7 @@ command -v openssl >/dev/null || deploy_fail "openssl is not installed"
 work=$(mktemp -d)
 name=pushgate-smoke-$$
 volume=pushgate-smoke-data-$$
-agent_pid=
 cleanup() {
-    [[ -n $agent_pid ]] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
     podman rm -f -t 0 "$name" >/dev/null 2>&1 || true
     podman volume rm -f "$volume" >/dev/null 2>&1 || true
     rm -rf "$work"
@@ -76,7 +74,10 @@ curl_tls=(curl -sS --max-time 5 --cacert "$fixtures/ca.pem")
 
 ready() { [[ $("${curl_tls[@]}" -o /dev/null -w '%{http_code}' "$base/readyz") == 200 ]]; }
 started=$SECONDS
-if ! deploy_wait_for 60 "/readyz on $base" ready; then
+running() { [[ $(podman inspect -f '{{.State.Running}}' "$name") == true ]]; }
+# Ready, or gone (then there is no point waiting out the timeout).
+settled() { ready || ! running; }
+if ! deploy_wait_for 60 "/readyz on $base" settled || ! ready; then
     podman logs "$name" >&2 || true
     deploy_fail "the gateway did not become ready (container: $(podman inspect -f '{{.State.Status}} exit={{.State.ExitCode}}' "$name"))"
 fi
@@ -97,30 +98,9 @@ owner=$(podman exec "$name" stat -c %u /var/lib/pushgate)
 [[ $owner == "$process_uid" ]] || deploy_fail "the data volume belongs to uid $owner, the gateway runs as $process_uid"
 deploy_log "runs as uid $process_uid, owns its data volume"
 
-# A device: the agent registers (with the registration secret) and opens its event stream.
-"$pushgate" agent --server "$base" --cacert "$fixtures/ca.pem" --registration-secret "$registration_secret" \
-    --identity "$work/device.json" --topic "$topic" >"$work/agent.out" 2>"$work/agent.err" &
-agent_pid=$!
-if ! deploy_wait_for 30 "the agent's connected line" grep -q '"type":"connected"' "$work/agent.out"; then
-    cat "$work/agent.out" "$work/agent.err" >&2
-    deploy_fail "the agent did not connect"
-fi
-token=$(sed -n 's/.*"type":"registered".*"token":"\([0-9a-f]*\)".*/\1/p' "$work/agent.out" | head -1)
-[[ -n $token ]] || deploy_fail "no device token in the agent's registered line: $(head -1 "$work/agent.out")"
-
-# A provider: an ES256 token signed with the configured key.
-apns_id=$(cat /proc/sys/kernel/random/uuid)
-sent=$("$pushgate" send --server "$base" --cacert "$fixtures/ca.pem" \
-    --key "$etc/AuthKey_KEY1234567.p8" --key-id KEY1234567 --team-id TEAM123456 --token-cache "$work/token-cache" \
-    --token "$token" --topic "$topic" --apns-id "$apns_id" '{"aps":{"alert":"container smoke"}}') \
-    || deploy_fail "send failed: $sent"
-grep -q '^status: 200' <<<"$sent" && grep -q '^disposition: delivered' <<<"$sent" \
-    || deploy_fail "send was answered: $sent"
-if ! deploy_wait_for 30 "the notification at the agent" grep -q "\"apnsId\":\"$apns_id\"" "$work/agent.out"; then
-    cat "$work/agent.out" "$work/agent.err" >&2
-    deploy_fail "the notification $apns_id did not reach the agent"
-fi
-deploy_log "push $apns_id delivered to the agent"
+# A device agent (registration secret) and a provider (ES256 token from the configured key).
+deploy_push_end_to_end "$pushgate" "$base" "$fixtures/ca.pem" "$topic" "$registration_secret" \
+    "$etc/AuthKey_KEY1234567.p8" "$work" || deploy_fail "no push from provider to agent through the container"
 
 # /metrics off loopback needs the admin token (from PUSHGATE_ADMIN_TOKEN); without it, 401.
 unauthorized=$("${curl_tls[@]}" -o /dev/null -w '%{http_code}' "$base/metrics")
@@ -138,7 +118,6 @@ deploy_log "/metrics: 401 without the token; received and delivered counted with
 podman healthcheck run "$name" >/dev/null 2>&1 || deploy_fail "HEALTHCHECK failed: $(podman exec "$name" /usr/local/bin/pushgate-healthcheck 2>&1)"
 deploy_log "HEALTHCHECK passes"
 
-kill "$agent_pid" 2>/dev/null; wait "$agent_pid" 2>/dev/null || true; agent_pid=
 stop_started=$SECONDS
 # The default stop timeout (10 s), as a user gets it: SIGKILL after it would show as exit 137.
 podman_ stop "$name" >/dev/null

@@ -59,3 +59,38 @@ deploy_timed() {
     deploy_log "$what took $((SECONDS - start)) s (exit $status)"
     return "$status"
 }
+
+# A push from a provider to a device agent, end to end, with the real `pushgate` clients:
+#   deploy_push_end_to_end PUSHGATE BASE_URL CA_FILE TOPIC REGISTRATION_SECRET P8_KEY WORK_DIR
+# The agent registers with the registration secret and opens its stream; `send` signs a token
+# with the key (team TEAM123456, key id KEY1234567) and must be answered 200 `delivered`; the
+# agent must then print the notification. The agent is stopped before returning.
+deploy_push_end_to_end() {
+    local pushgate=$1 base=$2 ca=$3 topic=$4 secret=$5 key=$6 work=$7
+    local agent_out=$work/agent.out agent_err=$work/agent.err
+    "$pushgate" agent --server "$base" --cacert "$ca" --registration-secret "$secret" \
+        --identity "$work/device.json" --topic "$topic" >"$agent_out" 2>"$agent_err" &
+    local agent=$! status=0
+    _deploy_push "$pushgate" "$base" "$ca" "$topic" "$key" "$work" || status=$?
+    kill "$agent" 2>/dev/null; wait "$agent" 2>/dev/null || true
+    ((status == 0)) || { cat "$agent_out" "$agent_err" >&2; return "$status"; }
+}
+
+_deploy_push() {
+    local pushgate=$1 base=$2 ca=$3 topic=$4 key=$5 work=$6
+    deploy_wait_for 30 "the agent's connected line" grep -q '"type":"connected"' "$work/agent.out" \
+        || { echo "the agent did not connect" >&2; return 1; }
+    local token apns_id sent
+    token=$(sed -n 's/.*"type":"registered".*"token":"\([0-9a-f]*\)".*/\1/p' "$work/agent.out" | head -1)
+    [[ -n $token ]] || { echo "no device token in the agent's output" >&2; return 1; }
+    apns_id=$(cat /proc/sys/kernel/random/uuid)
+    sent=$("$pushgate" send --server "$base" --cacert "$ca" \
+        --key "$key" --key-id KEY1234567 --team-id TEAM123456 --token-cache "$work/token-cache" \
+        --token "$token" --topic "$topic" --apns-id "$apns_id" '{"aps":{"alert":"deploy test"}}' 2>&1) \
+        || { echo "send failed: $sent" >&2; return 1; }
+    grep -q '^status: 200' <<<"$sent" && grep -q '^disposition: delivered' <<<"$sent" \
+        || { echo "send was answered: $sent" >&2; return 1; }
+    deploy_wait_for 30 "the notification at the agent" grep -q "\"apnsId\":\"$apns_id\"" "$work/agent.out" \
+        || { echo "the notification $apns_id did not reach the agent" >&2; return 1; }
+    deploy_log "push $apns_id: send answered 200 delivered, the agent printed it"
+}
