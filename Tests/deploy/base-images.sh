@@ -16,11 +16,13 @@ if ! podman image exists localhost/bookworm-minbase:latest; then
     mirror=${mirror:-http://deb.debian.org/debian}
     root=$(mktemp -d)
     trap 'rm -rf "$root"' EXIT
+    log=$root.log
     deploy_timed "debootstrap minbase bookworm from $mirror" \
-        debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.log" 2>&1 \
-        || { tail -20 "$root.log" >&2; deploy_fail "debootstrap failed"; }
-    rm -f "$root.log"
-    deploy_timed "podman import" bash -c "tar -C '$root' -c . | podman import - localhost/bookworm-minbase:latest >/dev/null"
+        bash -c 'debootstrap --variant=minbase bookworm "$1" "$2" >"$3" 2>&1' _ "$root" "$mirror" "$log" \
+        || { tail -20 "$log" >&2; deploy_fail "debootstrap failed"; }
+    rm -f "$log"
+    deploy_timed "podman import" \
+        bash -c 'tar -C "$1" -c . | podman import -q - localhost/bookworm-minbase:latest >/dev/null' _ "$root"
     rm -rf "$root"
 fi
 
