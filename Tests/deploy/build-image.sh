@@ -16,13 +16,16 @@ toolchain=${SWIFT_TOOLCHAIN:-/opt/swift}
 swiftpm_cache=${SWIFTPM_CACHE:-$HOME/.cache/org.swift.swiftpm}
 mkdir -p "$swiftpm_cache"
 
-deploy_timed "podman build (Containerfile, both stages)" \
+log=${TMPDIR:-/tmp}/pushgate-image-build.log
+build() {
     podman build --format docker \
         -v "$toolchain:/opt/swift:ro" \
         -v "$swiftpm_cache:/root/.cache/org.swift.swiftpm" \
         --build-arg BUILDER_IMAGE=localhost/pushgate-swift-builder:latest \
         --build-arg RUNTIME_IMAGE=localhost/bookworm-minbase:latest \
         -f "$deploy_repo/Deploy/container/Containerfile" \
-        -t localhost/pushgate:test "$deploy_repo" >"${TMPDIR:-/tmp}/pushgate-image-build.log" 2>&1 \
-    || { tail -40 "${TMPDIR:-/tmp}/pushgate-image-build.log" >&2; deploy_fail "podman build failed (log: ${TMPDIR:-/tmp}/pushgate-image-build.log)"; }
+        -t localhost/pushgate:test "$deploy_repo" >"$log" 2>&1
+}
+deploy_timed "podman build (Containerfile, both stages)" build \
+    || { tail -40 "$log" >&2; deploy_fail "podman build failed (log: $log)"; }
 podman images --format '{{.Repository}}:{{.Tag}} {{.Size}}' localhost/pushgate:test
