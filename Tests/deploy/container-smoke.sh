@@ -24,7 +24,7 @@ work=$(mktemp -d)
 name=pushgate-smoke-$$
 volume=pushgate-smoke-data-$$
 cleanup() {
-    podman rm -f -t 0 "$name" >/dev/null 2>&1 || true
+    podman rm -f -v -t 0 "$name" >/dev/null 2>&1 || true
     podman volume rm -f "$volume" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
@@ -38,7 +38,7 @@ podman_() { podman "$@" 2> >(grep -v 'unable to get systemd connection' >&2); }
 # The clients: the binary the image holds.
 podman_ create --name "$name-copy" "$image" >/dev/null
 podman cp "$name-copy:/usr/local/bin/pushgate" "$work/pushgate"
-podman_ rm "$name-copy" >/dev/null
+podman_ rm -v "$name-copy" >/dev/null
 pushgate=$work/pushgate
 
 # What a user mounts at /etc/pushgate: TLS files (the test CA's localhost certificate, which

@@ -20,7 +20,7 @@ chmod 0755 "$work"
 name=pushgate-k8s-$$
 podman_() { podman "$@" 2> >(grep -v 'unable to get systemd connection' >&2); }
 cleanup() {
-    podman rm -f -t 0 "$name" >/dev/null 2>&1 || true
+    podman rm -f -v -t 0 "$name" >/dev/null 2>&1 || true
     podman volume rm -f "$name-data" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
@@ -41,7 +41,7 @@ podman_ "${run_args[@]}" >/dev/null
 
 podman create --name "$name-copy" "$image" >/dev/null 2>&1
 podman cp "$name-copy:/usr/local/bin/pushgate" "$work/client/pushgate"
-podman rm "$name-copy" >/dev/null 2>&1
+podman rm -v "$name-copy" >/dev/null 2>&1
 
 port=$(podman port "$name" 2197/tcp | head -1 | sed 's/.*://')
 base=https://127.0.0.1:$port

@@ -22,7 +22,7 @@ podman image exists localhost/bookworm-systemd:latest || deploy_skip "no localho
 work=$(mktemp -d)
 name=pushgate-systemd-$$
 cleanup() {
-    [[ -n ${KEEP:-} ]] || podman rm -f -t 0 "$name" >/dev/null 2>&1 || true
+    [[ -n ${KEEP:-} ]] || podman rm -f -v -t 0 "$name" >/dev/null 2>&1 || true
     podman rmi -f "localhost/pushgate-systemd-test:$$" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
