@@ -106,8 +106,8 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
             case .idle:
                 s.writer = .running
                 return .startWriter
-            case .waiting(let until):
-                return s.shouldWake(now: now, waitingUntil: until, groupFull: s.pendingCommands >= maxGroupCommands)
+            case .waiting(let until, let forPrompt):
+                return s.shouldWake(now: now, waitingUntil: until, forPrompt: forPrompt, groupFull: s.pendingCommands >= maxGroupCommands)
             }
         }
         switch outcome {
@@ -239,7 +239,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
                             now: monotonicNanoseconds(), oldestPrompt: s.oldestPrompt, oldestDeferrable: s.oldestDeferrable,
                             pendingBatches: s.pending.count)
                         if case .wait(let until) = decision {
-                            s.writer = .waiting(until: until)
+                            s.writer = .waiting(until: until, forPrompt: s.oldestPrompt != nil)
                             return .wait(until: until, generation: s.generation)
                         }
                     }
@@ -394,8 +394,9 @@ private enum WriterStatus {
     case idle
     /// A drain loop is queued or running on the writer (or closing the backend).
     case running
-    /// The drain loop is blocked until this monotonic instant, or until `generation` changes.
-    case waiting(until: UInt64)
+    /// The drain loop is blocked until this monotonic instant, or until `generation` changes;
+    /// `forPrompt`: a prompt batch is among those it waits with (else only deferrable ones).
+    case waiting(until: UInt64, forPrompt: Bool)
 }
 
 private struct WriterState {
@@ -418,13 +419,20 @@ private struct WriterState {
         self.pacer = pacer
     }
 
-    /// After an arrival while the writer waits: whether the wait has become pointless (commit
-    /// now) or too long (an earlier instant); then the writer is woken to decide again.
-    mutating func shouldWake(now: UInt64, waitingUntil: UInt64, groupFull: Bool) -> SubmitOutcome {
+    /// After an arrival while the writer waits: wake it when the wait has become pointless (the
+    /// group is big enough, or its linger is over), or when the first prompt batch comes while
+    /// it waits out the deferral of deferrable ones. Not for every arrival that moves the
+    /// estimate: a wake-up costs a context switch, and the writer re-decides when it wakes.
+    mutating func shouldWake(now: UInt64, waitingUntil: UInt64, forPrompt: Bool, groupFull: Bool) -> SubmitOutcome {
         let decision = groupFull
             ? .commitNow
             : pacer.decide(now: now, oldestPrompt: oldestPrompt, oldestDeferrable: oldestDeferrable, pendingBatches: pending.count)
-        if case .wait(let until) = decision, until >= waitingUntil { return .queued }
+        switch decision {
+        case .commitNow:
+            break
+        case .wait(let until):
+            guard !forPrompt, oldestPrompt != nil, until < waitingUntil else { return .queued }
+        }
         generation &+= 1
         return .wake
     }
