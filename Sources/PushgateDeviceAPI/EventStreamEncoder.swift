@@ -62,6 +62,13 @@ enum EventStreamEncoder {
 
     static let heartbeat = ByteBuffer(string: ": heartbeat\n\n")
 
+    /// The last event of a stream the gateway ends as it drains: SSE's own `retry:` field (an
+    /// EventSource waits that long before reconnecting) and an event that says why, for agents
+    /// that read events rather than fields.
+    static func shutdown(retryMillis: Int) -> ByteBuffer {
+        ByteBuffer(string: "retry: \(retryMillis)\nevent: shutdown\ndata: {\"reason\":\"Shutdown\",\"retryMs\":\(retryMillis)}\n\n")
+    }
+
     /// A keep-alive's response body, `{"notifications": [...]}`: what it released, in order.
     static func keepaliveBody(_ released: [AcceptedPush], fetchWindowSeconds: (AcceptedPush) -> Int?) -> ByteBuffer {
         var body = ByteBuffer(string: "{\"notifications\":[")

@@ -37,4 +37,13 @@ struct EventStreamSink: EventSink {
         let writer = self.writer
         writer.eventLoop.execute { writer.finish() }
     }
+
+    func finishDraining(retryMillis: Int) {
+        let writer = self.writer
+        let last = EventStreamEncoder.shutdown(retryMillis: retryMillis)
+        writer.eventLoop.execute {
+            _ = writer.write(last)
+            writer.finish()
+        }
+    }
 }

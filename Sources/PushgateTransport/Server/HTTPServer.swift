@@ -12,9 +12,10 @@ import PushgateTLS
 public struct ListenerConfiguration: Sendable {
     public var host: String
     public var port: Int
-    public var tls: TLSContext?
+    /// Replaceable: a reload gives new connections a new certificate.
+    public var tls: TLSContextSource?
 
-    public init(host: String, port: Int, tls: TLSContext? = nil) {
+    public init(host: String, port: Int, tls: TLSContextSource? = nil) {
         self.host = host
         self.port = port
         self.tls = tls
@@ -138,7 +139,10 @@ public final class HTTPServer: Sendable {
 
     /// Stops accepting, asks every connection to finish what is in flight (HTTP/2: shutdown
     /// notice, then GOAWAY), waits up to `deadline` for them to close, then closes the rest.
-    public func shutdownGracefully(deadline: TimeAmount) async {
+    /// `afterGoAway` runs once every connection has been asked: what it writes to a connection
+    /// goes out after the GOAWAY (the gateway ends its event streams there, so that an agent
+    /// cannot open a new one on a connection that is going away).
+    public func shutdownGracefully(deadline: TimeAmount, afterGoAway: @Sendable () async -> Void = {}) async {
         let channels = serverChannels.withLockedValue { $0 ?? [] }
         for channel in channels { try? await channel.close() }
         let connections = tracker.beginDraining()
@@ -146,6 +150,7 @@ public final class HTTPServer: Sendable {
         for connection in connections {
             connection.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         }
+        await afterGoAway()
         let loop = group.next()
         let timeout = loop.scheduleTask(in: deadline) {
             for connection in connections where connection.isActive {
