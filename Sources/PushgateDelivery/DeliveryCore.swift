@@ -106,12 +106,6 @@ public final class DeliveryCore: Sendable {
         for task in tasks { task.cancel() }
     }
 
-    /// Ends every open event stream with a retry hint (the gateway is draining); returns once
-    /// every shard has done so.
-    public func endStreamsForDraining(retryMillis: Int) async {
-        for shard in shards { try? await shard.submit { $0.endStreamsForDraining(retryMillis: retryMillis) }.get() }
-    }
-
     /// Runs the expiry sweep now on every shard (the periodic one runs on its own).
     public func sweepExpired() async throws {
         for shard in shards { try await shard.submit { $0.sweepExpired() }.get() }

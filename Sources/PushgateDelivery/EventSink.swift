@@ -26,8 +26,4 @@ public protocol EventSink: Sendable {
 
     /// Ends the stream cleanly: a newer stream replaced it, or the device was deleted.
     func finish()
-
-    /// Ends the stream because the gateway is draining: tells the agent to reconnect after about
-    /// `retryMillis` (by then the load balancer sends it to another gateway) and ends it cleanly.
-    func finishDraining(retryMillis: Int)
 }

@@ -38,12 +38,4 @@ struct EventStreamSink: EventSink {
         writer.eventLoop.execute { writer.finish() }
     }
 
-    func finishDraining(retryMillis: Int) {
-        let writer = self.writer
-        let last = EventStreamEncoder.shutdown(retryMillis: retryMillis)
-        writer.eventLoop.execute {
-            _ = writer.write(last)
-            writer.finish()
-        }
-    }
 }

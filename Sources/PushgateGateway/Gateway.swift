@@ -234,26 +234,18 @@ public struct AssembledGateway: Sendable {
 
     /// The drain, in order: `/readyz` answers 503 at once while everything else is served for
     /// `grace` (load balancers notice and stop sending traffic); then provider requests get
-    /// `503 Shutdown`, every connection gets GOAWAY and every event stream ends with a retry
-    /// hint; in-flight requests get up to `deadline`; then maintenance stops and the console
-    /// writes its last totals. The store stays open: its owner closes it (which commits what
-    /// is pending).
+    /// `503 Shutdown`, every connection gets GOAWAY, and with it every device event stream ends
+    /// with a retry hint (the device API's `onShutdown`); in-flight requests get up to
+    /// `deadline`; then maintenance stops and the console writes its last totals. The store
+    /// stays open: its owner closes it (which commits what is pending).
     public func stop(grace: Duration = .zero, deadline: TimeAmount) async {
         readiness.set(false)
         if grace > .zero { try? await Task.sleep(for: grace) }
         readiness.beginDraining()
-        let core = self.core
-        async let main: Void = server.shutdownGracefully(deadline: deadline) {
-            await core.endStreamsForDraining(retryMillis: AssembledGateway.reconnectHintMillis)
-        }
+        async let main: Void = server.shutdownGracefully(deadline: deadline)
         if let adminServer { await adminServer.shutdownGracefully(deadline: deadline) }
         await main
         core.stopMaintenance()
         await console.stop()
     }
-
-    /// The `retry:` of event streams ended by a drain. Short: by the time it has passed, the
-    /// load balancer has seen `/readyz` fail for the whole grace period; agents add jitter so
-    /// that a drained gateway's devices do not all arrive at once.
-    static let reconnectHintMillis = 1000
 }

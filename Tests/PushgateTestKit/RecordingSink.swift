@@ -22,8 +22,6 @@ public final class RecordingSink: EventSink {
         /// Events in batches that were sent.
         var sent: [Event] = []
         var finished = false
-        /// The retry hint of a stream ended by a draining gateway.
-        var drainRetryMillis: Int?
         var waiters: [(count: Int, continuation: CheckedContinuation<[Event], Never>)] = []
     }
 
@@ -32,8 +30,6 @@ public final class RecordingSink: EventSink {
     public init() {}
 
     public var isFinished: Bool { state.withLockedValue { $0.finished } }
-
-    public var drainRetryMillis: Int? { state.withLockedValue { $0.drainRetryMillis } }
 
     /// Returns once `count` events have been sent in all; never times out by itself (the test's
     /// time limit does).
@@ -72,11 +68,4 @@ public final class RecordingSink: EventSink {
     public func heartbeat() {}
 
     public func finish() { state.withLockedValue { $0.finished = true } }
-
-    public func finishDraining(retryMillis: Int) {
-        state.withLockedValue {
-            $0.finished = true
-            $0.drainRetryMillis = retryMillis
-        }
-    }
 }

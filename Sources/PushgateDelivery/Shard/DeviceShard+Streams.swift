@@ -47,15 +47,6 @@ extension DeviceShard {
         disconnect(device)
     }
 
-    /// The gateway is draining: every open stream is ended with a retry hint, and its device is
-    /// offline from now on (what arrives meanwhile is stored for its next stream).
-    func endStreamsForDraining(retryMillis: Int) {
-        for device in Array(online.values) where device.stream != nil {
-            device.stream?.sink?.finishDraining(retryMillis: retryMillis)
-            disconnect(device)
-        }
-    }
-
     private func disconnect(_ device: DeviceState) {
         scheduler.disconnect(device.handle)
         armSchedulerTimer()

@@ -139,10 +139,7 @@ public final class HTTPServer: Sendable {
 
     /// Stops accepting, asks every connection to finish what is in flight (HTTP/2: shutdown
     /// notice, then GOAWAY), waits up to `deadline` for them to close, then closes the rest.
-    /// `afterGoAway` runs once every connection has been asked: what it writes to a connection
-    /// goes out after the GOAWAY (the gateway ends its event streams there, so that an agent
-    /// cannot open a new one on a connection that is going away).
-    public func shutdownGracefully(deadline: TimeAmount, afterGoAway: @Sendable () async -> Void = {}) async {
+    public func shutdownGracefully(deadline: TimeAmount) async {
         let channels = serverChannels.withLockedValue { $0 ?? [] }
         for channel in channels { try? await channel.close() }
         let connections = tracker.beginDraining()
@@ -150,7 +147,6 @@ public final class HTTPServer: Sendable {
         for connection in connections {
             connection.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         }
-        await afterGoAway()
         let loop = group.next()
         let timeout = loop.scheduleTask(in: deadline) {
             for connection in connections where connection.isActive {
