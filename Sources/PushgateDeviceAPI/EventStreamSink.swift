@@ -37,5 +37,4 @@ struct EventStreamSink: EventSink {
         let writer = self.writer
         writer.eventLoop.execute { writer.finish() }
     }
-
 }

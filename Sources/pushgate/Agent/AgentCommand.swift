@@ -18,7 +18,8 @@ struct AgentCommand: AsyncParsableCommand {
             report was accepted, {"type":"fetch",...} when a fetch ended (below), and each \
             notification's JSON object as the gateway sent it (its "delivery" says how it came: \
             immediate, stored, piggyback with "carrier", keepalive, budget, online). Reconnects \
-            with jittered back-off, resuming with Last-Event-ID so nothing acknowledged is sent \
+            with jittered back-off (after a draining gateway's retry: hint, that long plus \
+            jitter), resuming with Last-Event-ID so nothing acknowledged is sent \
             again. Reports --power, --app-state and --fetch-interval on every connect, sends a \
             keep-alive every --keepalive seconds, and takes commands on stdin while it runs, one \
             per line:
