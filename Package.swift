@@ -155,6 +155,8 @@ let package = Package(
                 "PushgateDelivery",
                 "PushgateHTTP",
                 "PushgateTransport",
+                // The connection's peer certificate, a provider identity.
+                "PushgateTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
@@ -191,6 +193,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // SIGHUP, which reloads the configuration.
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         // What operators see: Prometheus metrics, the admin API and its live event stream, the

@@ -211,8 +211,12 @@ public enum DeviceRoutes {
                 switch started {
                 case .success(let writer):
                     writer.onClose = { _ in core.closeStream(deviceID: deviceID, generation: generation) }
-                    // Ending the stream lets the agent reconnect elsewhere while the server drains.
-                    writer.onShutdown = { writer.finish() }
+                    // Called as the connection is sent GOAWAY: ending the stream with a retry hint
+                    // lets the agent reconnect elsewhere while the server drains.
+                    writer.onShutdown = {
+                        writer.write(EventStreamEncoder.shutdown)
+                        writer.finish()
+                    }
                     core.bindStream(deviceID: deviceID, generation: generation, sink: EventStreamSink(writer: writer))
                 case .failure:
                     core.closeStream(deviceID: deviceID, generation: generation)

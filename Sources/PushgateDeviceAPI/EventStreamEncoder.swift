@@ -62,6 +62,13 @@ enum EventStreamEncoder {
 
     static let heartbeat = ByteBuffer(string: ": heartbeat\n\n")
 
+    /// The last bytes of a stream the gateway ends as it drains, right after its GOAWAY: SSE's own
+    /// `retry:` field (an EventSource waits that long before it reconnects) and an event that says
+    /// why, for agents that read events rather than fields. One second: by then the load balancer
+    /// has seen `/readyz` fail for the whole grace period; agents add jitter, so that a drained
+    /// gateway's devices do not all reconnect at once.
+    static let shutdown = ByteBuffer(string: "retry: 1000\nevent: shutdown\ndata: {\"reason\":\"Shutdown\",\"retryMs\":1000}\n\n")
+
     /// A keep-alive's response body, `{"notifications": [...]}`: what it released, in order.
     static func keepaliveBody(_ released: [AcceptedPush], fetchWindowSeconds: (AcceptedPush) -> Int?) -> ByteBuffer {
         var body = ByteBuffer(string: "{\"notifications\":[")

@@ -19,11 +19,15 @@ public enum Gateway {
     /// Runs the gateway until SIGTERM or SIGINT, then drains and returns. `onStarted` gets the
     /// bound addresses, port 0 resolved: the main listeners in order (cleartext, then TLS),
     /// then the admin listeners.
+    /// `reread` resolves the settings again from their sources, for reloads (SIGHUP,
+    /// `POST /v1/admin/reload`); without it a reload reads the same files again.
     public static func run(
         _ configuration: GatewayConfiguration,
         logger: Logger,
+        reread: (@Sendable () throws -> GatewayConfiguration)? = nil,
         onStarted: @escaping @Sendable (StartedListeners) -> Void = { _ in }
     ) async throws {
+        let given = configuration
         var configuration = configuration
         let listeners = try configuration.prepare(logger: logger)
         configuration.warnAboutAdminAccess(hasToken: configuration.adminToken != nil, logger: logger)
@@ -48,7 +52,15 @@ public enum Gateway {
         }
         let gateway: AssembledGateway
         do {
-            gateway = try assemble(configuration, listeners: listeners, store: store, group: group, metrics: metrics, logger: logger)
+            gateway = try assemble(
+                configuration,
+                listeners: listeners,
+                store: store,
+                group: group,
+                metrics: metrics,
+                reread: reread ?? { given },
+                logger: logger
+            )
         } catch {
             await store.close()
             try? await group.shutdownGracefully()
@@ -59,6 +71,7 @@ public enum Gateway {
             gateway: gateway,
             store: store,
             shutdownDeadline: .seconds(Int64(configuration.shutdownTimeoutSeconds)),
+            drainGrace: .seconds(configuration.drainGraceSeconds),
             logger: logger
         ) { addresses in
             onStarted(
@@ -100,6 +113,7 @@ public enum Gateway {
         group: any EventLoopGroup,
         clock: any DeliveryClock = SystemClock(),
         metrics: GatewayMetrics = GatewayMetrics(version: PushgateVersion.current),
+        reread: (@Sendable () throws -> GatewayConfiguration)? = nil,
         logger: Logger
     ) throws -> AssembledGateway {
         let readiness = Readiness()
@@ -129,14 +143,25 @@ public enum Gateway {
             logger: logger
         )
 
+        let providers = ProviderAuthenticatorSource(configuration.access.providers)
+        let reloader = ConfigurationReloader(
+            running: configuration,
+            reread: reread ?? { [configuration] in configuration },
+            tls: listeners.lazy.compactMap(\.tls).first,
+            providers: providers,
+            metrics: metrics,
+            logger: logger
+        )
+
         var operatorRoutes = Router()
         HealthRoutes.register(on: &operatorRoutes, readiness: readiness)
         console.register(on: &operatorRoutes)
+        ReloadRoute.register(on: &operatorRoutes, reloader: reloader, console: console)
 
         var mainRoutes = configuration.adminOnlyOnAdminListener ? Router() : operatorRoutes
         if configuration.adminOnlyOnAdminListener { HealthRoutes.register(on: &mainRoutes, readiness: readiness) }
         let gate = ProviderGate(
-            authenticator: configuration.access.providers,
+            providers: providers,
             isDraining: { readiness.isDraining },
             maxConsecutiveErrors: configuration.access.maxConsecutiveProviderErrors,
             nowMillis: { clock.nowMillis() },
@@ -162,7 +187,7 @@ public enum Gateway {
             metrics.watch(admin)
             adminServer = admin
         }
-        return AssembledGateway(server: server, adminServer: adminServer, core: core, console: console, readiness: readiness)
+        return AssembledGateway(server: server, adminServer: adminServer, core: core, console: console, readiness: readiness, reloader: reloader)
     }
 }
 
@@ -175,6 +200,8 @@ public struct AssembledGateway: Sendable {
     public let core: DeliveryCore
     public let console: AdminConsole
     public let readiness: Readiness
+    /// SIGHUP and `POST /v1/admin/reload`.
+    public let reloader: ConfigurationReloader
 
     public struct Addresses: Sendable {
         public var main: [SocketAddress]
@@ -205,9 +232,15 @@ public struct AssembledGateway: Sendable {
         }
     }
 
-    /// Drains every listener (in-flight requests get up to `deadline`), then stops maintenance
-    /// and writes the console's last totals. The store stays open: its owner closes it.
-    public func stop(deadline: TimeAmount) async {
+    /// The drain, in order: `/readyz` answers 503 at once while everything else is served for
+    /// `grace` (load balancers notice and stop sending traffic); then provider requests get
+    /// `503 Shutdown`, every connection gets GOAWAY, and with it every device event stream ends
+    /// with a retry hint (the device API's `onShutdown`); in-flight requests get up to
+    /// `deadline`; then maintenance stops and the console writes its last totals. The store
+    /// stays open: its owner closes it (which commits what is pending).
+    public func stop(grace: Duration = .zero, deadline: TimeAmount) async {
+        readiness.set(false)
+        if grace > .zero { try? await Task.sleep(for: grace) }
         readiness.beginDraining()
         async let main: Void = server.shutdownGracefully(deadline: deadline)
         if let adminServer { await adminServer.shutdownGracefully(deadline: deadline) }

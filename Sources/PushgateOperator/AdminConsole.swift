@@ -129,6 +129,12 @@ public final class AdminConsole: Sendable {
         }
     }
 
+    /// Whether the request passes the admin access rule; if not, the refusal is answered. For
+    /// admin routes that other modules register (`POST /v1/admin/reload`).
+    public func admits(_ request: HTTPServerRequest, _ responder: HTTPResponder) -> Bool {
+        Self.admitted(request, responder, settings.access)
+    }
+
     private static func admitted(_ request: HTTPServerRequest, _ responder: HTTPResponder, _ access: AdminAccess) -> Bool {
         guard let refusal = access.refusal(
             authorization: request.headers.first(name: "authorization"),

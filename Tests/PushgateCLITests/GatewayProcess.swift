@@ -99,6 +99,8 @@ final class GatewayProcess: @unchecked Sendable {
             ownDataDirectory = directory
             arguments += ["--data-dir", directory]
         }
+        // Stopping at once unless a test is about the drain: the grace would only slow them.
+        if !arguments.contains("--drain-grace-seconds") { arguments += ["--drain-grace-seconds", "0"] }
         process = Unprivileged.process(["serve", "--log-level", "warning"] + arguments)
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.standardOutput = stdout

@@ -22,6 +22,7 @@ struct PrometheusAssetTests {
         "pushgate_silent_budget_exhausted_total", "pushgate_piggybacked_total",
         "pushgate_connection_setup_failures_total", "pushgate_notifications_redelivered_total",
         "pushgate_fetch_results_total", "pushgate_fetch_windows_overflow_total", "pushgate_store_lost_batches_total",
+        "pushgate_config_reloads_total",
     ]
     static let gauges = [
         "pushgate_held_notifications", "pushgate_stored_notifications", "pushgate_unacked_notifications",

@@ -152,6 +152,7 @@ func withGateway(
     delivery: DeliveryConfiguration = DeliveryConfiguration(),
     faults: FaultyStore? = nil,
     configure: (inout GatewayConfiguration) -> Void = { _ in },
+    reread: (@Sendable () throws -> GatewayConfiguration)? = nil,
     listenHost: String = "127.0.0.1",
     _ body: (RunningGateway) async throws -> Void
 ) async throws {
@@ -174,6 +175,7 @@ func withGateway(
         store: store,
         group: group,
         clock: clock,
+        reread: reread,
         logger: logger
     )
     let addresses = try await assembled.start()

@@ -49,4 +49,17 @@ struct EventStreamParserTests {
         #expect(parser.feed(ByteBuffer(string: "\n\r\n")) == [Event(id: nil, type: "message", data: "a\nb")])
         #expect(parser.feed(ByteBuffer(string: "id: 3\n\n")).isEmpty)  // no data: no event
     }
+
+    @Test("retry: as an EventSource reads it: the last one with digits only; anything else is ignored")
+    func retry() {
+        var parser = EventStreamParser()
+        #expect(parser.retryMillis == nil)
+        let events = parser.feed(ByteBuffer(string: "retry: 1000\nevent: shutdown\ndata: {\"reason\":\"Shutdown\",\"retryMs\":1000}\n\n"))
+        #expect(events == [Event(id: nil, type: "shutdown", data: "{\"reason\":\"Shutdown\",\"retryMs\":1000}")])
+        #expect(parser.retryMillis == 1000)
+        _ = parser.feed(ByteBuffer(string: "retry: soon\nretry: -5\nretry:\nretry: 1e3\n\n"))
+        #expect(parser.retryMillis == 1000)
+        _ = parser.feed(ByteBuffer(string: "retry:250\n\n"))
+        #expect(parser.retryMillis == 250)
+    }
 }

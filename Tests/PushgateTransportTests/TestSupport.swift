@@ -231,7 +231,7 @@ func withTestServer(
     var configuration = HTTPServerConfiguration()
     configure(&configuration)
     var listeners: [ListenerConfiguration] = cleartext ? [ListenerConfiguration(host: "127.0.0.1", port: 0)] : []
-    listeners += tls.map { ListenerConfiguration(host: "127.0.0.1", port: 0, tls: $0) }
+    listeners += tls.map { ListenerConfiguration(host: "127.0.0.1", port: 0, tls: TLSContextSource($0)) }
     let logger = logger ?? {
         var logger = Logger(label: "test")
         // PUSHGATE_TEST_LOG=debug shows the server's logs when a test needs explaining.

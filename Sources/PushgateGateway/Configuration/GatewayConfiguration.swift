@@ -30,6 +30,9 @@ public struct GatewayConfiguration: Sendable {
     public var idleTimeoutSeconds = 300
     /// Seconds in-flight requests get to finish on shutdown.
     public var shutdownTimeoutSeconds = 10
+    /// Seconds between SIGTERM and GOAWAY, with `/readyz` answering 503 and everything else
+    /// served, so that load balancers take the gateway out before its connections go.
+    public var drainGraceSeconds = 5
     /// Event-loop threads.
     public var threads = availableCores()
     /// When a 200 may be sent: after the fsync (the default), or at once with commits every
@@ -156,18 +159,25 @@ public struct GatewayConfiguration: Sendable {
     /// The listeners to bind, in order: cleartext, then TLS (one context shared by all of them).
     func listenerConfigurations() throws -> [ListenerConfiguration] {
         var listeners = cleartextListeners.map { ListenerConfiguration(host: $0.host, port: $0.port) }
-        if !tlsListen.isEmpty, let tlsCertificateChain, let tlsPrivateKey {
-            let context = try TLSContext.server(
-                TLSServerConfiguration(
-                    certificateChainPath: tlsCertificateChain,
-                    privateKeyPath: tlsPrivateKey,
-                    clientCAPath: tlsClientCA,
-                    requireClientCertificate: tlsRequireClientCertificate
-                )
-            )
-            listeners += tlsListen.map { ListenerConfiguration(host: $0.host, port: $0.port, tls: context) }
+        if let context = try tlsContext() {
+            let source = TLSContextSource(context)
+            listeners += tlsListen.map { ListenerConfiguration(host: $0.host, port: $0.port, tls: source) }
         }
         return listeners
+    }
+
+    /// The TLS listeners' context, read from the certificate, key and CA files; nil without
+    /// TLS listeners.
+    func tlsContext() throws -> TLSContext? {
+        guard !tlsListen.isEmpty, let tlsCertificateChain, let tlsPrivateKey else { return nil }
+        return try TLSContext.server(
+            TLSServerConfiguration(
+                certificateChainPath: tlsCertificateChain,
+                privateKeyPath: tlsPrivateKey,
+                clientCAPath: tlsClientCA,
+                requireClientCertificate: tlsRequireClientCertificate
+            )
+        )
     }
 
     /// Reads `policy` into `access` and the scheduler's policy; logs who may use the gateway.

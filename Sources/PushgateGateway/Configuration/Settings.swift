@@ -47,6 +47,10 @@ public enum Settings {
         Setting("shutdownTimeout", .integer, "SECONDS", default: "10", help: "On SIGTERM or SIGINT: the time in-flight requests get before connections are closed.") {
             configuration, value throws(SettingError) in configuration.shutdownTimeoutSeconds = try value.integer(in: 0...Int.max)
         },
+        Setting(
+            "drainGraceSeconds", .integer, "SECONDS", default: "5",
+            help: "On SIGTERM or SIGINT: /readyz answers 503 at once while everything is still served for this long, so that load balancers stop sending traffic; then connections get GOAWAY and event streams end (0: at once)."
+        ) { configuration, value throws(SettingError) in configuration.drainGraceSeconds = try value.integer(in: 0...3600) },
         Setting("threads", .integer, "N", default: "one per core it may run on", help: "Event-loop threads (the default counts the cores of the process's CPU affinity and cgroup).") {
             configuration, value throws(SettingError) in configuration.threads = try value.integer(in: 1...Int.max)
         },

@@ -5,6 +5,7 @@ import PushgateHTTP
 import PushgateStore
 import PushgateTransport
 import ServiceLifecycle
+import UnixSignals
 
 /// The running gateway as a lifecycle service: restores its state from the store, binds its
 /// listeners, serves until a graceful shutdown is requested (SIGTERM/SIGINT), then drains and
@@ -13,6 +14,7 @@ public final class GatewayService: Service {
     public let gateway: AssembledGateway
     private let store: any NotificationStore
     private let shutdownDeadline: TimeAmount
+    private let drainGrace: Duration
     private let logger: Logger
     private let onStarted: @Sendable (AssembledGateway.Addresses) -> Void
 
@@ -20,17 +22,26 @@ public final class GatewayService: Service {
         gateway: AssembledGateway,
         store: any NotificationStore,
         shutdownDeadline: TimeAmount,
+        drainGrace: Duration = .zero,
         logger: Logger,
         onStarted: @escaping @Sendable (AssembledGateway.Addresses) -> Void = { _ in }
     ) {
         self.gateway = gateway
         self.store = store
         self.shutdownDeadline = shutdownDeadline
+        self.drainGrace = drainGrace
         self.logger = logger
         self.onStarted = onStarted
     }
 
     public func run() async throws {
+        // Trapped before anything is bound, so that a SIGHUP never finds its default action
+        // (ending the process).
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        let reloads = Task { [gateway] in
+            for await _ in hangups { _ = gateway.reloader.reload(trigger: "SIGHUP") }
+        }
+        defer { reloads.cancel() }
         let addresses: AssembledGateway.Addresses
         do {
             addresses = try await gateway.start()
@@ -43,8 +54,8 @@ public final class GatewayService: Service {
         // Returns when a graceful shutdown is triggered; throws on cancellation, which also ends
         // the service (after draining below).
         try? await gracefulShutdown()
-        logger.info("shutting down", metadata: ["shutdown.deadline": "\(shutdownDeadline)"])
-        await gateway.stop(deadline: shutdownDeadline)
+        logger.info("draining", metadata: ["drain.grace": "\(drainGrace)", "shutdown.deadline": "\(shutdownDeadline)"])
+        await gateway.stop(grace: drainGrace, deadline: shutdownDeadline)
         // Every commit already waited for its fsync; this finishes any still in flight.
         await store.close()
         logger.info("stopped")

@@ -68,6 +68,9 @@ extension Refusal {
 
         /// No admin token is configured and the peer is not on loopback.
         case forbidden = "Forbidden"
+        /// A reload's files cannot be used (a corrupt key, a missing file, a bad setting): the
+        /// running configuration keeps serving.
+        case configurationRefused = "ConfigurationRefused"
 
         // MARK: Any route
 
@@ -98,6 +101,7 @@ extension Refusal {
             case .badPath, .notFound: 404
             case .methodNotAllowed: 405
             case .unregistered: 410
+            case .configurationRefused: 422
             case .payloadTooLarge: 413
             case .tooManyRequests, .tooManyProviderTokenUpdates: 429
             case .internalServerError: 500

@@ -25,6 +25,7 @@ public final class GatewayMetrics: Sendable {
     private let counters = FollowingCounters()
     private let gauges: Gauges
     private let scrape = NIOLock()
+    private let reloads: (success: Counter, failure: Counter)
 
     private struct Gauges: Sendable {
         let held: Gauge
@@ -73,6 +74,11 @@ public final class GatewayMetrics: Sendable {
         )
         let servers = self.servers
         following.follow(setupFailures) { Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.connectionSetupFailures } }) }
+        let reloads = name("pushgate_config_reloads_total", "Configuration reloads (SIGHUP, POST /v1/admin/reload), by result; a failed one changed nothing.")
+        self.reloads = (
+            registry.makeCounter(descriptor: reloads, labels: [("result", "success")]),
+            registry.makeCounter(descriptor: reloads, labels: [("result", "failure")])
+        )
         let cpu = registry.makeCounter(descriptor: name("process_cpu_seconds_total", "User and system CPU time of the process, in seconds."), labels: [])
         following.follow(cpu) { ProcessStatistics.read()?.cpuSeconds ?? 0 }
 
@@ -201,6 +207,11 @@ public final class GatewayMetrics: Sendable {
             labels: []
         )
         following.follow(windowOverflow) { Double(deliveryCounters.fetchWindowOverflow) }
+    }
+
+    /// Counts one configuration reload.
+    public func countReload(succeeded: Bool) {
+        (succeeded ? reloads.success : reloads.failure).increment()
     }
 
     /// Exports `server`'s HTTP/2 connections, streams and setup failures too.

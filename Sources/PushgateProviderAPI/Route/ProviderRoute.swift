@@ -35,11 +35,9 @@ public enum ProviderRoute {
     ) {
         let connection = request.connection
         let state = connection.attachment(ProviderConnectionState.self) {
-            let certificate = gate.authenticator.acceptsClientCertificates
-                ? connection.peerCertificate.map { CertificateProvider(userID: $0.userID, subject: $0.subject) }
-                : nil
-            return ProviderConnectionState(auth: gate.authenticator.makeConnectionState(), certificate: certificate)
+            ProviderConnectionState(providers: gate.providers, peerCertificate: connection.peerCertificate)
         }
+        state.follow(gate.providers)
         if gate.isDraining() {
             let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
             responder.respond(.refusal(Refusal(.shutdown, "the gateway is shutting down; retry on a new connection"), apnsID: apnsID))
@@ -48,7 +46,7 @@ public enum ProviderRoute {
         }
 
         let topic = request.headers.first(name: "apns-topic")
-        let authorized = gate.authenticator.authorize(
+        let authorized = state.authenticator.authorize(
             certificate: state.certificate,
             authorization: request.headers.first(name: "authorization"),
             topic: topic,

@@ -17,6 +17,10 @@ public struct EventStreamParser: Sendable {
         public var data: String
     }
 
+    /// The stream's last `retry:` field: how long the server asks a client to wait before it
+    /// reconnects, in milliseconds.
+    public private(set) var retryMillis: Int?
+
     private var line: [UInt8] = []
     private var id: String?
     private var type = ""
@@ -82,6 +86,9 @@ public struct EventStreamParser: Sendable {
         case "id": id = String(value)
         case "event": type = String(value)
         case "data": data.append(String(value))
+        // As an EventSource reads it: digits only, anything else ignored.
+        case "retry" where !value.isEmpty && value.allSatisfy(\.isASCII) && value.allSatisfy(\.isNumber):
+            retryMillis = Int(value)
         default: break
         }
         return nil

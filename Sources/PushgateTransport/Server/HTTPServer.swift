@@ -12,9 +12,10 @@ import PushgateTLS
 public struct ListenerConfiguration: Sendable {
     public var host: String
     public var port: Int
-    public var tls: TLSContext?
+    /// Replaceable: a reload gives new connections a new certificate.
+    public var tls: TLSContextSource?
 
-    public init(host: String, port: Int, tls: TLSContext? = nil) {
+    public init(host: String, port: Int, tls: TLSContextSource? = nil) {
         self.host = host
         self.port = port
         self.tls = tls

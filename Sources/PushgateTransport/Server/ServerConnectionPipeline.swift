@@ -7,7 +7,7 @@ import PushgateTLS
 /// HTTP/2 or HTTP/1.1 in front of the application.
 struct ServerConnectionPipeline {
     let id: UInt64
-    let tls: TLSContext?
+    let tls: TLSContextSource?
     let configuration: HTTPServerConfiguration
     /// `configuration.http2`, shared by the server's connections.
     let http2: SharedHTTP2ServerConfiguration
@@ -18,7 +18,7 @@ struct ServerConnectionPipeline {
 
     func configure(_ pipeline: ChannelPipeline.SynchronousOperations, channel: any Channel) throws {
         let logger = self.logger
-        let tlsHandler = tls.map { TLSHandler(context: $0) }
+        let tlsHandler = tls.map { TLSHandler(context: $0.current) }
         if let tlsHandler { try pipeline.addHandler(tlsHandler) }
 
         let id = self.id

@@ -18,7 +18,8 @@ struct AgentCommand: AsyncParsableCommand {
             report was accepted, {"type":"fetch",...} when a fetch ended (below), and each \
             notification's JSON object as the gateway sent it (its "delivery" says how it came: \
             immediate, stored, piggyback with "carrier", keepalive, budget, online). Reconnects \
-            with jittered back-off, resuming with Last-Event-ID so nothing acknowledged is sent \
+            with jittered back-off (after a draining gateway's retry: hint, that long plus \
+            jitter), resuming with Last-Event-ID so nothing acknowledged is sent \
             again. Reports --power, --app-state and --fetch-interval on every connect, sends a \
             keep-alive every --keepalive seconds, and takes commands on stdin while it runs, one \
             per line:
@@ -160,7 +161,7 @@ final class Agent: Sendable {
         defer { commands.cancel() }
         let fetches = Task { await fetch.run() }
         defer { fetches.cancel() }
-        var backoff = Backoff()
+        var backoff = ReconnectDelay()
         var lastSeq: UInt64?
         var device: DeviceRequests?
         var registered = false
@@ -223,7 +224,7 @@ final class Agent: Sendable {
         _ connection: HTTP2ClientConnection,
         _ device: DeviceRequests,
         lastSeq: inout UInt64?,
-        backoff: inout Backoff
+        backoff: inout ReconnectDelay
     ) async throws {
         let response = try await connection.stream(device.events(lastEventID: lastSeq))
         if response.status == 401 {
@@ -260,8 +261,8 @@ final class Agent: Sendable {
                 }
             }
             let ended: any Error
+            var parser = EventStreamParser()
             do {
-                var parser = EventStreamParser()
                 for try await chunk in response.body {
                     let receivedAt = ContinuousClock.now
                     var newest: UInt64?
@@ -279,6 +280,8 @@ final class Agent: Sendable {
             } catch {
                 ended = error
             }
+            // A draining gateway says when to come back (`retry:`); the wait adds jitter.
+            if let retry = parser.retryMillis { backoff.serverAsked(millis: retry) }
             // However the stream ended, the agent starts over: the next stream's Last-Event-ID
             // acknowledges everything handled here, and closing the connection ends an ack in
             // flight at once (a send does not heed cancellation).
@@ -389,19 +392,6 @@ final class Agent: Sendable {
 /// Not fatal: the gateway ended the stream (e.g. it is draining); the agent reconnects.
 struct StreamEnded: Error, CustomStringConvertible {
     var description: String { "the gateway ended the event stream" }
-}
-
-/// Exponential back-off with full jitter, 250 ms to 30 s.
-struct Backoff {
-    private var attempt = 0
-
-    mutating func next() -> Int {
-        let ceiling = min(30_000, 250 << min(attempt, 7))
-        attempt += 1
-        return Int.random(in: ceiling / 2...ceiling)
-    }
-
-    mutating func reset() { attempt = 0 }
 }
 
 /// One line on stdout, unbuffered. Not `print` + `fflush(nil)`: flushing every stream would

@@ -13,7 +13,9 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run the gateway.",
         discussion: """
             With no settings: cleartext HTTP/2 (prior knowledge) and HTTP/1.1 on 127.0.0.1:2197.
-            SIGTERM or SIGINT drains in-flight requests and exits 0.
+            SIGTERM or SIGINT drains (/readyz 503 for drainGraceSeconds, then GOAWAY; in-flight
+            requests get shutdownTimeout) and exits 0. SIGHUP reloads the TLS certificate and key
+            and the provider keys.
 
             \(Settings.helpText)
             """
@@ -32,7 +34,11 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = try SettingsArguments.resolve(settings, for: Self.self)
         LoggingSystem.bootstrap(format: configuration.logFormat, level: Logger.Level(rawValue: configuration.logLevel) ?? .info)
         do {
-            try await Gateway.run(configuration, logger: Logger(label: "pushgate")) { listeners in
+            let settings = self.settings
+            // A reload (SIGHUP, POST /v1/admin/reload) reads the flags, the environment and the
+            // file again, as start did.
+            let reread: @Sendable () throws -> GatewayConfiguration = { try SettingsArguments.resolve(settings, for: Self.self) }
+            try await Gateway.run(configuration, logger: Logger(label: "pushgate"), reread: reread) { listeners in
                 // One line per listener on stdout, so scripts (and tests binding port 0) learn
                 // the real addresses.
                 func url(_ address: SocketAddress, tls: Bool) -> String {
