@@ -81,8 +81,14 @@ public struct CommitPacer: Sendable {
 
     /// What the writer does now, given what is pending: the arrival time of the oldest prompt
     /// and of the oldest deferrable batch (nil: none pending), and how many batches wait.
-    public func decide(now: UInt64, oldestPrompt: UInt64?, oldestDeferrable: UInt64?, pendingBatches: Int) -> Decision {
+    /// `justCommitted`: the writer comes from a commit, so what is pending came while it was
+    /// busy and has waited already; lingering then would only stretch each round trip of a
+    /// saturated gateway (measured: 10% fewer pushes/s flat out).
+    public func decide(
+        now: UInt64, oldestPrompt: UInt64?, oldestDeferrable: UInt64?, pendingBatches: Int, justCommitted: Bool = false
+    ) -> Decision {
         if let prompt = oldestPrompt {
+            if justCommitted { return .commitNow }
             let deadline = prompt &+ pacing.lingerNanos
             guard now < deadline, pendingBatches < pacing.targetBatches, let gap = meanGapNanos, gap > 0 else {
                 return .commitNow

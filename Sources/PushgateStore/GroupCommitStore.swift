@@ -231,13 +231,14 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     /// (or a pause, or close) changes the generation.
     private func drain() {
         var group: [Batch] = []
+        var justCommitted = false
         while true {
             let step: WriterStep = state.withLock { s in
                 if !s.pending.isEmpty, !s.paused {
                     if !s.closing, s.pendingCommands < maxGroupCommands {
                         let decision = s.pacer.decide(
                             now: monotonicNanoseconds(), oldestPrompt: s.oldestPrompt, oldestDeferrable: s.oldestDeferrable,
-                            pendingBatches: s.pending.count)
+                            pendingBatches: s.pending.count, justCommitted: justCommitted)
                         if case .wait(let until) = decision {
                             s.writer = .waiting(until: until, forPrompt: s.oldestPrompt != nil)
                             return .wait(until: until, generation: s.generation)
@@ -259,8 +260,10 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
             case .write:
                 writeGroup(group)
                 group = []
+                justCommitted = true
             case .wait(let until, let generation):
                 state.wait(until: until) { s in s.generation == generation }
+                justCommitted = false
             case .idle:
                 return
             case .closeBackend:

@@ -35,6 +35,14 @@ struct CommitPacerTests {
         #expect(pacer.decide(now: now + ms, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 2) == .commitNow)
     }
 
+    @Test("right after a commit, prompt batches (they came while the writer was busy) commit at once; lone acks still wait")
+    func afterCommit() {
+        let now = 100 * ms
+        let pacer = pacer(gap: 250 * us, last: now)
+        #expect(pacer.decide(now: now, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 1, justCommitted: true) == .commitNow)
+        #expect(pacer.decide(now: now, oldestPrompt: nil, oldestDeferrable: now, pendingBatches: 1, justCommitted: true) == .wait(until: now + 10 * ms))
+    }
+
     @Test("when nobody is expected within the linger (a slow rate) nothing waits")
     func slowRate() {
         let now = 100 * ms
