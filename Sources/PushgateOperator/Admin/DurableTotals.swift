@@ -35,7 +35,10 @@ actor DurableTotals {
             try await store.commit([.addTotals(counts)])
             persisted = persisted + delta
         } catch {
-            logger.warning("durable totals not written; retried with the next write", metadata: ["error": "\(error)"])
+            // A storage fault is logged by the store as it begins and ends, not every 10 s.
+            if error.kind != .unavailable {
+                logger.warning("durable totals not written; retried with the next write", metadata: ["error": "\(error)"])
+            }
         }
     }
 }
