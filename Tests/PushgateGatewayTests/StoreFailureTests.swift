@@ -133,6 +133,36 @@ struct StoreFailureTests {
         }
     }
 
+    @Test("an ack the store refused is committed by the next ack, even one that repeats it: what was acked 204 does not come back after a restart")
+    func refusedAckIsCommittedByTheNext() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let faults = FaultyStore()
+        let topic = "com.example.ack"
+        var device: Device!
+        var token = ""
+        try await withGateway(directory: directory, faults: faults) { gateway in
+            let api = try await API(gateway)
+            (device, token) = try await api.registeredDevice(topic: topic)
+            let stream = try await api.openEvents(device)
+            #expect(try await api.push(token: token, topic: topic).status == 200)
+            let seq = UInt64(try await stream.nextNotification().seq)
+            faults.failNext(where: { $0.contains { if case .ack = $0 { true } else { false } } }, kind: .unavailable)
+            let refused = try await api.ack(device, upTo: seq)
+            #expect(refused.status == 503 && refused.headers.first(name: "retry-after") == "5", "\(refused.status) \(refused.text)")
+            #expect(try await api.ack(device, upTo: seq).status == 204)
+            await api.close()
+        }
+        try await withGateway(directory: directory) { gateway in
+            let api = try await API(gateway)
+            let stream = try await api.openEvents(device)
+            let marker = newAPNsID()
+            #expect(try await api.push(token: token, topic: topic, apnsID: marker).status == 200)
+            #expect(try await stream.nextNotification().apnsID == marker, "a notification acked 204 came back after the restart")
+            await api.close()
+        }
+    }
+
     @Test("a seq reservation that failed to commit is made again: after acks and a restart, no seq is given twice")
     func failedReservationIsMadeAgain() async throws {
         let directory = temporaryDirectory()
