@@ -133,6 +133,23 @@ struct StoreFailureTests {
         }
     }
 
+    @Test("with no request to commit, the durable totals' periodic write is what finds the disk back: /readyz 200 again")
+    func totalsWriteProbesTheStore() async throws {
+        let faults = FaultyStore()
+        try await withGateway(faults: faults) { gateway in
+            let api = try await API(gateway)
+            faults.fillStorage()
+            #expect(try await api.send("POST", "/v1/devices").status == 503)
+            #expect(try await api.send("GET", "/readyz").status == 503)
+            await gateway.console.persistTotals()  // nothing counted, the disk still full
+            #expect(try await api.send("GET", "/readyz").status == 503)
+            faults.freeStorage()
+            await gateway.console.persistTotals()  // what the console does every 10 s
+            #expect(try await api.send("GET", "/readyz").status == 200)
+            await api.close()
+        }
+    }
+
     @Test("an ack the store refused is committed by the next ack, even one that repeats it: what was acked 204 does not come back after a restart")
     func refusedAckIsCommittedByTheNext() async throws {
         let directory = temporaryDirectory()
