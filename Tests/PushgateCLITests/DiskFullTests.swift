@@ -4,12 +4,13 @@ import Testing
 /// Issue 23 item 4: `pushgate serve` on a disk that fills up and empties again. The data
 /// directory is a small tmpfs of its own, filled by a file the test writes until ENOSPC: pushes
 /// are refused with `503 ServiceUnavailable` and `retry-after`, `/readyz` says the store cannot
-/// commit, the log says it once; once the file is gone commits succeed again without a
-/// restart, and every push answered 200 (before, during and after) reaches the device.
+/// commit, the log says so once per change of state (not per push); once the file is gone
+/// commits succeed again without a restart, and every push answered 200 (before, during and
+/// after) reaches the device.
 ///
-/// Before the disk fills, enough pushes go through for SQLite to checkpoint its WAL once: with
-/// the disk full, the WAL is first rewritten in the space it already has, and the next
-/// checkpoint (which must grow the database file) fails before a commit does.
+/// Before the disk fills, enough pushes go through for SQLite to checkpoint its WAL at least
+/// once, so that the full disk meets a WAL that is rewritten in the space it already has and a
+/// database file that must grow at the next checkpoint.
 @Suite(
     "Disk full: pushgate serve on a tmpfs that fills up",
     .serialized, .timeLimit(.minutes(5)),
@@ -19,7 +20,7 @@ struct DiskFullTests {
     static let topic = "com.example.diskfull"
     static let paddingBytes = 3000  // ~3 KB per push: a WAL checkpoint within the first pushes
 
-    @Test("pushes get 503 + retry-after and /readyz 503 while the disk is full, logged once; freeing space recovers; every 200 is delivered")
+    @Test("pushes get 503 + retry-after and /readyz 503 while the disk is full, logged per change not per push; freeing space recovers; every 200 is delivered")
     func fillAndFree() throws {
         let mountPoint = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: mountPoint) }
