@@ -412,6 +412,8 @@ let package = Package(
                 "PushgateStore",
                 "PushgateStoreSQLite",
                 "PushgateStoreTestKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -2,14 +2,32 @@ import PushgateModel
 import PushgateStore
 
 /// What a request whose change the store could not take or commit is answered: the one
-/// `503 ServiceUnavailable` for every route (nothing was kept, so retrying is right).
+/// `503 ServiceUnavailable` for every route (nothing was kept, so retrying is right), with
+/// `retry-after` when the cause should pass by itself.
 extension Refusal {
+    /// Seconds a client is asked to wait when the storage cannot commit (disk full, I/O error):
+    /// long enough not to hammer a broken disk with retries, short enough that space freed by an
+    /// operator is used again soon. The store needs no probe of its own to notice: the first
+    /// commit that succeeds makes it healthy again.
+    static let storeUnavailableRetryAfterSeconds = 5
+    /// When the writer has too much waiting: it catches up within a second at any rate it can
+    /// sustain.
+    static let storeOverloadedRetryAfterSeconds = 1
+
     static func storeFailed(_ error: StoreError) -> Refusal {
-        Refusal(.serviceUnavailable, "could not persist the change: \(error); retry")
+        Refusal(.serviceUnavailable, "could not persist the change: \(error); retry", retryAfterSeconds: retryAfter(error))
     }
 
     /// A push's own words, as a provider has always been told them.
     static func notificationNotStored(_ error: StoreError) -> Refusal {
-        Refusal(.serviceUnavailable, "the notification could not be stored: \(error); retry")
+        Refusal(.serviceUnavailable, "the notification could not be stored: \(error); retry", retryAfterSeconds: retryAfter(error))
+    }
+
+    private static func retryAfter(_ error: StoreError) -> Int? {
+        switch error.kind {
+        case .unavailable: storeUnavailableRetryAfterSeconds
+        case .overloaded: storeOverloadedRetryAfterSeconds
+        case .database, .closed: nil
+        }
     }
 }

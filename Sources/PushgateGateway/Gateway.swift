@@ -116,7 +116,7 @@ public enum Gateway {
         reread: (@Sendable () throws -> GatewayConfiguration)? = nil,
         logger: Logger
     ) throws -> AssembledGateway {
-        let readiness = Readiness()
+        let readiness = Readiness(store: store.health)
         let events = EventHub()
         let core = try DeliveryCore(
             group: group,
@@ -129,6 +129,7 @@ public enum Gateway {
         )
         let provider = ProviderCounters()
         metrics.follow(delivery: core.counters, provider: provider)
+        metrics.watch(store.health)
         var settings = AdminConsole.Settings(access: AdminAccess(token: configuration.adminToken))
         settings.metricsTopicLabels = configuration.metricsTopicLabels
         let console = AdminConsole(

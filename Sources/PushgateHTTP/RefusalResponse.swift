@@ -7,13 +7,14 @@ extension HTTPServerResponse {
     /// A refusal in the gateway's one error format, for every route: `{"reason": ..., "detail":
     /// ...}`, plus `"timestamp"` (milliseconds) on 410 as APNs sends it; `reason` is the
     /// catalog's stable word, `detail` says what to fix. Provider responses carry `apns-id`,
-    /// as every APNs response does.
+    /// as every APNs response does; a refusal worth retrying later says when (`retry-after`).
     public static func refusal(_ refusal: Refusal, apnsID: String? = nil) -> HTTPServerResponse {
         var body = "{\"reason\":" + JSONText.quote(refusal.reason.name) + ",\"detail\":" + JSONText.quote(refusal.detail)
         if let timestamp = refusal.timestamp { body += ",\"timestamp\":\(timestamp)" }
         body += "}"
         var headers = HTTPHeaders()
         if let apnsID { headers.add(name: "apns-id", value: apnsID) }
+        if let seconds = refusal.retryAfterSeconds { headers.add(name: "retry-after", value: String(seconds)) }
         headers.add(name: "content-type", value: "application/json")
         return HTTPServerResponse(status: refusal.status, headers: headers, body: ByteBuffer(string: body))
     }

@@ -33,6 +33,8 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     public let maxGroupCommands: Int
     /// When a 200 may be sent: after the fsync, or at once with commits at an interval.
     public let durability: Durability
+    /// Set by each transaction's outcome, before its batches' completions run.
+    public let health: StoreHealth
 
     private let logger: Logger
     private let writer = DispatchQueue(label: "pushgate.store.writer")
@@ -67,6 +69,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         self.maxGroupCommands = maxGroupCommands
         self.durability = durability
         self.logger = logger
+        health = StoreHealth(logger: logger)
         // In interval mode nobody waits for a commit: every batch waits up to the interval.
         let effective: CommitPacing
         if case .interval(let nanoseconds) = durability {
@@ -87,6 +90,14 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         let max = maxPendingCommands
         let now = monotonicNanoseconds()
         let interval = durability != .fsync
+        // Interval mode answers at once: accepting more while nothing commits would stretch
+        // the loss window from one interval to however long the storage stays broken. (With
+        // fsync every push still goes to the writer: its commit is what finds the storage back.)
+        if interval, !health.canCommit, let failure = health.failure {
+            health.recordRefusal()
+            completionQueue.async { completion(.failure(failure)) }
+            return
+        }
         let outcome: SubmitOutcome = state.withLock { s in
             if s.closing { return .closed }
             if commands.count > max - s.pendingCommands { return .overloaded }
@@ -280,6 +291,8 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         do throws(StoreError) {
             results = try backend.apply(group.map { $0.commands })
         } catch {
+            // Interval mode: the group is tried again, not refused (refusals are counted as they come).
+            if error.kind == .unavailable { health.recordFailure(error, batches: durability == .fsync ? group.count : 0) }
             if durability != .fsync, !state.withLock({ $0.closing }) {
                 retryLater(group, error)
             } else {
@@ -293,6 +306,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         var commands = 0
         var pushes = 0
         var failed = 0
+        var storageFailure: StoreError?
         for (batch, result) in zip(group, results) {
             switch result {
             case .success:
@@ -300,14 +314,23 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
                 for case .enqueue in batch.commands { pushes += 1 }
             case .failure(let error):
                 failed += 1
+                if error.kind == .unavailable {
+                    // The storage failed a statement without undoing the transaction.
+                    storageFailure = error
+                }
                 if batch.completion == nil {
                     lostBatchesCounter.wrappingAdd(1, ordering: .relaxed)
                     metrics.lostBatches.increment()
                     logger.error("store batch lost: it was answered before its commit, which refused it", metadata: ["error": "\(error.message)"])
-                } else {
+                } else if error.kind != .unavailable {  // `health` logs those, once
                     logger.error("store batch failed", metadata: ["error": "\(error.message)"])
                 }
             }
+        }
+        if let storageFailure {
+            health.recordFailure(storageFailure, batches: failed)
+        } else {
+            health.recordCommit()
         }
         transactionsCounter.wrappingAdd(1, ordering: .relaxed)
         commandsCounter.wrappingAdd(UInt64(commands), ordering: .relaxed)
@@ -335,7 +358,9 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     }
 
     private func failGroup(_ group: [Batch], _ error: StoreError) {
-        logger.error("store transaction failed", metadata: ["batches": "\(group.count)", "error": "\(error.message)"])
+        if error.kind != .unavailable {  // a storage failure is logged by `health`, once
+            logger.error("store transaction failed", metadata: ["batches": "\(group.count)", "error": "\(error.message)"])
+        }
         failedBatchesCounter.wrappingAdd(UInt64(group.count), ordering: .relaxed)
         let lost = group.filter { $0.completion == nil }.count
         if lost > 0 {
@@ -349,7 +374,9 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     /// I/O error) is tried again, ahead of what came since, after an interval. The pending limit
     /// still bounds the backlog: once full, new pushes are refused as overloaded.
     private func retryLater(_ group: [Batch], _ error: StoreError) {
-        logger.error("store transaction failed; retried after the commit interval", metadata: ["batches": "\(group.count)", "error": "\(error.message)"])
+        if error.kind != .unavailable {
+            logger.error("store transaction failed; retried after the commit interval", metadata: ["batches": "\(group.count)", "error": "\(error.message)"])
+        }
         let now = monotonicNanoseconds()
         state.withLock { s in
             s.pending.insert(contentsOf: group.map { batch in

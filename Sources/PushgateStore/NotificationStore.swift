@@ -13,6 +13,8 @@ public protocol NotificationStore: Sendable {
     /// Reads everything; used once at start. Each device's `lastSeq` covers every seq it ever
     /// had, stored or gone: callers continue after it without looking at the notifications.
     func load() throws(StoreError) -> StoreSnapshot
+    /// Whether commits succeed now: false while the storage refuses them (disk full, I/O error).
+    var health: StoreHealth { get }
     /// Finishes what was submitted, then closes. Later commits fail with `.closed`.
     func close() async
 }

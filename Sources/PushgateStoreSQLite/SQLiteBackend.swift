@@ -1,4 +1,5 @@
 import GRDB
+import GRDBSQLite
 import Logging
 import PushgateStore
 
@@ -126,7 +127,7 @@ public final class SQLiteBackend: StoreBackend {
             }
             try db.beginTransaction(.immediate)
         } catch {
-            throw StoreError(.database, "cannot begin a transaction in \(path): \(Self.describe(error))")
+            throw StoreError(Self.kind(of: error), "cannot begin a transaction in \(path): \(Self.describe(error))")
         }
 
         var results: [Result<Void, StoreError>] = []
@@ -145,9 +146,9 @@ public final class SQLiteBackend: StoreBackend {
             if !db.isInsideTransaction {
                 // SQLite rolled the whole transaction back (disk full, I/O error, ...): the
                 // batches applied so far are gone too.
-                let reason: String
-                if case .failure(let error) = result { reason = error.message } else { reason = "the transaction was rolled back" }
-                throw StoreError(.database, "the transaction in \(path) was rolled back by SQLite: \(reason)")
+                var error = StoreError(.unavailable, "the transaction was rolled back")
+                if case .failure(let failure) = result { error = failure }
+                throw StoreError(error.kind, "the transaction in \(path) was rolled back by SQLite: \(error.message)")
             }
         }
 
@@ -158,7 +159,7 @@ public final class SQLiteBackend: StoreBackend {
             try db.commit()
         } catch {
             try? db.rollback()
-            throw StoreError(.database, "cannot commit to \(path): \(Self.describe(error))")
+            throw StoreError(Self.kind(of: error), "cannot commit to \(path): \(Self.describe(error))")
         }
         return results
     }
@@ -186,7 +187,8 @@ public final class SQLiteBackend: StoreBackend {
                 throw error
             }
         } catch {
-            return .failure(StoreError(.database, "batch of \(commands.count) command(s) refused: \(error.message)"))
+            let kind: StoreError.Kind = error.code.map(Self.isStorageFault) == true ? .unavailable : .database
+            return .failure(StoreError(kind, "batch of \(commands.count) command(s) refused: \(error.message)"))
         }
     }
 
@@ -194,11 +196,31 @@ public final class SQLiteBackend: StoreBackend {
         do {
             try db.cachedStatement(sql: sql).execute()
         } catch {
-            throw SQLiteCommands.Failure(message: "\(sql): \(Self.describe(error))")
+            throw SQLiteCommands.Failure(message: "\(sql): \(Self.describe(error))", code: (error as? DatabaseError)?.extendedResultCode.rawValue)
         }
     }
 
     // MARK: - Helpers
+
+    /// Whether SQLite's result code (primary or extended) says the storage failed, whatever
+    /// the statements were: a full disk (SQLITE_FULL, also what SQLite makes of ENOSPC), an
+    /// I/O error, a file it can no longer open or write, memory, a lock it should own, a
+    /// damaged file. Every other refusal is about the commands themselves (a constraint).
+    static func isStorageFault(_ code: Int32) -> Bool {
+        switch code & 0xFF {
+        case SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_NOMEM, SQLITE_BUSY, SQLITE_LOCKED,
+            SQLITE_PROTOCOL, SQLITE_CORRUPT, SQLITE_NOTADB:
+            true
+        default:
+            false
+        }
+    }
+
+    /// `.unavailable` for a storage fault, `.database` for the rest.
+    static func kind(of error: any Error) -> StoreError.Kind {
+        let code: Int32? = (error as? DatabaseError)?.extendedResultCode.rawValue ?? (error as? SQLiteCommands.Failure)?.code
+        return code.map(isStorageFault) == true ? .unavailable : .database
+    }
 
     /// SQLite's own words, without the SQL text (which may be long).
     static func describe(_ error: any Error) -> String {

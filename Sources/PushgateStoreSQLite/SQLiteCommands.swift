@@ -10,6 +10,8 @@ enum SQLiteCommands {
     /// A command that could not be applied; its batch fails with this message.
     struct Failure: Error {
         var message: String
+        /// SQLite's extended result code, when SQLite refused (not our own checks).
+        var code: Int32? = nil
     }
 
     /// True when the command is exactly one SQL statement: alone in its batch it needs no
@@ -45,7 +47,7 @@ enum SQLiteCommands {
         } catch let failure as Failure {
             throw failure
         } catch {
-            throw Failure(message: "\(command.summary): \(SQLiteBackend.describe(error))")
+            throw Failure(message: "\(command.summary): \(SQLiteBackend.describe(error))", code: (error as? DatabaseError)?.extendedResultCode.rawValue)
         }
     }
 
@@ -310,7 +312,8 @@ enum SQLiteCommands {
             sqlite3_clear_bindings(handle)
         }
         guard rc == SQLITE_DONE else {
-            throw Failure(message: "\(command.summary): SQLite error \(sqlite3_extended_errcode(db.sqliteConnection)): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
+            let code = sqlite3_extended_errcode(db.sqliteConnection)
+            throw Failure(message: "\(command.summary): SQLite error \(code): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))", code: code)
         }
     }
 

@@ -166,6 +166,8 @@ struct BurstResult: Decodable {
         var apnsId: String
         var status: Int
         var reason: String?
+        /// The `retry-after` header, when there was one.
+        var retryAfter: String?
         var description: String { "\(apnsId) \(status) \(reason ?? "")" }
     }
     struct Unknown: Decodable, CustomStringConvertible {

@@ -76,6 +76,110 @@ struct StoreFailureTests {
         }
     }
 
+    @Test("a store that cannot commit: writes answer 503 with retry-after, /readyz 503 until a commit succeeds, /healthz 200; a refused command changes neither")
+    func storageCannotCommit() async throws {
+        let faults = FaultyStore()
+        let topic = "com.example.full"
+        try await withGateway(faults: faults) { gateway in
+            let api = try await API(gateway)
+            let (device, token) = try await api.registeredDevice(topic: topic)
+            let stream = try await api.openEvents(device)
+            let before = newAPNsID()
+            #expect(try await api.push(token: token, topic: topic, apnsID: before).status == 200)
+            let first = try await stream.nextNotification()
+            #expect(first.apnsID == before)
+
+            faults.fillStorage()
+            // Nothing has failed yet: readiness follows commits, not guesses.
+            #expect(try await api.send("GET", "/readyz").status == 200)
+            let refused = newAPNsID()
+            let writes: [(String, Reply)] = [
+                ("push", try await api.push(token: token, topic: topic, apnsID: refused)),
+                ("device creation", try await api.send("POST", "/v1/devices")),
+                ("registration", try await api.register(device, topic: "com.example.other")),
+                ("ack", try await api.ack(device, upTo: UInt64(first.seq))),
+                ("state", try await api.device(device, "PUT", "state", body: #"{"apps":{"com.example.full":"terminated"}}"#)),
+            ]
+            for (what, reply) in writes {
+                #expect(reply.status == 503, "\(what): \(reply.status) \(reply.text)")
+                #expect(reply.json["reason"] as? String == "ServiceUnavailable", "\(what): \(reply.text)")
+                #expect(reply.headers.first(name: "retry-after") == "5", "\(what): \(reply.headers)")
+            }
+            #expect(writes[0].1.apnsID == refused)
+            let notReady = try await api.send("GET", "/readyz")
+            #expect(notReady.status == 503 && notReady.text == "not ready: store cannot commit\n", "\(notReady.status) \(notReady.text)")
+            #expect(try await api.send("GET", "/healthz").status == 200)
+            let failing = try Exposition(try await api.send("GET", "/metrics").text)
+            #expect(failing["pushgate_store_healthy"] == 0)
+            #expect((failing["pushgate_store_commit_failures_total"] ?? 0) >= Double(writes.count))
+
+            faults.freeStorage()
+            #expect(try await api.send("GET", "/readyz").status == 503, "ready again only once a commit succeeds")
+            let after = newAPNsID()
+            #expect(try await api.push(token: token, topic: topic, apnsID: after).status == 200)
+            #expect(try await api.send("GET", "/readyz").status == 200)
+            #expect(try Exposition(try await api.send("GET", "/metrics").text)["pushgate_store_healthy"] == 1)
+            // The refused push left nothing behind; the one after it is next.
+            #expect(try await stream.nextNotification().apnsID == after)
+            #expect(try await api.ack(device, upTo: UInt64(first.seq)).status == 204)
+
+            // A command the database refuses for its content answers as before: no retry-after,
+            // and the store is still ready.
+            faults.failNext(where: { $0.contains { if case .enqueue = $0 { true } else { false } } }, kind: .database)
+            let content = try await api.push(token: token, topic: topic)
+            #expect(content.status == 503 && content.headers.first(name: "retry-after") == nil, "\(content.status) \(content.headers)")
+            #expect(try await api.send("GET", "/readyz").status == 200)
+            await api.close()
+        }
+    }
+
+    @Test("with no request to commit, the durable totals' periodic write is what finds the disk back: /readyz 200 again")
+    func totalsWriteProbesTheStore() async throws {
+        let faults = FaultyStore()
+        try await withGateway(faults: faults) { gateway in
+            let api = try await API(gateway)
+            faults.fillStorage()
+            #expect(try await api.send("POST", "/v1/devices").status == 503)
+            #expect(try await api.send("GET", "/readyz").status == 503)
+            await gateway.console.persistTotals()  // nothing counted, the disk still full
+            #expect(try await api.send("GET", "/readyz").status == 503)
+            faults.freeStorage()
+            await gateway.console.persistTotals()  // what the console does every 10 s
+            #expect(try await api.send("GET", "/readyz").status == 200)
+            await api.close()
+        }
+    }
+
+    @Test("an ack the store refused is committed by the next ack, even one that repeats it: what was acked 204 does not come back after a restart")
+    func refusedAckIsCommittedByTheNext() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let faults = FaultyStore()
+        let topic = "com.example.ack"
+        var device: Device!
+        var token = ""
+        try await withGateway(directory: directory, faults: faults) { gateway in
+            let api = try await API(gateway)
+            (device, token) = try await api.registeredDevice(topic: topic)
+            let stream = try await api.openEvents(device)
+            #expect(try await api.push(token: token, topic: topic).status == 200)
+            let seq = UInt64(try await stream.nextNotification().seq)
+            faults.failNext(where: { $0.contains { if case .ack = $0 { true } else { false } } }, kind: .unavailable)
+            let refused = try await api.ack(device, upTo: seq)
+            #expect(refused.status == 503 && refused.headers.first(name: "retry-after") == "5", "\(refused.status) \(refused.text)")
+            #expect(try await api.ack(device, upTo: seq).status == 204)
+            await api.close()
+        }
+        try await withGateway(directory: directory) { gateway in
+            let api = try await API(gateway)
+            let stream = try await api.openEvents(device)
+            let marker = newAPNsID()
+            #expect(try await api.push(token: token, topic: topic, apnsID: marker).status == 200)
+            #expect(try await stream.nextNotification().apnsID == marker, "a notification acked 204 came back after the restart")
+            await api.close()
+        }
+    }
+
     @Test("a seq reservation that failed to commit is made again: after acks and a restart, no seq is given twice")
     func failedReservationIsMadeAgain() async throws {
         let directory = temporaryDirectory()

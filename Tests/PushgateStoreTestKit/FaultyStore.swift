@@ -1,10 +1,13 @@
 import Dispatch
+import Logging
 import PushgateStore
 import Synchronization
 
 /// A store that passes commits through to a real one, except those a test singles out: the next
-/// commit matching a rule fails, or is held until the test lets it go (to fail or to commit). It
-/// remembers what it passed on, for tests that check what was committed.
+/// commit matching a rule fails, or is held until the test lets it go (to fail or to commit), or
+/// every commit fails as on a full disk until the test frees it. It remembers what it passed on,
+/// for tests that check what was committed. Its `health` follows the outcomes it hands out, as
+/// the real store's follows its transactions.
 public final class FaultyStore: NotificationStore {
     public typealias Match = @Sendable ([StoreCommand]) -> Bool
 
@@ -15,7 +18,9 @@ public final class FaultyStore: NotificationStore {
     }
 
     private struct State {
-        var failNext: [Match] = []
+        var failNext: [(match: Match, kind: StoreError.Kind)] = []
+        /// Every commit fails as the storage's fault until cleared.
+        var storageFull = false
         var holdNext: [Match] = []
         var held: [Pending] = []
         var heldWaiters: [CheckedContinuation<Void, Never>] = []
@@ -26,10 +31,14 @@ public final class FaultyStore: NotificationStore {
     private let store = Mutex<(any NotificationStore)?>(nil)
     private let refusals = DispatchQueue(label: "faulty-store.refusals")
 
-    public init() {}
+    public let health: StoreHealth
 
-    public convenience init(wrapping inner: any NotificationStore) {
-        self.init()
+    public init(logger: Logger = Logger(label: "faulty-store") { _ in SwiftLogNoOpLogHandler() }) {
+        health = StoreHealth(logger: logger)
+    }
+
+    public convenience init(wrapping inner: any NotificationStore, logger: Logger = Logger(label: "faulty-store") { _ in SwiftLogNoOpLogHandler() }) {
+        self.init(logger: logger)
         attach(inner)
     }
 
@@ -43,9 +52,20 @@ public final class FaultyStore: NotificationStore {
     /// The batches passed on to the real store, in the order they came.
     public var passed: [[StoreCommand]] { state.withLock { $0.passed } }
 
-    /// The next commit for which `match` holds fails (SQLite is not asked).
-    public func failNext(where match: @escaping Match) {
-        state.withLock { $0.failNext.append(match) }
+    /// The next commit for which `match` holds fails (SQLite is not asked), with an error of
+    /// `kind` (`.unavailable` for the storage's fault, `.database` for the commands').
+    public func failNext(where match: @escaping Match, kind: StoreError.Kind = .database) {
+        state.withLock { $0.failNext.append((match, kind)) }
+    }
+
+    /// Every commit fails as on a full disk (SQLite is not asked), until `freeStorage()`.
+    public func fillStorage() {
+        state.withLock { $0.storageFull = true }
+    }
+
+    /// Commits pass on to the real store again.
+    public func freeStorage() {
+        state.withLock { $0.storageFull = false }
     }
 
     /// The next commit for which `match` holds waits for `release(failing:)`.
@@ -73,10 +93,30 @@ public final class FaultyStore: NotificationStore {
         }
         for pending in held {
             if failing {
-                refusals.async { pending.completion(.failure(StoreError(.database, "injected failure"))) }
+                fail(pending.completion, .database)
             } else {
-                inner.commit(pending.commands, urgency: pending.urgency, completion: pending.completion)
+                pass(pending.commands, pending.urgency, pending.completion)
             }
+        }
+    }
+
+    private func fail(_ completion: @escaping @Sendable (Result<Void, StoreError>) -> Void, _ kind: StoreError.Kind) {
+        let error = StoreError(kind, kind == .unavailable ? "injected storage failure: disk full" : "injected failure")
+        // As the real store does: health first, then the answer.
+        if kind == .unavailable { health.recordFailure(error, batches: 1) }
+        refusals.async { completion(.failure(error)) }
+    }
+
+    private func pass(
+        _ commands: [StoreCommand], _ urgency: CommitUrgency, _ completion: @escaping @Sendable (Result<Void, StoreError>) -> Void
+    ) {
+        let health = self.health
+        inner.commit(commands, urgency: urgency) { result in
+            switch result {
+            case .success: health.recordCommit()
+            case .failure(let error): if error.kind == .unavailable { health.recordFailure(error, batches: 1) }
+            }
+            completion(result)
         }
     }
 
@@ -85,11 +125,11 @@ public final class FaultyStore: NotificationStore {
         urgency: CommitUrgency,
         completion: @escaping @Sendable (Result<Void, StoreError>) -> Void
     ) {
-        enum Action { case pass, fail, hold([CheckedContinuation<Void, Never>]) }
+        enum Action { case pass, fail(StoreError.Kind), hold([CheckedContinuation<Void, Never>]) }
         let action: Action = state.withLock { s in
-            if let index = s.failNext.firstIndex(where: { $0(commands) }) {
-                s.failNext.remove(at: index)
-                return .fail
+            if s.storageFull { return .fail(.unavailable) }
+            if let index = s.failNext.firstIndex(where: { $0.match(commands) }) {
+                return .fail(s.failNext.remove(at: index).kind)
             }
             if let index = s.holdNext.firstIndex(where: { $0(commands) }) {
                 s.holdNext.remove(at: index)
@@ -102,9 +142,9 @@ public final class FaultyStore: NotificationStore {
         switch action {
         case .pass:
             state.withLock { $0.passed.append(commands) }
-            inner.commit(commands, urgency: urgency, completion: completion)
-        case .fail:
-            refusals.async { completion(.failure(StoreError(.database, "injected failure"))) }
+            pass(commands, urgency, completion)
+        case .fail(let kind):
+            fail(completion, kind)
         case .hold(let waiters):
             for waiter in waiters { waiter.resume() }
         }

@@ -311,6 +311,9 @@ struct ConformanceCommandTests {
             #expect(try store.load().notifications.map(\.acceptanceID) == [1])
             #expect(try store.load().maxAcceptanceID == 1)
             #expect(store.batchesFailed == 3)
+            // Refused for their content, not for the storage: the store can still commit.
+            #expect(store.health.canCommit)
+            #expect(store.health.failedTransactions == 0)
         }
     }
 

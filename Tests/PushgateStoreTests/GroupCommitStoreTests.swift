@@ -1,3 +1,5 @@
+import InMemoryLogging
+import Logging
 import Synchronization
 import Testing
 @_spi(Testing) import PushgateStore
@@ -178,5 +180,83 @@ struct GroupCommitPacingTests {
         #expect(backend.inner.load().notifications.map(\.acceptanceID) == [1])
         #expect(store.batchesLost == 0)
         #expect(store.transactionsCommitted == 1)
+    }
+
+    /// The in-memory backend behind a disk that fills and empties on demand: while full, every
+    /// transaction fails as SQLite's fails on ENOSPC.
+    final class FillableBackend: StoreBackend {
+        let inner = InMemoryBackend()
+        let full = Mutex(false)
+
+        func load() -> StoreSnapshot { inner.load() }
+
+        func apply(_ group: [[StoreCommand]]) throws(StoreError) -> [Result<Void, StoreError>] {
+            if full.withLock({ $0 }) { throw StoreError(.unavailable, "cannot commit: SQLite error 13: database or disk is full") }
+            return inner.apply(group)
+        }
+
+        func close() {}
+    }
+
+    /// Polls `condition` every millisecond for at most 10 s (the writer runs on its own thread).
+    func eventually(_ what: String, _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            try #require(ContinuousClock.now < deadline, "timed out waiting for \(what)")
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    @Test("a storage fault makes the store unhealthy until a transaction commits; each change is logged once, not each failure")
+    func storageFaultHealth() async throws {
+        let log = InMemoryLogHandler()
+        let backend = FillableBackend()
+        let store = GroupCommitStore(backend: backend, logger: Logger(label: "test") { _ in log })
+        try await store.commit([.createDevice(device("d"))])
+        #expect(store.health.canCommit)
+
+        backend.full.withLock { $0 = true }
+        for id in 1...5 {
+            await #expect(throws: StoreError(.unavailable, "cannot commit: SQLite error 13: database or disk is full")) {
+                try await store.commit([.enqueue(notification(UInt64(id), device: "d"))])
+            }
+        }
+        #expect(!store.health.canCommit)
+        #expect(store.health.failure?.kind == .unavailable)
+        #expect(store.health.failedTransactions == 5)
+
+        backend.full.withLock { $0 = false }
+        try await store.commit([.enqueue(notification(6, device: "d"))])
+        #expect(store.health.canCommit)
+        #expect(store.health.failure == nil)
+        #expect(backend.inner.load().notifications.map(\.acceptanceID) == [6])
+
+        let lines = log.entries.map { "\($0.level) \($0.message)" }
+        #expect(lines == [
+            "error store cannot commit: cannot commit: SQLite error 13: database or disk is full",
+            "notice store commits again after 5 failed batches",
+        ])
+        await store.close()
+    }
+
+    @Test("interval durability: while the storage fails, what was answered is retried and new batches are refused; nothing answered is lost")
+    func intervalModeStorageFault() async throws {
+        let backend = FillableBackend()
+        let store = GroupCommitStore(backend: backend, durability: .interval(nanoseconds: 1_000_000), logger: quietLogger)
+        try await store.commit([.createDevice(device("d"))])
+        try await eventually("the device's commit") { !backend.inner.load().devices.isEmpty }
+
+        backend.full.withLock { $0 = true }
+        try await store.commit([.enqueue(notification(1, device: "d"))])  // answered at once
+        try await eventually("a failed commit") { !store.health.canCommit }
+        // The loss window stays one interval: nothing more is accepted while nothing commits.
+        await #expect(throws: StoreError.self) { try await store.commit([.enqueue(notification(2, device: "d"))]) }
+
+        backend.full.withLock { $0 = false }
+        try await eventually("the retried commit") { store.health.canCommit }
+        try await store.commit([.enqueue(notification(3, device: "d"))])
+        await store.close()
+        #expect(backend.inner.load().notifications.map(\.acceptanceID) == [1, 3])
+        #expect(store.batchesLost == 0)
     }
 }

@@ -5,8 +5,9 @@ import PushgateStore
 
 // Commits and sequence numbers.
 extension DeviceShard {
-    /// Commits, then runs `then` back on this shard's loop. A failure is logged here once; the
-    /// caller undoes its in-memory change and answers the request.
+    /// Commits, then runs `then` back on this shard's loop. A failure is logged here once (but
+    /// a storage fault, which the store logs as it begins and ends); the caller undoes its
+    /// in-memory change and answers the request.
     func commit(
         _ commands: [StoreCommand],
         urgency: CommitUrgency = .prompt,
@@ -17,7 +18,8 @@ extension DeviceShard {
         let logger = self.logger
         let completions = self.completions
         store.commit(commands, urgency: urgency) { result in
-            if case .failure(let error) = result {
+            // A storage fault is logged by the store's health when it begins and ends, not per request.
+            if case .failure(let error) = result, error.kind != .unavailable {
                 logger.error("store commit failed", metadata: ["error": "\(error)", "store.commands": "\(commands.count)"])
             }
             completions.submit {

@@ -78,10 +78,11 @@ extension DeviceShard {
             while index != device.queue.endIndex, device.queue[index].sent { index = device.queue.index(after: index) }
             if index != device.queue.endIndex { upTo = min(upTo, device.queue[index].seq - 1) }
         }
-        guard upTo > device.ackedSeq else {
+        guard upTo > device.ackedSeq || !device.uncommittedAcks.isEmpty else {
             promise?.succeed()
             return
         }
+        upTo = max(upTo, device.ackedSeq)
         var removed: [UInt64] = []
         var windows: [UInt64] = []
         while let first = device.queue.first, first.committed, first.seq <= upTo {
@@ -97,13 +98,20 @@ extension DeviceShard {
         counters.acknowledged(removed.count)
         queueShrank(device)
         device.ackedSeq = upTo
-        var commands: [StoreCommand] = [.ack(deviceID: device.id, acceptanceIDs: removed)]
-        if !windows.isEmpty { commands.append(.forgetFetchWindows(deviceID: device.id, seqs: windows)) }
+        var deletions = device.uncommittedAcks
+        device.uncommittedAcks = []
+        deletions.append(.ack(deviceID: device.id, acceptanceIDs: removed))
+        if !windows.isEmpty { deletions.append(.forgetFetchWindows(deviceID: device.id, seqs: windows)) }
+        var commands = deletions
         // After a restart nothing is reserved yet: the seqs this ack deletes must stay covered.
         reserveSeqs(of: device, through: upTo, into: &commands)
         // Applied in memory already (the window it frees is free now): the commit the 200 waits
-        // for can be the next one made for a push.
-        commit(commands, urgency: .deferrable) { result in
+        // for can be the next one made for a push. If it fails, memory stays as it is (the device
+        // has these notifications) and the next ack carries the deletions to the disk.
+        commit(commands, urgency: .deferrable) { [self] result in
+            if case .failure = result, devices[device.id] === device {
+                device.uncommittedAcks = deletions + device.uncommittedAcks
+            }
             promise?.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
         pump(device)

@@ -91,6 +91,9 @@ final class DeviceState {
     /// The highest seq acknowledged since this process loaded the device (acks delete rows and
     /// record no level, so it starts at 0).
     var ackedSeq: UInt64 = 0
+    /// Deletions of acks applied in memory whose commit failed: the next ack commits them, so
+    /// that an ack answered 204 is on disk even when it repeats one that was refused.
+    var uncommittedAcks: [StoreCommand] = []
     var stream: StreamBinding?
     /// Since when the device has had no stream: its last stream's end, or when this process
     /// loaded or created it. For the admin view's "offline since".

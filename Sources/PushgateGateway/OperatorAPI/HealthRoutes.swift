@@ -1,5 +1,6 @@
 import NIOCore
 import PushgateHTTP
+import PushgateStore
 import PushgateTransport
 import Synchronization
 
@@ -7,8 +8,16 @@ import Synchronization
 public final class Readiness: Sendable {
     private let ready = Atomic<Bool>(false)
     private let draining = Atomic<Bool>(false)
+    private let store: StoreHealth?
 
-    public init() {}
+    /// `store`: the store's health, when a store that cannot commit should take the gateway out
+    /// of rotation (every change it is sent would be refused).
+    public init(store: StoreHealth? = nil) {
+        self.store = store
+    }
+
+    /// The store cannot commit now (disk full, I/O error); ready again after a commit succeeds.
+    public var storeCannotCommit: Bool { store.map { !$0.canCommit } ?? false }
 
     public var isReady: Bool { ready.load(ordering: .relaxed) }
 
@@ -29,13 +38,15 @@ public enum HealthRoutes {
     private static let healthy = HTTPServerResponse(status: 200, text: "ok\n")
     private static let ready = HTTPServerResponse(status: 200, text: "ready\n")
     private static let notReady = HTTPServerResponse(status: 503, text: "not ready (starting or draining)\n")
+    // No cause from the store here: /readyz is open to anyone, and the log has it.
+    private static let storeFailing = HTTPServerResponse(status: 503, text: "not ready: store cannot commit\n")
 
     public static func register(on router: inout Router, readiness: Readiness) {
         router.add("GET", "/healthz", protocols: .http1AndHTTP2, role: .operator) { _, responder in
             responder.respond(healthy)
         }
         router.add("GET", "/readyz", protocols: .http1AndHTTP2, role: .operator) { _, responder in
-            responder.respond(readiness.isReady ? ready : notReady)
+            responder.respond(!readiness.isReady ? notReady : readiness.storeCannotCommit ? storeFailing : ready)
         }
     }
 }

@@ -8,11 +8,15 @@ public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
     public var detail: String
     /// Milliseconds since the epoch; only on 410 `Unregistered` (when the token was unregistered).
     public var timestamp: Int64?
+    /// Seconds to wait before trying again (a `retry-after` header); only on a 503 whose cause
+    /// is expected to pass (the store overloaded, or unable to commit for now).
+    public var retryAfterSeconds: Int?
 
-    public init(_ reason: Reason, _ detail: String, timestamp: Int64? = nil) {
+    public init(_ reason: Reason, _ detail: String, timestamp: Int64? = nil, retryAfterSeconds: Int? = nil) {
         self.reason = reason
         self.detail = detail
         self.timestamp = timestamp
+        self.retryAfterSeconds = retryAfterSeconds
     }
 
     public var status: Int { reason.status }

@@ -4,6 +4,8 @@ import PushgateStore
 /// The totals since the store was created: what the store had at start plus what this process
 /// has counted. What this process counts is written to the store every few seconds and at
 /// shutdown (`persist`), so a crash loses at most the last interval's counts, never a push.
+/// While the store cannot commit, each interval writes even with nothing counted: that write
+/// is what finds the disk back when no request comes.
 actor DurableTotals {
     /// What the store held at start.
     private var restored = Totals()
@@ -29,13 +31,22 @@ actor DurableTotals {
     /// Writes what was counted since the last write. A failed write is retried with the next.
     func persist(current: Totals) async {
         let delta = current - persisted
-        let counts = delta.stored
+        var counts = delta.stored
+        if counts.isEmpty, !store.health.canCommit {
+            // Written anyway (adding 0 still writes the row): only a commit that succeeds tells
+            // the store the disk has room again, and a gateway whose /readyz is 503 may be sent
+            // no other write until it does.
+            counts["received"] = 0
+        }
         guard !counts.isEmpty else { return }
         do {
             try await store.commit([.addTotals(counts)])
             persisted = persisted + delta
         } catch {
-            logger.warning("durable totals not written; retried with the next write", metadata: ["error": "\(error)"])
+            // A storage fault is logged by the store as it begins and ends, not every 10 s.
+            if error.kind != .unavailable {
+                logger.warning("durable totals not written; retried with the next write", metadata: ["error": "\(error)"])
+            }
         }
     }
 }

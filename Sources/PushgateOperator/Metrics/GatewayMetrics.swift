@@ -35,6 +35,7 @@ public final class GatewayMetrics: Sendable {
         let oldestHeldAge: Gauge
         let oldestDeferredAge: Gauge
         let refillScaled: Gauge
+        let storeHealthy: Gauge
         let connections: [(ConnectionRole, Gauge)]
         let streams: Gauge
         let residentBytes: Gauge
@@ -46,6 +47,8 @@ public final class GatewayMetrics: Sendable {
 
     /// Listeners whose connections and setup failures are exported (`watch`).
     private let servers = NIOLockedValueBox<[HTTPServer]>([])
+    /// The store whose health is exported (`watch`).
+    private let storeHealth = NIOLockedValueBox<StoreHealth?>(nil)
     /// Per-topic gauges (`--metrics-topic-labels`), by topic; only the topics of the last scrape.
     private let topicGauges = NIOLockedValueBox<[String: TopicGauges]>([:])
 
@@ -79,6 +82,15 @@ public final class GatewayMetrics: Sendable {
             registry.makeCounter(descriptor: reloads, labels: [("result", "success")]),
             registry.makeCounter(descriptor: reloads, labels: [("result", "failure")])
         )
+        let storeFailures = registry.makeCounter(
+            descriptor: name(
+                "pushgate_store_commit_failures_total",
+                "Store transactions the storage could not take (disk full, I/O error); the requests in them were refused with 503 ServiceUnavailable."
+            ),
+            labels: []
+        )
+        let storeHealth = self.storeHealth
+        following.follow(storeFailures) { Double(storeHealth.withLockedValue { $0?.failedTransactions ?? 0 }) }
         let cpu = registry.makeCounter(descriptor: name("process_cpu_seconds_total", "User and system CPU time of the process, in seconds."), labels: [])
         following.follow(cpu) { ProcessStatistics.read()?.cpuSeconds ?? 0 }
 
@@ -95,6 +107,10 @@ public final class GatewayMetrics: Sendable {
             refillScaled: gauge(
                 "pushgate_silent_refill_scaled",
                 "Registrations whose silent refill is below the configured one now, because of their fetch results or a timeout's penalty."
+            ),
+            storeHealthy: gauge(
+                "pushgate_store_healthy",
+                "1 while the store commits, 0 from a commit the storage refused (disk full, I/O error) until one succeeds; /readyz answers 503 meanwhile."
             ),
             connections: ConnectionRole.allCases.map { role in
                 (role, gauge("pushgate_http2_connections", "Open HTTP/2 connections, by what their first request was for.", [("role", role.name)]))
@@ -219,6 +235,11 @@ public final class GatewayMetrics: Sendable {
         servers.withLockedValue { $0.append(server) }
     }
 
+    /// Exports whether the store can commit, and its failed commits.
+    public func watch(_ store: StoreHealth) {
+        storeHealth.withLockedValue { $0 = store }
+    }
+
     /// The exposition, with the gauges set from `statistics` (read from the shards just before)
     /// and every counter brought up to its total; per-topic gauges for `topics` when given. One
     /// scrape at a time.
@@ -234,6 +255,7 @@ public final class GatewayMetrics: Sendable {
             gauges.oldestHeldAge.set(oldest)
             gauges.oldestDeferredAge.set(statistics.oldestDeferredAcceptedAt.map { Double(max(0, now - $0)) / 1000 } ?? 0)
             gauges.refillScaled.set(Int64(statistics.refillScaled))
+            gauges.storeHealthy.set(Int64(storeHealth.withLockedValue { $0?.canCommit ?? true } ? 1 : 0))
             let servers = servers.withLockedValue { $0 }
             for (role, gauge) in gauges.connections {
                 gauge.set(Int64(servers.reduce(0) { $0 + $1.statistics.connections(role) }))
