@@ -151,18 +151,6 @@ struct GroupCommitPacingTests {
         await store.close()
     }
 
-    @Test("many concurrent pushes under the default linger all commit, in fewer transactions than pushes")
-    func lingerShares() async throws {
-        let store = GroupCommitStore(backend: InMemoryBackend(), logger: quietLogger)
-        try await store.commit([.createDevice(device("d"))])
-        let before = store.transactionsCommitted
-        let outcomes = Outcomes()
-        for i in 1...200 { outcomes.submit(store, i, [.enqueue(notification(UInt64(i), device: "d"))]) }
-        #expect(await outcomes.collect(200).values.allSatisfy(\.isSuccess))
-        #expect(store.transactionsCommitted - before < 200)
-        await store.close()
-    }
-
     @Test("interval durability answers at once, commits later, and retries a failed transaction instead of losing it")
     func intervalMode() async throws {
         let backend = FailOnceBackend()

@@ -10,12 +10,12 @@ public func availableCores() -> Int {
     // shows the same mask here.
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
         let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") }),
-        let allowed = cpuCount(list: line.dropFirst("Cpus_allowed_list:".count)), allowed > 0
+        let allowed = cpuCount(list: line.dropFirst("Cpus_allowed_list:".count))
     else { return System.coreCount }
     return min(System.coreCount, allowed)
 }
 
-/// The number of CPUs in a list such as `0-3,8,10-11`; nil when it does not parse.
+/// The number of CPUs in a list such as `0-3,8,10-11`; nil when it does not parse or is empty.
 func cpuCount(list: Substring) -> Int? {
     var count = 0
     for range in list.split(separator: ",") {
@@ -31,5 +31,5 @@ func cpuCount(list: Substring) -> Int? {
             return nil
         }
     }
-    return count
+    return count > 0 ? count : nil
 }
