@@ -236,6 +236,8 @@ let package = Package(
                 "PushgateGateway",
                 "PushgateModel",
                 "PushgateProviderAuth",
+                "PushgateStore",
+                "PushgateStoreSQLite",
                 "PushgateTLS",
                 "PushgateTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

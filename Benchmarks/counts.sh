@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Wake-ups and syscalls per push at a moderate rate: context switches, write/read/epoll_wait,
-# futex, fdatasync and pwrite64 per accepted push, counted by `perf stat` on the gateway over a
+# futex, fdatasync, pwrite64 and fcntl (SQLite's WAL locks) per accepted push, counted by `perf stat` on the gateway over a
 # 10 s window in the middle of a `pushgate bench` run (1,000 devices acking 50 ms after each
 # event, as ../shared/bench's devices do). The gateway runs on CPU 1 and the bench on CPU 0, as
 # in ../shared/bench. Counts, not times: they hold up on a noisy machine better than CPU figures.
@@ -19,7 +19,7 @@ bench=$!
 for _ in $(seq 1200); do [ "$(received)" -gt $((rate * 2)) ] && break; sleep 0.1; done
 before=$(received)
 events=context-switches
-for call in write read epoll_wait futex fdatasync pwrite64; do events+=",syscalls:sys_enter_$call"; done
+for call in write read epoll_wait futex fdatasync pwrite64 fcntl; do events+=",syscalls:sys_enter_$call"; done
 perf stat -x, -e "$events" -p "$server" -o "$work/stat" -- sleep 10
 after=$(received)
 awk -F, -v n=$((after - before)) 'NF > 2 && $1 ~ /^[0-9]+$/ {

@@ -1,6 +1,6 @@
 // The store's floor: what the durable part of a push costs when written in C straight on
 // SQLite, with none of the gateway around it. Same settings as the gateway's store (WAL,
-// synchronous=FULL, exclusive locking), the same `notifications` table, the same statements:
+// synchronous=FULL, normal locking: `pushgate backup` reads from another process), the same `notifications` table, the same statements:
 // one INSERT per push, a cumulative ack deleting its pushes by acceptance id, one meta UPDATE
 // and one fsync'd COMMIT per group. Prints the process's CPU-seconds (user + system, fsyncs
 // included) per 100k pushes.
@@ -39,7 +39,6 @@ int main(int argc, char **argv) {
 
     sqlite3 *db;
     check(sqlite3_open(path, &db), db, "open");
-    exec(db, "PRAGMA locking_mode = EXCLUSIVE");
     exec(db, "PRAGMA journal_mode = WAL");
     exec(db, "PRAGMA synchronous = FULL");
     exec(db, "PRAGMA temp_store = MEMORY");

@@ -14,6 +14,7 @@ public final class SQLiteBackend: StoreBackend {
     public let path: String
 
     private let database: DatabaseQueue
+    private let lock: DirectoryLock
     private let logger: Logger
 
     // MARK: - Opening
@@ -22,8 +23,12 @@ public final class SQLiteBackend: StoreBackend {
     public init(directory: String, logger: Logger) throws(StoreError) {
         try Directory.create(directory)
         let path = Directory.join(directory, SQLiteSchema.databaseFileName)
-        try Directory.checkWritable(directory, files: [path, path + "-wal"])
+        try Directory.checkWritable(directory, files: [path, path + "-wal", path + "-shm", Directory.join(directory, DirectoryLock.fileName)])
+        let lock = try DirectoryLock(directory: directory, purpose: "open the store")
+        var opened = false
+        defer { if !opened { lock.release() } }
         self.path = path
+        self.lock = lock
         self.logger = logger
 
         var configuration = Configuration()
@@ -33,10 +38,6 @@ public final class SQLiteBackend: StoreBackend {
         // ROLLBACK after an I/O error must not crash the process: the next group retries it.
         configuration.allowsUnsafeTransactions = true
         configuration.prepareDatabase { db in
-            // One process owns the database: a second gateway on the same directory fails at
-            // start ("database is locked") instead of failing every commit with SQLITE_BUSY. In
-            // WAL mode this also keeps the WAL index in heap memory (no -shm file).
-            try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
             // Not `configuration.journalMode = .wal`: GRDB would then set synchronous=NORMAL.
             let journalMode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
             guard journalMode?.lowercased() == "wal" else {
@@ -52,13 +53,16 @@ public final class SQLiteBackend: StoreBackend {
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
         } catch {
-            var message = "cannot open the SQLite database \(path): \(Self.describe(error))"
-            if let error = error as? DatabaseError, error.resultCode == .SQLITE_BUSY {
-                message += " (is another Pushgate using this directory?)"
-            }
-            throw StoreError(.database, message)
+            throw StoreError(.database, "cannot open the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))")
         }
         do {
+            if let foreign = try database.read({ db in try SQLiteSchema.foreignTables(db) }) {
+                try? database.close()
+                throw StoreError(.database, """
+                    \(path) is not a Pushgate store: it holds \(foreign) and no Pushgate schema; \
+                    point --data-dir at a directory of its own
+                    """)
+            }
             let superseded = try database.read { db in try migrator.hasBeenSuperseded(db) }
             if superseded {
                 let applied = (try? database.read { db in try migrator.appliedMigrations(db) }) ?? []
@@ -74,8 +78,9 @@ public final class SQLiteBackend: StoreBackend {
             throw error
         } catch {
             try? database.close()
-            throw StoreError(.database, "cannot migrate the SQLite database \(path): \(Self.describe(error))")
+            throw StoreError(.database, "cannot migrate the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))")
         }
+        opened = true
         // SQLite fsyncs the directory when it creates the WAL, not the database file itself.
         Directory.sync(directory)
         logger.info("store opened", metadata: [
@@ -89,7 +94,7 @@ public final class SQLiteBackend: StoreBackend {
         do {
             return try database.read { db in try SQLiteSnapshot.read(db) }
         } catch {
-            throw StoreError(.database, "cannot read the SQLite database \(path): \(Self.describe(error))")
+            throw StoreError(.database, "cannot read the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))")
         }
     }
 
@@ -104,6 +109,7 @@ public final class SQLiteBackend: StoreBackend {
     }
 
     public func close() throws(StoreError) {
+        defer { lock.release() }
         do {
             try database.close()
         } catch {
@@ -220,6 +226,15 @@ public final class SQLiteBackend: StoreBackend {
     static func kind(of error: any Error) -> StoreError.Kind {
         let code: Int32? = (error as? DatabaseError)?.extendedResultCode.rawValue ?? (error as? SQLiteCommands.Failure)?.code
         return code.map(isStorageFault) == true ? .unavailable : .database
+    }
+
+    /// What to do about a file SQLite finds damaged or not a database at all; empty otherwise.
+    static func damageAdvice(_ error: any Error) -> String {
+        guard let code = (error as? DatabaseError)?.resultCode, code == .SQLITE_CORRUPT || code == .SQLITE_NOTADB else { return "" }
+        return """
+            ; the file is damaged or not a Pushgate store: move it away (with its -wal file) and \
+            install a backup with `pushgate restore`, or start from an empty data directory
+            """
     }
 
     /// SQLite's own words, without the SQL text (which may be long).

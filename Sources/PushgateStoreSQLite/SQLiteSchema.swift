@@ -34,6 +34,27 @@ enum SQLiteSchema {
         return migrator
     }
 
+    /// Describes the tables of a database that is not a Pushgate store; nil for an empty
+    /// database or a Pushgate store of any version. The migrator would otherwise add Pushgate's
+    /// tables beside another program's, and a GRDB application's own migrations would read as
+    /// "migrated by a newer Pushgate".
+    static func foreignTables(_ db: Database) throws -> String? {
+        let tables = try String.fetchAll(db, sql: """
+            SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name
+            """)
+        if tables.isEmpty { return nil }
+        if tables.contains("grdb_migrations"),
+           try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM grdb_migrations WHERE identifier = 'v1')") == true {
+            return nil
+        }
+        let shown = tables.prefix(5).joined(separator: ", ")
+        switch tables.count {
+        case 1: return "a table \(shown)"
+        case ...5: return "the tables \(shown)"
+        default: return "the tables \(shown) and \(tables.count - 5) more"
+        }
+    }
+
     /// Background fetch: each app's last results, penalty, fetch interval and last budget
     /// release, and the fetch windows of unacknowledged silent pushes (open, or closed by a
     /// result or a timeout), so that a restart neither loses a reported result, nor times out a

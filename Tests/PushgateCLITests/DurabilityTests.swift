@@ -190,6 +190,18 @@ struct BurstResult: Decodable {
     var badEcho: [BadEcho]
     var httpVersions: [String: Int]
     var killedAfter: Int?
+    /// With `--run`: the command started once `--run-after` pushes had their 200.
+    var run: CommandRun?
+
+    struct CommandRun: Decodable {
+        /// The apns-ids answered 200 before the command started.
+        var okBefore: [String]
+        /// How many pushes had their 200 when it exited.
+        var okWhenDone: Int
+        var status: Int
+        var stdout: String
+        var stderr: String
+    }
 }
 
 /// `python/drain_stream.py`'s output.

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import PushgateStoreTestKit
 import Testing
 @_spi(Testing) import PushgateStore
@@ -68,18 +69,61 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("a SQLite database of another program is refused, named, and left untouched")
+    func foreignDatabase() throws {
+        let root = try TempDirectory()
+        defer { root.remove() }
+        let path = root.path + "/pushgate.sqlite"
+        let other = try DatabaseQueue(path: path)
+        try other.write { db in try db.execute(sql: "CREATE TABLE users (id INTEGER PRIMARY KEY); CREATE TABLE orders (id INTEGER PRIMARY KEY)") }
+        try other.close()
+        #expect {
+            _ = try openStore(root.path)
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.kind == .database
+                && error.message.contains("\(path) is not a Pushgate store: it holds the tables orders, users and no Pushgate schema")
+        }
+        let tables = try DatabaseQueue(path: path).read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        }
+        #expect(tables == ["orders", "users"], "no Pushgate table was added to the other program's database")
+    }
+
+    @Test("a store damaged on disk fails at start with SQLite's words, the path and what to do")
+    func damagedDatabase() async throws {
+        let root = try TempDirectory()
+        defer { root.remove() }
+        let store = try openStore(root.path)
+        try await store.commit((0..<200).map { .createDevice(device("device-\($0)")) })
+        await store.close()
+        let path = root.path + "/pushgate.sqlite"
+        // Garbage over every page but the first (the header and schema): the tables' pages.
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        let size = try handle.seekToEnd()
+        try handle.seek(toOffset: 4096)
+        try handle.write(contentsOf: Data(repeating: 0x5A, count: Int(size) - 4096))
+        try handle.close()
+        #expect {
+            _ = try openStore(root.path)
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.kind == .database && error.message.contains(path)
+                && error.message.contains("malformed") && error.message.contains("pushgate restore")
+        }
+    }
+
     @Test("a second store on the same directory is refused while the first is open")
     func exclusiveOwnership() async throws {
         let directory = try TempDirectory()
         defer { directory.remove() }
         let first = try openStore(directory.path)
-        #expect(try first.pragma("locking_mode") == "exclusive")
         #expect {
             _ = try openStore(directory.path)
         } throws: { error in
             guard let error = error as? StoreError else { return false }
-            return error.kind == .database && error.message.contains("database is locked")
-                && error.message.contains(directory.path + "/pushgate.sqlite")
+            return error.kind == .database && error.message.contains("another Pushgate process (pid \(getpid())) is using \(directory.path)")
+                && error.message.contains(directory.path + "/pushgate.lock")
         }
         try await first.commit([.createDevice(device("d"))])  // the first one is unaffected
         await first.close()
@@ -99,7 +143,8 @@ struct SQLiteStoreTests {
         store = try openStore(directory.path)
         #expect(try store.pragma("synchronous") == "2")
         #expect(try store.pragma("journal_mode") == "wal")
-        #expect(try store.pragma("locking_mode") == "exclusive")
+        // Not exclusive: `pushgate backup` reads the database from another process.
+        #expect(try store.pragma("locking_mode") == "normal")
         await store.close()
     }
 

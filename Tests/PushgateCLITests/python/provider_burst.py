@@ -3,9 +3,13 @@
 
 usage: provider_burst.py --url URL --token TOKEN --topic TOPIC --count N [--concurrency C]
                          [--payload-bytes B] [--kill-pid PID --kill-after K]
+                         [--run-after K --run JSON_ARGV]
 
 With --kill-pid, the script sends SIGKILL to PID as soon as K pushes have been answered 200,
 while the rest are still in flight, and keeps collecting what happens to them.
+
+With --run, the script starts the command JSON_ARGV (a JSON array) as soon as K pushes have been
+answered 200, while the rest are still in flight, and waits for it at the end.
 
 prints one JSON object:
   ok:        apns-ids answered 200 (each must survive a crash: the 200 means "on disk")
@@ -14,10 +18,13 @@ prints one JSON object:
   dispositions: {pushgate-disposition: count} over the 200s
   badEcho:   200s whose apns-id header did not echo the request's
   httpVersions, killedAfter (number of 200s seen when the kill was sent, or null)
+  run:       with --run: {okBefore: apns-ids answered 200 before the command started,
+             okWhenDone: number of 200s when it exited, status, stdout, stderr}
 """
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 from collections import Counter
@@ -32,13 +39,24 @@ async def burst(args):
     ok, rejected, unknown, bad_echo = [], [], [], []
     dispositions = Counter()
     versions = Counter()
-    state = {"killed_after": None}
+    state = {"killed_after": None, "run": None}
     gate = asyncio.Semaphore(args.concurrency)
 
     def maybe_kill():
         if args.kill_pid and state["killed_after"] is None and len(ok) >= args.kill_after:
             state["killed_after"] = len(ok)
             os.kill(args.kill_pid, signal.SIGKILL)
+
+    async def run_command(command):
+        process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        stdout, stderr = await process.communicate()
+        return {"okWhenDone": len(ok), "status": process.returncode, "stdout": stdout.decode(), "stderr": stderr.decode()}
+
+    def maybe_run():
+        if args.run and state["run"] is None and len(ok) >= args.run_after:
+            # Taken before the command starts: every one of these 200s came before it.
+            state["ok_before_run"] = list(ok)
+            state["run"] = asyncio.create_task(run_command(json.loads(args.run)))
 
     async with h2c_async_client(args.url, timeout=20.0, max_connections=1) as client:
         # Open the connection first, so the burst multiplexes on one established HTTP/2 connection.
@@ -64,6 +82,7 @@ async def burst(args):
                 if response.headers.get("apns-id") != apns_id:
                     bad_echo.append({"sent": apns_id, "got": response.headers.get("apns-id")})
                 maybe_kill()
+                maybe_run()
             else:
                 try:
                     reason = response.json().get("reason")
@@ -80,6 +99,13 @@ async def burst(args):
         state["killed_after"] = len(ok)
         os.kill(args.kill_pid, signal.SIGKILL)
 
+    run = None
+    if state["run"] is not None:
+        run = await state["run"]
+        run["okBefore"] = state["ok_before_run"]
+    elif args.run:
+        fail(f"--run: only {len(ok)} pushes were answered 200, fewer than --run-after {args.run_after}")
+
     emit(
         {
             "token": args.token,
@@ -92,6 +118,7 @@ async def burst(args):
             "badEcho": bad_echo,
             "httpVersions": dict(versions),
             "killedAfter": state["killed_after"],
+            "run": run,
         }
     )
 
@@ -107,6 +134,8 @@ def main():
     parser.add_argument("--payload-bytes", type=int, default=0)
     parser.add_argument("--kill-pid", type=int, default=0)
     parser.add_argument("--kill-after", type=int, default=0)
+    parser.add_argument("--run-after", type=int, default=0)
+    parser.add_argument("--run", default="")
     args = parser.parse_args()
     asyncio.run(burst(args))
 

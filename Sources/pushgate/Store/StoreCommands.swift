@@ -1,0 +1,93 @@
+import ArgumentParser
+import Foundation
+import PushgateStore
+import PushgateStoreSQLite
+
+/// `pushgate backup`: a consistent copy of a store, taken while its gateway runs.
+struct BackupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Copy a gateway's store to a file, while the gateway runs.",
+        discussion: """
+            The copy holds everything committed when the backup began (every push answered 200 by \
+            then), as one self-contained SQLite file checked with SQLite's integrity check. The \
+            gateway keeps serving during the copy. Run it as the gateway's user (or root): the \
+            data directory is private to that user.
+            """
+    )
+
+    @OptionGroup var store: StoreDirectoryOption
+
+    @Argument(help: "The backup file to write (replaced if it exists).")
+    var output: String
+
+    func run() throws {
+        let started = ContinuousClock.now
+        let summary = try reportingStoreErrors { () throws(StoreError) in try SQLiteBackup.backup(directory: store.dataDir, to: output) }
+        print("backed up \(store.dataDir) to \(describe(summary)) in \((ContinuousClock.now - started).formatted(.units(allowed: [.seconds, .milliseconds], width: .narrow)))")
+    }
+}
+
+/// `pushgate restore`: checks a backup and installs it as the store of a stopped gateway.
+struct RestoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Check a backup file and install it as a gateway's store.",
+        discussion: """
+            The file must pass SQLite's integrity check and hold a Pushgate store this version can \
+            open. No gateway may be using the data directory. A store already there is kept \
+            beside it as pushgate.sqlite.replaced-<time> when --replace is given; without it the \
+            restore is refused.
+            """
+    )
+
+    @OptionGroup var store: StoreDirectoryOption
+
+    @Flag(help: "Set aside a store already in the data directory (renamed, not deleted) and install the backup.")
+    var replace = false
+
+    @Argument(help: "The backup file, as `pushgate backup` wrote it.")
+    var file: String
+
+    func run() throws {
+        let (installed, replaced) = try reportingStoreErrors { () throws(StoreError) in
+            try SQLiteBackup.restore(file: file, into: store.dataDir, replacing: replace, now: Self.timestamp)
+        }
+        print("restored \(file) as \(describe(installed))")
+        if let replaced { print("the store it replaced is kept as \(replaced)") }
+    }
+
+    /// UTC, compact and sortable: 20261126T161747Z.
+    private static func timestamp() -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        return formatter.string(from: Date())
+    }
+}
+
+struct StoreDirectoryOption: ParsableArguments {
+    @Option(name: .customLong("data-dir"), help: "The gateway's data directory (serve's --data-dir; default: $PUSHGATE_DATA_DIR or ./pushgate-data).")
+    var dataDirOption: String?
+
+    var dataDir: String {
+        dataDirOption ?? ProcessInfo.processInfo.environment["PUSHGATE_DATA_DIR"] ?? "./pushgate-data"
+    }
+}
+
+/// The store's message on stderr and exit status 1, without ArgumentParser's usage text.
+private func reportingStoreErrors<T>(_ body: () throws(StoreError) -> T) throws -> T {
+    do {
+        return try body()
+    } catch {
+        FileHandle.standardError.write(Data("error: \(error.message)\n".utf8))
+        throw ExitCode.failure
+    }
+}
+
+private func describe(_ summary: StoreFileSummary) -> String {
+    let megabytes = Double(summary.bytes) / 1_048_576
+    return "\(summary.path) (\(String(format: "%.1f", megabytes)) MiB, schema \(summary.schema)): "
+        + "\(summary.devices) devices, \(summary.registrations) registrations, \(summary.notifications) notifications"
+}

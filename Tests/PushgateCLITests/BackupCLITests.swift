@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+/// `pushgate backup` of a running gateway under load, `pushgate restore`, and a store that is not
+/// one at start: the real binary, run as an unprivileged user; restore as the operator (root
+/// when the tests run as root) into the gateway user's directory.
+@Suite("Backup and restore: pushgate backup, restore, serve on a damaged store", .serialized, .timeLimit(.minutes(5)))
+struct BackupCLITests {
+    static let pushes = 3000
+    static let topic = "com.example.backup"
+
+    @Test("a backup taken under load restores to a store with every push answered 200 before it began")
+    func backupUnderLoad() throws {
+        let live = try scratchDirectory()
+        let restored = try scratchDirectory()
+        let backups = try scratchDirectory()
+        defer { for path in [live, restored, backups] { try? FileManager.default.removeItem(atPath: path) } }
+        let file = backups + "/pushgate-backup.sqlite"
+
+        var gateway = try GatewayProcess(arguments: ["--data-dir", live, "--listen", "127.0.0.1:0"], listeners: 1)
+        let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], Self.topic])
+        // The backup starts once 500 pushes have their 200, with the rest in flight: it reads the
+        // database while the gateway commits.
+        let backup = Unprivileged.command(["backup", "--data-dir", live, file])
+        let command = [backup.executable.path] + backup.arguments
+        let burst = try PythonClient.json(BurstResult.self, "provider_burst.py", [
+            "--url", gateway.urls[0], "--token", device.token, "--topic", device.topic,
+            "--count", "\(Self.pushes)", "--concurrency", "50",
+            "--run-after", "500", "--run", String(decoding: try JSONEncoder().encode(command), as: UTF8.self),
+        ])
+        #expect(burst.ok.count == Self.pushes, "rejected: \(burst.rejected.prefix(5)), unknown: \(burst.unknown.prefix(5))")
+        let backedUp = try #require(burst.run)
+        #expect(backedUp.status == 0, "pushgate backup: \(backedUp.stderr)")
+        #expect(backedUp.stdout.contains("backed up \(live) to \(file)"), "\(backedUp.stdout)")
+        #expect(backedUp.okBefore.count >= 500 && backedUp.okBefore.count < Self.pushes, "the backup began during the burst: \(backedUp.okBefore.count) 200s before it")
+
+        // No restore into a directory a gateway is using.
+        let refused = try run(executable: GatewayProcess.executable, ["restore", "--data-dir", live, "--replace", file])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("cannot restore into \(live): another Pushgate process (pid \(gateway.process.processIdentifier)) is using \(live)"), "\(refused.stderr)")
+        #expect(gateway.stop() == 0)
+
+        let restore = try run(executable: GatewayProcess.executable, ["restore", "--data-dir", restored, file])
+        #expect(restore.status == 0, "pushgate restore: \(restore.stderr)")
+        #expect(restore.stdout.contains("restored \(file) as \(restored)/pushgate.sqlite"), "\(restore.stdout)")
+
+        gateway = try GatewayProcess(arguments: ["--data-dir", restored, "--listen", "127.0.0.1:0"], listeners: 1)
+        let drained = try PythonClient.json(DrainResult.self, "drain_stream.py", [
+            "--url", gateway.urls[0], "--device-id", device.deviceId, "--secret", device.secret,
+            "--token", device.token, "--topic", device.topic, "--ack-every", "256",
+        ])
+        #expect(drained.status == 200 && drained.events.last?.apnsId == drained.marker, "the restored gateway serves the device: \(drained.status)")
+        let arrived = drained.events.dropLast().compactMap(\.apnsId)
+        let missing = Set(backedUp.okBefore).subtracting(arrived)
+        #expect(missing.isEmpty, "\(missing.count) of the \(backedUp.okBefore.count) pushes answered 200 before the backup began are not in it, e.g. \(missing.sorted().prefix(3))")
+        #expect(Set(arrived).count == arrived.count, "a notification came twice")
+        #expect(Set(arrived).isSubset(of: burst.ok), "the restored store holds only pushes that were answered 200")
+        #expect(gateway.stop() == 0)
+    }
+
+    @Test("serve on a store that is damaged or another program's fails at start, naming the file and what to do")
+    func badStoreAtStart() throws {
+        let damaged = try scratchDirectory()
+        let foreign = try scratchDirectory()
+        defer { for path in [damaged, foreign] { try? FileManager.default.removeItem(atPath: path) } }
+        let garbage = damaged + "/pushgate.sqlite"
+        try Data(repeating: 0x42, count: 16384).write(to: URL(fileURLWithPath: garbage))
+        try Unprivileged.handOver(garbage)
+        let refused = try runPushgate(["serve", "--listen", "127.0.0.1:0", "--data-dir", damaged])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("cannot open the SQLite database \(garbage): SQLite error 26: file is not a database"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("pushgate restore"), "\(refused.stderr)")
+
+        let other = foreign + "/pushgate.sqlite"
+        let made = try run("python3", ["-c", "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('CREATE TABLE mail (id INTEGER)')", other])
+        #expect(made.status == 0, "\(made.stderr)")
+        try Unprivileged.handOver(other)
+        let foreignRun = try runPushgate(["serve", "--listen", "127.0.0.1:0", "--data-dir", foreign])
+        #expect(foreignRun.status != 0)
+        #expect(foreignRun.stderr.contains("\(other) is not a Pushgate store: it holds a table mail and no Pushgate schema"), "\(foreignRun.stderr)")
+    }
+}
