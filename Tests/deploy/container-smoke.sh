@@ -112,6 +112,15 @@ grep -Eq '^pushgate_notifications_delivered_total\{delivery="immediate"\} 1$' <<
     || deploy_fail "/metrics does not count the delivery: $(grep delivered_total <<<"$metrics")"
 deploy_log "/metrics: 401 without the token; received and delivered counted with it"
 
+# A backup of the running gateway, taken in the container as its user (what `kubectl exec`
+# does), restored on the host by the image's own binary.
+backup=$(podman exec "$name" pushgate backup --data-dir /var/lib/pushgate /var/lib/pushgate/backup.sqlite) \
+    || deploy_fail "pushgate backup in the running container failed"
+grep -q ': 1 devices, 1 registrations, ' <<<"$backup" || deploy_fail "the backup does not hold the device: $backup"
+podman cp "$name:/var/lib/pushgate/backup.sqlite" "$work/backup.sqlite"
+restored=$("$pushgate" restore --data-dir "$work/restored" "$work/backup.sqlite") || deploy_fail "pushgate restore of the container's backup failed"
+deploy_log "backup in the running container, restored on the host: ${restored#restored }"
+
 # The image's HEALTHCHECK, run now rather than waiting for its interval.
 [[ $(podman image inspect -f '{{.HealthCheck.Test}}' "$image") == *pushgate-healthcheck* ]] \
     || deploy_fail "the image has no HEALTHCHECK (built without --format docker?)"
