@@ -104,6 +104,38 @@ struct ShardTests {
         }
     }
 
+    @Test("a collapse whose commit fails leaves the stored push it would have replaced queued, and delivered")
+    func failedCollapseOfStored() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let first = UUIDs.next()
+            #expect(try await h.push(token, Self.topic, apnsID: first, collapseID: "score") == .stored)
+            h.store.failNext { $0.contains { if case .enqueue = $0 { true } else { false } } }
+            await #expect(throws: Refusal.self) { _ = try await h.push(token, Self.topic, collapseID: "score") }
+            try #require(try await h.core.statistics().queued == 1, "the replaced push is still on disk, so still queued")
+            let sink = try await h.connect(device)
+            #expect(await sink.events(count: 1).map(\.apnsID) == [first])
+        }
+    }
+
+    @Test("a held push that a newer one would coalesce stays held when the newer one's commit fails")
+    func failedCollapseOfHeld() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let first = UUIDs.next()
+            #expect(try await h.push(token, Self.topic, apnsID: first, type: .background, priority: .normal, collapseID: "sync") == .held)
+            h.store.failNext { $0.contains { if case .enqueue = $0 { true } else { false } } }
+            await #expect(throws: Refusal.self) {
+                _ = try await h.push(token, Self.topic, type: .background, priority: .normal, collapseID: "sync")
+            }
+            try #require(try await h.core.statistics().held == 1, "the coalesced push is still held on disk, so still held")
+            let sink = try await h.connect(device)
+            #expect(await sink.events(count: 1).map(\.apnsID) == [first])
+        }
+    }
+
     @Test("the store's failure is the catalog's 503")
     func failureIsServiceUnavailable() async throws {
         try await DeliveryHarness.run { h in

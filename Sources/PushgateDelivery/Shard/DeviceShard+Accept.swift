@@ -70,6 +70,10 @@ extension DeviceShard {
         var entries: [QueuedEntry] = []
         entries.reserveCapacity(1)
         let disposition: Disposition
+        // Stored pushes this one replaces (same collapse id): they leave the queue once the
+        // commit that removes them from disk succeeds. Taken out now, a failed commit would
+        // leave them on disk but out of the queue, undelivered until a restart.
+        var replacing: Set<UInt64> = []
         switch acceptance.disposition {
         case .discarded:
             counters.recordDisposition(.discarded)
@@ -78,22 +82,19 @@ extension DeviceShard {
             finish(commands, entries: []) { _ in }
             return
         case .stored:
-            var replaced = false
             if let collapseID = record.push.collapseID {
                 // The newest push with a collapse id replaces the stored one (APNs keeps one).
-                let removed = removeUndelivered(from: device) {
-                    $0.committed && $0.record.push.deviceToken == record.push.deviceToken && $0.record.push.collapseID == collapseID
+                let unsent = device.queue.dropFirst(device.deliveredCount)
+                for entry in unsent where entry.committed && entry.record.push.deviceToken == record.push.deviceToken
+                    && entry.record.push.collapseID == collapseID {
+                    replacing.insert(entry.record.acceptanceID)
                 }
-                if !removed.isEmpty {
-                    replaced = true
-                    commands.append(.remove(acceptanceIDs: removed.map(\.acceptanceID)))
-                    dropQueued(removed, .coalesced)
-                }
+                if !replacing.isEmpty { commands.append(.remove(acceptanceIDs: replacing.sorted())) }
             }
             record.seq = takeSeq(device, into: &commands)
             commands.append(.enqueue(record))
             entries.append(enqueue(record, delivery: .stored, on: device))
-            disposition = replaced ? .coalesced : .stored
+            disposition = replacing.isEmpty ? .stored : .coalesced
         case .held, .coalesced:
             commands.append(.enqueue(record))
             held[record.acceptanceID] = record
@@ -112,12 +113,19 @@ extension DeviceShard {
             }
             disposition = .delivered
         }
-        forget(acceptance.drops, into: &commands)
+        let dropped = forget(acceptance.drops, into: &commands)
         let acceptanceID = record.acceptanceID
         let emptyBudget = acceptance.emptyBudget
         finish(commands, entries: entries) { [self] result in
             switch result {
             case .success:
+                if !replacing.isEmpty {
+                    // One sent meanwhile (the device connected) stays for its ack: its row is
+                    // gone, so it is not sent again after a restart, as the collapse intends.
+                    let replaced = removeUndelivered(from: device) { replacing.contains($0.record.acceptanceID) }
+                    dropQueued(replaced, .coalesced)
+                    queueShrank(device)
+                }
                 counters.recordDisposition(disposition)
                 if let emptyBudget { counters.budgetExhausted.add(emptyBudget) }
                 if disposition == .held || disposition == .coalesced, let record = held[acceptanceID] {
@@ -130,6 +138,9 @@ extension DeviceShard {
                     scheduler.withdrawHeld(id: acceptanceID, app: app)
                     armSchedulerTimer()
                 }
+                // Held pushes this one pushed out (coalesced, or over the held limit) are still
+                // on disk: held again here rather than only after a restart.
+                for record in dropped { holdAgain(record) }
                 promise.fail(Refusal.notificationNotStored(error))
             }
         }

@@ -121,7 +121,7 @@ extension DeviceShard {
             stream.sink?.finish()
         }
         // Every notification of the device goes, held ones included.
-        let acceptanceIDs = device.queue.map(\.record.acceptanceID) + forgetHeld(scheduler.removeDevice(device.handle))
+        let acceptanceIDs = device.queue.map(\.record.acceptanceID) + forgetHeld(scheduler.removeDevice(device.handle)).map(\.acceptanceID)
         deviceIDs[device.handle] = nil
         counters.recordDrop(.unregistered, count: device.queue.count)
         devices[deviceID] = nil

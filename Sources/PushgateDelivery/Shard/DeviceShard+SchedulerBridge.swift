@@ -53,23 +53,26 @@ extension DeviceShard {
     }
 
     /// Held pushes the scheduler gave up on: deleted and counted.
-    func forget(_ drops: [Drop], into commands: inout [StoreCommand]) {
-        let ids = forgetHeld(drops)
-        if !ids.isEmpty { commands.append(.remove(acceptanceIDs: ids)) }
+    /// Returns the dropped pushes, for the caller to hold again if the commit fails.
+    @discardableResult
+    func forget(_ drops: [Drop], into commands: inout [StoreCommand]) -> [AcceptedPush] {
+        let records = forgetHeld(drops)
+        if !records.isEmpty { commands.append(.remove(acceptanceIDs: records.map(\.acceptanceID))) }
+        return records
     }
 
-    /// Takes the dropped pushes out of the held set and counts them; returns their ids.
-    func forgetHeld(_ drops: [Drop]) -> [UInt64] {
-        var ids: [UInt64] = []
-        ids.reserveCapacity(drops.count)
+    /// Takes the dropped pushes out of the held set and counts them; returns them.
+    func forgetHeld(_ drops: [Drop]) -> [AcceptedPush] {
+        var records: [AcceptedPush] = []
+        records.reserveCapacity(drops.count)
         for drop in drops {
             guard let record = held.removeValue(forKey: drop.id) else { continue }
             devices[record.deviceID]?.heldCount -= 1
             counters.recordDrop(drop.reason, count: 1)
             notable(.dropped, record, drop.reason.rawValue)
-            ids.append(drop.id)
+            records.append(record)
         }
-        return ids
+        return records
     }
 
     /// Releases and drops of a wake event or tick, with no push of its own.
@@ -122,7 +125,7 @@ extension DeviceShard {
                     queueShrank(device)
                     if entry.wasHeld {
                         record.seq = nil
-                        holdAgain(record, on: device)
+                        holdAgain(record)
                     }
                 }
             }
@@ -135,10 +138,11 @@ extension DeviceShard {
         }
     }
 
-    /// A released push whose seq did not reach the disk: it is still held there, so it is held
-    /// here again (released by the next wake event) instead of waiting for a restart.
-    private func holdAgain(_ record: AcceptedPush, on device: DeviceState) {
-        guard let app = registrations[record.push.deviceToken]?.app,
+    /// A push taken out of the held set (released, or dropped for a newer one) by a commit that
+    /// failed: it is still held on disk, so it is held here again (released by the next wake
+    /// event) instead of waiting for a restart.
+    func holdAgain(_ record: AcceptedPush) {
+        guard let device = devices[record.deviceID], let app = registrations[record.push.deviceToken]?.app,
               scheduler.restoreHeld(SchedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
         else { return }
         held[record.acceptanceID] = record
