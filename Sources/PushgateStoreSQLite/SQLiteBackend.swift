@@ -14,6 +14,7 @@ public final class SQLiteBackend: StoreBackend {
     public let path: String
 
     private let database: DatabaseQueue
+    private let checkpointer: Checkpointer
     private let lock: DirectoryLock
     private let logger: Logger
 
@@ -80,6 +81,13 @@ public final class SQLiteBackend: StoreBackend {
             try? database.close()
             throw StoreError(.database, "cannot migrate the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))")
         }
+        do {
+            checkpointer = try Checkpointer(path: path, logger: logger)
+        } catch {
+            try? database.close()
+            throw StoreError(.database, "cannot open a second connection to \(path) for WAL checkpoints: \(Self.describe(error))")
+        }
+        database.writeWithoutTransaction { db in checkpointer.install(on: db) }
         opened = true
         // SQLite fsyncs the directory when it creates the WAL, not the database file itself.
         Directory.sync(directory)
@@ -110,6 +118,8 @@ public final class SQLiteBackend: StoreBackend {
 
     public func close() throws(StoreError) {
         defer { lock.release() }
+        database.writeWithoutTransaction { db in checkpointer.uninstall(from: db) }
+        checkpointer.close()
         do {
             try database.close()
         } catch {
@@ -121,6 +131,12 @@ public final class SQLiteBackend: StoreBackend {
     @_spi(Testing)
     public func pragma(_ name: String) throws -> String? {
         try database.read { db in try String.fetchOne(db, sql: "PRAGMA \(name)") }
+    }
+
+    /// Returns once a checkpoint the writer asked for has run.
+    @_spi(Testing)
+    public func waitForCheckpoints() {
+        checkpointer.waitForCheckpoints()
     }
 
     // MARK: - Writing

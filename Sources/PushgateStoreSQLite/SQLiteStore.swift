@@ -32,4 +32,10 @@ extension GroupCommitStore where Backend == SQLiteBackend {
     public func pragma(_ name: String) throws -> String? {
         try backend.pragma(name)
     }
+
+    /// Returns once a checkpoint the writer asked for has run.
+    @_spi(Testing)
+    public func waitForCheckpoints() {
+        backend.waitForCheckpoints()
+    }
 }

@@ -132,6 +132,25 @@ struct SQLiteStoreTests {
         await second.close()
     }
 
+    @Test("commits leave WAL checkpoints to a connection of their own")
+    func checkpointsOffTheWriter() async throws {
+        try await withSQLiteStore { store, directory in
+            // SQLite's automatic checkpoint (which would run inside a commit) is replaced.
+            #expect(try store.pragma("wal_autocheckpoint") == "0")
+            let database = directory + "/pushgate.sqlite"
+            let before = try FileManager.default.attributesOfItem(atPath: database)[.size] as? Int ?? 0
+            try await store.commit([.createDevice(device("d"))])
+            // About 1,300 pages of WAL: past the threshold of 1,000.
+            for batch in 0..<12 {
+                try await store.commit((1...100).map { .enqueue(notification(UInt64(batch * 100 + $0), device: "d", payloadSize: 4000)) })
+            }
+            store.waitForCheckpoints()
+            let after = try FileManager.default.attributesOfItem(atPath: database)[.size] as? Int ?? 0
+            #expect(after > before + 3_000_000, "the checkpoint copied the WAL into the database file: \(before) -> \(after) bytes")
+            #expect(try store.load().notifications.count == 1200)
+        }
+    }
+
     @Test("a reopened store keeps its settings")
     func reopenedSettings() async throws {
         let directory = try TempDirectory()
