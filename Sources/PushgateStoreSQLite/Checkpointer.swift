@@ -19,6 +19,9 @@ final class Checkpointer: Sendable {
     private let connection: DatabaseQueue
     private let queue = DispatchQueue(label: "pushgate.store.checkpoint")
     private let scheduled = Atomic<Bool>(false)
+    /// Whether the last checkpoint failed: logged when this changes, not per checkpoint (a full
+    /// disk fails every one).
+    private let failing = Atomic<Bool>(false)
     private let logger: Logger
     private let path: String
 
@@ -81,11 +84,17 @@ final class Checkpointer: Sendable {
             try connection.writeWithoutTransaction { db in
                 _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)")
             }
+            if failing.exchange(false, ordering: .relaxed) {
+                logger.notice("WAL checkpoints succeed again", metadata: ["path": "\(path)"])
+            }
         } catch {
-            // The next request tries again; a storage fault shows in the writer's commits too.
-            logger.warning("WAL checkpoint failed", metadata: [
-                "path": "\(path)", "error": "\(SQLiteBackend.describe(error))",
-            ])
+            // The next request tries again; meanwhile the WAL grows (commits still succeed
+            // while there is room for it).
+            if !failing.exchange(true, ordering: .relaxed) {
+                logger.warning("WAL checkpoint failed; the WAL grows until one succeeds", metadata: [
+                    "path": "\(path)", "error": "\(SQLiteBackend.describe(error))",
+                ])
+            }
         }
     }
 }
