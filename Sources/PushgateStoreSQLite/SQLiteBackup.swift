@@ -37,18 +37,8 @@ public enum SQLiteBackup {
             throw StoreError(.database, "no store to back up in \(directory): \(source) does not exist")
         }
         let partial = destination + ".partial"
-        try createPrivate(partial)
         defer { unlink(partial) }
-        do {
-            let reader = try DatabaseQueue(path: source, configuration: readOnly)
-            let copy = try DatabaseQueue(path: partial)
-            try reader.backup(to: copy)
-            try reader.close()
-            try seal(copy)
-            try copy.close()
-        } catch {
-            throw StoreError(.database, "cannot back up \(source) to \(destination): \(SQLiteBackend.describe(error))\(SQLiteBackend.damageAdvice(error))")
-        }
+        try copy(source, to: partial) { "cannot back up \(source) to \(destination): \($0)" }
         try durablyRename(partial, to: destination)
         return try inspect(file: destination)
     }
@@ -148,18 +138,8 @@ public enum SQLiteBackup {
         }
 
         let partial = target + ".restoring"
-        try createPrivate(partial)
         defer { unlink(partial) }
-        do {
-            let reader = try DatabaseQueue(path: file, configuration: readOnly)
-            let copy = try DatabaseQueue(path: partial)
-            try reader.backup(to: copy)
-            try reader.close()
-            try seal(copy)
-            try copy.close()
-        } catch {
-            throw StoreError(.database, "cannot copy \(file) into \(directory): \(SQLiteBackend.describe(error))")
-        }
+        try copy(file, to: partial) { "cannot copy \(file) into \(directory): \($0)" }
         giveToDirectoryOwner(partial, directory: directory)
         try durablyRename(partial, to: target)
         var installed = checked
@@ -176,6 +156,22 @@ public enum SQLiteBackup {
         // A reader waits out the instants in which the gateway's writer holds the WAL index.
         configuration.busyMode = .timeout(10)
         return configuration
+    }
+
+    /// Copies the database at `source` (its WAL included) into a new file at `partial`, readable
+    /// by its owner only, self-contained (no `-wal`) and checked. `failure` words an error.
+    private static func copy(_ source: String, to partial: String, failure: (String) -> String) throws(StoreError) {
+        try createPrivate(partial)
+        do {
+            let reader = try DatabaseQueue(path: source, configuration: readOnly)
+            let copy = try DatabaseQueue(path: partial)
+            try reader.backup(to: copy)
+            try reader.close()
+            try seal(copy)
+            try copy.close()
+        } catch {
+            throw StoreError(.database, failure(SQLiteBackend.describe(error) + SQLiteBackend.damageAdvice(error)))
+        }
     }
 
     /// Makes a fresh copy self-contained and checks it.
