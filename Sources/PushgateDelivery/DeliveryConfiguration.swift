@@ -16,8 +16,18 @@ public struct DeliveryConfiguration: Sendable {
     public var heartbeatIntervalMillis: Int64 = 25_000
     /// How often expired notifications are swept out of the queues.
     public var expirySweepIntervalMillis: Int64 = 60_000
-    /// Most notifications queued for one device; more are refused with 429 TooManyRequests.
+    /// Most notifications waiting for one device (queued, unacknowledged and held, all apps
+    /// together); more are refused with 429 TooManyRequests.
     public var maxQueuedPerDevice = 10_000
+    /// Most notifications queued or unacknowledged for one app on a device, so that one
+    /// provider cannot fill `maxQueuedPerDevice` and get every other app's pushes to the device
+    /// refused (APNs keeps one per app for an offline device). Held silent pushes have their
+    /// own limit (the scheduler's `maxHeldPerApp`).
+    public var maxQueuedPerApp = 1_000
+    /// The latest `apns-expiration` honoured: a later one (up to year 292 billion is valid) is
+    /// cut to this long after acceptance, so that a stored push leaves the disk in the end even
+    /// if no agent ever acknowledges it. APNs, too, stores for a limited time.
+    public var maxExpirationMillis: Int64 = 30 * 24 * 3600 * 1000
 
     public init() {}
 }

@@ -136,6 +136,46 @@ struct ShardTests {
         }
     }
 
+    @Test("an app at its share of a device's queue gets 429; another app's push to the device still goes")
+    func queuedPerApp() async throws {
+        try await DeliveryHarness.run({ $0.maxQueuedPerApp = 3; $0.maxQueuedPerDevice = 10 }) { h in
+            let device = try await h.device()
+            let noisy = try await h.register(device, "com.example.noisy")
+            let quiet = try await h.register(device, "com.example.quiet")
+            for _ in 0..<3 { #expect(try await h.push(noisy, "com.example.noisy") == .stored) }
+            do {
+                _ = try await h.push(noisy, "com.example.noisy")
+                Issue.record("a fourth push of the app was accepted")
+            } catch let refusal as Refusal {
+                #expect(refusal.reason == .tooManyRequests)
+                #expect(refusal.detail.contains("3 notifications of this app are already waiting"), "\(refusal.detail)")
+            }
+            #expect(try await h.push(quiet, "com.example.quiet") == .stored)
+            // An ack frees the app's share.
+            let sink = try await h.connect(device)
+            _ = await sink.events(count: 4)
+            try await h.core.ack(deviceID: device.id, secret: device.secret, upTo: 1).get()
+            #expect(try await h.push(noisy, "com.example.noisy") == .delivered)
+        }
+    }
+
+    @Test("apns-expiration is honoured up to maxExpirationMillis after acceptance, not beyond")
+    func expirationClamp() async throws {
+        try await DeliveryHarness.run({ $0.maxExpirationMillis = 60_000 }) { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let now = DeliveryHarness.start
+            #expect(try await h.push(token, Self.topic, expiration: .at(epochSeconds: now / 1000 + 30)) == .stored)
+            #expect(try await h.push(token, Self.topic, expiration: .at(epochSeconds: Int64.max)) == .stored)
+            #expect(try await h.push(token, Self.topic, expiration: .at(epochSeconds: now / 1000 + 3600)) == .stored)
+            let expiries = h.store.passed.flatMap { $0 }.compactMap { command -> Int64? in
+                if case .enqueue(let notification) = command { return notification.expiresAt }
+                return nil
+            }
+            #expect(expiries == [now + 30_000, now + 60_000, now + 60_000])
+        }
+    }
+
     @Test("the store's failure is the catalog's 503")
     func failureIsServiceUnavailable() async throws {
         try await DeliveryHarness.run { h in

@@ -31,22 +31,34 @@ extension DeviceShard {
         }
         let now = clock.nowMillis()
         let expiresAt: Int64
+        let latest = now + configuration.maxExpirationMillis
         switch expiration {
         case .defaultLifetime:
-            expiresAt = now + configuration.scheduler.policy(forTopic: registration.topic).defaultExpirationMillis
+            expiresAt = min(now + configuration.scheduler.policy(forTopic: registration.topic).defaultExpirationMillis, latest)
         case .immediately:
             expiresAt = now + configuration.immediateGraceMillis
         case .at(let seconds):
-            expiresAt = seconds.multipliedReportingOverflow(by: 1000).overflow ? .max : seconds * 1000
+            expiresAt = seconds.multipliedReportingOverflow(by: 1000).overflow ? latest : min(seconds * 1000, latest)
             if expiresAt <= now {
                 counters.recordDisposition(.discarded)
                 promise.succeed(.discarded)
                 return
             }
         }
-        guard device.queue.count + device.heldCount < configuration.maxQueuedPerDevice else {
-            promise.fail(Refusal.deviceQueueFull(waiting: device.queue.count + device.heldCount))
+        let waiting = device.queue.count + device.heldCount
+        guard waiting < configuration.maxQueuedPerDevice else {
+            promise.fail(Refusal.deviceQueueFull(waiting: waiting))
             return
+        }
+        // Counted only when the device holds enough for one app to be at its limit: a scan of
+        // the queue, never on the usual path.
+        if waiting >= configuration.maxQueuedPerApp {
+            var ofThisApp = 0
+            for entry in device.queue where entry.record.push.deviceToken == push.deviceToken { ofThisApp += 1 }
+            guard ofThisApp < configuration.maxQueuedPerApp else {
+                promise.fail(Refusal.appQueueFull(waiting: ofThisApp))
+                return
+            }
         }
         var record = AcceptedPush(
             acceptanceID: nextAcceptanceID(),

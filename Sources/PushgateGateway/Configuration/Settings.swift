@@ -105,6 +105,20 @@ public enum Settings {
             "maxConsecutiveProviderErrors", .integer, "N", default: "100",
             help: "A provider connection is closed after this many refused requests in a row."
         ) { configuration, value throws(SettingError) in configuration.policy.maxConsecutiveProviderErrors = try value.integer(in: 1...Int.max) },
+        Setting(
+            "maxQueuedPerDevice", .integer, "N", default: "10000",
+            help: "Notifications waiting for one device (stored, unacknowledged and held, all apps); beyond, pushes to it get 429 TooManyRequests."
+        ) { configuration, value throws(SettingError) in configuration.delivery.maxQueuedPerDevice = try value.integer(in: 1...1_000_000) },
+        Setting(
+            "maxQueuedPerApp", .integer, "N", default: "1000",
+            help: "Notifications stored or unacknowledged for one app on a device; beyond, that app's pushes to it get 429 TooManyRequests and other apps' still go."
+        ) { configuration, value throws(SettingError) in configuration.delivery.maxQueuedPerApp = try value.integer(in: 1...1_000_000) },
+        Setting(
+            "maxExpirationSeconds", .integer, "SECONDS", default: "2592000",
+            help: "The latest apns-expiration honoured, counted from acceptance (30 days by default); a later one is cut to it."
+        ) { configuration, value throws(SettingError) in
+            configuration.delivery.maxExpirationMillis = Int64(try value.integer(in: 1...(366 * 24 * 3600))) * 1000
+        },
     ] + schedulerSettings
 
     /// The scheduler's global policy; its range checks are the policy's own, made when the

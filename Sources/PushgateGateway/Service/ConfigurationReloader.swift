@@ -122,6 +122,8 @@ public final class ConfigurationReloader: Sendable {
             ("adminToken", c.adminToken ?? ""), ("adminOnlyOnAdminListener", "\(c.adminOnlyOnAdminListener)"),
             ("metricsTopicLabels", "\(c.metricsTopicLabels)"), ("registrationSecret", c.policy.registrationSecret ?? ""),
             ("maxConsecutiveProviderErrors", "\(c.policy.maxConsecutiveProviderErrors)"), ("scheduler", "\(c.policy.scheduler)"),
+            ("maxQueuedPerDevice", "\(c.delivery.maxQueuedPerDevice)"), ("maxQueuedPerApp", "\(c.delivery.maxQueuedPerApp)"),
+            ("maxExpirationSeconds", "\(c.delivery.maxExpirationMillis / 1000)"),
         ]
     }
 }

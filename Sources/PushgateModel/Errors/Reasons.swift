@@ -123,6 +123,11 @@ extension Refusal {
         Refusal(.tooManyRequests, "\(waiting) notifications are already waiting for this device; retry later")
     }
 
+    /// One app's share of a device's queue is full; other apps' pushes to the device still go.
+    public static func appQueueFull(waiting: Int) -> Refusal {
+        Refusal(.tooManyRequests, "\(waiting) notifications of this app are already waiting for this device (the limit per app); retry later, or use apns-collapse-id so that a newer push replaces an older one")
+    }
+
     /// The same answer for a wrong secret and an unknown device: it never tells whether a device
     /// id exists.
     public static let unauthorized = Refusal(
