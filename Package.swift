@@ -327,6 +327,7 @@ let package = Package(
             name: "PushgateDeviceAPITests",
             dependencies: [
                 "PushgateDeviceAPI",
+                "PushgateDelivery",
                 "PushgateModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

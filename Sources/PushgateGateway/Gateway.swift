@@ -150,6 +150,7 @@ public enum Gateway {
             reread: reread ?? { [configuration] in configuration },
             tls: listeners.lazy.compactMap(\.tls).first,
             providers: providers,
+            core: core,
             metrics: metrics,
             logger: logger
         )

@@ -33,7 +33,7 @@ extension DeviceShard {
         let expiresAt: Int64
         switch expiration {
         case .defaultLifetime:
-            expiresAt = now + configuration.scheduler.policy(forTopic: registration.topic).defaultExpirationMillis
+            expiresAt = now + scheduler.configuration.policy(forTopic: registration.topic).defaultExpirationMillis
         case .immediately:
             expiresAt = now + configuration.immediateGraceMillis
         case .at(let seconds):

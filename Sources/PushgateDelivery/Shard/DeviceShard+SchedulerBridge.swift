@@ -184,6 +184,19 @@ extension DeviceShard {
         }
     }
 
+    /// A reloaded policy, in force from now (`Scheduler.reconfigure` says what becomes of the
+    /// buckets and held pushes); what it releases at once is queued and committed like any
+    /// release, and the buckets it changed are saved in the same commit.
+    func reconfigure(scheduler configuration: SchedulerConfiguration) throws(SchedulerConfigurationError) {
+        let output = try scheduler.reconfigure(configuration, now: clock.nowMillis()) { [self] app in
+            appTokens[app].flatMap { registrations[$0]?.topic }
+        }
+        var commands: [StoreCommand] = []
+        var entries: [QueuedEntry] = []
+        _ = apply(output, into: &commands, entries: &entries)
+        finish(commands, entries: entries) { _ in }
+    }
+
     /// Runs the scheduler's due work: budget releases, deferral limits, expiry of held pushes.
     func advanceScheduler() {
         var commands: [StoreCommand] = []

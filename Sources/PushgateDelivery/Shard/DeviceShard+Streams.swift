@@ -146,7 +146,7 @@ extension DeviceShard {
                 entry.record,
                 delivery: entry.delivery,
                 carrier: entry.carrier,
-                fetchWindowSeconds: configuration.fetchWindowSeconds(of: entry.record),
+                fetchWindowSeconds: scheduler.configuration.fetchWindowSeconds(of: entry.record),
                 into: &buffer!
             )
             let size = buffer!.writerIndex - before
