@@ -66,7 +66,7 @@ extension DeviceShard {
             guard let record = held.removeValue(forKey: drop.id) else { continue }
             devices[record.deviceID]?.heldCount -= 1
             counters.recordDrop(drop.reason, count: 1)
-            notable(.dropped, record, drop.reason.rawValue)
+            dropped(record, drop.reason)
             ids.append(drop.id)
         }
         return ids
