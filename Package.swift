@@ -159,6 +159,8 @@ let package = Package(
                 "PushgateTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // Refused pushes, by apns-id.
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The device agents' API: devices, registrations, event stream, acks.
@@ -329,6 +331,7 @@ let package = Package(
             name: "PushgateDeviceAPITests",
             dependencies: [
                 "PushgateDeviceAPI",
+                "PushgateDelivery",
                 "PushgateModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -355,6 +358,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -3,8 +3,9 @@ import PushgateScheduler
 
 /// Limits and timings of the delivery core.
 public struct DeliveryConfiguration: Sendable {
-    /// The scheduler's policy, globally and per topic; its `defaultExpirationMillis` is the
-    /// lifetime of a push sent without `apns-expiration` (APNs stores for 30 days).
+    /// The scheduler's policy at start, globally and per topic (`DeliveryCore.reconfigure`
+    /// replaces it on every shard); its `defaultExpirationMillis` is the lifetime of a push sent
+    /// without `apns-expiration` (APNs stores for 30 days).
     public var scheduler = SchedulerConfiguration()
     /// A push with `apns-expiration: 0` for a connected device: how long it may take to be
     /// written before it counts as expired (it is never stored for an offline device).
@@ -32,11 +33,11 @@ public struct DeliveryConfiguration: Sendable {
     public init() {}
 }
 
-extension DeliveryConfiguration {
+extension SchedulerConfiguration {
     /// How long the app of a silent push has to report its fetch result (its topic's
     /// `fetchWindowMillis`, in seconds); nil for other pushes.
-    public func fetchWindowSeconds(of record: AcceptedPush) -> Int? {
+    func fetchWindowSeconds(of record: AcceptedPush) -> Int? {
         guard record.push.pushType.pushClass == .silent else { return nil }
-        return Int(scheduler.policy(forTopic: record.push.topic).fetchWindowMillis / 1000)
+        return Int(policy(forTopic: record.push.topic).fetchWindowMillis / 1000)
     }
 }

@@ -106,6 +106,16 @@ public final class DeliveryCore: Sendable {
         for task in tasks { task.cancel() }
     }
 
+    /// Puts a reloaded scheduler policy in force on every shard, each on its own loop, queued
+    /// behind the work already there: the delivery path takes no lock for it. What it does to
+    /// the state already there is `Scheduler.reconfigure`'s. Throws, changing nothing, when the
+    /// configuration is not valid; the future succeeds once every shard runs it.
+    public func reconfigure(scheduler configuration: SchedulerConfiguration) throws(SchedulerConfigurationError) -> EventLoopFuture<Void> {
+        try configuration.validate()
+        let applied = shards.map { shard in shard.submit { try $0.reconfigure(scheduler: configuration) } }
+        return EventLoopFuture.andAllSucceed(applied, on: shards[0].eventLoop)
+    }
+
     /// Runs the expiry sweep now on every shard (the periodic one runs on its own).
     public func sweepExpired() async throws {
         for shard in shards { try await shard.submit { $0.sweepExpired() }.get() }
@@ -169,8 +179,8 @@ public final class DeliveryCore: Sendable {
 
     /// A keep-alive: a wake event. Succeeds, once on disk, with what the scheduler held for the
     /// device, now with seqs, in order: delivered by `keepalive`, in the keep-alive's response.
-    public func keepalive(deviceID: String, secret: String) -> EventLoopFuture<[AcceptedPush]> {
-        onShard(of: deviceID, [AcceptedPush].self) { shard, promise in
+    public func keepalive(deviceID: String, secret: String) -> EventLoopFuture<[KeepaliveRelease]> {
+        onShard(of: deviceID, [KeepaliveRelease].self) { shard, promise in
             shard.keepalive(deviceID: deviceID, secret: secret, promise: promise)
         }
     }
@@ -204,11 +214,6 @@ public final class DeliveryCore: Sendable {
         return onShard(of: deviceID, Void.self) { shard, promise in
             shard.reportFetchResults(deviceID: deviceID, secret: secret, results: reports.map { ($0.seq, $0.result) }, promise: promise)
         }
-    }
-
-    /// How long the app of a silent push has to report its fetch result; nil for other pushes.
-    public func fetchWindowSeconds(of record: AcceptedPush) -> Int? {
-        configuration.fetchWindowSeconds(of: record)
     }
 
     /// Checks the device's secret (before an event stream's head is sent).
@@ -287,6 +292,18 @@ final class AcceptanceIDs: Sendable {
     func next() -> UInt64 { last.add(1, ordering: .relaxed).newValue }
 
     func `continue`(after value: UInt64) { last.store(value, ordering: .relaxed) }
+}
+
+/// A notification a keep-alive released, with its fetch window in seconds when it is silent
+/// (the window its shard opened for it, under the policy then in force).
+public struct KeepaliveRelease: Sendable {
+    public var notification: AcceptedPush
+    public var fetchWindowSeconds: Int?
+
+    public init(notification: AcceptedPush, fetchWindowSeconds: Int?) {
+        self.notification = notification
+        self.fetchWindowSeconds = fetchWindowSeconds
+    }
 }
 
 /// One app's reported state, as it crosses to the device's shard.

@@ -84,7 +84,7 @@ public enum DeviceRoutes {
             complete(core.ack(deviceID: deviceID, secret: secret, upTo: upTo), request, responder) { .init(status: 204) }
         case ("POST", .keepalive):
             complete(core.keepalive(deviceID: deviceID, secret: secret), request, responder) { released in
-                let body = EventStreamEncoder.keepaliveBody(released, fetchWindowSeconds: core.fetchWindowSeconds(of:))
+                let body = EventStreamEncoder.keepaliveBody(released)
                 return HTTPServerResponse(status: 200, headers: ["content-type": "application/json"], body: body)
             }
         case ("PUT", .state):

@@ -1,4 +1,5 @@
 import NIOCore
+import PushgateDelivery
 import PushgateModel
 
 /// The device API's wire format of notifications: server-sent events on the event stream, and
@@ -70,11 +71,11 @@ enum EventStreamEncoder {
     static let shutdown = ByteBuffer(string: "retry: 1000\nevent: shutdown\ndata: {\"reason\":\"Shutdown\",\"retryMs\":1000}\n\n")
 
     /// A keep-alive's response body, `{"notifications": [...]}`: what it released, in order.
-    static func keepaliveBody(_ released: [AcceptedPush], fetchWindowSeconds: (AcceptedPush) -> Int?) -> ByteBuffer {
+    static func keepaliveBody(_ released: [KeepaliveRelease]) -> ByteBuffer {
         var body = ByteBuffer(string: "{\"notifications\":[")
-        for (index, notification) in released.enumerated() {
+        for (index, release) in released.enumerated() {
             if index > 0 { body.writeInteger(UInt8(ascii: ",")) }
-            writeJSON(notification, delivery: .keepalive, carrier: nil, fetchWindowSeconds: fetchWindowSeconds(notification), into: &body)
+            writeJSON(release.notification, delivery: .keepalive, carrier: nil, fetchWindowSeconds: release.fetchWindowSeconds, into: &body)
         }
         body.writeString("]}")
         return body

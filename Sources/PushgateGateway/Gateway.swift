@@ -150,6 +150,7 @@ public enum Gateway {
             reread: reread ?? { [configuration] in configuration },
             tls: listeners.lazy.compactMap(\.tls).first,
             providers: providers,
+            core: core,
             metrics: metrics,
             logger: logger
         )
@@ -168,7 +169,7 @@ public enum Gateway {
             nowMillis: { clock.nowMillis() },
             counters: provider
         )
-        ProviderRoute.register(on: &mainRoutes, core: core, validator: ProviderRequestValidator(), gate: gate)
+        ProviderRoute.register(on: &mainRoutes, core: core, validator: ProviderRequestValidator(), gate: gate, logger: logger)
         DeviceRoutes.register(on: &mainRoutes, core: core, registrationSecret: configuration.access.registrationSecret)
 
         let server = HTTPServer(listeners: listeners, configuration: configuration.server, application: mainRoutes, group: group, logger: logger)

@@ -220,10 +220,7 @@ extension Scheduler {
         guard time > apps[a].bucketTime else { return }
         apps[a].bucketLevel = appLevel(a, now: time)
         apps[a].bucketTime = time
-        if !apps[a].dirtyListed {
-            apps[a].dirtyListed = true
-            dirtyApps.append(UInt32(a))
-        }
+        markBucketDirty(app: a)
     }
 
     /// The app's refill at `time`, in thousandths of a token per hour: the configured refill

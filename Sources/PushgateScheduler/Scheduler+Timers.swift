@@ -78,15 +78,22 @@ extension Scheduler {
         if apps[a].fetchInterval != AppSlot.intervalMinimum { markFetchDirty(a) }
         devices[d].bucketLevel = deviceLevel - TokenBucket.unit
         devices[d].bucketTime = max(devices[d].bucketTime, now)
-        if !apps[a].dirtyListed {
-            apps[a].dirtyListed = true
-            dirtyApps.append(UInt32(a))
-        }
-        if !devices[d].dirtyListed {
-            devices[d].dirtyListed = true
-            dirtyDevices.append(UInt32(d))
-        }
+        markBucketDirty(app: a)
+        markBucketDirty(device: d)
         return nil
+    }
+
+    /// Lists the app's bucket for the next `drainDirtyBuckets()`, once.
+    func markBucketDirty(app a: Int) {
+        guard !apps[a].dirtyListed else { return }
+        apps[a].dirtyListed = true
+        dirtyApps.append(UInt32(a))
+    }
+
+    func markBucketDirty(device d: Int) {
+        guard !devices[d].dirtyListed else { return }
+        devices[d].dirtyListed = true
+        dirtyDevices.append(UInt32(d))
     }
 
     /// Sets the device's budget timer to the first instant at which the device bucket and the

@@ -20,14 +20,15 @@ import PushgateModel
 /// everything waiting per device before it calls `accept` (the delivery core refuses a push with
 /// 429 once a device has `maxQueuedPerDevice` queued and held).
 public final class Scheduler {
-    /// The validated configuration, for what the caller needs per topic (`defaultExpirationMillis`).
-    public let configuration: SchedulerConfiguration
+    /// The validated configuration in force, for what the caller needs per topic
+    /// (`defaultExpirationMillis`, `fetchWindowMillis`); `reconfigure` replaces it.
+    public internal(set) var configuration = SchedulerConfiguration()
     /// Index 0 is the global policy, then one per topic override.
-    let policies: [ResolvedPolicy]
-    let policyIndexByTopic: [String: UInt16]
-    let deviceCapacity: UInt32
+    var policies: [ResolvedPolicy] = []
+    var policyIndexByTopic: [String: UInt16] = [:]
+    var deviceCapacity: UInt32 = 0
     /// Thousandths of a token per hour, as app rates.
-    let deviceRate: UInt64
+    var deviceRate: UInt64 = 0
 
     var devices: [DeviceSlot] = []
     var apps: [AppSlot] = []
@@ -57,6 +58,14 @@ public final class Scheduler {
         throws(SchedulerConfigurationError)
     {
         try configuration.validate()
+        install(configuration)
+        devices.reserveCapacity(expectedDevices)
+        apps.reserveCapacity(expectedDevices)
+    }
+
+    /// Makes a validated configuration the one in force, resolved into bucket units. Apps keep
+    /// their policy index: `reconfigure` points them at their topic's new one.
+    func install(_ configuration: SchedulerConfiguration) {
         self.configuration = configuration
         var policies = [ResolvedPolicy(configuration.global)]
         var indexByTopic: [String: UInt16] = [:]
@@ -68,8 +77,6 @@ public final class Scheduler {
         self.policyIndexByTopic = indexByTopic
         deviceCapacity = UInt32(configuration.global.deviceBurst) * TokenBucket.unit
         deviceRate = UInt64(configuration.global.deviceRefillPerHour) * 1000
-        devices.reserveCapacity(expectedDevices)
-        apps.reserveCapacity(expectedDevices)
     }
 
     // MARK: Devices and apps

@@ -50,6 +50,25 @@ public enum StoreCommand: Sendable, Equatable {
 }
 
 extension StoreCommand {
+    /// The device the command changes, when it names one (a log line's `device`).
+    public var deviceID: String? {
+        switch self {
+        case .createDevice(let device): device.id
+        case .deleteDevice(let id, _, _): id
+        case .register(let registration): registration.deviceID
+        case .enqueue(let notification): notification.deviceID
+        case .ack(let deviceID, _), .reserveSeqs(let deviceID, _), .closeFetchWindows(let deviceID, _), .forgetFetchWindows(let deviceID, _):
+            deviceID
+        case .openFetchWindows(let windows): windows.first?.deviceID
+        case .unregister, .assignSeq, .remove, .saveBuckets, .setAppState, .addTotals, .saveFetchStates: nil
+        }
+    }
+
+    /// The push the command writes, when it is one (a log line's `apns-id`).
+    public var apnsID: String? {
+        if case .enqueue(let notification) = self { notification.push.apnsID } else { nil }
+    }
+
     /// A short description for error messages: never the payload or secrets.
     public var summary: String {
         switch self {

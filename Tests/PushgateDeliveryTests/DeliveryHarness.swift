@@ -17,18 +17,23 @@ struct DeliveryHarness {
     let store: FaultyStore
     let clock: TestClock
 
-    /// `storage` outlives the harness: a second run over it is a restart.
+    /// `storage` outlives the harness: a second run over it is a restart. `logger`: the core's
+    /// and the store's (critical only when none is given).
     static func run(
         storage: InMemoryStorage = InMemoryStorage(),
         clock: TestClock = TestClock(start),
+        logger: Logger? = nil,
         _ configure: (inout DeliveryConfiguration) -> Void = { _ in },
         _ body: (DeliveryHarness) async throws -> Void
     ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         var configuration = DeliveryConfiguration()
         configure(&configuration)
-        var logger = Logger(label: "delivery-test")
-        logger.logLevel = .critical
+        let logger = logger ?? {
+            var logger = Logger(label: "delivery-test")
+            logger.logLevel = .critical
+            return logger
+        }()
         let store = FaultyStore(wrapping: GroupCommitStore(backend: InMemoryBackend(storage: storage), logger: logger))
         let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: configuration, logger: logger)
         try await core.restore()

@@ -216,7 +216,7 @@ struct ShardTests {
             let sink = try await h.connect(device)
             let held = [UUIDs.next(), UUIDs.next()]
             for apnsID in held { #expect(try await h.push(token, Self.topic, apnsID: apnsID, priority: .low) == .held) }
-            let released = try await h.core.keepalive(deviceID: device.id, secret: device.secret).get()
+            let released = try await h.core.keepalive(deviceID: device.id, secret: device.secret).get().map(\.notification)
             #expect(released.map(\.push.apnsID) == held)
             #expect(released.map(\.seq) == [1, 2])
             #expect(h.core.counters.deliveries[.keepalive] == 2)

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import PushgateDelivery
 import PushgateModel
 import Testing
 
@@ -68,15 +69,16 @@ struct EventStreamEncoderTests {
 
     @Test("a keep-alive's body lists what it released, each delivered by keepalive")
     func keepaliveBody() throws {
-        let body = EventStreamEncoder.keepaliveBody([Self.notification(), Self.notification(collapseID: "c\"1")]) {
-            $0.push.collapseID == nil ? nil : 30
-        }
+        let body = EventStreamEncoder.keepaliveBody([
+            KeepaliveRelease(notification: Self.notification(), fetchWindowSeconds: nil),
+            KeepaliveRelease(notification: Self.notification(collapseID: "c\"1"), fetchWindowSeconds: 30),
+        ])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any])
         let notifications = try #require(object["notifications"] as? [[String: Any]])
         #expect(notifications.count == 2)
         #expect(notifications.allSatisfy { $0["delivery"] as? String == "keepalive" && $0["carrier"] is NSNull })
         #expect(notifications[1]["collapseId"] as? String == "c\"1")
         #expect(notifications.map { $0["fetchWindowSeconds"] as? Int } == [nil, 30])
-        #expect(String(buffer: EventStreamEncoder.keepaliveBody([]) { _ in nil }) == #"{"notifications":[]}"#)
+        #expect(String(buffer: EventStreamEncoder.keepaliveBody([])) == #"{"notifications":[]}"#)
     }
 }

@@ -31,8 +31,8 @@ struct ProviderKeyReloadTests {
             let first = [("authorization", "bearer \(keys.token(keys.first, at: Self.start))")]
             #expect(try await provider.push(token: token, topic: Self.topic, headers: first).status == 200)
 
-            let outcome = try gateway.assembled.reloader.reload(trigger: "test").get()
-            #expect(outcome.reloaded == ["providerKeys (2)"])
+            let outcome = try await gateway.assembled.reloader.reload(trigger: "test").get()
+            #expect(outcome.reloaded == ["providerKeys (2)", "scheduler"])
 
             let removed = try await provider.push(token: token, topic: Self.topic, headers: first)
             #expect(removed.status == 403 && removed.json["reason"] as? String == "InvalidProviderToken", "\(removed.text)")

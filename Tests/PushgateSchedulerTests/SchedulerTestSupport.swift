@@ -26,8 +26,18 @@ final class Harness {
         if connected { _ = scheduler.connect(device, now: now) }
     }
 
+    /// Each app's topic, as a shard knows it.
+    private(set) var topics: [AppHandle: String] = [:]
+
     func app(_ topic: String = "com.example.app", on device: DeviceHandle? = nil) -> AppHandle {
-        scheduler.addApp(device: device ?? self.device, topic: topic)!
+        let app = scheduler.addApp(device: device ?? self.device, topic: topic)!
+        topics[app] = topic
+        return app
+    }
+
+    /// A reload of the policy.
+    func reconfigure(_ configuration: SchedulerConfiguration, now: Int64) throws -> SchedulerOutput {
+        try scheduler.reconfigure(configuration, now: now) { [topics] in topics[$0] }
     }
 
     func nextID() -> UInt64 {

@@ -34,7 +34,7 @@ extension DeviceShard {
         let latest = now + configuration.maxExpirationMillis
         switch expiration {
         case .defaultLifetime:
-            expiresAt = min(now + configuration.scheduler.policy(forTopic: registration.topic).defaultExpirationMillis, latest)
+            expiresAt = min(now + scheduler.configuration.policy(forTopic: registration.topic).defaultExpirationMillis, latest)
         case .immediately:
             expiresAt = now + configuration.immediateGraceMillis
         case .at(let seconds):

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import PushgateModel
 import PushgateScheduler
@@ -20,13 +21,32 @@ extension DeviceShard {
         store.commit(commands, urgency: urgency) { result in
             // A storage fault is logged by the store's health when it begins and ends, not per request.
             if case .failure(let error) = result, error.kind != .unavailable {
-                logger.error("store commit failed", metadata: ["error": "\(error)", "store.commands": "\(commands.count)"])
+                logger.error("store commit failed", metadata: Self.metadata(of: commands, failedWith: error))
             }
             completions.submit {
                 if case .failure = result { shard.value.forgetReservations(in: commands) }
                 continuation.value(result)
             }
         }
+    }
+
+    /// A failed commit's log metadata: the error, and the device and the push it changed when
+    /// it changed one (a request's commit does); a count when it changed several.
+    private static func metadata(of commands: [StoreCommand], failedWith error: StoreError) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["error": "\(error)", "store.commands": "\(commands.count)"]
+        let devices = Set(commands.compactMap(\.deviceID))
+        if devices.count == 1, let device = devices.first {
+            metadata[LogMetadataKey.device] = "\(device)"
+        } else if devices.count > 1 {
+            metadata["store.devices"] = "\(devices.count)"
+        }
+        let pushes = commands.compactMap(\.apnsID)
+        if pushes.count == 1, let push = pushes.first {
+            metadata[LogMetadataKey.apnsID] = "\(push)"
+        } else if pushes.count > 1 {
+            metadata["store.pushes"] = "\(pushes.count)"
+        }
+        return metadata
     }
 
     // MARK: Sequence numbers

@@ -94,7 +94,7 @@ extension DeviceShard {
         let now = clock.nowMillis()
         let connected = device.stream != nil
         let power = scheduler.power(device.handle) ?? .awake
-        let global = configuration.scheduler.global
+        let global = scheduler.configuration.global
         let deviceBucket = bucket(
             scheduler.bucket(device: device.handle, now: now),
             capacity: global.deviceBurst,

@@ -35,7 +35,7 @@ extension DeviceShard {
     /// Counts queued notifications that leave undelivered (the caller removes them from disk).
     func dropQueued(_ records: [AcceptedPush], _ reason: DropReason) {
         counters.recordDrop(reason, count: records.count)
-        for record in records { notable(.dropped, record, reason.rawValue) }
+        for record in records { dropped(record, reason) }
     }
 
     /// After entries left the device's queue. An empty queue leaves the set the sweep walks and

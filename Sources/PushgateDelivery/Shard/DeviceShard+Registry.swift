@@ -13,7 +13,10 @@ extension DeviceShard {
         deviceIDs[handle] = id
         devices[id] = DeviceState(id: id, secretHash: secretHash, handle: handle, lastSeq: 0, offlineSince: now)
         commit([.createDevice(record)]) { [self] result in
-            if case .failure = result {
+            switch result {
+            case .success:
+                logDevice("device created", id)
+            case .failure:
                 devices[id] = nil
                 deviceIDs[handle] = nil
                 _ = scheduler.removeDevice(handle)
@@ -58,6 +61,7 @@ extension DeviceShard {
             switch result {
             case .success:
                 registrations[token]?.committing = nil
+                logDevice("app registered", deviceID, ["topic": "\(topic)"])
                 promise.succeed(token)
             case .failure(let error):
                 registrations[token] = nil
@@ -100,7 +104,8 @@ extension DeviceShard {
             registration.app = nil
             registrations[token] = registration
         }
-        commit(commands) { result in
+        commit(commands) { [self, topic = registration.topic] result in
+            if case .success = result { logDevice("app unregistered", deviceID, ["topic": "\(topic)"]) }
             promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
         armSchedulerTimer()
@@ -127,7 +132,8 @@ extension DeviceShard {
         devices[deviceID] = nil
         online[deviceID] = nil
         withQueue[deviceID] = nil
-        commit([.deleteDevice(id: deviceID, at: now, acceptanceIDs: acceptanceIDs)]) { result in
+        commit([.deleteDevice(id: deviceID, at: now, acceptanceIDs: acceptanceIDs)]) { [self] result in
+            if case .success = result { logDevice("device deleted", deviceID, ["notifications.removed": "\(acceptanceIDs.count)"]) }
             promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
     }

@@ -69,7 +69,7 @@ extension DeviceShard {
             guard let record = held.removeValue(forKey: drop.id) else { continue }
             devices[record.deviceID]?.heldCount -= 1
             counters.recordDrop(drop.reason, count: 1)
-            notable(.dropped, record, drop.reason.rawValue)
+            dropped(record, drop.reason)
             records.append(record)
         }
         return records
@@ -186,6 +186,19 @@ extension DeviceShard {
             shard.schedulerTimerAt = .max
             shard.advanceScheduler()
         }
+    }
+
+    /// A reloaded policy, in force from now (`Scheduler.reconfigure` says what becomes of the
+    /// buckets and held pushes); what it releases at once is queued and committed like any
+    /// release, and the buckets it changed are saved in the same commit.
+    func reconfigure(scheduler configuration: SchedulerConfiguration) throws(SchedulerConfigurationError) {
+        let output = try scheduler.reconfigure(configuration, now: clock.nowMillis()) { [self] app in
+            appTokens[app].flatMap { registrations[$0]?.topic }
+        }
+        var commands: [StoreCommand] = []
+        var entries: [QueuedEntry] = []
+        _ = apply(output, into: &commands, entries: &entries)
+        finish(commands, entries: entries) { _ in }
     }
 
     /// Runs the scheduler's due work: budget releases, deferral limits, expiry of held pushes.

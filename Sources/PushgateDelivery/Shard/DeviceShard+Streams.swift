@@ -13,10 +13,9 @@ extension DeviceShard {
             promise.fail(Refusal.unauthorized)
             return
         }
-        if let old = device.stream {
-            old.sink?.finish()
-        } else {
-        }
+        let replaced = device.stream
+        replaced?.sink?.finish()
+        logDevice("event stream opened", deviceID, ["stream.replaced": "\(replaced != nil)"])
         streamGenerations += 1
         let now = clock.nowMillis()
         device.stream = StreamBinding(generation: streamGenerations, now: now)
@@ -44,6 +43,7 @@ extension DeviceShard {
     /// The stream ended, or its head could not be sent. A newer stream is left alone.
     func close(deviceID: String, generation: UInt64) {
         guard let device = devices[deviceID], let stream = device.stream, stream.generation == generation else { return }
+        logDevice("event stream closed", deviceID)
         disconnect(device)
     }
 
@@ -146,7 +146,7 @@ extension DeviceShard {
                 entry.record,
                 delivery: entry.delivery,
                 carrier: entry.carrier,
-                fetchWindowSeconds: configuration.fetchWindowSeconds(of: entry.record),
+                fetchWindowSeconds: scheduler.configuration.fetchWindowSeconds(of: entry.record),
                 into: &buffer!
             )
             let size = buffer!.writerIndex - before

@@ -8,7 +8,7 @@ extension DeviceShard {
     /// A wake event: what the scheduler held for the device goes in the response (and is acked
     /// like any other notification). Succeeds, once on disk, with the released notifications,
     /// with their seqs, in order; they came by `keepalive`.
-    func keepalive(deviceID: String, secret: String, promise: EventLoopPromise<[AcceptedPush]>) {
+    func keepalive(deviceID: String, secret: String, promise: EventLoopPromise<[KeepaliveRelease]>) {
         guard let device = authenticate(deviceID: deviceID, secret: secret) else {
             promise.fail(Refusal.unauthorized)
             return
@@ -32,7 +32,8 @@ extension DeviceShard {
                 // Released at the tail of the queue: looked up from the end.
                 let entries = released.compactMap { record in device.queue.last { $0.seq == record.seq } }
                 openFetchWindows(entries, on: device, now: now)
-                promise.succeed(released)
+                let policy = scheduler.configuration
+                promise.succeed(released.map { KeepaliveRelease(notification: $0, fetchWindowSeconds: policy.fetchWindowSeconds(of: $0)) })
             case .failure(let error):
                 promise.fail(Refusal.storeFailed(error))
             }

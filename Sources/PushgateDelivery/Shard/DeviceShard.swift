@@ -82,6 +82,23 @@ final class DeviceShard {
         self.scheduler = try Scheduler(configuration: configuration.scheduler)
     }
 
+    /// A push that leaves undelivered (the caller counts it): told to the observer, and logged
+    /// by apns-id and device.
+    func dropped(_ record: AcceptedPush, _ reason: DropReason) {
+        notable(.dropped, record, reason.rawValue)
+        logger.debug(
+            "push dropped",
+            metadata: [
+                LogMetadataKey.apnsID: "\(record.push.apnsID)", LogMetadataKey.device: "\(record.deviceID)", "push.drop_reason": "\(reason.rawValue)",
+            ]
+        )
+    }
+
+    /// A line about one device (debug: per request, not per push).
+    func logDevice(_ message: @autoclosure () -> Logger.Message, _ device: String, _ metadata: @autoclosure () -> Logger.Metadata = [:]) {
+        logger.debug(message(), metadata: metadata().merging([LogMetadataKey.device: "\(device)"]) { $1 })
+    }
+
     /// Tells the observer, if anyone listens.
     func notable(_ kind: NotableEvent.Kind, _ record: AcceptedPush, _ detail: @autoclosure () -> String) {
         guard let observer, observer.isListening else { return }

@@ -37,6 +37,10 @@ public struct Setting: Sendable {
     public let isSecret: Bool
     /// Flags, the environment and the file all add to it, instead of the first one winning.
     public let accumulates: Bool
+    /// A reload (SIGHUP, `POST /v1/admin/reload`) applies a new value; the others are read at
+    /// start only (`ConfigurationReloader.restartOnly` names them, and a test holds the two
+    /// lists together).
+    public let reloads: Bool
     /// Sources it has besides the flag and the environment (`config` has no file key, the
     /// structured ones have only the file).
     public let sources: Set<Source>
@@ -51,6 +55,7 @@ public struct Setting: Sendable {
         default defaultValue: String,
         secret: Bool = false,
         accumulates: Bool = false,
+        reloads: Bool = false,
         sources: Set<Source> = [.flag, .environment, .file],
         flag: String? = nil,
         help: String,
@@ -62,6 +67,7 @@ public struct Setting: Sendable {
         self.defaultValue = defaultValue
         self.isSecret = secret
         self.accumulates = accumulates
+        self.reloads = reloads
         self.sources = kind == .structured ? [.file] : sources
         self.help = help
         self.apply = apply

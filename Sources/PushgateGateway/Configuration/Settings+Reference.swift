@@ -13,6 +13,7 @@ extension Settings {
             lines += wrap(names.joined(separator: ", ") + " (default: \(setting.defaultValue))", indent: 2)
             var help = setting.help
             if setting.kind == .list { help += " Repeatable." }
+            if setting.reloads { help += " " + reloadNote }
             if let fileFlag = setting.secretFileFlag, let fileVariable = setting.secretFileEnvironmentVariable, let fileKey = setting.secretFileKey {
                 help += " From a file: \(fileFlag) FILE, \(fileVariable) or \(fileKey)."
             }
@@ -20,6 +21,8 @@ extension Settings {
         }
         return lines.joined(separator: "\n")
     }
+
+    private static let reloadNote = "Applied by a reload (SIGHUP)."
 
     private static func wrap(_ text: String, indent: Int, width: Int = 78) -> [String] {
         let margin = String(repeating: " ", count: indent)
@@ -48,6 +51,7 @@ extension Settings {
             var meaning = setting.help
             if setting.kind == .list { meaning += " Repeatable (spaces between items in the environment, an array in the file)." }
             if setting.isSecret { meaning += " Never printed nor logged." }
+            if setting.reloads { meaning += " " + reloadNote }
             let row = [
                 code([setting.fileKey, setting.secretFileKey]),
                 code([flag, fileFlag]),

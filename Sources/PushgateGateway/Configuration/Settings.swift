@@ -21,10 +21,10 @@ public enum Settings {
             "tlsListen", .list, "HOST:PORT", default: "none",
             help: "TLS listener (TLS 1.2+, ALPN h2 and http/1.1); needs tlsCert and tlsKey."
         ) { configuration, value throws(SettingError) in configuration.tlsListen = try value.listenAddresses() },
-        Setting("tlsCert", .path, "FILE", default: "none", help: "PEM certificate chain of the TLS listeners, leaf first.") {
+        Setting("tlsCert", .path, "FILE", default: "none", reloads: true, help: "PEM certificate chain of the TLS listeners, leaf first.") {
             configuration, value throws(SettingError) in configuration.tlsCertificateChain = try value.path()
         },
-        Setting("tlsKey", .path, "FILE", default: "none", help: "PEM private key of the TLS listeners.") {
+        Setting("tlsKey", .path, "FILE", default: "none", reloads: true, help: "PEM private key of the TLS listeners.") {
             configuration, value throws(SettingError) in configuration.tlsPrivateKey = try value.path()
         },
         Setting(
@@ -88,11 +88,11 @@ public enum Settings {
             help: "Per-topic gauges in /metrics (registrations; held, stored, unacked) for the 100 topics holding most."
         ) { configuration, value throws(SettingError) in configuration.metricsTopicLabels = try value.toggle() },
         Setting(
-            "providerKeys", .list, "TEAM:KEYID:FILE:TOPIC[,TOPIC]", default: "none", accumulates: true, flag: "--provider-key",
+            "providerKeys", .list, "TEAM:KEYID:FILE:TOPIC[,TOPIC]", default: "none", accumulates: true, reloads: true, flag: "--provider-key",
             help: "Provider token keys. Flag and environment: TEAM:KEYID:FILE:TOPIC[,TOPIC] (FILE: the .p8, or a PEM public key). File: objects (teamId, keyId, privateKeyFile, publicKeyFile or publicKey, topics, environment). Flags, environment and file add up."
         ) { configuration, value throws(SettingError) in configuration.policy.providerKeys += try value.providerKeys() },
         Setting(
-            "environment", .text, "NAME", default: "none",
+            "environment", .text, "NAME", default: "none", reloads: true,
             help: "The APNs environment this gateway stands for, development or production: keys configured for the other one are refused."
         ) { configuration, value throws(SettingError) in
             configuration.policy.environment = try value.choice(ProviderEnvironment.self)
@@ -122,19 +122,19 @@ public enum Settings {
     ] + schedulerSettings
 
     /// The scheduler's global policy; its range checks are the policy's own, made when the
-    /// gateway reads it (SchedulerSettings.configuration()).
+    /// gateway reads it (SchedulerSettings.configuration()), at start and at each reload.
     private static let schedulerSettings: [Setting] = {
         let policy = SchedulerPolicy()
         func integer(
             _ field: String, _ placeholder: String, _ defaultValue: some BinaryInteger, _ help: String,
             _ target: any WritableKeyPath<SchedulerSettings, Int?> & Sendable
         ) -> Setting {
-            Setting("scheduler." + field, .integer, placeholder, default: "\(defaultValue)", help: help) { configuration, value throws(SettingError) in
+            Setting("scheduler." + field, .integer, placeholder, default: "\(defaultValue)", reloads: true, help: help) { configuration, value throws(SettingError) in
                 configuration.policy.scheduler[keyPath: target] = try value.integer()
             }
         }
         func seconds(_ field: String, _ millis: Int64, _ help: String, _ target: any WritableKeyPath<SchedulerSettings, Int64?> & Sendable) -> Setting {
-            Setting("scheduler." + field, .integer, "SECONDS", default: "\(millis / 1000)", help: help) { configuration, value throws(SettingError) in
+            Setting("scheduler." + field, .integer, "SECONDS", default: "\(millis / 1000)", reloads: true, help: help) { configuration, value throws(SettingError) in
                 configuration.policy.scheduler[keyPath: target] = Int64(try value.integer())
             }
         }
@@ -154,7 +154,7 @@ public enum Settings {
             ),
             integer("minRefillPerHour", "N", policy.minRefillPerHour, "The floor of an app's refill however its fetches go.", \.minRefillPerHour),
             Setting(
-                "scheduler.topics", .structured, default: "none",
+                "scheduler.topics", .structured, default: "none", reloads: true,
                 help: "Per-topic overrides: {\"TOPIC\": {FIELD: VALUE}}, any scheduler field but deviceBurst and deviceRefillPerHour."
             ) { configuration, value throws(SettingError) in configuration.policy.scheduler.topics = try value.topicOverrides() },
         ]

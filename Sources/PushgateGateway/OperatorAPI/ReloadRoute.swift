@@ -11,9 +11,10 @@ enum ReloadRoute {
     static func register(on router: inout Router, reloader: ConfigurationReloader, console: AdminConsole) {
         router.add("POST", "/v1/admin/reload", protocols: .http1AndHTTP2, role: .operator) { request, responder in
             guard console.admits(request, responder) else { return }
-            // Reading the files blocks: off the connection's event loop.
+            // Reading the files blocks, and the answer waits for every shard: off the
+            // connection's event loop.
             Task.detached {
-                switch reloader.reload(trigger: "POST /v1/admin/reload") {
+                switch await reloader.reload(trigger: "POST /v1/admin/reload") {
                 case .success(let outcome):
                     let list = { (items: [String]) in "[" + items.map(JSONText.quote).joined(separator: ",") + "]" }
                     responder.respond(.json("{\"reloaded\":\(list(outcome.reloaded)),\"needsRestart\":\(list(outcome.needsRestart))}"))

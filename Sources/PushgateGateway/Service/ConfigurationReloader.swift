@@ -1,15 +1,19 @@
 import Logging
+import NIOCore
+import PushgateDelivery
 import PushgateOperator
 import PushgateProviderAuth
 import PushgateTLS
 import Synchronization
 
 /// Reloads, on SIGHUP or `POST /v1/admin/reload`, what can change under open connections: the
-/// TLS listeners' certificate and key (and their client CA file's contents) and the provider
-/// keys (the configuration file and the key files, with the APNs environment). The settings
-/// are resolved again from the same flags, environment and file; nothing is applied unless all
-/// of it loads, so a bad file leaves the running configuration serving. Settings read only at
-/// start (`restartOnly`) are reported when they changed and wait for a restart.
+/// TLS listeners' certificate and key (and their client CA file's contents), the provider
+/// keys (the configuration file and the key files, with the APNs environment) and the
+/// scheduler's policy (every shard's, on its own loop: `DeliveryCore.reconfigure`). The
+/// settings are resolved again from the same flags, environment and file; nothing is applied
+/// unless all of it loads and checks, so a bad file leaves the running configuration serving.
+/// Settings read only at start (`restartOnly`) are reported when they changed and wait for a
+/// restart.
 public final class ConfigurationReloader: Sendable {
     /// Why a reload changed nothing.
     public struct Failure: Error, Sendable, CustomStringConvertible {
@@ -27,6 +31,7 @@ public final class ConfigurationReloader: Sendable {
     private let current: Mutex<GatewayConfiguration>
     private let tls: TLSContextSource?
     private let providers: ProviderAuthenticatorSource
+    private let core: DeliveryCore
     private let metrics: GatewayMetrics
     private let logger: Logger
 
@@ -37,6 +42,7 @@ public final class ConfigurationReloader: Sendable {
         reread: @escaping @Sendable () throws -> GatewayConfiguration,
         tls: TLSContextSource?,
         providers: ProviderAuthenticatorSource,
+        core: DeliveryCore,
         metrics: GatewayMetrics,
         logger: Logger
     ) {
@@ -44,24 +50,34 @@ public final class ConfigurationReloader: Sendable {
         self.reread = reread
         self.tls = tls
         self.providers = providers
+        self.core = core
         self.metrics = metrics
         self.logger = logger
     }
 
-    /// Reads the files and applies them, or nothing. Blocks on file reads: keep it off the
-    /// event loops. `trigger` names the cause in the log (`SIGHUP`, `POST /v1/admin/reload`).
-    public func reload(trigger: String) -> Result<Outcome, Failure> {
-        let result = current.withLock { running -> Result<Outcome, Failure> in
+    /// Reads the files and applies them, or nothing; returns once every shard runs the new
+    /// scheduler policy. Blocks on file reads: keep it off the event loops. `trigger` names the
+    /// cause in the log (`SIGHUP`, `POST /v1/admin/reload`).
+    public func reload(trigger: String) async -> Result<Outcome, Failure> {
+        let applied = current.withLock { running -> Result<(Outcome, EventLoopFuture<Void>), Failure> in
             do {
                 let (next, context, outcome) = try self.next(after: running)
+                // Queued on the shards under the lock, so that two reloads reach every shard in
+                // the order they took it. The only step that can throw: first.
+                let shards = try core.reconfigure(scheduler: next.delivery.scheduler)
                 if let context { tls?.replace(with: context) }
                 providers.replace(with: next.access.providers)
                 running = next
-                return .success(outcome)
+                return .success((outcome, shards))
             } catch {
                 return .failure(Failure(description: "\(error)"))
             }
         }
+        if case .success((_, let shards)) = applied {
+            // Fails only when the event loops are shutting down: then nothing is served anyway.
+            try? await shards.get()
+        }
+        let result = applied.map(\.0)
         metrics.countReload(succeeded: (try? result.get()) != nil)
         switch result {
         case .success(let outcome):
@@ -82,7 +98,7 @@ public final class ConfigurationReloader: Sendable {
     }
 
     /// The configuration a reload would run with: the running one with the reloadable settings
-    /// taken from their sources again and their files read.
+    /// taken from their sources again, their files read and the scheduler's policy checked.
     private func next(after running: GatewayConfiguration) throws -> (GatewayConfiguration, TLSContext?, Outcome) {
         let fresh = try reread()
         var next = running
@@ -90,6 +106,7 @@ public final class ConfigurationReloader: Sendable {
         next.tlsPrivateKey = fresh.tlsPrivateKey
         next.policy.providerKeys = fresh.policy.providerKeys
         next.policy.environment = fresh.policy.environment
+        next.policy.scheduler = fresh.policy.scheduler
         let context = try next.tlsContext()
         try next.readPolicy(logger: logger)
         // Whether providers authenticate at all decides connection rules and exposure at start.
@@ -103,7 +120,7 @@ public final class ConfigurationReloader: Sendable {
         let before = Self.restartOnly(running)
         let after = Self.restartOnly(fresh)
         let needsRestart = zip(before, after).filter { $0.0.value != $0.1.value }.map(\.0.key)
-        var reloaded = ["providerKeys (\(next.access.providers.keyring.keys.count))"]
+        var reloaded = ["providerKeys (\(next.access.providers.keyring.keys.count))", "scheduler"]
         if context != nil { reloaded.insert("tlsCert, tlsKey", at: 0) }
         return (next, context, Outcome(reloaded: reloaded, needsRestart: needsRestart))
     }
@@ -121,7 +138,7 @@ public final class ConfigurationReloader: Sendable {
             ("commitLingerUs", "\(c.commitLingerMicroseconds)"), ("logLevel", c.logLevel), ("logFormat", c.logFormat.rawValue),
             ("adminToken", c.adminToken ?? ""), ("adminOnlyOnAdminListener", "\(c.adminOnlyOnAdminListener)"),
             ("metricsTopicLabels", "\(c.metricsTopicLabels)"), ("registrationSecret", c.policy.registrationSecret ?? ""),
-            ("maxConsecutiveProviderErrors", "\(c.policy.maxConsecutiveProviderErrors)"), ("scheduler", "\(c.policy.scheduler)"),
+            ("maxConsecutiveProviderErrors", "\(c.policy.maxConsecutiveProviderErrors)"),
             ("maxQueuedPerDevice", "\(c.delivery.maxQueuedPerDevice)"), ("maxQueuedPerApp", "\(c.delivery.maxQueuedPerApp)"),
             ("maxExpirationSeconds", "\(c.delivery.maxExpirationMillis / 1000)"),
         ]

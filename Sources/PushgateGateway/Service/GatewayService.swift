@@ -39,7 +39,7 @@ public final class GatewayService: Service {
         // (ending the process).
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         let reloads = Task { [gateway] in
-            for await _ in hangups { _ = gateway.reloader.reload(trigger: "SIGHUP") }
+            for await _ in hangups { _ = await gateway.reloader.reload(trigger: "SIGHUP") }
         }
         defer { reloads.cancel() }
         let addresses: AssembledGateway.Addresses

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import NIOHTTP1
 import PushgateModel
@@ -10,17 +11,19 @@ import PushgateTransport
 ///
 /// Validation is pure and runs on the connection's event loop; the push then goes to its
 /// device's shard, and the 200 is sent only once the store has committed it. Every response,
-/// error or not, carries `apns-id`, as APNs' does: some client libraries wait for it.
+/// error or not, carries `apns-id`, as APNs' does: some client libraries wait for it. A refusal
+/// is logged (debug) with its `apns-id`; an accepted push is not (the hot path logs nothing).
 public enum ProviderRoute {
     public static func register(
         on router: inout Router,
         core: DeliveryCore,
         validator: ProviderRequestValidator,
-        gate: ProviderGate
+        gate: ProviderGate,
+        logger: Logger
     ) {
         // Any method: a wrong one is answered in APNs' own terms (405 MethodNotAllowed).
         router.addPrefix(nil, "/3/", protocols: .http2Only, role: .provider) { request, responder in
-            handle(request, responder, core: core, validator: validator, gate: gate)
+            handle(request, responder, core: core, validator: validator, gate: gate, logger: logger)
         }
     }
 
@@ -31,7 +34,8 @@ public enum ProviderRoute {
         _ responder: HTTPResponder,
         core: DeliveryCore,
         validator: ProviderRequestValidator,
-        gate: ProviderGate
+        gate: ProviderGate,
+        logger: Logger
     ) {
         let connection = request.connection
         let state = connection.attachment(ProviderConnectionState.self) {
@@ -40,8 +44,8 @@ public enum ProviderRoute {
         state.follow(gate.providers)
         if gate.isDraining() {
             let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
-            responder.respond(.refusal(Refusal(.shutdown, "the gateway is shutting down; retry on a new connection"), apnsID: apnsID))
-            gate.counters.rejected.add(.shutdown)
+            let refusal = Refusal(.shutdown, "the gateway is shutting down; retry on a new connection")
+            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
             return
         }
 
@@ -59,7 +63,7 @@ public enum ProviderRoute {
         switch authorized {
         case .failure(let refusal):
             let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
-            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder)
+            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
             return
         case .success(let provider):
             // A single-app certificate implies its topic when the request names none (APNs).
@@ -74,7 +78,7 @@ public enum ProviderRoute {
         )
         switch outcome {
         case .rejected(let refusal, let apnsID):
-            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder)
+            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
         case .accepted(let push, let expiration):
             let boundState = NIOLoopBound(state, eventLoop: connection.eventLoop)
             core.accept(push, expiration: expiration).hop(to: connection.eventLoop).whenComplete { result in
@@ -88,22 +92,29 @@ public enum ProviderRoute {
                     headers.add(name: "pushgate-disposition", value: disposition.rawValue)
                     responder.respond(HTTPServerResponse(status: 200, headers: headers))
                 case .failure(let error):
-                    answer(refusal: Refusal(error), apnsID: push.apnsID, state: state, connection: connection, gate: gate, responder: responder)
+                    answer(refusal: Refusal(error), apnsID: push.apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
                 }
             }
         }
     }
 
-    /// Sends the error and counts it; past the limit the connection is ended as APNs ends it.
-    /// Runs on the connection's event loop.
+    /// Sends the error, counts it and logs it; past the limit the connection is ended as APNs
+    /// ends it. Runs on the connection's event loop.
     private static func answer(
         refusal: Refusal,
         apnsID: String,
         state: ProviderConnectionState,
         connection: ConnectionInfo,
         gate: ProviderGate,
-        responder: HTTPResponder
+        responder: HTTPResponder,
+        logger: Logger
     ) {
+        // Before the answer, so that a provider that has it finds the line written. Not the
+        // detail: some repeat what the request said (a key id, a topic).
+        logger.debug(
+            "push refused",
+            metadata: [LogMetadataKey.apnsID: "\(apnsID)", "push.reason": "\(refusal.reason.name)", "push.status": "\(refusal.status)"]
+        )
         responder.respond(.refusal(refusal, apnsID: apnsID))
         gate.counters.rejected.add(refusal.reason)
         // 410 is not an error condition at APNs, and the gateway's own limits are not the

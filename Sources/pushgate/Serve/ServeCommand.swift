@@ -14,8 +14,8 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             With no settings: cleartext HTTP/2 (prior knowledge) and HTTP/1.1 on 127.0.0.1:2197.
             SIGTERM or SIGINT drains (/readyz 503 for drainGraceSeconds, then GOAWAY; in-flight
-            requests get shutdownTimeout) and exits 0. SIGHUP reloads the TLS certificate and key
-            and the provider keys.
+            requests get shutdownTimeout) and exits 0. SIGHUP reloads the TLS certificate and key,
+            the provider keys and the scheduler policy.
 
             \(Settings.helpText)
             """
