@@ -254,7 +254,7 @@ struct BenchRun: Sendable {
             ("refused", "\(state.refused)" + (state.firstRefusal.map { " (first: \($0.prefix(120)))" } ?? "")),
             ("accepted per second", String(format: "%.0f", acceptRate)),
             ("accept latency p50 / p99 / max ms", String(format: "%.2f / %.2f / %.2f", ms(state.acceptLatency.valueAtPercentile(50)), ms(state.acceptLatency.valueAtPercentile(99)), ms(state.acceptLatency.max))),
-            ("delivery latency p50 / p99 / max ms", String(format: "%.2f / %.2f / %.2f", ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)), ms(state.deliveryLatency.max))),
+            ("delivery latency p50 / p99 / p99.9 / max ms", String(format: "%.2f / %.2f / %.2f / %.2f", ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)), ms(state.deliveryLatency.valueAtPercentile(99.9)), ms(state.deliveryLatency.max))),
             ("received", "\(delivered)"),
             ("lost (accepted, never received)", "\(max(0, lost))"),
             ("duplicated", "\(state.duplicates)"),
@@ -268,10 +268,11 @@ struct BenchRun: Sendable {
         let cpuJSON = cpu.map { String(format: ",\"serverCPUPer100k\":%.3f,\"serverLoopCPUPer100k\":%.3f", $0.0, $0.1) }
             ?? ",\"serverCPUPer100k\":null,\"serverLoopCPUPer100k\":null"
         let json = String(
-            format: "{\"devices\":%d,\"pushes\":%d,\"accepted\":%d,\"refused\":%d,\"acceptedPerSecond\":%.0f,\"acceptP50Ms\":%.3f,\"acceptP99Ms\":%.3f,\"deliveryP50Ms\":%.3f,\"deliveryP99Ms\":%.3f,\"deliveryMaxMs\":%.3f,\"lost\":%d,\"duplicated\":%d,\"acks\":%d,\"streamsLost\":%d",
+            format: "{\"devices\":%d,\"pushes\":%d,\"accepted\":%d,\"refused\":%d,\"acceptedPerSecond\":%.0f,\"acceptP50Ms\":%.3f,\"acceptP99Ms\":%.3f,\"deliveryP50Ms\":%.3f,\"deliveryP99Ms\":%.3f,\"deliveryP999Ms\":%.3f,\"deliveryMaxMs\":%.3f,\"lost\":%d,\"duplicated\":%d,\"acks\":%d,\"streamsLost\":%d",
             options.devices, options.pushes, state.accepted, state.refused, acceptRate,
             ms(state.acceptLatency.valueAtPercentile(50)), ms(state.acceptLatency.valueAtPercentile(99)),
-            ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)), ms(state.deliveryLatency.max),
+            ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)),
+            ms(state.deliveryLatency.valueAtPercentile(99.9)), ms(state.deliveryLatency.max),
             max(0, lost), state.duplicates, acks, streamsLost
         ) + cpuJSON + "}"
         print(json)
