@@ -271,6 +271,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "PushgateTestFixtures",
+                "PushgateTestKit",
                 "PushgateTransport",
                 "PushgateTLS",
                 "CNGHTTP2",
@@ -365,7 +366,9 @@ let package = Package(
         ),
         // Where the test fixtures are (the test CA and certificates), for every test target.
         .target(name: "PushgateTestFixtures", path: "Tests/PushgateTestFixtures"),
-        // What the delivery and gateway tests share: the test clock, the recording event sink.
+        // What the delivery, gateway, transport and CLI tests share: the test clock, the
+        // recording event sink, HTTP/2 frames as they go over the wire and a client that writes
+        // them by hand.
         .target(
             name: "PushgateTestKit",
             dependencies: [
@@ -373,6 +376,7 @@ let package = Package(
                 "PushgateModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/PushgateTestKit"
         ),
@@ -431,6 +435,7 @@ let package = Package(
             name: "PushgateCLITests",
             dependencies: [
                 "PushgateTestFixtures",
+                "PushgateTestKit",
                 "pushgate",
                 "PushgateTransport",
                 .product(name: "Logging", package: "swift-log"),

@@ -36,6 +36,7 @@ public final class GatewayMetrics: Sendable {
         let oldestDeferredAge: Gauge
         let refillScaled: Gauge
         let storeHealthy: Gauge
+        let requestBodyBytes: Gauge
         let connections: [(ConnectionRole, Gauge)]
         let streams: Gauge
         let residentBytes: Gauge
@@ -49,6 +50,8 @@ public final class GatewayMetrics: Sendable {
     private let servers = NIOLockedValueBox<[HTTPServer]>([])
     /// The store whose health is exported (`watch`).
     private let storeHealth = NIOLockedValueBox<StoreHealth?>(nil)
+    /// The request body budget whose bytes and refusals are exported (`watch`).
+    private let bodyBudget = NIOLockedValueBox<RequestBodyBudget?>(nil)
     /// Per-topic gauges (`--metrics-topic-labels`), by topic; only the topics of the last scrape.
     private let topicGauges = NIOLockedValueBox<[String: TopicGauges]>([:])
 
@@ -91,6 +94,15 @@ public final class GatewayMetrics: Sendable {
         )
         let storeHealth = self.storeHealth
         following.follow(storeFailures) { Double(storeHealth.withLockedValue { $0?.failedTransactions ?? 0 }) }
+        let budgetRefusals = registry.makeCounter(
+            descriptor: name(
+                "pushgate_request_body_budget_refusals_total",
+                "Request bodies refused because the bodies held across all connections filled requestBodyBudgetBytes (HTTP/2: RST_STREAM REFUSED_STREAM, HTTP/1.1: 503)."
+            ),
+            labels: []
+        )
+        let bodyBudget = self.bodyBudget
+        following.follow(budgetRefusals) { Double(bodyBudget.withLockedValue { $0?.refusedBodies ?? 0 }) }
         let cpu = registry.makeCounter(descriptor: name("process_cpu_seconds_total", "User and system CPU time of the process, in seconds."), labels: [])
         following.follow(cpu) { ProcessStatistics.read()?.cpuSeconds ?? 0 }
 
@@ -111,6 +123,10 @@ public final class GatewayMetrics: Sendable {
             storeHealthy: gauge(
                 "pushgate_store_healthy",
                 "1 while the store commits, 0 from a commit the storage refused (disk full, I/O error) until one succeeds; /readyz answers 503 meanwhile."
+            ),
+            requestBodyBytes: gauge(
+                "pushgate_request_body_bytes",
+                "Request body bytes held now, all connections together, until their requests end; at most requestBodyBudgetBytes."
             ),
             connections: ConnectionRole.allCases.map { role in
                 (role, gauge("pushgate_http2_connections", "Open HTTP/2 connections, by what their first request was for.", [("role", role.name)]))
@@ -235,6 +251,11 @@ public final class GatewayMetrics: Sendable {
         servers.withLockedValue { $0.append(server) }
     }
 
+    /// Exports the request body bytes `budget` holds and the bodies it refused.
+    public func watch(_ budget: RequestBodyBudget) {
+        bodyBudget.withLockedValue { $0 = budget }
+    }
+
     /// Exports whether the store can commit, and its failed commits.
     public func watch(_ store: StoreHealth) {
         storeHealth.withLockedValue { $0 = store }
@@ -256,6 +277,7 @@ public final class GatewayMetrics: Sendable {
             gauges.oldestDeferredAge.set(statistics.oldestDeferredAcceptedAt.map { Double(max(0, now - $0)) / 1000 } ?? 0)
             gauges.refillScaled.set(Int64(statistics.refillScaled))
             gauges.storeHealthy.set(Int64(storeHealth.withLockedValue { $0?.canCommit ?? true } ? 1 : 0))
+            gauges.requestBodyBytes.set(Int64(bodyBudget.withLockedValue { $0?.heldBytes ?? 0 }))
             let servers = servers.withLockedValue { $0 }
             for (role, gauge) in gauges.connections {
                 gauge.set(Int64(servers.reduce(0) { $0 + $1.statistics.connections(role) }))
