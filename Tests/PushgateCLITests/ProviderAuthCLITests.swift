@@ -1,4 +1,6 @@
 import Foundation
+import NIOPosix
+import PushgateTestKit
 import Testing
 
 /// Provider authentication with the real binary and clients nobody here wrote: aioapns (a
@@ -114,6 +116,37 @@ struct ProviderAuthCLITests {
         let anonymous = try push(topic: "com.example.app", certificate: false)
         #expect(anonymous.status == 403, "\(anonymous.raw)")
         #expect(anonymous.body.contains("MissingProviderToken"), "\(anonymous.raw)")
+        #expect(gateway.stop() == 0)
+    }
+
+    @Test("a provider without a token that opens a body and never ends it: 403 MissingProviderToken on the head alone, the stream reset, the connection kept")
+    func unfinishedBodyRefusedOnItsHead() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try Self.makeSigningKey(in: directory)
+        let gateway = try GatewayProcess(
+            arguments: [
+                "--listen", "127.0.0.1:0", "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app",
+                "--request-body-budget-bytes", "65536",
+            ],
+            listeners: 1
+        )
+        let port = try #require(gateway.urls[0].split(separator: ":").last.flatMap { Int($0) })
+        let client = try await RawHTTP2Client.connect(port: port, group: MultiThreadedEventLoopGroup.singleton)
+        let head = [
+            (":method", "POST"), (":scheme", "http"), (":path", "/3/device/\(String(repeating: "0f", count: 32))"),
+            (":authority", "localhost"), ("apns-topic", "com.example.app"),
+        ]
+        // Not a byte of body yet: the answer must not wait for one.
+        try await client.sendHeaders(streamID: 1, head, endStream: false)
+        let frames = try await client.frames { $0.answered(1) && $0.reset(of: 1) != nil }
+        #expect(frames.body(of: 1).contains(#""reason":"MissingProviderToken""#), "\(frames)")
+        #expect(frames.reset(of: 1) == 0, "RST_STREAM NO_ERROR: stop sending the body")
+        // A client that sends its body anyway changes nothing; the connection serves on.
+        for _ in 0..<20 { try await client.sendData(streamID: 1, Array(repeating: 0x20, count: 1000), endStream: false) }
+        try await client.sendHeaders(streamID: 3, [(":method", "GET"), (":scheme", "http"), (":path", "/healthz"), (":authority", "localhost")], endStream: true)
+        #expect(try await client.frames { $0.answered(3) }.answered(3))
+        await client.close()
         #expect(gateway.stop() == 0)
     }
 
