@@ -89,6 +89,29 @@ struct ProviderAuthCLITests {
         #expect(gateway.stop() == 0)
     }
 
+    @Test("cleartext on one of the machine's own non-loopback addresses: refused, saying what to do; served with --allow-insecure-cleartext")
+    func cleartextOnOwnAddress() throws {
+        let address = try #require(try nonLoopbackAddress(), "this machine has no non-loopback IPv4 address to listen on")
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try Self.makeSigningKey(in: directory)
+        let config = directory + "/pushgate.json"
+        try Data(#"{"registrationSecret": "a-registration-secret-for-tests"}"#.utf8).write(to: URL(fileURLWithPath: config))
+        let authenticated = ["--listen", "\(address):0", "--config", config, "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app"]
+        let refused = try runServe(authenticated)
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("refusing to serve cleartext on \(address):0 (not loopback)"), "\(refused.stderr)")
+        for advice in ["--tls-listen", "proxy that terminates TLS", "--allow-insecure-cleartext"] {
+            #expect(refused.stderr.contains(advice), "\(refused.stderr)")
+        }
+
+        let gateway = try GatewayProcess(arguments: authenticated + ["--allow-insecure-cleartext"], listeners: 1)
+        #expect(gateway.urls[0].hasPrefix("http://\(address):"))
+        let health = try run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "30", "\(gateway.urls[0])/healthz"])
+        #expect(health.stdout == "200", "\(health.stdout) \(health.stderr)")
+        #expect(gateway.stop() == 0)
+    }
+
     @Test("a client certificate from the operator's CA authenticates a provider; its UID is the topic")
     func clientCertificate() throws {
         let gateway = try GatewayProcess.cleartextAndTLS(["--tls-client-ca", Fixtures.tls("ca.pem")])
