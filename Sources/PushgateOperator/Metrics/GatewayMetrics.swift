@@ -71,40 +71,31 @@ public final class GatewayMetrics: Sendable {
             registry.makeGauge(descriptor: name(metric, help), labels: labels)
         }
         let following = counters
-        let setupFailures = registry.makeCounter(
-            descriptor: name(
-                "pushgate_connection_setup_failures_total",
-                "Connections closed because they could not be set up, and accepts that failed; the first of each cause is logged."
-            ),
-            labels: []
-        )
+        /// A counter without labels that follows a total kept elsewhere.
+        func counter(_ metric: String, _ help: String, following total: @escaping @Sendable () -> Double) {
+            following.follow(registry.makeCounter(descriptor: name(metric, help), labels: []), total)
+        }
         let servers = self.servers
-        following.follow(setupFailures) { Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.connectionSetupFailures } }) }
+        counter(
+            "pushgate_connection_setup_failures_total",
+            "Connections closed because they could not be set up, and accepts that failed; the first of each cause is logged."
+        ) { Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.connectionSetupFailures } }) }
         let reloads = name("pushgate_config_reloads_total", "Configuration reloads (SIGHUP, POST /v1/admin/reload), by result; a failed one changed nothing.")
         self.reloads = (
             registry.makeCounter(descriptor: reloads, labels: [("result", "success")]),
             registry.makeCounter(descriptor: reloads, labels: [("result", "failure")])
         )
-        let storeFailures = registry.makeCounter(
-            descriptor: name(
-                "pushgate_store_commit_failures_total",
-                "Store transactions the storage could not take (disk full, I/O error); the requests in them were refused with 503 ServiceUnavailable."
-            ),
-            labels: []
-        )
         let storeHealth = self.storeHealth
-        following.follow(storeFailures) { Double(storeHealth.withLockedValue { $0?.failedTransactions ?? 0 }) }
-        let budgetRefusals = registry.makeCounter(
-            descriptor: name(
-                "pushgate_request_body_budget_refusals_total",
-                "Request bodies refused because the bodies held across all connections filled requestBodyBudgetBytes (HTTP/2: RST_STREAM REFUSED_STREAM, HTTP/1.1: 503)."
-            ),
-            labels: []
-        )
+        counter(
+            "pushgate_store_commit_failures_total",
+            "Store transactions the storage could not take (disk full, I/O error); the requests in them were refused with 503 ServiceUnavailable."
+        ) { Double(storeHealth.withLockedValue { $0?.failedTransactions ?? 0 }) }
         let bodyBudget = self.bodyBudget
-        following.follow(budgetRefusals) { Double(bodyBudget.withLockedValue { $0?.refusedBodies ?? 0 }) }
-        let cpu = registry.makeCounter(descriptor: name("process_cpu_seconds_total", "User and system CPU time of the process, in seconds."), labels: [])
-        following.follow(cpu) { ProcessStatistics.read()?.cpuSeconds ?? 0 }
+        counter(
+            "pushgate_request_body_budget_refusals_total",
+            "Request bodies refused because the bodies held across all connections filled requestBodyBudgetBytes (HTTP/2: RST_STREAM REFUSED_STREAM, HTTP/1.1: 503)."
+        ) { Double(bodyBudget.withLockedValue { $0?.refusedBodies ?? 0 }) }
+        counter("process_cpu_seconds_total", "User and system CPU time of the process, in seconds.") { ProcessStatistics.read()?.cpuSeconds ?? 0 }
 
         gauges = Gauges(
             held: gauge("pushgate_held_notifications", "Notifications the scheduler holds now."),
