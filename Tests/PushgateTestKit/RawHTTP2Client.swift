@@ -104,7 +104,7 @@ public final class RawHTTP2Client: Sendable {
 
     /// Every frame received so far once `until` holds for them, the connection closed, or
     /// `timeout` passed.
-    public func frames(until: @escaping @Sendable ([WireFrame]) -> Bool, timeout: TimeAmount = .seconds(10)) async throws -> [WireFrame] {
+    public func frames(until: @escaping @Sendable ([WireFrame]) -> Bool, timeout: TimeAmount = .seconds(30)) async throws -> [WireFrame] {
         try await reader.frames(until: until, timeout: timeout, on: channel.eventLoop).get()
     }
 
