@@ -275,6 +275,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "PushgateTestFixtures",
+                "PushgateTestKit",
                 "PushgateTransport",
                 "PushgateTLS",
                 "CNGHTTP2",
@@ -371,7 +372,9 @@ let package = Package(
         ),
         // Where the test fixtures are (the test CA and certificates), for every test target.
         .target(name: "PushgateTestFixtures", path: "Tests/PushgateTestFixtures"),
-        // What the delivery and gateway tests share: the test clock, the recording event sink.
+        // What the delivery, gateway, transport and CLI tests share: the test clock, the
+        // recording event sink, HTTP/2 frames as they go over the wire and a client that writes
+        // them by hand.
         .target(
             name: "PushgateTestKit",
             dependencies: [
@@ -379,6 +382,7 @@ let package = Package(
                 "PushgateModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/PushgateTestKit"
         ),
@@ -437,6 +441,7 @@ let package = Package(
             name: "PushgateCLITests",
             dependencies: [
                 "PushgateTestFixtures",
+                "PushgateTestKit",
                 "pushgate",
                 "PushgateTransport",
                 .product(name: "Logging", package: "swift-log"),

@@ -16,23 +16,29 @@ import PushgateTransport
 /// On a gateway that authenticates providers, a new connection may open one stream until it has
 /// proven who it is (APNs' rule, applied to every connection on the port); a request that
 /// passes device authentication (or the registration secret) lifts that limit.
+///
+/// What the head alone shows is refused before the body is read: a wrong registration secret,
+/// no device secret at all. A device secret itself is checked by the device's shard, with the
+/// body (at most `Router.defaultMaxBodySize`).
 public enum DeviceRoutes {
     /// `registrationSecret`: when set, `POST /v1/devices` needs `authorization: bearer <it>`;
     /// otherwise anyone who can reach the port may create devices.
     public static func register(on router: inout Router, core: DeliveryCore, registrationSecret: String? = nil) {
         let expectedSecret = registrationSecret.map { SHA256.hash($0.utf8) }
-        router.add("POST", "/v1/devices", protocols: .http2Only, role: .device) { request, responder in
-            if let expectedSecret {
-                guard let given = BearerCredential.credential(in: request.headers.first(name: "authorization")).map(String.init),
-                      constantTimeEquals(SHA256.hash(given.utf8), expectedSecret)
-                else {
-                    responder.respond(
-                        .refusal(Refusal(.unauthorized, "creating a device needs authorization: bearer <registration secret>, as configured on the gateway"))
-                    )
-                    return
-                }
-                request.connection.grantFullConcurrency()
+        let creation = RouteAdmission(admits: { head, responder in
+            guard let expectedSecret else { return true }
+            guard let given = BearerCredential.credential(in: head.headers.first(name: "authorization")).map(String.init),
+                  constantTimeEquals(SHA256.hash(given.utf8), expectedSecret)
+            else {
+                responder.respond(
+                    .refusal(Refusal(.unauthorized, "creating a device needs authorization: bearer <registration secret>, as configured on the gateway"))
+                )
+                return false
             }
+            head.connection.grantFullConcurrency()
+            return true
+        })
+        router.add("POST", "/v1/devices", protocols: .http2Only, role: .device, admission: creation) { _, responder in
             core.createDevice().whenComplete { result in
                 switch result {
                 case .success(let created):
@@ -44,25 +50,36 @@ public enum DeviceRoutes {
                 }
             }
         }
-        router.addPrefix(nil, devicePrefix, protocols: .http2Only, role: .device) { request, responder in
+        let device = RouteAdmission(admits: { head, responder in target(of: head, responder) != nil })
+        router.addPrefix(nil, devicePrefix, protocols: .http2Only, role: .device, admission: device) { request, responder in
             route(request, responder, core: core)
         }
     }
 
     private static let devicePrefix = "/v1/devices/"
 
-    private static func route(_ request: HTTPServerRequest, _ responder: HTTPResponder, core: DeliveryCore) {
+    /// The device, what is asked of it and the secret offered, from the request's head; nil once
+    /// the refusal is answered (no device id, no secret).
+    private static func target(
+        of request: HTTPServerRequest,
+        _ responder: HTTPResponder
+    ) -> (path: Substring, deviceID: String, action: Action, secret: String)? {
         // A slice, not `split`: no array per request (acks come with every delivered push).
         let path = request.path[..<(request.path.utf8.firstIndex(of: UInt8(ascii: "?")) ?? request.path.endIndex)]
         let (deviceID, action) = parse(path.dropFirst(devicePrefix.utf8.count))
         guard !deviceID.isEmpty else {
             responder.respond(.refusal(Refusal(.notFound, "no route for \(path)")))
-            return
+            return nil
         }
         guard let secret = BearerCredential.credential(in: request.headers.first(name: "authorization")).map(String.init) else {
             responder.respond(.refusal(Refusal.unauthorized))
-            return
+            return nil
         }
+        return (path, deviceID, action, secret)
+    }
+
+    private static func route(_ request: HTTPServerRequest, _ responder: HTTPResponder, core: DeliveryCore) {
+        guard let (path, deviceID, action, secret) = target(of: request, responder) else { return }
         let method = request.method
         switch (method, action) {
         case ("DELETE", .device):

@@ -172,7 +172,15 @@ public enum Gateway {
         ProviderRoute.register(on: &mainRoutes, core: core, validator: ProviderRequestValidator(), gate: gate, logger: logger)
         DeviceRoutes.register(on: &mainRoutes, core: core, registrationSecret: configuration.access.registrationSecret)
 
-        let server = HTTPServer(listeners: listeners, configuration: configuration.server, application: mainRoutes, group: group, logger: logger)
+        let budget = RequestBodyBudget(limit: configuration.requestBodyBudgetBytes)
+        metrics.watch(budget)
+        let server = HTTPServer(
+            listeners: listeners,
+            configuration: configuration.server(budget: budget),
+            application: mainRoutes,
+            group: group,
+            logger: logger
+        )
         metrics.watch(server)
         var adminServer: HTTPServer?
         let adminListeners = configuration.adminListenerConfigurations()
@@ -181,7 +189,7 @@ public enum Gateway {
             adminLogger[metadataKey: "listener"] = "admin"
             let admin = HTTPServer(
                 listeners: adminListeners,
-                configuration: configuration.adminServer,
+                configuration: configuration.adminServer(budget: budget),
                 application: operatorRoutes,
                 group: group,
                 logger: adminLogger

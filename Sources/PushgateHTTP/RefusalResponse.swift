@@ -28,3 +28,13 @@ extension HTTPServerResponse {
         HTTPServerResponse(status: status, headers: ["content-type": "application/json"], body: ByteBuffer(string: text))
     }
 }
+
+extension Refusal {
+    /// What the transport refused, in the catalog's words.
+    public init(transport refusal: TransportRefusal) {
+        switch refusal {
+        case .bodyTooLarge: self.init(.payloadTooLarge, refusal.detail)
+        case .bodyBudgetExhausted: self.init(.serviceUnavailable, refusal.detail, retryAfterSeconds: refusal.retryAfterSeconds)
+        }
+    }
+}

@@ -11,18 +11,53 @@ public enum RouteProtocols: Sendable {
     case http2Only
 }
 
-/// A route's handler: same contract as `HTTPServerHandler`, for one route.
+/// A route's handler: same contract as `HTTPServerHandler.handle`, for one route; it sees only
+/// requests its route's admission let through.
 public typealias RouteHandler = @Sendable (HTTPServerRequest, HTTPResponder) -> Void
+
+/// What a route decides about a request before its body is read: a body larger than the route
+/// takes is refused while it arrives, and whatever the head alone shows wrong (no credentials,
+/// bad ones) is answered before a byte of body is buffered.
+public struct RouteAdmission: Sendable {
+    /// The largest body the route takes. Default: `Router.defaultMaxBodySize`.
+    public var maxBodySize: Int
+    /// Whether the route takes the request, judged from its head (its body is empty); one it
+    /// does not take it has answered through the responder.
+    public var admits: (@Sendable (HTTPServerRequest, HTTPResponder) -> Bool)?
+    /// Answers, in the route's own terms (headers, counters), a request refused before its body
+    /// was handed over (too large, the server's body budget spent); without it, the catalog's
+    /// refusal.
+    public var refuse: (@Sendable (HTTPServerRequest, Refusal, HTTPResponder) -> Void)?
+
+    public init(
+        maxBodySize: Int = Router.defaultMaxBodySize,
+        admits: (@Sendable (HTTPServerRequest, HTTPResponder) -> Bool)? = nil,
+        refuse: (@Sendable (HTTPServerRequest, Refusal, HTTPResponder) -> Void)? = nil
+    ) {
+        self.maxBodySize = maxBodySize
+        self.admits = admits
+        self.refuse = refuse
+    }
+}
 
 /// Maps method and path to a handler. Paths match exactly, or by a prefix ending in `/` for
 /// routes with parameters (the handler parses the rest; the longest matching prefix wins).
+///
+/// Requests are routed on their head (`admit`): one that no route takes (unknown path, wrong
+/// method, HTTP/1.1 on an HTTP/2 route) is answered before its body is read, and the route
+/// says how much body it takes and may refuse the request on its head alone.
 public struct Router: HTTPServerHandler {
+    /// The body a route takes unless it says otherwise: device and operator requests are small
+    /// JSON documents.
+    public static let defaultMaxBodySize = 64 * 1024
+
     private struct Route: Sendable {
         /// Nil: any method (the handler answers wrong methods itself, e.g. in APNs' format).
         var method: String?
         var protocols: RouteProtocols
         /// What a connection whose first routed request is this one serves (a metric label).
         var role: ConnectionRole
+        var admission: RouteAdmission
         var handler: RouteHandler
     }
 
@@ -38,9 +73,10 @@ public struct Router: HTTPServerHandler {
         _ path: String,
         protocols: RouteProtocols,
         role: ConnectionRole,
+        admission: RouteAdmission = RouteAdmission(),
         handler: @escaping RouteHandler
     ) {
-        let route = Route(method: method, protocols: protocols, role: role, handler: handler)
+        let route = Route(method: method, protocols: protocols, role: role, admission: admission, handler: handler)
         exact[path, default: []].append(route)
     }
 
@@ -49,9 +85,10 @@ public struct Router: HTTPServerHandler {
         _ prefix: String,
         protocols: RouteProtocols,
         role: ConnectionRole,
+        admission: RouteAdmission = RouteAdmission(),
         handler: @escaping RouteHandler
     ) {
-        let route = Route(method: method, protocols: protocols, role: role, handler: handler)
+        let route = Route(method: method, protocols: protocols, role: role, admission: admission, handler: handler)
         if let index = prefixes.firstIndex(where: { $0.prefix == prefix }) {
             prefixes[index].routes.append(route)
         } else {
@@ -60,7 +97,42 @@ public struct Router: HTTPServerHandler {
         }
     }
 
+    public func admit(_ head: HTTPServerRequest, responder: HTTPResponder) -> RequestAdmission {
+        switch match(head) {
+        case .none(let answer):
+            responder.respond(answer)
+            return .answered
+        case .route(let route):
+            head.connection.classify(as: route.role)
+            if let admits = route.admission.admits, !admits(head, responder) { return .answered }
+            return .readBody(maxBodySize: route.admission.maxBodySize)
+        }
+    }
+
     public func handle(_ request: HTTPServerRequest, responder: HTTPResponder) {
+        switch match(request) {
+        case .none(let answer): responder.respond(answer)
+        case .route(let route): route.handler(request, responder)
+        }
+    }
+
+    /// The catalog's answer, in the one error format, or the route's own.
+    public func refuse(_ head: HTTPServerRequest, _ refusal: TransportRefusal, responder: HTTPResponder) {
+        let answer = Refusal(transport: refusal)
+        if case .route(let route) = match(head), let refuse = route.admission.refuse {
+            refuse(head, answer, responder)
+        } else {
+            responder.respond(.refusal(answer))
+        }
+    }
+
+    private enum Match {
+        case route(Route)
+        /// No route takes the request: the answer.
+        case none(HTTPServerResponse)
+    }
+
+    private func match(_ request: HTTPServerRequest) -> Match {
         let path: String
         if let query = request.path.utf8.firstIndex(of: UInt8(ascii: "?")) {
             path = String(request.path[..<query])
@@ -71,7 +143,7 @@ public struct Router: HTTPServerHandler {
         let isHTTP1 = request.connection.httpVersion == .http1_1
 
         if isHTTP1, candidates.contains(where: { $0.protocols == .http2Only }) {
-            responder.respond(
+            return .none(
                 .refusal(
                     Refusal(
                         .httpVersionNotSupported,
@@ -79,28 +151,17 @@ public struct Router: HTTPServerHandler {
                     )
                 )
             )
-            return
         }
         guard !candidates.isEmpty else {
-            responder.respond(.refusal(Refusal(.notFound, "no route for \(path)")))
-            return
+            return .none(.refusal(Refusal(.notFound, "no route for \(path)")))
         }
         guard let route = candidates.first(where: { $0.method == nil || $0.method == request.method }) else {
             let allowed = candidates.compactMap(\.method).joined(separator: ", ")
             var response = HTTPServerResponse.refusal(Refusal(.methodNotAllowed, "\(path) accepts \(allowed), not \(request.method)"))
             response.head.headers.add(name: "allow", value: allowed)
-            responder.respond(response)
-            return
+            return .none(response)
         }
-        request.connection.classify(as: route.role)
-        route.handler(request, responder)
-    }
-
-    /// The catalog's answer, in the one error format.
-    public func response(to refusal: TransportRefusal) -> HTTPServerResponse {
-        switch refusal {
-        case .bodyTooLarge: .refusal(Refusal(.payloadTooLarge, refusal.detail))
-        }
+        return .route(route)
     }
 }
 

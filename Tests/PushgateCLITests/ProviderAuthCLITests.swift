@@ -1,4 +1,6 @@
 import Foundation
+import NIOPosix
+import PushgateTestKit
 import Testing
 
 /// Provider authentication with the real binary and clients nobody here wrote: aioapns (a
@@ -69,22 +71,29 @@ struct ProviderAuthCLITests {
         #expect(keyOnly.stderr.contains("registration secret"), "\(keyOnly.stderr)")
         #expect(!keyOnly.stderr.contains("--provider-key"), "\(keyOnly.stderr)")
 
-        // With both, cleartext off loopback is still refused: the secrets would cross the
-        // network unencrypted (the security review's finding).
+        // With both, cleartext off loopback is still refused, on every interface and on one of
+        // this machine's own addresses alike: the secrets would cross the network unencrypted
+        // (the security review's finding).
         let config = directory + "/pushgate.json"
         try Data(#"{"registrationSecret": "a-registration-secret-for-tests"}"#.utf8).write(to: URL(fileURLWithPath: config))
-        let authenticated = ["--listen", "0.0.0.0:0", "--config", config, "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app"]
-        let cleartext = try runServe(authenticated)
-        #expect(cleartext.status != 0)
-        #expect(cleartext.stderr.contains("refusing to serve cleartext on 0.0.0.0:0"), "\(cleartext.stderr)")
-        #expect(cleartext.stderr.contains("--allow-insecure-cleartext"), "\(cleartext.stderr)")
+        let own = try #require(try nonLoopbackAddress(), "this machine has no non-loopback IPv4 address to listen on")
+        for host in ["0.0.0.0", own] {
+            let authenticated = ["--listen", "\(host):0", "--config", config, "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app"]
+            let cleartext = try runServe(authenticated)
+            #expect(cleartext.status != 0)
+            #expect(cleartext.stderr.contains("refusing to serve cleartext on \(host):0 (not loopback)"), "\(cleartext.stderr)")
+            for advice in ["--tls-listen", "proxy that terminates TLS", "--allow-insecure-cleartext"] {
+                #expect(cleartext.stderr.contains(advice), "\(cleartext.stderr)")
+            }
+            // With --allow-insecure-cleartext it serves there and says nothing about exposure.
+            let gateway = try GatewayProcess(arguments: authenticated + ["--allow-insecure-cleartext"], listeners: 1)
+            #expect(gateway.urls[0].hasPrefix("http://\(host):"))
+            let health = try run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "30", "\(gateway.urls[0])/healthz"])
+            #expect(health.stdout == "200", "\(health.stdout) \(health.stderr)")
+            #expect(gateway.stop() == 0)
+        }
         let admin = try runServe(["--listen", "127.0.0.1:0", "--admin-listen", "0.0.0.0:0"])
         #expect(admin.stderr.contains("refusing to serve cleartext on 0.0.0.0:0"), "\(admin.stderr)")
-
-        // With --allow-insecure-cleartext it serves (on every interface) and says nothing about exposure.
-        let gateway = try GatewayProcess(arguments: authenticated + ["--allow-insecure-cleartext"], listeners: 1)
-        #expect(gateway.urls[0].hasPrefix("http://0.0.0.0:"))
-        #expect(gateway.stop() == 0)
     }
 
     @Test("a client certificate from the operator's CA authenticates a provider; its UID is the topic")
@@ -114,6 +123,37 @@ struct ProviderAuthCLITests {
         let anonymous = try push(topic: "com.example.app", certificate: false)
         #expect(anonymous.status == 403, "\(anonymous.raw)")
         #expect(anonymous.body.contains("MissingProviderToken"), "\(anonymous.raw)")
+        #expect(gateway.stop() == 0)
+    }
+
+    @Test("a provider without a token that opens a body and never ends it: 403 MissingProviderToken on the head alone, the stream reset, the connection kept")
+    func unfinishedBodyRefusedOnItsHead() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try Self.makeSigningKey(in: directory)
+        let gateway = try GatewayProcess(
+            arguments: [
+                "--listen", "127.0.0.1:0", "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app",
+                "--request-body-budget-bytes", "65536",
+            ],
+            listeners: 1
+        )
+        let port = try #require(gateway.urls[0].split(separator: ":").last.flatMap { Int($0) })
+        let client = try await RawHTTP2Client.connect(port: port, group: MultiThreadedEventLoopGroup.singleton)
+        let head = [
+            (":method", "POST"), (":scheme", "http"), (":path", "/3/device/\(String(repeating: "0f", count: 32))"),
+            (":authority", "localhost"), ("apns-topic", "com.example.app"),
+        ]
+        // Not a byte of body yet: the answer must not wait for one.
+        try await client.sendHeaders(streamID: 1, head, endStream: false)
+        let frames = try await client.frames { $0.answered(1) && $0.reset(of: 1) != nil }
+        #expect(frames.body(of: 1).contains(#""reason":"MissingProviderToken""#), "\(frames)")
+        #expect(frames.reset(of: 1) == 0, "RST_STREAM NO_ERROR: stop sending the body")
+        // A client that sends its body anyway changes nothing; the connection serves on.
+        for _ in 0..<20 { try await client.sendData(streamID: 1, Array(repeating: 0x20, count: 1000), endStream: false) }
+        try await client.sendHeaders(streamID: 3, [(":method", "GET"), (":scheme", "http"), (":path", "/healthz"), (":authority", "localhost")], endStream: true)
+        #expect(try await client.frames { $0.answered(3) }.answered(3))
+        await client.close()
         #expect(gateway.stop() == 0)
     }
 

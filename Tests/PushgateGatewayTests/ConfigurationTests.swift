@@ -1,3 +1,5 @@
+import Logging
+import PushgateCrypto
 import PushgateGateway
 import PushgateProviderAuth
 import PushgateTransport
@@ -67,5 +69,61 @@ struct ConfigurationTests {
         let access = try AccessConfiguration.load(policy, acceptsClientCertificates: false)
         #expect(access.registrationSecret == "a-long-enough-secret")
         #expect(access.providers.isUnauthenticated)
+    }
+
+    /// Everything the exposure check asks for off loopback (a provider key, a registration
+    /// secret), so that only cleartext can stop `prepare`.
+    static func authenticated(listen host: String, admin: Bool = false) throws -> GatewayConfiguration {
+        var configuration = GatewayConfiguration()
+        let listener = [ListenAddress(host: host, port: 2197)]
+        if admin {
+            configuration.listen = [ListenAddress(host: "127.0.0.1", port: 2197)]
+            configuration.adminListen = listener
+        } else {
+            configuration.listen = listener
+        }
+        configuration.policy.registrationSecret = "a-registration-secret-for-tests"
+        configuration.policy.providerKeys = [
+            ProviderKeyConfiguration(
+                teamID: "TEAM000001", keyID: "KEY0000001", publicKey: try ES256PrivateKey.generate().publicKey.pemRepresentation,
+                topics: ["com.example.app"]
+            )
+        ]
+        return configuration
+    }
+
+    static let quiet = {
+        var logger = Logger(label: "configuration-test")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    @Test("cleartext on loopback serves: 127.0.0.0/8, ::1, localhost", arguments: ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "localhost"])
+    func cleartextOnLoopback(host: String) throws {
+        var main = try Self.authenticated(listen: host)
+        #expect(try main.prepare(logger: Self.quiet).map(\.host) == [host])
+        var admin = try Self.authenticated(listen: host, admin: true)
+        _ = try admin.prepare(logger: Self.quiet)
+    }
+
+    @Test(
+        "cleartext off loopback is refused, main or admin listener, saying what to do, unless --allow-insecure-cleartext",
+        arguments: ["192.0.2.2", "0.0.0.0", "::", "10.0.0.5", "128.0.0.1", "fd00::1"]
+    )
+    func cleartextOffLoopback(host: String) throws {
+        for admin in [false, true] {
+            var configuration = try Self.authenticated(listen: host, admin: admin)
+            do {
+                _ = try configuration.prepare(logger: Self.quiet)
+                Issue.record("cleartext on \(host) (admin: \(admin)) was not refused")
+            } catch let error as GatewayConfigurationError {
+                #expect(error.description.hasPrefix("refusing to serve cleartext on \(host):2197 (not loopback)"), "\(error)")
+                for advice in ["--tls-listen", "loopback behind a proxy that terminates TLS", "--allow-insecure-cleartext"] {
+                    #expect(error.description.contains(advice), "\(error)")
+                }
+            }
+            configuration.allowInsecureCleartext = true
+            _ = try configuration.prepare(logger: Self.quiet)
+        }
     }
 }

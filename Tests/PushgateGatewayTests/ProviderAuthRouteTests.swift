@@ -41,7 +41,7 @@ struct ProviderAuthRouteTests {
     }
 
     /// A registered token to push to, made on a connection of its own (a device connection).
-    private static func deviceToken(_ gateway: RunningGateway) async throws -> String {
+    static func deviceToken(_ gateway: RunningGateway) async throws -> String {
         let agent = try await API(gateway)
         defer { Task { await agent.close() } }
         let device = try await agent.createDevice()

@@ -48,12 +48,21 @@ struct RefusalResponseTests {
 /// What the transport refuses before a route sees the request is answered from the catalog too.
 @Suite("Router: transport refusals")
 struct RouterTransportRefusalTests {
-    @Test("a body over the transport's limit: 413 PayloadTooLarge in the one error format")
+    @Test("a body over its limit: 413 PayloadTooLarge in the one error format")
     func bodyTooLarge() throws {
-        let response = Router().response(to: .bodyTooLarge(limit: 1_048_576))
+        let response = HTTPServerResponse.refusal(Refusal(transport: .bodyTooLarge(limit: 5120)))
         #expect(response.head.status == 413)
+        #expect(response.head.headers.first(name: "retry-after") == nil)
         let body = try RefusalResponseTests.body(response)
         #expect(body["reason"] as? String == "PayloadTooLarge")
-        #expect(body["detail"] as? String == "request body larger than 1048576 bytes")
+        #expect(body["detail"] as? String == "request body larger than 5120 bytes")
+    }
+
+    @Test("the server's body budget spent (HTTP/1.1): 503 ServiceUnavailable, retry after a second")
+    func bodyBudgetExhausted() throws {
+        let response = HTTPServerResponse.refusal(Refusal(transport: .bodyBudgetExhausted))
+        #expect(response.head.status == 503)
+        #expect(response.head.headers.first(name: "retry-after") == "1")
+        #expect(try RefusalResponseTests.body(response)["reason"] as? String == "ServiceUnavailable")
     }
 }

@@ -5,60 +5,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 @testable import PushgateTransport
-
-/// One HTTP/2 frame as it went over the wire.
-struct WireFrame: Equatable, CustomStringConvertible {
-    enum Kind: UInt8 {
-        case data = 0, headers = 1, rstStream = 3, settings = 4, ping = 6, goAway = 7, windowUpdate = 8
-    }
-
-    var type: UInt8
-    var flags: UInt8
-    var streamID: UInt32
-    var payload: [UInt8]
-
-    var kind: Kind? { Kind(rawValue: type) }
-    var endStream: Bool { flags & 0x1 != 0 }
-    /// SETTINGS and PING: this frame acknowledges the peer's.
-    var ack: Bool { flags & 0x1 != 0 }
-
-    /// GOAWAY's last stream ID, error code and debug data.
-    var goAway: (lastStreamID: UInt32, errorCode: UInt32, debugData: String)? {
-        guard kind == .goAway, payload.count >= 8 else { return nil }
-        var buffer = ByteBuffer(bytes: payload)
-        let last = buffer.readInteger(as: UInt32.self)! & 0x7FFF_FFFF
-        let code = buffer.readInteger(as: UInt32.self)!
-        return (last, code, buffer.readString(length: buffer.readableBytes)!)
-    }
-
-    /// SETTINGS entries, identifier to value.
-    var settings: [UInt16: UInt32] {
-        guard kind == .settings else { return [:] }
-        var buffer = ByteBuffer(bytes: payload)
-        var entries: [UInt16: UInt32] = [:]
-        while let id = buffer.readInteger(as: UInt16.self), let value = buffer.readInteger(as: UInt32.self) {
-            entries[id] = value
-        }
-        return entries
-    }
-
-    var description: String { "\(kind.map { "\($0)" } ?? "type \(type)") flags=\(flags) stream=\(streamID) \(payload.count) bytes" }
-
-    /// Splits bytes into frames; they must end on a frame boundary.
-    static func parse(_ bytes: ByteBuffer) -> [WireFrame] {
-        var bytes = bytes
-        var frames: [WireFrame] = []
-        while bytes.readableBytes >= 9 {
-            let length = Int(bytes.readInteger(as: UInt16.self)!) << 8 | Int(bytes.readInteger(as: UInt8.self)!)
-            let type = bytes.readInteger(as: UInt8.self)!
-            let flags = bytes.readInteger(as: UInt8.self)!
-            let streamID = bytes.readInteger(as: UInt32.self)! & 0x7FFF_FFFF
-            frames.append(WireFrame(type: type, flags: flags, streamID: streamID, payload: bytes.readBytes(length: length)!))
-        }
-        precondition(bytes.readableBytes == 0, "bytes left after the last whole frame")
-        return frames
-    }
-}
+import PushgateTestKit
 
 /// The peer of a handler under test: an nghttp2 session in memory (a client for the server
 /// handler, a server for the client handler), whose bytes the test carries by hand. It answers
@@ -81,6 +28,15 @@ final class InMemoryHTTP2Peer: NGHTTP2SessionDelegate {
     func request(_ path: String) throws -> Int32 {
         let fields: HTTPHeaders = [":method": "GET", ":scheme": "http", ":authority": "localhost", ":path": path]
         let streamID = try session.submitRequest(headers: fields, body: nil)
+        responses[streamID] = Response()
+        return streamID
+    }
+
+    /// Queues a POST of `body`; its bytes leave with the next `drain`, as far as the server's
+    /// flow-control window lets them (the rest waits, the stream still open).
+    func post(_ path: String, body: ByteBuffer) throws -> Int32 {
+        let fields: HTTPHeaders = [":method": "POST", ":scheme": "http", ":authority": "localhost", ":path": path]
+        let streamID = try session.submitRequest(headers: fields, body: body)
         responses[streamID] = Response()
         return streamID
     }
@@ -128,16 +84,33 @@ final class InMemoryHTTP2Peer: NGHTTP2SessionDelegate {
     func sessionEndStreamSent(streamID: Int32) {}
 }
 
-/// Answers `/hello` at once and holds the responders of `/slow` until the test answers them.
-/// Only used on one `EmbeddedEventLoop`'s thread.
+/// Answers `/hello` at once and holds the responders of `/slow` until the test answers them;
+/// on their head, refuses `/refused` (403) and admits `/limited` with a 1,024-byte body, others
+/// up to the server's limit. Only used on one `EmbeddedEventLoop`'s thread.
 final class HoldingApplication: HTTPServerHandler, @unchecked Sendable {
+    static let limitedBodySize = 1024
+
     private(set) var held: [HTTPResponder] = []
     private(set) var paths: [String] = []
+
+    func admit(_ head: HTTPServerRequest, responder: HTTPResponder) -> RequestAdmission {
+        switch head.path {
+        case "/refused":
+            responder.respond(HTTPServerResponse(status: 403, text: "refused on its head"))
+            return .answered
+        case "/limited":
+            return .readBody(maxBodySize: Self.limitedBodySize)
+        default:
+            return .readBodyUpToServerLimit
+        }
+    }
 
     func handle(_ request: HTTPServerRequest, responder: HTTPResponder) {
         paths.append(request.path)
         if request.path == "/slow" {
             held.append(responder)
+        } else if request.method == "POST" {
+            responder.respond(HTTPServerResponse(status: 200, text: "\(request.body.readableBytes) bytes"))
         } else {
             responder.respond(HTTPServerResponse(status: 200, text: "hello"))
         }
@@ -157,9 +130,14 @@ final class EmbeddedHTTP2Connection {
     let client: InMemoryHTTP2Peer
     let application = HoldingApplication()
     let info: ConnectionInfo
+    let handler: HTTP2ServerHandler
     var loop: EmbeddedEventLoop { channel.embeddedEventLoop }
 
-    init(configure: (inout HTTP2ServerConfiguration) -> Void = { _ in }) throws {
+    /// `bodyBudget`: give several connections one to have them share it, as a server's do.
+    init(
+        bodyBudget: RequestBodyBudget = RequestBodyBudget(),
+        configure: (inout HTTP2ServerConfiguration) -> Void = { _ in }
+    ) throws {
         var configuration = HTTP2ServerConfiguration()
         configure(&configuration)
         let loop = EmbeddedEventLoop()
@@ -175,10 +153,11 @@ final class EmbeddedHTTP2Connection {
         )
         var logger = Logger(label: "embedded-http2")
         logger.logLevel = .critical
-        let handler = HTTP2ServerHandler(
+        handler = HTTP2ServerHandler(
             configuration: SharedHTTP2ServerConfiguration(configuration),
             application: application,
             connection: info,
+            bodyBudget: bodyBudget,
             logger: logger
         )
         channel = EmbeddedChannel(handler: handler, loop: loop)

@@ -196,6 +196,24 @@ struct AbuseTests {
         }
     }
 
+    @Test("HTTP/1.1: a body that does not fit in the server's budget gets 503 with retry-after, the connection closes, the budget is whole again; a request without a body is served")
+    func http1BodyBudget() async throws {
+        let budget = RequestBodyBudget(limit: 1024)
+        try await withTestServer(configure: { $0.requestBodyBudget = budget }) { server in
+            let raw = try await RawConnection.connect(port: server.port, group: server.group)
+            try await raw.send("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2000\r\n\r\n" + String(repeating: "x", count: 2000))
+            let text = String(buffer: try await raw.receiveUntilClosed())
+            #expect(text.hasPrefix("HTTP/1.1 503"), "\(text)")
+            #expect(text.lowercased().contains("retry-after: 1\r\n"), "\(text)")
+            #expect(budget.refusedBodies == 1)
+            #expect(budget.heldBytes == 0)
+
+            let get = try await RawConnection.connect(port: server.port, group: server.group)
+            try await get.send("GET /hello HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            #expect(String(buffer: try await get.receiveUntilClosed()).hasPrefix("HTTP/1.1 200"))
+        }
+    }
+
     @Test("a client that abandons streamed bodies does not exhaust its connection window")
     func abandonedStreams() async throws {
         try await withTestServer { server in

@@ -65,6 +65,9 @@ public struct GatewayConfiguration: Sendable {
     public var adminOnlyOnAdminListener = false
     /// Per-topic gauges in the metrics (topics are not a bounded set).
     public var metricsTopicLabels = false
+    /// Request body bytes held at once across every connection, main and admin listeners
+    /// together, while their requests arrive.
+    public var requestBodyBudgetBytes = RequestBodyBudget.defaultLimit
     /// Who may use the gateway and the scheduler's policy, as given: `Gateway.run` reads them
     /// into `access` and `delivery` once the TLS files are loaded.
     public var policy = PolicySettings()
@@ -204,18 +207,19 @@ public struct GatewayConfiguration: Sendable {
         )
     }
 
-    /// The transport's settings that follow from this configuration.
-    var server: HTTPServerConfiguration {
-        var server = HTTPServerConfiguration()
-        server.http2.idleTimeout = .seconds(Int64(idleTimeoutSeconds))
+    /// The transport's settings that follow from this configuration; `budget` is shared with
+    /// the admin listeners.
+    func server(budget: RequestBodyBudget) -> HTTPServerConfiguration {
+        var server = adminServer(budget: budget)
         server.http2.streamsUntilAuthorized = access.streamsUntilAuthorized
         return server
     }
 
     /// The admin listeners' settings: no provider gating (no provider is served there).
-    var adminServer: HTTPServerConfiguration {
+    func adminServer(budget: RequestBodyBudget) -> HTTPServerConfiguration {
         var server = HTTPServerConfiguration()
         server.http2.idleTimeout = .seconds(Int64(idleTimeoutSeconds))
+        server.requestBodyBudget = budget
         return server
     }
 }

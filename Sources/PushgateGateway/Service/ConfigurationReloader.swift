@@ -133,6 +133,7 @@ public final class ConfigurationReloader: Sendable {
             ("tlsClientCA", c.tlsClientCA ?? ""), ("tlsRequireClientCert", "\(c.tlsRequireClientCertificate)"),
             ("allowInsecureCleartext", "\(c.allowInsecureCleartext)"), ("dataDir", c.dataDirectory),
             ("idleTimeout", "\(c.idleTimeoutSeconds)"), ("shutdownTimeout", "\(c.shutdownTimeoutSeconds)"),
+            ("requestBodyBudgetBytes", "\(c.requestBodyBudgetBytes)"),
             ("drainGraceSeconds", "\(c.drainGraceSeconds)"), ("threads", "\(c.threads)"),
             ("durability", c.durabilityMode.rawValue), ("commitIntervalMs", "\(c.commitIntervalMilliseconds)"),
             ("commitLingerUs", "\(c.commitLingerMicroseconds)"), ("logLevel", c.logLevel), ("logFormat", c.logFormat.rawValue),

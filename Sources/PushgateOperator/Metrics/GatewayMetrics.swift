@@ -36,6 +36,7 @@ public final class GatewayMetrics: Sendable {
         let oldestDeferredAge: Gauge
         let refillScaled: Gauge
         let storeHealthy: Gauge
+        let requestBodyBytes: Gauge
         let connections: [(ConnectionRole, Gauge)]
         let streams: Gauge
         let residentBytes: Gauge
@@ -49,6 +50,8 @@ public final class GatewayMetrics: Sendable {
     private let servers = NIOLockedValueBox<[HTTPServer]>([])
     /// The store whose health is exported (`watch`).
     private let storeHealth = NIOLockedValueBox<StoreHealth?>(nil)
+    /// The request body budget whose bytes and refusals are exported (`watch`).
+    private let bodyBudget = NIOLockedValueBox<RequestBodyBudget?>(nil)
     /// Per-topic gauges (`--metrics-topic-labels`), by topic; only the topics of the last scrape.
     private let topicGauges = NIOLockedValueBox<[String: TopicGauges]>([:])
 
@@ -68,31 +71,31 @@ public final class GatewayMetrics: Sendable {
             registry.makeGauge(descriptor: name(metric, help), labels: labels)
         }
         let following = counters
-        let setupFailures = registry.makeCounter(
-            descriptor: name(
-                "pushgate_connection_setup_failures_total",
-                "Connections closed because they could not be set up, and accepts that failed; the first of each cause is logged."
-            ),
-            labels: []
-        )
+        /// A counter without labels that follows a total kept elsewhere.
+        func counter(_ metric: String, _ help: String, following total: @escaping @Sendable () -> Double) {
+            following.follow(registry.makeCounter(descriptor: name(metric, help), labels: []), total)
+        }
         let servers = self.servers
-        following.follow(setupFailures) { Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.connectionSetupFailures } }) }
+        counter(
+            "pushgate_connection_setup_failures_total",
+            "Connections closed because they could not be set up, and accepts that failed; the first of each cause is logged."
+        ) { Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.connectionSetupFailures } }) }
         let reloads = name("pushgate_config_reloads_total", "Configuration reloads (SIGHUP, POST /v1/admin/reload), by result; a failed one changed nothing.")
         self.reloads = (
             registry.makeCounter(descriptor: reloads, labels: [("result", "success")]),
             registry.makeCounter(descriptor: reloads, labels: [("result", "failure")])
         )
-        let storeFailures = registry.makeCounter(
-            descriptor: name(
-                "pushgate_store_commit_failures_total",
-                "Store transactions the storage could not take (disk full, I/O error); the requests in them were refused with 503 ServiceUnavailable."
-            ),
-            labels: []
-        )
         let storeHealth = self.storeHealth
-        following.follow(storeFailures) { Double(storeHealth.withLockedValue { $0?.failedTransactions ?? 0 }) }
-        let cpu = registry.makeCounter(descriptor: name("process_cpu_seconds_total", "User and system CPU time of the process, in seconds."), labels: [])
-        following.follow(cpu) { ProcessStatistics.read()?.cpuSeconds ?? 0 }
+        counter(
+            "pushgate_store_commit_failures_total",
+            "Store transactions the storage could not take (disk full, I/O error); the requests in them were refused with 503 ServiceUnavailable."
+        ) { Double(storeHealth.withLockedValue { $0?.failedTransactions ?? 0 }) }
+        let bodyBudget = self.bodyBudget
+        counter(
+            "pushgate_request_body_budget_refusals_total",
+            "Request bodies refused because the bodies held across all connections filled requestBodyBudgetBytes (HTTP/2: RST_STREAM REFUSED_STREAM, HTTP/1.1: 503)."
+        ) { Double(bodyBudget.withLockedValue { $0?.refusedBodies ?? 0 }) }
+        counter("process_cpu_seconds_total", "User and system CPU time of the process, in seconds.") { ProcessStatistics.read()?.cpuSeconds ?? 0 }
 
         gauges = Gauges(
             held: gauge("pushgate_held_notifications", "Notifications the scheduler holds now."),
@@ -111,6 +114,10 @@ public final class GatewayMetrics: Sendable {
             storeHealthy: gauge(
                 "pushgate_store_healthy",
                 "1 while the store commits, 0 from a commit the storage refused (disk full, I/O error) until one succeeds; /readyz answers 503 meanwhile."
+            ),
+            requestBodyBytes: gauge(
+                "pushgate_request_body_bytes",
+                "Request body bytes held now, all connections together, until their requests end; at most requestBodyBudgetBytes."
             ),
             connections: ConnectionRole.allCases.map { role in
                 (role, gauge("pushgate_http2_connections", "Open HTTP/2 connections, by what their first request was for.", [("role", role.name)]))
@@ -235,6 +242,11 @@ public final class GatewayMetrics: Sendable {
         servers.withLockedValue { $0.append(server) }
     }
 
+    /// Exports the request body bytes `budget` holds and the bodies it refused.
+    public func watch(_ budget: RequestBodyBudget) {
+        bodyBudget.withLockedValue { $0 = budget }
+    }
+
     /// Exports whether the store can commit, and its failed commits.
     public func watch(_ store: StoreHealth) {
         storeHealth.withLockedValue { $0 = store }
@@ -256,6 +268,7 @@ public final class GatewayMetrics: Sendable {
             gauges.oldestDeferredAge.set(statistics.oldestDeferredAcceptedAt.map { Double(max(0, now - $0)) / 1000 } ?? 0)
             gauges.refillScaled.set(Int64(statistics.refillScaled))
             gauges.storeHealthy.set(Int64(storeHealth.withLockedValue { $0?.canCommit ?? true } ? 1 : 0))
+            gauges.requestBodyBytes.set(Int64(bodyBudget.withLockedValue { $0?.heldBytes ?? 0 }))
             let servers = servers.withLockedValue { $0 }
             for (role, gauge) in gauges.connections {
                 gauge.set(Int64(servers.reduce(0) { $0 + $1.statistics.connections(role) }))

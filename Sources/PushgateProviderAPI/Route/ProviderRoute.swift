@@ -9,10 +9,13 @@ import PushgateTransport
 
 /// `POST /3/device/{token}`: APNs' provider endpoint (PRODUCT.md section 2), HTTP/2 only.
 ///
-/// Validation is pure and runs on the connection's event loop; the push then goes to its
-/// device's shard, and the 200 is sent only once the store has committed it. Every response,
-/// error or not, carries `apns-id`, as APNs' does: some client libraries wait for it. A refusal
-/// is logged (debug) with its `apns-id`; an accepted push is not (the hot path logs nothing).
+/// Draining and authentication are decided on the request's head, before its body is read: a
+/// client without valid credentials cannot make the gateway hold a byte of body, and a body
+/// larger than any push may carry is refused while it arrives. Validation is pure and runs on
+/// the connection's event loop once the body is in; the push then goes to its device's shard,
+/// and the 200 is sent only once the store has committed it. Every response, error or not,
+/// carries `apns-id`, as APNs' does: some client libraries wait for it. A refusal is logged
+/// (debug) with its `apns-id`; an accepted push is not (the hot path logs nothing).
 public enum ProviderRoute {
     public static func register(
         on router: inout Router,
@@ -21,14 +24,26 @@ public enum ProviderRoute {
         gate: ProviderGate,
         logger: Logger
     ) {
+        let admission = RouteAdmission(
+            maxBodySize: ProviderRequestValidator.maxBodyBytes,
+            admits: { head, responder in authorize(head, responder, validator: validator, gate: gate, logger: logger) != nil },
+            refuse: { head, refusal, responder in
+                var refusal = refusal
+                if refusal.reason == .payloadTooLarge {
+                    refusal.detail = "the payload is larger than \(ProviderRequestValidator.maxBodyBytes) bytes, the limit of voip pushes (\(ProviderRequestValidator.defaultMaxPayloadBytes) for the others)"
+                }
+                let apnsID = validator.responseAPNsID(requestHeader: head.headers.first(name: "apns-id"))
+                answer(refusal: refusal, apnsID: apnsID, state: state(of: head.connection, gate), connection: head.connection, gate: gate, responder: responder, logger: logger)
+            }
+        )
         // Any method: a wrong one is answered in APNs' own terms (405 MethodNotAllowed).
-        router.addPrefix(nil, "/3/", protocols: .http2Only, role: .provider) { request, responder in
+        router.addPrefix(nil, "/3/", protocols: .http2Only, role: .provider, admission: admission) { request, responder in
             handle(request, responder, core: core, validator: validator, gate: gate, logger: logger)
         }
     }
 
-    /// Draining, then authentication, then validation, then the push's shard: a provider that
-    /// has not proven who it is learns nothing about tokens (not even whether one exists).
+    /// Authentication, then validation, then the push's shard: a provider that has not proven
+    /// who it is learns nothing about tokens (not even whether one exists).
     static func handle(
         _ request: HTTPServerRequest,
         _ responder: HTTPResponder,
@@ -37,38 +52,13 @@ public enum ProviderRoute {
         gate: ProviderGate,
         logger: Logger
     ) {
+        // Checked again now that the body is in: a reload, a drain or the token's age may have
+        // changed the verdict since the head (a token already seen costs a string compare).
+        guard let (state, provider) = authorize(request, responder, validator: validator, gate: gate, logger: logger) else { return }
         let connection = request.connection
-        let state = connection.attachment(ProviderConnectionState.self) {
-            ProviderConnectionState(providers: gate.providers, peerCertificate: connection.peerCertificate)
-        }
-        state.follow(gate.providers)
-        if gate.isDraining() {
-            let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
-            let refusal = Refusal(.shutdown, "the gateway is shutting down; retry on a new connection")
-            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
-            return
-        }
-
-        let topic = request.headers.first(name: "apns-topic")
-        let authorized = state.authenticator.authorize(
-            certificate: state.certificate,
-            authorization: request.headers.first(name: "authorization"),
-            topic: topic,
-            connection: &state.auth,
-            nowMillis: gate.nowMillis()
-        )
-        // Idempotent, and one atomic load once granted.
-        if state.certificate != nil || state.auth.hasValidToken { connection.grantFullConcurrency() }
         var headers = request.headers
-        switch authorized {
-        case .failure(let refusal):
-            let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
-            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
-            return
-        case .success(let provider):
-            // A single-app certificate implies its topic when the request names none (APNs).
-            if topic == nil { headers.add(name: "apns-topic", value: provider.topic) }
-        }
+        // A single-app certificate implies its topic when the request names none (APNs).
+        if headers.first(name: "apns-topic") == nil { headers.add(name: "apns-topic", value: provider.topic) }
 
         let outcome = validator.validate(
             method: request.method,
@@ -96,6 +86,51 @@ public enum ProviderRoute {
                 }
             }
         }
+    }
+
+    /// Draining, then authentication, from the request's head alone: the provider and its
+    /// connection's state, or nil once the refusal is answered.
+    private static func authorize(
+        _ request: HTTPServerRequest,
+        _ responder: HTTPResponder,
+        validator: ProviderRequestValidator,
+        gate: ProviderGate,
+        logger: Logger
+    ) -> (ProviderConnectionState, AuthorizedProvider)? {
+        let connection = request.connection
+        let state = state(of: connection, gate)
+        if gate.isDraining() {
+            let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
+            responder.respond(.refusal(Refusal(.shutdown, "the gateway is shutting down; retry on a new connection"), apnsID: apnsID))
+            gate.counters.rejected.add(.shutdown)
+            return nil
+        }
+        let authorized = state.authenticator.authorize(
+            certificate: state.certificate,
+            authorization: request.headers.first(name: "authorization"),
+            topic: request.headers.first(name: "apns-topic"),
+            connection: &state.auth,
+            nowMillis: gate.nowMillis()
+        )
+        // Idempotent, and one atomic load once granted.
+        if state.certificate != nil || state.auth.hasValidToken { connection.grantFullConcurrency() }
+        switch authorized {
+        case .failure(let refusal):
+            let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
+            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
+            return nil
+        case .success(let provider):
+            return (state, provider)
+        }
+    }
+
+    /// The connection's provider state, following the keys in force.
+    private static func state(of connection: ConnectionInfo, _ gate: ProviderGate) -> ProviderConnectionState {
+        let state = connection.attachment(ProviderConnectionState.self) {
+            ProviderConnectionState(providers: gate.providers, peerCertificate: connection.peerCertificate)
+        }
+        state.follow(gate.providers)
+        return state
     }
 
     /// Sends the error, counts it and logs it; past the limit the connection is ended as APNs

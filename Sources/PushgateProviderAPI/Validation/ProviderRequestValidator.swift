@@ -278,7 +278,7 @@ public struct ProviderRequestValidator: Sendable {
         let sizeType = declaredType ?? topicType
         let limit = sizeType?.maxPayloadBytes ?? Self.defaultMaxPayloadBytes
         if size > limit {
-            let whose = sizeType.map { "\($0.rawValue) pushes" } ?? "pushes without apns-push-type (voip: 5120)"
+            let whose = sizeType.map { "\($0.rawValue) pushes" } ?? "pushes without apns-push-type (voip: \(PushType.voip.maxPayloadBytes))"
             return reject(.payloadTooLarge, "the payload is \(size) bytes; the limit for \(whose) is \(limit) bytes")
         }
 
@@ -309,7 +309,10 @@ public struct ProviderRequestValidator: Sendable {
     /// Longest `apns-collapse-id`, in UTF-8 bytes.
     public static let maxCollapseIDBytes = 64
     /// Size limit while the push type is unknown (and the topic does not say `voip`).
-    public static let defaultMaxPayloadBytes = 4096
+    public static let defaultMaxPayloadBytes = PushType.alert.maxPayloadBytes
+    /// The largest body any provider request may have (VoIP's limit, APNs' largest): one larger
+    /// is refused while it arrives, before the push type is known.
+    public static let maxBodyBytes = PushType.allCases.map(\.maxPayloadBytes).max() ?? defaultMaxPayloadBytes
 
     private static let pushTypeList = PushType.allCases.map(\.rawValue).joined(separator: ", ")
 }

@@ -63,33 +63,73 @@ public struct HTTPServerResponse: Sendable {
 /// The application: turns requests into responses. Called on the connection's event loop; it
 /// must not block. It may answer at once or later, from any thread, through the responder.
 public protocol HTTPServerHandler: Sendable {
+    /// A request's header block has arrived and none of its body has been buffered yet (`head`'s
+    /// body is empty): say how much body to read, or answer through `responder` and return
+    /// `.answered` to refuse the request before its body costs anything. Only an admitted
+    /// request reaches `handle`, once its body has ended.
+    func admit(_ head: HTTPServerRequest, responder: HTTPResponder) -> RequestAdmission
+
     func handle(_ request: HTTPServerRequest, responder: HTTPResponder)
 
-    /// The answer to a request the transport refused before the application saw it, in the
+    /// Answers a request the transport refused before the application saw its body, in the
     /// application's own error format (by default, plain text).
-    func response(to refusal: TransportRefusal) -> HTTPServerResponse
+    func refuse(_ head: HTTPServerRequest, _ refusal: TransportRefusal, responder: HTTPResponder)
+}
+
+/// What the application decided from a request's head.
+public enum RequestAdmission: Sendable, Equatable {
+    /// Read the body, refusing it (`TransportRefusal.bodyTooLarge`) as soon as its bytes go past
+    /// `maxBodySize`, or past the server's own ceiling when that is lower.
+    case readBody(maxBodySize: Int)
+    /// The application answered (or will answer) through the responder: the body is discarded
+    /// unread, and an HTTP/2 stream still sending one is reset once the answer is out.
+    case answered
+
+    /// Up to the server's own ceiling (`HTTP2ServerConfiguration.maxRequestBodySize`,
+    /// `HTTPServerConfiguration.maxHTTP1RequestBodySize`).
+    public static let readBodyUpToServerLimit = RequestAdmission.readBody(maxBodySize: .max)
 }
 
 /// Why the transport refused a request before handing it to the application.
 public enum TransportRefusal: Sendable, Equatable {
-    /// The body grew past the connection's limit.
+    /// The body grew past the limit its route admitted it with (or the server's ceiling).
     case bodyTooLarge(limit: Int)
+    /// The request bodies held across every connection already fill the server's budget
+    /// (`RequestBodyBudget`). Only HTTP/1.1 answers this: HTTP/2 resets the stream with
+    /// REFUSED_STREAM instead, which clients retry by themselves.
+    case bodyBudgetExhausted
 
     public var status: Int {
         switch self {
         case .bodyTooLarge: 413
+        case .bodyBudgetExhausted: 503
         }
     }
 
     public var detail: String {
         switch self {
         case .bodyTooLarge(let limit): "request body larger than \(limit) bytes"
+        case .bodyBudgetExhausted: "the server holds as many request bodies as it may; retry in a moment"
+        }
+    }
+
+    /// Seconds after which a retry may succeed (a `retry-after` header); nil when it would not.
+    public var retryAfterSeconds: Int? {
+        switch self {
+        case .bodyTooLarge: nil
+        case .bodyBudgetExhausted: 1
         }
     }
 }
 
 extension HTTPServerHandler {
-    public func response(to refusal: TransportRefusal) -> HTTPServerResponse {
-        HTTPServerResponse(status: refusal.status, text: refusal.detail + "\n")
+    public func admit(_ head: HTTPServerRequest, responder: HTTPResponder) -> RequestAdmission {
+        .readBodyUpToServerLimit
+    }
+
+    public func refuse(_ head: HTTPServerRequest, _ refusal: TransportRefusal, responder: HTTPResponder) {
+        var headers = HTTPHeaders()
+        if let seconds = refusal.retryAfterSeconds { headers.add(name: "retry-after", value: String(seconds)) }
+        responder.respond(HTTPServerResponse(status: refusal.status, headers: headers, text: refusal.detail + "\n"))
     }
 }

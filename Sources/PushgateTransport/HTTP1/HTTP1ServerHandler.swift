@@ -14,12 +14,15 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     private let application: any HTTPServerHandler
     private let connection: ConnectionInfo
     private let maxBodySize: Int
+    private let bodyBudget: RequestBodyBudget
     private let idleTimeout: TimeAmount
     private let logger: Logger
     private var context: ChannelHandlerContext!
 
     private var head: HTTPRequestHead?
     private var body: ByteBuffer?
+    /// What the application admitted the request's body with, within `maxBodySize`.
+    private var bodyLimit = 0
     private var rejected = false
     /// Identifies the request being answered so a late response to an earlier one is ignored.
     private var requestID: Int32 = 0
@@ -31,10 +34,18 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     /// The body being streamed, if any.
     private var streaming: ResponseBodyWriter?
 
-    init(application: any HTTPServerHandler, connection: ConnectionInfo, maxBodySize: Int, idleTimeout: TimeAmount, logger: Logger) {
+    init(
+        application: any HTTPServerHandler,
+        connection: ConnectionInfo,
+        maxBodySize: Int,
+        bodyBudget: RequestBodyBudget,
+        idleTimeout: TimeAmount,
+        logger: Logger
+    ) {
         self.application = application
         self.connection = connection
         self.maxBodySize = maxBodySize
+        self.bodyBudget = bodyBudget
         self.idleTimeout = idleTimeout
         self.logger = logger
     }
@@ -47,6 +58,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     func handlerRemoved(context: ChannelHandlerContext) {
         idleTimer?.cancel()
         endStream(.connectionClosed)
+        _ = takeBody()
         self.context = nil
     }
 
@@ -87,44 +99,72 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         switch unwrapInboundIn(data) {
         case .head(let requestHead):
             head = requestHead
-            body = nil
             rejected = false
-        case .body(var chunk):
-            guard !rejected else { return }
-            if (body?.readableBytes ?? 0) + chunk.readableBytes > maxBodySize {
-                rejected = true
-                body = nil
-                requestID &+= 1
-                answered = false
-                keepAlive = false
-                sendResponse(application.response(to: .bodyTooLarge(limit: maxBodySize)), streamID: requestID)
-                return
-            }
-            if body == nil { body = chunk } else { body!.writeBuffer(&chunk) }
-        case .end:
-            guard let requestHead = head, !rejected else { return }
-            head = nil
             requestID &+= 1
             answered = false
             // After CONNECT or an Upgrade request NIO's parser stops parsing and would buffer
             // every later byte: answer, then close.
             keepAlive = requestHead.isKeepAlive && requestHead.method != .CONNECT
                 && !requestHead.headers.contains(name: "upgrade")
-            var headers = requestHead.headers
-            let authority = headers.first(name: "host")
-            headers.remove(name: "host")
-            let request = HTTPServerRequest(
-                method: requestHead.method.rawValue,
-                path: requestHead.uri,
-                authority: authority,
-                scheme: connection.isTLS ? "https" : "http",
-                headers: headers,
-                body: body ?? ByteBuffer(),
-                connection: connection
-            )
-            body = nil
-            application.handle(request, responder: HTTPResponder(sink: self, streamID: requestID, eventLoop: context.eventLoop))
+            switch application.admit(request(requestHead, body: ByteBuffer()), responder: responder(context)) {
+            case .readBody(let limit): bodyLimit = min(limit, maxBodySize)
+            // What is left of the body is read and dropped: NIO's pipeline handler waits for
+            // the request's end before the next request.
+            case .answered: rejected = true
+            }
+        case .body(var chunk):
+            guard !rejected, let requestHead = head else { return }
+            if (body?.readableBytes ?? 0) + chunk.readableBytes > bodyLimit {
+                refuse(requestHead, .bodyTooLarge(limit: bodyLimit), context: context)
+            } else if !bodyBudget.take(chunk.readableBytes) {
+                refuse(requestHead, .bodyBudgetExhausted, context: context)
+            } else if body == nil {
+                body = chunk
+            } else {
+                body!.writeBuffer(&chunk)
+            }
+        case .end:
+            guard let requestHead = head else { return }
+            head = nil
+            guard !rejected else { return }
+            application.handle(request(requestHead, body: takeBody() ?? ByteBuffer()), responder: responder(context))
         }
+    }
+
+    /// A body refused while it arrives: answered at once, and the connection closes after the
+    /// answer rather than read the rest.
+    private func refuse(_ requestHead: HTTPRequestHead, _ refusal: TransportRefusal, context: ChannelHandlerContext) {
+        rejected = true
+        _ = takeBody()
+        keepAlive = false
+        application.refuse(request(requestHead, body: ByteBuffer()), refusal, responder: responder(context))
+    }
+
+    /// Takes the body away, for the application or to drop it: the budget no longer holds it.
+    private func takeBody() -> ByteBuffer? {
+        guard let taken = body else { return nil }
+        body = nil
+        bodyBudget.release(taken.readableBytes)
+        return taken
+    }
+
+    private func request(_ requestHead: HTTPRequestHead, body: ByteBuffer) -> HTTPServerRequest {
+        var headers = requestHead.headers
+        let authority = headers.first(name: "host")
+        headers.remove(name: "host")
+        return HTTPServerRequest(
+            method: requestHead.method.rawValue,
+            path: requestHead.uri,
+            authority: authority,
+            scheme: connection.isTLS ? "https" : "http",
+            headers: headers,
+            body: body,
+            connection: connection
+        )
+    }
+
+    private func responder(_ context: ChannelHandlerContext) -> HTTPResponder {
+        HTTPResponder(sink: self, streamID: requestID, eventLoop: context.eventLoop)
     }
 
     /// Closes a connection that has sent nothing for `idleTimeout`, including one stalled in the

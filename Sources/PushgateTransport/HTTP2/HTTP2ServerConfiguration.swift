@@ -7,7 +7,8 @@ public struct HTTP2ServerConfiguration: Sendable {
         limits.maxDeflateDynamicTableSize = 0
         return limits
     }()
-    /// A request body larger than this is answered `413` and not buffered further.
+    /// The ceiling of a request body, whatever the application admits it with
+    /// (`RequestAdmission`): a larger one is answered `413` as soon as its bytes go past it.
     public var maxRequestBodySize = 1024 * 1024
     /// Request body bytes one connection may hold at once, across all its streams. A stream that
     /// would go over is refused (RST_STREAM REFUSED_STREAM): without this, 1,000 streams each

@@ -3,8 +3,9 @@ import NIOCore
 import NIOHTTP1
 
 /// What the nghttp2 session reports to the server handler: requests assembled from their header
-/// blocks and DATA frames within the connection's limits and handed to the application once
-/// whole, streams closing, PING acks, streamed bodies drained.
+/// blocks and DATA frames, admitted by the application on their head, buffered within the
+/// limits (the route's, the connection's, the server's budget) and handed over once whole;
+/// streams closing, PING acks, streamed bodies drained.
 extension HTTP2ServerHandler {
     /// A request whose headers and body are still arriving.
     final class PendingRequest {
@@ -21,6 +22,8 @@ extension HTTP2ServerHandler {
         }()
         var headerListSize = 0
         var body: ByteBuffer?
+        /// Set when the application admits the request on its head.
+        var maxBodySize = 0
         var rejected = false
         /// The event loop's time (not the wall clock): the request timer runs on it.
         let startedAt: NIODeadline
@@ -38,8 +41,7 @@ extension HTTP2ServerHandler {
         let cutoff = connection.eventLoop.now - configuration.requestTimeout
         for (streamID, pending) in requests where pending.startedAt <= cutoff && !pending.rejected {
             logger.debug("resetting a request that did not arrive in time", metadata: ["h2.stream": "\(streamID)"])
-            bufferedRequestBytes -= pending.body?.readableBytes ?? 0
-            pending.body = nil
+            _ = takeBody(of: pending)
             pending.rejected = true
             session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
         }
@@ -51,28 +53,66 @@ extension HTTP2ServerHandler {
         if requests.isEmpty { perform(policy.noRequestsArriving()) }
     }
 
-    private func dispatch(streamID: Int32) {
-        guard let pending = requests.removeValue(forKey: streamID), !pending.rejected else { return }
-        reportIfNoRequestArriving()
-        bufferedRequestBytes -= pending.body?.readableBytes ?? 0
-        let request = HTTPServerRequest(
+    /// Takes a request's body away from it, for the application or to drop it: the connection's
+    /// count and the server's budget no longer hold its bytes.
+    func takeBody(of pending: PendingRequest) -> ByteBuffer? {
+        guard let body = pending.body else { return nil }
+        pending.body = nil
+        bufferedRequestBytes -= body.readableBytes
+        bodyBudget.release(body.readableBytes)
+        return body
+    }
+
+    private func request(_ pending: PendingRequest, body: ByteBuffer) -> HTTPServerRequest {
+        HTTPServerRequest(
             method: pending.method,
             path: pending.path,
             authority: pending.authority,
             scheme: pending.scheme,
             headers: pending.headers,
-            body: pending.body ?? ByteBuffer(),
+            body: body,
             connection: connection
         )
-        application.handle(request, responder: HTTPResponder(sink: self, streamID: streamID, eventLoop: context.eventLoop))
+    }
+
+    private func responder(streamID: Int32) -> HTTPResponder {
+        HTTPResponder(sink: self, streamID: streamID, eventLoop: context.eventLoop)
+    }
+
+    /// The application judges the request on its head, before a byte of body is buffered.
+    private func admit(_ pending: PendingRequest, streamID: Int32, endStream: Bool) {
+        switch application.admit(request(pending, body: ByteBuffer()), responder: responder(streamID: streamID)) {
+        case .readBody(let limit):
+            pending.maxBodySize = min(limit, configuration.maxRequestBodySize)
+        case .answered:
+            pending.rejected = true
+            // A body still coming is cut off once the answer is out (sessionEndStreamSent).
+            if !endStream { rejectedStreams.insert(streamID) }
+        }
+    }
+
+    private func dispatch(streamID: Int32) {
+        guard let pending = requests.removeValue(forKey: streamID) else { return }
+        reportIfNoRequestArriving()
+        guard !pending.rejected else { return }
+        let body = takeBody(of: pending) ?? ByteBuffer()
+        application.handle(request(pending, body: body), responder: responder(streamID: streamID))
     }
 
     private func reject(_ pending: PendingRequest, streamID: Int32, _ refusal: TransportRefusal) {
         pending.rejected = true
-        bufferedRequestBytes -= pending.body?.readableBytes ?? 0
-        pending.body = nil
+        _ = takeBody(of: pending)
         rejectedStreams.insert(streamID)
-        sendResponse(application.response(to: refusal), streamID: streamID)
+        application.refuse(request(pending, body: ByteBuffer()), refusal, responder: responder(streamID: streamID))
+    }
+
+    /// RST_STREAM REFUSED_STREAM: the request was not processed and may be retried as it is
+    /// (RFC 9113 section 8.7), which HTTP/2 clients do by themselves.
+    private func refuseStream(_ pending: PendingRequest, streamID: Int32, because reason: String) {
+        logger.debug("refusing a stream: \(reason)", metadata: ["h2.stream": "\(streamID)"])
+        pending.rejected = true
+        _ = takeBody(of: pending)
+        session.resetStream(streamID, errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
     }
 }
 
@@ -129,6 +169,10 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
     }
 
     func sessionHeadersComplete(streamID: Int32, category: nghttp2_headers_category, endStream: Bool) {
+        // Trailers (another category) follow an admitted head.
+        if category == NGHTTP2_HCAT_REQUEST, let pending = streamID == headerStreamID ? headerRequest : requests[streamID] {
+            admit(pending, streamID: streamID, endStream: endStream)
+        }
         headerRequest = nil
         headerStreamID = 0
         if endStream { dispatch(streamID: streamID) }
@@ -137,16 +181,16 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
     func sessionData(streamID: Int32, bytes: UnsafeRawBufferPointer) -> Bool {
         guard let pending = requests[streamID], !pending.rejected else { return true }
         let size = (pending.body?.readableBytes ?? 0) + bytes.count
-        if size > configuration.maxRequestBodySize {
-            reject(pending, streamID: streamID, .bodyTooLarge(limit: configuration.maxRequestBodySize))
+        if size > pending.maxBodySize {
+            reject(pending, streamID: streamID, .bodyTooLarge(limit: pending.maxBodySize))
             return true
         }
         if bufferedRequestBytes + bytes.count > configuration.maxBufferedRequestBytes {
-            logger.debug("refusing a stream: the connection holds too many request bytes", metadata: ["h2.stream": "\(streamID)"])
-            bufferedRequestBytes -= pending.body?.readableBytes ?? 0
-            pending.body = nil
-            pending.rejected = true
-            session.resetStream(streamID, errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
+            refuseStream(pending, streamID: streamID, because: "the connection holds too many request bytes")
+            return true
+        }
+        guard bodyBudget.take(bytes.count) else {
+            refuseStream(pending, streamID: streamID, because: "the server's request body budget is spent")
             return true
         }
         bufferedRequestBytes += bytes.count
@@ -166,7 +210,7 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
 
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
         if let pending = requests.removeValue(forKey: streamID) {
-            bufferedRequestBytes -= pending.body?.readableBytes ?? 0
+            _ = takeBody(of: pending)
             reportIfNoRequestArriving()
         }
         rejectedStreams.remove(streamID)
@@ -192,8 +236,8 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         writers[streamID]?.bodyDrained(remaining: remaining)
     }
 
-    /// A 413 went out while the request body was still arriving: RST_STREAM(NO_ERROR) tells the
-    /// client to stop sending it (RFC 9113 section 8.1).
+    /// An answer went out while the request body was still arriving (a refusal on the head, a
+    /// 413): RST_STREAM(NO_ERROR) tells the client to stop sending it (RFC 9113 section 8.1).
     func sessionEndStreamSent(streamID: Int32) {
         guard rejectedStreams.remove(streamID) != nil else { return }
         session.resetStream(streamID, errorCode: NGHTTP2_NO_ERROR.rawValue)

@@ -18,6 +18,8 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     var configuration: HTTP2ServerConfiguration { shared.configuration }
     let application: any HTTPServerHandler
     let connection: ConnectionInfo
+    /// Shared with every connection of the server: what request bodies may hold in all.
+    let bodyBudget: RequestBodyBudget
     let logger: ConnectionLogger
     private(set) var session: NGHTTP2Session!
     private(set) var output: HTTP2OutputFlusher?
@@ -32,7 +34,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     var writers: [Int32: ResponseBodyWriter] = [:]
 
     private var readHeld = false
-    /// Streams answered 413 while their body was still arriving: reset once the answer is out.
+    /// Streams answered while their body was still arriving: reset once the answer is out.
     var rejectedStreams: Set<Int32> = []
     /// Request body bytes held across all streams of this connection.
     var bufferedRequestBytes = 0
@@ -46,11 +48,13 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         configuration: SharedHTTP2ServerConfiguration,
         application: any HTTPServerHandler,
         connection: ConnectionInfo,
+        bodyBudget: RequestBodyBudget,
         logger: Logger
     ) {
         self.shared = configuration
         self.application = application
         self.connection = connection
+        self.bodyBudget = bodyBudget
         self.logger = ConnectionLogger(base: logger, connection: connection)
         self.policy = HTTP2ConnectionPolicy(
             gated: configuration.configuration.streamsUntilAuthorized != nil && connection.peerCertificate == nil,
@@ -168,6 +172,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         perform(policy.connectionClosed())
         let open = writers
         writers = [:]
+        for pending in requests.values { _ = takeBody(of: pending) }
         requests = [:]
         for writer in open.values { writer.streamClosed(.connectionClosed) }
     }

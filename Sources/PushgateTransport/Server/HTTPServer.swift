@@ -26,6 +26,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var http2 = HTTP2ServerConfiguration()
     /// Largest request body accepted over HTTP/1.1 (operator routes only need small ones).
     public var maxHTTP1RequestBodySize = 64 * 1024
+    /// What request bodies may hold across connections, HTTP/2 and HTTP/1.1 alike; servers given
+    /// the same budget share it.
+    public var requestBodyBudget = RequestBodyBudget()
     /// Time a new connection has to finish TLS and show which protocol it speaks.
     public var connectionSetupTimeout: TimeAmount = .seconds(10)
     public var backlog: Int32 = 1024

@@ -52,6 +52,7 @@ struct ServerConnectionPipeline {
                         configuration: http2,
                         application: application,
                         connection: info,
+                        bodyBudget: configuration.requestBodyBudget,
                         logger: logger
                     ),
                     position: .after(context.handler)
@@ -64,6 +65,7 @@ struct ServerConnectionPipeline {
                     application: application,
                     connection: info,
                     maxBodySize: configuration.maxHTTP1RequestBodySize,
+                    bodyBudget: configuration.requestBodyBudget,
                     idleTimeout: configuration.http2.idleTimeout ?? .seconds(300),
                     logger: logger
                 )

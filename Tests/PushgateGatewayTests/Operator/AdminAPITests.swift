@@ -48,7 +48,7 @@ struct AdminAPITests {
 
     @Test("without a token: loopback peers are served; others get 403 saying how to set a token")
     func loopbackOnlyWithoutToken() async throws {
-        let address = try #require(try Self.nonLoopbackAddress(), "this machine has no non-loopback IPv4 address to test from")
+        let address = try #require(try nonLoopbackAddress(), "this machine has no non-loopback IPv4 address to test from")
         try await withGateway(listenHost: "0.0.0.0") { gateway in
             for path in Self.routes.prefix(2) {
                 #expect(try await gateway.operatorGet(path).status == 200, "\(path) from loopback")
@@ -65,15 +65,6 @@ struct AdminAPITests {
             #expect(try await gateway.operatorGet("/metrics", token: Self.token, host: address).status == 200)
             #expect(try await gateway.operatorGet("/metrics", host: address).status == 401)
         }
-    }
-
-    /// An IPv4 address of this machine that is not loopback: a peer connecting to it from here
-    /// is not a loopback peer.
-    static func nonLoopbackAddress() throws -> String? {
-        try System.enumerateDevices().compactMap { device -> String? in
-            guard let address = device.address, address.protocol == .inet, let ip = address.ipAddress, !ip.hasPrefix("127.") else { return nil }
-            return ip
-        }.first
     }
 
     @Test("an admin listener serves the operator routes only; with --admin-only-on-admin-listener the main one keeps health alone")

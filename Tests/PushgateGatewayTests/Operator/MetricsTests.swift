@@ -26,12 +26,12 @@ struct MetricsTests {
         "pushgate_silent_budget_exhausted_total", "pushgate_piggybacked_total",
         "pushgate_connection_setup_failures_total", "pushgate_notifications_redelivered_total", "process_cpu_seconds_total",
         "pushgate_fetch_results_total", "pushgate_fetch_windows_overflow_total", "pushgate_store_lost_batches_total",
-        "pushgate_config_reloads_total", "pushgate_store_commit_failures_total",
+        "pushgate_config_reloads_total", "pushgate_store_commit_failures_total", "pushgate_request_body_budget_refusals_total",
     ]
     static let gauges = [
         "pushgate_held_notifications", "pushgate_stored_notifications", "pushgate_unacked_notifications",
         "pushgate_connected_devices", "pushgate_held_oldest_age_seconds", "pushgate_deferred_oldest_age_seconds",
-        "pushgate_silent_refill_scaled", "pushgate_store_healthy",
+        "pushgate_silent_refill_scaled", "pushgate_store_healthy", "pushgate_request_body_bytes",
         "pushgate_http2_connections", "pushgate_http2_streams", "pushgate_build_info",
         "process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds", "process_max_fds",
         "process_start_time_seconds",
