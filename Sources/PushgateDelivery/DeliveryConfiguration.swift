@@ -24,7 +24,7 @@ public struct DeliveryConfiguration: Sendable {
     /// provider cannot fill `maxQueuedPerDevice` and get every other app's pushes to the device
     /// refused (APNs keeps one per app for an offline device). Held silent pushes have their
     /// own limit (the scheduler's `maxHeldPerApp`).
-    public var maxQueuedPerApp = 1_000
+    public var maxQueuedPerApp = 5_000
     /// The latest `apns-expiration` honoured: a later one (up to year 292 billion is valid) is
     /// cut to this long after acceptance, so that a stored push leaves the disk in the end even
     /// if no agent ever acknowledges it. APNs, too, stores for a limited time.

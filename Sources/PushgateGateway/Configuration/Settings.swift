@@ -115,7 +115,7 @@ public enum Settings {
             help: "Notifications waiting for one device (stored, unacknowledged and held, all apps); beyond, pushes to it get 429 TooManyRequests."
         ) { configuration, value throws(SettingError) in configuration.delivery.maxQueuedPerDevice = try value.integer(in: 1...1_000_000) },
         Setting(
-            "maxQueuedPerApp", .integer, "N", default: "1000",
+            "maxQueuedPerApp", .integer, "N", default: "5000",
             help: "Notifications stored or unacknowledged for one app on a device; beyond, that app's pushes to it get 429 TooManyRequests and other apps' still go."
         ) { configuration, value throws(SettingError) in configuration.delivery.maxQueuedPerApp = try value.integer(in: 1...1_000_000) },
         Setting(
