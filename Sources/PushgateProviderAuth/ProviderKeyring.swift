@@ -59,6 +59,10 @@ public struct ProviderKeyring: Sendable {
 
     public var isEmpty: Bool { keysByID.isEmpty }
 
+    /// Some configured key: what a token with an unknown kid is checked against, so that it
+    /// costs what a bad signature costs.
+    var anyKey: ProviderKey? { keysByID.values.first }
+
     /// The keys, ordered by key id.
     public var keys: [ProviderKey] { keysByID.values.sorted { $0.keyID < $1.keyID } }
 

@@ -55,11 +55,18 @@ extension ProviderKeyring {
         case .failure(let refusal): return .failure(refusal)
         case .success(let parsed): token = parsed
         }
+        // An unknown kid and a bad signature get one answer, after one signature check each: a
+        // client without a key must not learn which key ids exist (the security review).
+        let doesNotVerify = Refusal(
+            .invalidProviderToken,
+            "the token does not verify: no provider key with kid \"\(token.keyID.prefix(64))\" is configured on this gateway, or the signature was not made with that key's .p8"
+        )
         guard let key = key(id: token.keyID) else {
-            return .failure(Refusal(.invalidProviderToken, "no provider key with kid \"\(token.keyID.prefix(64))\" is configured on this gateway"))
+            _ = anyKey?.publicKey.verify(signature: token.signature, message: token.signingInput.utf8)
+            return .failure(doesNotVerify)
         }
         guard key.publicKey.verify(signature: token.signature, message: token.signingInput.utf8) else {
-            return .failure(Refusal(.invalidProviderToken, "the signature does not verify with the public key configured for kid \"\(key.keyID)\"; sign with that key's .p8"))
+            return .failure(doesNotVerify)
         }
         guard token.issuer == key.teamID else {
             return .failure(Refusal(.invalidProviderToken, "iss \"\(token.issuer.prefix(64))\" is not the team of key \"\(key.keyID)\"; set iss to \"\(key.teamID)\""))
