@@ -52,6 +52,11 @@ struct ProviderToken {
             return .failure(Refusal(.invalidProviderToken, "the JWT signature is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
         }
 
+        for (part, json) in [("header", headerJSON), ("claims set", claimsJSON)] {
+            if let key = JSONObjectKeys.firstDuplicate(in: json) {
+                return .failure(Refusal(.invalidProviderToken, "the JWT \(part) has \"\(key.prefix(20))\" twice; give each member once"))
+            }
+        }
         let header: Header
         let claims: Claims
         do {

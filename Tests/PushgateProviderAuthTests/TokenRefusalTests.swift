@@ -114,6 +114,15 @@ struct TokenRefusalTests {
         invalid("kid a number", "kid in the JWT header must be a string") { _ in
             "bearer " + TestWorld.jwt(header: #"{"alg":"ES256","kid":1}"#, claims: claims, signature: anySignature)
         },
+        invalid("kid twice in the header", "the JWT header has \"kid\" twice") { world in
+            "bearer " + world.jwt(header: #"{"alg":"ES256","kid":"KEY0000001","kid":"KEY9999999"}"#, claims: claims)
+        },
+        invalid("kid twice, once escaped", "the JWT header has \"kid\" twice") { world in
+            "bearer " + world.jwt(header: #"{"alg":"ES256","k\u0069d":"KEY9999999", "kid" : "KEY0000001"}"#, claims: claims)
+        },
+        invalid("iss twice in the claims set", "the JWT claims set has \"iss\" twice") { world in
+            "bearer " + world.jwt(header: es256, claims: #"{"iss":"TEAM000001","iat":\#(TestWorld.nowSeconds),"iss":"TEAM000002"}"#)
+        },
         invalid("an unknown kid", Self.doesNotVerify("KEY9999999")) { world in world.bearer(kid: "KEY9999999") },
         invalid("iss another team", "iss \"TEAM000002\" is not the team of key \"KEY0000001\"; set iss to \"TEAM000001\"") { world in
             world.bearer(iss: "TEAM000002")
