@@ -25,6 +25,10 @@ public struct DeliveryConfiguration: Sendable {
     /// refused (APNs keeps one per app for an offline device). Held silent pushes have their
     /// own limit (the scheduler's `maxHeldPerApp`).
     public var maxQueuedPerApp = 5_000
+    /// Active registrations (apps) on one device: each costs a scheduler entry and memory, and a
+    /// client registering thousands of made-up topics on its device must not make the gateway
+    /// hold them all (the security review registered 30,000 on one device).
+    public var maxRegistrationsPerDevice = 256
     /// The latest `apns-expiration` honoured: a later one (up to year 292 billion is valid) is
     /// cut to this long after acceptance, so that a stored push leaves the disk in the end even
     /// if no agent ever acknowledges it. APNs, too, stores for a limited time.

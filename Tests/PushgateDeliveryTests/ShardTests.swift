@@ -159,6 +159,25 @@ struct ShardTests {
         }
     }
 
+    @Test("a device has at most maxRegistrationsPerDevice registrations: 409 TooManyRegistrations until one goes")
+    func registrationsPerDevice() async throws {
+        try await DeliveryHarness.run({ $0.maxRegistrationsPerDevice = 2 }) { h in
+            let device = try await h.device()
+            let first = try await h.register(device, "com.example.one")
+            _ = try await h.register(device, "com.example.two")
+            do {
+                _ = try await h.register(device, "com.example.three")
+                Issue.record("a third registration was accepted")
+            } catch let refusal as Refusal {
+                #expect(refusal.reason == .tooManyRegistrations && refusal.status == 409)
+                #expect(refusal.detail.contains("the device has 2 registrations"), "\(refusal.detail)")
+            }
+            #expect(try await h.register(device, "com.example.one") == first, "an app already registered gets its token again")
+            try await h.core.unregister(deviceID: device.id, secret: device.secret, token: first).get()
+            _ = try await h.register(device, "com.example.three")
+        }
+    }
+
     @Test("apns-expiration is honoured up to maxExpirationMillis after acceptance, not beyond")
     func expirationClamp() async throws {
         try await DeliveryHarness.run({ $0.maxExpirationMillis = 60_000 }) { h in

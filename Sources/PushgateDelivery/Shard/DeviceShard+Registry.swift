@@ -44,6 +44,13 @@ extension DeviceShard {
             }
             return
         }
+        guard device.tokensByTopic.count < configuration.maxRegistrationsPerDevice else {
+            promise.fail(Refusal(
+                .tooManyRegistrations,
+                "the device has \(device.tokensByTopic.count) registrations, the most it may have (maxRegistrationsPerDevice); unregister an app before registering another"
+            ))
+            return
+        }
         let token: String
         do {
             token = try Identifiers.newToken(forDevice: deviceID)

@@ -119,6 +119,10 @@ public enum Settings {
             help: "Notifications stored or unacknowledged for one app on a device; beyond, that app's pushes to it get 429 TooManyRequests and other apps' still go."
         ) { configuration, value throws(SettingError) in configuration.delivery.maxQueuedPerApp = try value.integer(in: 1...1_000_000) },
         Setting(
+            "maxRegistrationsPerDevice", .integer, "N", default: "256",
+            help: "Active registrations (apps) on one device; beyond, a registration gets 409 TooManyRegistrations until one is unregistered."
+        ) { configuration, value throws(SettingError) in configuration.delivery.maxRegistrationsPerDevice = try value.integer(in: 1...100_000) },
+        Setting(
             "maxExpirationSeconds", .integer, "SECONDS", default: "2592000",
             help: "The latest apns-expiration honoured, counted from acceptance (30 days by default); a later one is cut to it."
         ) { configuration, value throws(SettingError) in

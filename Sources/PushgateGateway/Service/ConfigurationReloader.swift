@@ -142,6 +142,7 @@ public final class ConfigurationReloader: Sendable {
             ("maxConsecutiveProviderErrors", "\(c.policy.maxConsecutiveProviderErrors)"),
             ("maxQueuedPerDevice", "\(c.delivery.maxQueuedPerDevice)"), ("maxQueuedPerApp", "\(c.delivery.maxQueuedPerApp)"),
             ("maxExpirationSeconds", "\(c.delivery.maxExpirationMillis / 1000)"),
+            ("maxRegistrationsPerDevice", "\(c.delivery.maxRegistrationsPerDevice)"),
         ]
     }
 }

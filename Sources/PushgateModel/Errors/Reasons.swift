@@ -63,6 +63,9 @@ extension Refusal {
         /// A fetch result for a seq with no open fetch window: never sent, not a silent push,
         /// already reported, or its window ended (counted as a timeout).
         case badFetchResult = "BadFetchResult"
+        /// The device has as many active registrations as a device may have: one must be
+        /// unregistered before another app registers.
+        case tooManyRegistrations = "TooManyRegistrations"
 
         // MARK: Operator routes (Pushgate)
 
@@ -101,6 +104,7 @@ extension Refusal {
             case .badPath, .notFound: 404
             case .methodNotAllowed: 405
             case .unregistered: 410
+            case .tooManyRegistrations: 409
             case .configurationRefused: 422
             case .payloadTooLarge: 413
             case .tooManyRequests, .tooManyProviderTokenUpdates: 429
