@@ -29,6 +29,10 @@ public struct DeliveryConfiguration: Sendable {
     /// client registering thousands of made-up topics on its device must not make the gateway
     /// hold them all (the security review registered 30,000 on one device).
     public var maxRegistrationsPerDevice = 256
+    /// How long an unregistered token is remembered, so that providers get 410 Unregistered (with
+    /// its time) and learn to stop; after it, the token is unknown (400 BadDeviceToken) and its
+    /// row leaves the store.
+    public var unregisteredRetentionMillis: Int64 = 30 * 24 * 3600 * 1000
     /// The latest `apns-expiration` honoured: a later one (up to year 292 billion is valid) is
     /// cut to this long after acceptance, so that a stored push leaves the disk in the end even
     /// if no agent ever acknowledges it. APNs, too, stores for a limited time.

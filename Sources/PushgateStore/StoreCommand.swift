@@ -18,6 +18,9 @@ public enum StoreCommand: Sendable, Equatable {
     case register(RegistrationRecord)
     /// Its bucket, fetch figures and fetch windows go.
     case unregister(token: String, at: Int64)
+    /// Unregistered registrations kept past their retention leave the store (an active one named
+    /// here stays).
+    case forgetRegistrations(tokens: [String])
     case enqueue(AcceptedPush)
     /// A held notification becomes deliverable with this sequence number.
     case assignSeq(acceptanceID: UInt64, seq: UInt64)
@@ -60,7 +63,7 @@ extension StoreCommand {
         case .ack(let deviceID, _), .reserveSeqs(let deviceID, _), .closeFetchWindows(let deviceID, _), .forgetFetchWindows(let deviceID, _):
             deviceID
         case .openFetchWindows(let windows): windows.first?.deviceID
-        case .unregister, .assignSeq, .remove, .saveBuckets, .setAppState, .addTotals, .saveFetchStates: nil
+        case .unregister, .forgetRegistrations, .assignSeq, .remove, .saveBuckets, .setAppState, .addTotals, .saveFetchStates: nil
         }
     }
 
@@ -80,6 +83,8 @@ extension StoreCommand {
             return "register token \(registration.token) (device \(registration.deviceID), topic \(registration.topic))"
         case .unregister(let token, _):
             return "unregister token \(token)"
+        case .forgetRegistrations(let tokens):
+            return "forget \(tokens.count) unregistered registration(s)"
         case .enqueue(let n):
             return "enqueue acceptance id \(n.acceptanceID) (device \(n.deviceID), apns-id \(n.push.apnsID))"
         case .assignSeq(let acceptanceID, let seq):

@@ -30,6 +30,8 @@ enum SQLiteCommands {
             return windows.count <= 1
         case .closeFetchWindows(_, let seqs), .forgetFetchWindows(_, let seqs):
             return seqs.count <= 1
+        case .forgetRegistrations(let tokens):
+            return tokens.count <= 1
         case .remove, .deleteDevice, .unregister:
             return false
         }
@@ -59,6 +61,12 @@ enum SQLiteCommands {
                 """).execute(arguments: [
                 device.id, Data(device.secretHash), device.createdAt, try int64(device.lastSeq, "lastSeq", command),
             ])
+
+        case .forgetRegistrations(let tokens):
+            for token in tokens {
+                try db.cachedStatement(sql: "DELETE FROM registrations WHERE token = ? AND unregistered_at IS NOT NULL")
+                    .execute(arguments: [token])
+            }
 
         case .deleteDevice(let id, let at, let acceptanceIDs):
             try deleteNotifications(acceptanceIDs, db, command)

@@ -1,6 +1,7 @@
 import PushgateDelivery
 import PushgateModel
 import PushgateStore
+import PushgateStoreTestKit
 import PushgateTestKit
 import Testing
 
@@ -175,6 +176,30 @@ struct ShardTests {
             #expect(try await h.register(device, "com.example.one") == first, "an app already registered gets its token again")
             try await h.core.unregister(deviceID: device.id, secret: device.secret, token: first).get()
             _ = try await h.register(device, "com.example.three")
+        }
+    }
+
+    @Test("an unregistered token answers 410 for unregisteredRetentionMillis, then is forgotten (400 BadDeviceToken), on disk too")
+    func tombstoneRetention() async throws {
+        let storage = InMemoryStorage()
+        let clock = TestClock(DeliveryHarness.start)
+        var forgotten = ""
+        try await DeliveryHarness.run(storage: storage, clock: clock, { $0.unregisteredRetentionMillis = 60_000 }) { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            forgotten = token
+            try await h.core.unregister(deviceID: device.id, secret: device.secret, token: token).get()
+            h.clock.advance(by: 59_999)
+            try await h.core.sweepExpired()
+            await #expect { _ = try await h.push(token, Self.topic) } throws: { ($0 as? Refusal)?.reason == .unregistered }
+            h.clock.advance(by: 1)
+            try await h.core.sweepExpired()
+            await #expect { _ = try await h.push(token, Self.topic) } throws: { ($0 as? Refusal)?.reason == .badDeviceToken }
+            #expect(h.store.passed.joined().contains { if case .forgetRegistrations([token]) = $0 { true } else { false } })
+        }
+        // After a restart the token stays forgotten: its row is gone.
+        try await DeliveryHarness.run(storage: storage, clock: clock) { h in
+            await #expect { _ = try await h.push(forgotten, Self.topic) } throws: { ($0 as? Refusal)?.reason == .badDeviceToken }
         }
     }
 

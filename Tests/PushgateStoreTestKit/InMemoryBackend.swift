@@ -96,6 +96,9 @@ private struct Tables {
             registration.appState = nil
             registrations[registration.token] = registration
 
+        case .forgetRegistrations(let tokens):
+            for token in tokens where registrations[token]?.unregisteredAt != nil { registrations[token] = nil }
+
         case .unregister(let token, let at):
             if registrations[token]?.unregisteredAt == nil { registrations[token]?.unregisteredAt = at }
             buckets[BucketRecord.appKey(token)] = nil

@@ -57,6 +57,26 @@ struct ConformanceCommandTests {
         }
     }
 
+    @Test("forgetRegistrations removes unregistered registrations only", arguments: StoreBackendKind.allCases)
+    func forgetRegistrations(_ backend: StoreBackendKind) async throws {
+        try await withStore(backend) { store in
+            try await store.commit([
+                .createDevice(device("d")),
+                .register(registration(1, device: "d", topic: "t")),
+                .register(registration(2, device: "d", topic: "u")),
+                .register(registration(3, device: "d", topic: "v")),
+            ])
+            try await store.commit([.unregister(token: token(1), at: 5_000), .unregister(token: token(2), at: 5_000)])
+            try await store.commit([.forgetRegistrations(tokens: [token(1), token(3), token(99)])])
+            #expect(try store.load().registrations == [
+                registration(2, device: "d", topic: "u", unregisteredAt: 5_000),
+                registration(3, device: "d", topic: "v"),
+            ])
+            try await store.commit([.forgetRegistrations(tokens: [token(2)])])
+            #expect(try store.load().registrations == [registration(3, device: "d", topic: "v")])
+        }
+    }
+
     @Test("assignSeq gives a held notification its sequence number", arguments: StoreBackendKind.allCases)
     func assignSeq(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in

@@ -40,6 +40,9 @@ extension DeviceShard {
             }
             registrations[record.token] = registration
         }
+        for record in records.filter({ $0.unregisteredAt != nil }).sorted(by: { $0.unregisteredAt! < $1.unregisteredAt! }) {
+            tombstones.append((record.unregisteredAt!, record.token))
+        }
     }
 
     /// Bucket levels as they were: a restart refills nothing beyond what the elapsed time gives.

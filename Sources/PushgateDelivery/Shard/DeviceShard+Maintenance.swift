@@ -17,13 +17,29 @@ extension DeviceShard {
         }
     }
 
-    /// Drops expired notifications that were not yet delivered.
+    /// Drops expired notifications that were not yet delivered, and forgets unregistered
+    /// tokens kept past their retention.
     func sweepExpired() {
         let now = clock.nowMillis()
         for device in withQueue.values {
             let expired = removeUndelivered(from: device) { $0.committed && $0.record.expiresAt <= now }
             if !expired.isEmpty { dropExpired(expired, from: device) }
         }
+        forgetTombstones(now: now)
+    }
+
+    /// A provider gets 410 for an unregistered token for `unregisteredRetentionMillis`, then 400
+    /// BadDeviceToken as for a token that never was: the rows do not pile up forever.
+    private func forgetTombstones(now: Int64) {
+        var due: [String] = []
+        while let oldest = tombstones.first, oldest.at <= now - configuration.unregisteredRetentionMillis {
+            tombstones.removeFirst()
+            // Unregistered, and still so (a token is never registered again).
+            guard registrations[oldest.token]?.unregisteredAt != nil else { continue }
+            registrations[oldest.token] = nil
+            due.append(oldest.token)
+        }
+        if !due.isEmpty { commit([.forgetRegistrations(tokens: due)]) { _ in } }
     }
 
     func dropExpired(_ records: [AcceptedPush], from device: DeviceState) {

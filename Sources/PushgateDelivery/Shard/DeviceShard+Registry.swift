@@ -98,6 +98,7 @@ extension DeviceShard {
         let now = clock.nowMillis()
         registration.unregisteredAt = now
         registrations[token] = registration
+        tombstones.append((now, token))
         device.tokensByTopic[registration.topic] = nil
         // Undelivered pushes for the app are dropped with it; delivered ones wait for their ack.
         let dropped = removeUndelivered(from: device) { $0.record.push.deviceToken == token }
@@ -126,6 +127,7 @@ extension DeviceShard {
         let now = clock.nowMillis()
         for token in device.tokensByTopic.values {
             registrations[token]?.unregisteredAt = now
+            tombstones.append((now, token))
             if let app = registrations[token]?.app { appTokens[app] = nil }
             registrations[token]?.app = nil
         }

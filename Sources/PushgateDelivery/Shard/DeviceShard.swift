@@ -29,6 +29,9 @@ final class DeviceShard {
 
     var devices: [String: DeviceState] = [:]
     var registrations: [String: RegistrationState] = [:]
+    /// Unregistered tokens by time of unregistration, oldest first: the sweep forgets them once
+    /// their retention has passed, looking at the few that are due, not at every registration.
+    var tombstones = CircularBuffer<(at: Int64, token: String)>()
     /// Devices with an open stream (for heartbeats).
     var online: [String: DeviceState] = [:]
     /// Devices with queued notifications (for the expiry sweep and the gauges, which walk them

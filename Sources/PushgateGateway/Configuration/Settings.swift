@@ -123,6 +123,12 @@ public enum Settings {
             help: "Active registrations (apps) on one device; beyond, a registration gets 409 TooManyRegistrations until one is unregistered."
         ) { configuration, value throws(SettingError) in configuration.delivery.maxRegistrationsPerDevice = try value.integer(in: 1...100_000) },
         Setting(
+            "unregisteredRetentionSeconds", .integer, "SECONDS", default: "2592000",
+            help: "How long an unregistered token answers 410 Unregistered (30 days by default); then it is forgotten and answers 400 BadDeviceToken."
+        ) { configuration, value throws(SettingError) in
+            configuration.delivery.unregisteredRetentionMillis = Int64(try value.integer(in: 1...(3660 * 24 * 3600))) * 1000
+        },
+        Setting(
             "maxExpirationSeconds", .integer, "SECONDS", default: "2592000",
             help: "The latest apns-expiration honoured, counted from acceptance (30 days by default); a later one is cut to it."
         ) { configuration, value throws(SettingError) in

@@ -143,6 +143,7 @@ public final class ConfigurationReloader: Sendable {
             ("maxQueuedPerDevice", "\(c.delivery.maxQueuedPerDevice)"), ("maxQueuedPerApp", "\(c.delivery.maxQueuedPerApp)"),
             ("maxExpirationSeconds", "\(c.delivery.maxExpirationMillis / 1000)"),
             ("maxRegistrationsPerDevice", "\(c.delivery.maxRegistrationsPerDevice)"),
+            ("unregisteredRetentionSeconds", "\(c.delivery.unregisteredRetentionMillis / 1000)"),
         ]
     }
 }
