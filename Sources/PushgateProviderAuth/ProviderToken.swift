@@ -52,8 +52,11 @@ struct ProviderToken {
             return .failure(Refusal(.invalidProviderToken, "the JWT signature is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
         }
 
+        // Foundation's decoder keeps one of two members of the same name silently: two `kid`s
+        // could mean one key here and another to a tool reading the same token (the security
+        // review). Keys are compared decoded, so `k\u0069d` is `kid`.
         for (part, json) in [("header", headerJSON), ("claims set", claimsJSON)] {
-            if let key = JSONObjectKeys.firstDuplicate(in: json) {
+            if let key = duplicateMember(in: json) {
                 return .failure(Refusal(.invalidProviderToken, "the JWT \(part) has \"\(key.prefix(20))\" twice; give each member once"))
             }
         }
@@ -103,6 +106,14 @@ struct ProviderToken {
         }
         let signingInput = token[token.startIndex..<parts[1].endIndex]
         return .success(ProviderToken(keyID: keyID, issuer: issuer, issuedAt: issuedAt, signature: signature, signingInput: signingInput))
+    }
+
+    /// The first member name of a JSON object that appears twice; nil when none does or when the
+    /// text is not a JSON object (the decoder then says what is wrong with it).
+    private static func duplicateMember(in json: [UInt8]) -> String? {
+        guard case .object(let members)? = (try? JSONDocument(json))?.root.value else { return nil }
+        var seen: Set<String> = []
+        return members.first { !seen.insert($0.key).inserted }?.key
     }
 
     private struct Header: Decodable {

@@ -1,3 +1,4 @@
+import PushgateModel
 import Foundation
 
 /// The configuration file (`--config`, `PUSHGATE_CONFIG`): one JSON object with a key for every

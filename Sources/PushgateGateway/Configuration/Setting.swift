@@ -1,3 +1,4 @@
+import PushgateModel
 import Foundation
 import PushgateTransport
 

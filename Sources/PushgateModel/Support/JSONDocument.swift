@@ -1,10 +1,12 @@
 /// A JSON text parsed with the line and column of every value and key, so that a problem in the
-/// configuration file can name the place to fix. Foundation's parser reports no positions.
-struct JSONDocument: Sendable {
-    let root: JSONNode
+/// configuration file can name the place to fix, and with every member of an object in the order
+/// written, so that a JWT naming one twice can be refused. Foundation's parser reports no
+/// positions and keeps one of two members of the same name.
+package struct JSONDocument: Sendable {
+    package let root: JSONNode
 
     /// Parses `bytes` (UTF-8); a syntax error names its line and column.
-    init(_ bytes: [UInt8]) throws(JSONSyntaxError) {
+    package init(_ bytes: [UInt8]) throws(JSONSyntaxError) {
         var parser = Parser(bytes: bytes)
         parser.skipBlanks()
         root = try parser.value()
@@ -14,15 +16,20 @@ struct JSONDocument: Sendable {
 }
 
 /// A line and column, both counted from 1; columns count bytes, as editors on ASCII text show.
-struct TextPosition: Sendable, Equatable, CustomStringConvertible {
-    var line: Int
-    var column: Int
-    var description: String { "\(line):\(column)" }
+package struct TextPosition: Sendable, Equatable, CustomStringConvertible {
+    package var line: Int
+    package var column: Int
+    package var description: String { "\(line):\(column)" }
+
+    package init(line: Int, column: Int) {
+        self.line = line
+        self.column = column
+    }
 }
 
 /// One JSON value and where it starts.
-struct JSONNode: Sendable {
-    enum Value: Sendable {
+package struct JSONNode: Sendable {
+    package enum Value: Sendable {
         case null
         case bool(Bool)
         /// The number as written, so that a whole number is read exactly (no Double on the way).
@@ -33,17 +40,28 @@ struct JSONNode: Sendable {
         case object([Member])
     }
 
-    struct Member: Sendable {
-        var key: String
-        var keyPosition: TextPosition
-        var value: JSONNode
+    package struct Member: Sendable {
+        package var key: String
+        package var keyPosition: TextPosition
+        package var value: JSONNode
+
+        package init(key: String, keyPosition: TextPosition, value: JSONNode) {
+            self.key = key
+            self.keyPosition = keyPosition
+            self.value = value
+        }
     }
 
-    var value: Value
-    var position: TextPosition
+    package var value: Value
+    package var position: TextPosition
+
+    package init(value: Value, position: TextPosition) {
+        self.value = value
+        self.position = position
+    }
 
     /// What the value is, in the words a type error uses.
-    var kindName: String {
+    package var kindName: String {
         switch value {
         case .null: "null"
         case .bool: "true or false"
@@ -55,15 +73,15 @@ struct JSONNode: Sendable {
     }
 
     /// The member named `key` of an object (the last one when written twice, as Foundation reads it).
-    func member(_ key: String) -> Member? {
+    package func member(_ key: String) -> Member? {
         guard case .object(let members) = value else { return nil }
         return members.last { $0.key == key }
     }
 }
 
-struct JSONSyntaxError: Error, Sendable {
-    var position: TextPosition
-    var problem: String
+package struct JSONSyntaxError: Error, Sendable {
+    package var position: TextPosition
+    package var problem: String
 }
 
 private struct Parser {

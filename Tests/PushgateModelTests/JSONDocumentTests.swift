@@ -1,5 +1,5 @@
 import Foundation
-@testable import PushgateGateway
+import PushgateModel
 import Testing
 
 /// The configuration file's position-tracking JSON parser: the values Foundation reads, and
