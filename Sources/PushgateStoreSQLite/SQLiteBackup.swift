@@ -57,39 +57,34 @@ public enum SQLiteBackup {
         do {
             let database = try DatabaseQueue(path: file, configuration: readOnly)
             defer { try? database.close() }
-            return try database.read { db throws(StoreError) in
-                do {
-                    let problems = try String.fetchAll(db, sql: "PRAGMA integrity_check(10)")
-                    guard problems == ["ok"] else {
-                        throw StoreError(.database, "\(file) is damaged (SQLite's integrity check: \(problems.joined(separator: "; ")))")
-                    }
-                    if let foreign = try SQLiteSchema.foreignTables(db) {
-                        throw StoreError(.database, "\(file) is not a Pushgate store: it holds \(foreign) and no Pushgate schema")
-                    }
-                    let migrator = SQLiteSchema.migrator
-                    let applied = try migrator.appliedIdentifiers(db)
-                    guard applied.contains("v1") else {
-                        throw StoreError(.database, "\(file) is not a Pushgate store: it is an empty database")
-                    }
-                    if try migrator.hasBeenSuperseded(db) {
-                        throw StoreError(.database, """
-                            \(file) comes from a newer Pushgate (schema \(applied.sorted().joined(separator: ", "))); \
-                            this version knows \(migrator.migrations.joined(separator: ", ")) only
-                            """)
-                    }
-                    return StoreFileSummary(
-                        path: file,
-                        bytes: Int64(info.st_size),
-                        schema: migrator.migrations.last { applied.contains($0) } ?? "",
-                        devices: try Int.fetchOne(db, sql: "SELECT count(*) FROM devices") ?? 0,
-                        registrations: try Int.fetchOne(db, sql: "SELECT count(*) FROM registrations WHERE unregistered_at IS NULL") ?? 0,
-                        notifications: try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications") ?? 0
-                    )
-                } catch let error as StoreError {
-                    throw error
-                } catch {
-                    throw unreadable(file, error)
+            // Its own refusals pass through; SQLite's errors are worded by the catch below.
+            return try database.read { db in
+                let problems = try String.fetchAll(db, sql: "PRAGMA integrity_check(10)")
+                guard problems == ["ok"] else {
+                    throw StoreError(.database, "\(file) is damaged (SQLite's integrity check: \(problems.joined(separator: "; ")))")
                 }
+                if let foreign = try SQLiteSchema.foreignTables(db) {
+                    throw StoreError(.database, "\(file) is not a Pushgate store: it holds \(foreign) and no Pushgate schema")
+                }
+                let migrator = SQLiteSchema.migrator
+                let applied = try migrator.appliedIdentifiers(db)
+                guard applied.contains("v1") else {
+                    throw StoreError(.database, "\(file) is not a Pushgate store: it is an empty database")
+                }
+                if try migrator.hasBeenSuperseded(db) {
+                    throw StoreError(.database, """
+                        \(file) comes from a newer Pushgate (schema \(applied.sorted().joined(separator: ", "))); \
+                        this version knows \(migrator.migrations.joined(separator: ", ")) only
+                        """)
+                }
+                return StoreFileSummary(
+                    path: file,
+                    bytes: Int64(info.st_size),
+                    schema: migrator.migrations.last { applied.contains($0) } ?? "",
+                    devices: try Int.fetchOne(db, sql: "SELECT count(*) FROM devices") ?? 0,
+                    registrations: try Int.fetchOne(db, sql: "SELECT count(*) FROM registrations WHERE unregistered_at IS NULL") ?? 0,
+                    notifications: try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications") ?? 0
+                )
             }
         } catch let error as StoreError {
             throw error

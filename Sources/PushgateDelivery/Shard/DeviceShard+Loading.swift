@@ -40,9 +40,8 @@ extension DeviceShard {
             }
             registrations[record.token] = registration
         }
-        for record in records.filter({ $0.unregisteredAt != nil }).sorted(by: { $0.unregisteredAt! < $1.unregisteredAt! }) {
-            tombstones.append((record.unregisteredAt!, record.token))
-        }
+        let unregistered = records.compactMap { record in record.unregisteredAt.map { (at: $0, token: record.token) } }
+        tombstones.append(contentsOf: unregistered.sorted { $0.at < $1.at })
     }
 
     /// Bucket levels as they were: a restart refills nothing beyond what the elapsed time gives.
