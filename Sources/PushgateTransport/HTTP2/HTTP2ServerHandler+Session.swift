@@ -205,6 +205,9 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
     }
 
     func sessionDataEnded(streamID: Int32) {
+        // A body that ended needs no RST_STREAM to stop it: a client that sent the whole request
+        // then sees a plain answer (curl reports a reset after it as an error, exit 92).
+        rejectedStreams.remove(streamID)
         dispatch(streamID: streamID)
     }
 
