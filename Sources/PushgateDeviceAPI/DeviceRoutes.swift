@@ -15,27 +15,40 @@ import PushgateTransport
 ///
 /// On a gateway that authenticates providers, a new connection may open one stream until it has
 /// proven who it is (APNs' rule, applied to every connection on the port); a request that
-/// passes device authentication (or the registration secret) lifts that limit.
+/// passes device authentication (or the registration secret) marks the connection
+/// authenticated, which lifts that limit and gives it the full idle timeout.
 ///
 /// What the head alone shows is refused before the body is read: a wrong registration secret,
 /// no device secret at all. A device secret itself is checked by the device's shard, with the
 /// body (at most `Router.defaultMaxBodySize`).
 public enum DeviceRoutes {
     /// `registrationSecret`: when set, `POST /v1/devices` needs `authorization: bearer <it>`;
-    /// otherwise anyone who can reach the port may create devices.
-    public static func register(on router: inout Router, core: DeliveryCore, registrationSecret: String? = nil) {
+    /// otherwise anyone who can reach the port may create devices. `creationLimit`: how many
+    /// devices one client address may create (checked after the secret, which an app ships and
+    /// anyone may extract); nil: no limit.
+    public static func register(
+        on router: inout Router,
+        core: DeliveryCore,
+        registrationSecret: String? = nil,
+        creationLimit: DeviceCreationGate? = nil
+    ) {
         let expectedSecret = registrationSecret.map { SHA256.hash($0.utf8) }
         let creation = RouteAdmission(admits: { head, responder in
-            guard let expectedSecret else { return true }
-            guard let given = BearerCredential.credential(in: head.headers.first(name: "authorization")).map(String.init),
-                  constantTimeEquals(SHA256.hash(given.utf8), expectedSecret)
-            else {
-                responder.respond(
-                    .refusal(Refusal(.unauthorized, "creating a device needs authorization: bearer <registration secret>, as configured on the gateway"))
-                )
+            if let expectedSecret {
+                guard let given = BearerCredential.credential(in: head.headers.first(name: "authorization")).map(String.init),
+                      constantTimeEquals(SHA256.hash(given.utf8), expectedSecret)
+                else {
+                    responder.respond(
+                        .refusal(Refusal(.unauthorized, "creating a device needs authorization: bearer <registration secret>, as configured on the gateway"))
+                    )
+                    return false
+                }
+                head.connection.markAuthenticated()
+            }
+            if let refusal = creationLimit?.refusal(for: head.connection.remoteAddress.flatMap(ClientAddress.init)) {
+                responder.respond(.refusal(refusal))
                 return false
             }
-            head.connection.grantFullConcurrency()
             return true
         })
         router.add("POST", "/v1/devices", protocols: .http2Only, role: .device, admission: creation) { _, responder in
@@ -215,7 +228,7 @@ public enum DeviceRoutes {
             switch result {
             case .success(let opened):
                 generation = opened
-                request.connection.grantFullConcurrency()
+                request.connection.markAuthenticated()
             case .failure(let error):
                 responder.respond(.refusal(for: error))
                 return
@@ -351,7 +364,7 @@ public enum DeviceRoutes {
         future.whenComplete { result in
             switch result {
             case .success(let value):
-                connection.grantFullConcurrency()
+                connection.markAuthenticated()
                 responder.respond(success(value))
             case .failure(let error): responder.respond(.refusal(for: error))
             }

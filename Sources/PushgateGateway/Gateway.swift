@@ -170,7 +170,16 @@ public enum Gateway {
             counters: provider
         )
         ProviderRoute.register(on: &mainRoutes, core: core, validator: ProviderRequestValidator(), gate: gate, logger: logger)
-        DeviceRoutes.register(on: &mainRoutes, core: core, registrationSecret: configuration.access.registrationSecret)
+        let creationLimit = configuration.deviceCreationsPerAddressPerHour > 0
+            ? DeviceCreationGate(perHour: configuration.deviceCreationsPerAddressPerHour, nowMillis: { clock.nowMillis() })
+            : nil
+        if let creationLimit { metrics.watchDeviceCreationRefusals { creationLimit.refusals } }
+        DeviceRoutes.register(
+            on: &mainRoutes,
+            core: core,
+            registrationSecret: configuration.access.registrationSecret,
+            creationLimit: creationLimit
+        )
 
         let budget = RequestBodyBudget(limit: configuration.requestBodyBudgetBytes)
         metrics.watch(budget)

@@ -139,7 +139,10 @@ public final class AdminConsole: Sendable {
         guard let refusal = access.refusal(
             authorization: request.headers.first(name: "authorization"),
             peer: request.connection.remoteAddress
-        ) else { return true }
+        ) else {
+            request.connection.markAuthenticated()
+            return true
+        }
         var response = HTTPServerResponse.refusal(refusal)
         if refusal.reason == .unauthorized { response.head.headers.add(name: "www-authenticate", value: "Bearer realm=\"pushgate admin\"") }
         responder.respond(response)

@@ -141,25 +141,35 @@ struct HTTP2ConnectionPolicyTests {
         #expect(policy.quiesceTimerFired() == .none)
     }
 
-    // MARK: Stream limit
+    // MARK: Authentication
 
-    @Test("a gated connection is granted the full limit once; an ungated one never needs it")
-    func gating() {
+    @Test("vouching for the peer once: a gated connection gets the full stream limit; the idle timer that runs starts again (for the full time)")
+    func authentication() {
         var gated = policy(gated: true)
-        #expect(gated.isGated)
-        #expect(gated.fullConcurrencyGranted() == Actions(submit: .fullConcurrency))
-        #expect(!gated.isGated)
-        #expect(gated.fullConcurrencyGranted() == .none)
+        #expect(gated.isGated && !gated.isAuthenticated)
+        #expect(gated.peerAuthenticated() == Actions(submit: .fullConcurrency, arm: .idle))
+        #expect(!gated.isGated && gated.isAuthenticated)
+        #expect(gated.peerAuthenticated() == .none)
 
         var open = policy(gated: false)
-        #expect(open.fullConcurrencyGranted() == .none)
+        #expect(open.peerAuthenticated() == Actions(arm: .idle))
+        #expect(open.isAuthenticated)
+
+        // With a stream open (the one that proved it) no idle timer runs: closing it arms one.
+        var busy = policy(gated: true, streams: 1)
+        #expect(busy.peerAuthenticated() == Actions(submit: .fullConcurrency))
+        #expect(busy.streamClosed() == Actions(arm: .idle))
+
+        var certified = HTTP2ConnectionPolicy(gated: false, authenticated: true, idleTimeout: true)
+        _ = certified.sessionStarted()
+        #expect(certified.peerAuthenticated() == .none)
     }
 
-    @Test("a grant arriving once the connection is shutting down is not sent")
-    func grantWhileShuttingDown() {
+    @Test("vouched for once the connection is shutting down: nothing is sent or armed")
+    func authenticatedWhileShuttingDown() {
         var policy = policy(gated: true, streams: 1)
         _ = policy.quiesceRequested()
-        #expect(policy.fullConcurrencyGranted() == .none)
+        #expect(policy.peerAuthenticated() == .none)
         #expect(policy.isGated)
     }
 

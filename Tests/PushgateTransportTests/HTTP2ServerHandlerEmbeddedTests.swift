@@ -54,6 +54,53 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(!connection.channel.isActive)
     }
 
+    @Test("until the application vouches for the peer, the shorter unauthenticated idle timeout; then the full one")
+    func unauthenticatedIdleTimeout() throws {
+        let unproven = try EmbeddedHTTP2Connection {
+            $0.idleTimeout = .seconds(300)
+            $0.unauthenticatedIdleTimeout = .seconds(10)
+        }
+        defer { unproven.finish() }
+        try unproven.handshake()
+        unproven.advance(by: .seconds(9))
+        #expect(unproven.channel.isActive)
+        unproven.advance(by: .seconds(1))
+        #expect(try unproven.serverFrames().compactMap(\.goAway).map(\.debugData) == [#"{"reason":"IdleTimeout"}"#])
+        #expect(!unproven.channel.isActive)
+
+        let proven = try EmbeddedHTTP2Connection {
+            $0.idleTimeout = .seconds(300)
+            $0.unauthenticatedIdleTimeout = .seconds(10)
+        }
+        defer { proven.finish() }
+        try proven.handshake()
+        _ = try proven.client.request("/grant")
+        try proven.sendClientBytes()
+        _ = try proven.serverFrames()
+        proven.advance(by: .seconds(299))
+        #expect(try proven.serverFrames().isEmpty)
+        #expect(proven.channel.isActive)
+        proven.advance(by: .seconds(1))
+        #expect(try proven.serverFrames().compactMap(\.goAway).count == 1)
+    }
+
+    @Test("vouched for while idle (the application says so from another thread, after the stream closed): the idle timer starts again for the full time")
+    func authenticatedWhileIdle() throws {
+        let connection = try EmbeddedHTTP2Connection {
+            $0.idleTimeout = .seconds(300)
+            $0.unauthenticatedIdleTimeout = .seconds(10)
+        }
+        defer { connection.finish() }
+        try connection.handshake()
+        connection.advance(by: .seconds(9))
+        connection.info.markAuthenticated()
+        connection.advance(by: .seconds(290))
+        #expect(connection.channel.isActive)
+        connection.advance(by: .seconds(10))
+        #expect(try connection.serverFrames().compactMap(\.goAway).count == 1)
+        #expect(!connection.channel.isActive)
+    }
+
     @Test("an open stream holds off the idle timeout")
     func openStreamIsNotIdle() throws {
         let connection = try EmbeddedHTTP2Connection { $0.idleTimeout = .seconds(10) }
@@ -163,11 +210,11 @@ struct HTTP2ServerHandlerEmbeddedTests {
         let first = try connection.handshake()
         #expect(first.first?.settings[Self.settingsMaxConcurrentStreams] == 1)
 
-        connection.info.grantFullConcurrency()
+        connection.info.markAuthenticated()
         let granted = try connection.serverFrames()
         #expect(granted.map(\.kind) == [.settings])
         #expect(granted.first?.settings[Self.settingsMaxConcurrentStreams] == 1000)
-        connection.info.grantFullConcurrency()
+        connection.info.markAuthenticated()
         #expect(try connection.serverFrames().isEmpty)
     }
 

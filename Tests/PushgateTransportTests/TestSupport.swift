@@ -120,7 +120,7 @@ struct TestApplication: HTTPServerHandler {
                 hooks.streamWriter.succeed(writer)
             }
         case ("GET", "/grant"):
-            request.connection.grantFullConcurrency()
+            request.connection.markAuthenticated()
             responder.respond(HTTPServerResponse(status: 200, text: "granted"))
         case ("GET", "/goaway"):
             responder.respond(HTTPServerResponse(status: 200, text: "bye"))

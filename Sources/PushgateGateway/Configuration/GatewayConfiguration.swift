@@ -28,6 +28,18 @@ public struct GatewayConfiguration: Sendable {
     public var dataDirectory = "./pushgate-data"
     /// Seconds a connection with no open stream is kept.
     public var idleTimeoutSeconds = 300
+    /// Seconds an idle connection is kept until a request on it has proven who sent it (a provider
+    /// token or certificate, a device secret, the registration or admin token).
+    public var unauthenticatedIdleTimeoutSeconds = 15
+    /// Connections the main listeners hold at once; nil: the open-file limit (raised to its hard
+    /// limit at start) less `OpenFileLimit.reserved`.
+    public var maxConnections: Int?
+    /// Connections one client address (an IPv4 address, an IPv6 /64) may hold at once; 0: no
+    /// limit. Loopback clients are not counted.
+    public var maxConnectionsPerAddress = 1000
+    /// Devices one client address (an IPv4 address, an IPv6 /64) may create per hour; 0: no
+    /// limit. Loopback clients are not counted.
+    public var deviceCreationsPerAddressPerHour = 1000
     /// Seconds in-flight requests get to finish on shutdown.
     public var shutdownTimeoutSeconds = 10
     /// Seconds between SIGTERM and GOAWAY, with `/readyz` answering 503 and everything else
@@ -132,6 +144,9 @@ public struct GatewayConfiguration: Sendable {
     /// too, binding nothing.
     public mutating func prepare(logger: Logger) throws -> [ListenerConfiguration] {
         try validate()
+        if let (before, after) = OpenFileLimit.raiseToHardLimit(), after > before {
+            logger.info("raised the open-file limit to its hard limit", metadata: ["limit.before": "\(before)", "limit.now": "\(after)"])
+        }
         let listeners = try listenerConfigurations()
         try readPolicy(logger: logger)
         try checkExposure()
@@ -212,13 +227,19 @@ public struct GatewayConfiguration: Sendable {
     func server(budget: RequestBodyBudget) -> HTTPServerConfiguration {
         var server = adminServer(budget: budget)
         server.http2.streamsUntilAuthorized = access.streamsUntilAuthorized
+        server.connectionLimits = ConnectionLimits(
+            maxConnections: maxConnections ?? OpenFileLimit.current().map(OpenFileLimit.connectionsAllowed(limit:)),
+            maxPerAddress: maxConnectionsPerAddress > 0 ? maxConnectionsPerAddress : nil
+        )
         return server
     }
 
-    /// The admin listeners' settings: no provider gating (no provider is served there).
+    /// The admin listeners' settings: no provider gating (no provider is served there), and no
+    /// connection limits, so that operators still reach a gateway whose listeners are full.
     func adminServer(budget: RequestBodyBudget) -> HTTPServerConfiguration {
         var server = HTTPServerConfiguration()
         server.http2.idleTimeout = .seconds(Int64(idleTimeoutSeconds))
+        server.http2.unauthenticatedIdleTimeout = .seconds(Int64(unauthenticatedIdleTimeoutSeconds))
         server.requestBodyBudget = budget
         return server
     }

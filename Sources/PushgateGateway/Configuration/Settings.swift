@@ -45,6 +45,18 @@ public enum Settings {
         Setting("idleTimeout", .integer, "SECONDS", default: "300", help: "A connection with no open stream is sent GOAWAY and closed after this long.") {
             configuration, value throws(SettingError) in configuration.idleTimeoutSeconds = try value.integer(in: 1...Int.max)
         },
+        Setting(
+            "unauthenticatedIdleTimeout", .integer, "SECONDS", default: "15",
+            help: "Replaces idleTimeout until a request on the connection has proven who sent it (a provider token or certificate, a device secret, the registration secret, the admin token or a loopback operator): an idle connection that has proven nothing is closed after this long (at most idleTimeout)."
+        ) { configuration, value throws(SettingError) in configuration.unauthenticatedIdleTimeoutSeconds = try value.integer(in: 1...Int.max) },
+        Setting(
+            "maxConnections", .integer, "N", default: "the open-file limit less \(OpenFileLimit.reserved)",
+            help: "Connections the listen and tlsListen listeners hold at once; one more is closed as soon as it is accepted (counted in pushgate_connections_refused_total). At start the soft open-file limit is raised to the hard limit; the default leaves \(OpenFileLimit.reserved) descriptors for the store and the rest. Admin listeners are not limited."
+        ) { configuration, value throws(SettingError) in configuration.maxConnections = try value.integer(in: 1...Int.max) },
+        Setting(
+            "maxConnectionsPerAddress", .integer, "N", default: "1000",
+            help: "Connections one client address holds at once (an IPv4 address, or an IPv6 /64); one more is closed as soon as it is accepted (counted). Loopback clients are not counted. Behind carrier-grade NAT or a proxy that does not keep client addresses many devices share an address: raise it, or 0 for no limit."
+        ) { configuration, value throws(SettingError) in configuration.maxConnectionsPerAddress = try value.integer(in: 0...Int.max) },
         Setting("shutdownTimeout", .integer, "SECONDS", default: "10", help: "On SIGTERM or SIGINT: the time in-flight requests get before connections are closed.") {
             configuration, value throws(SettingError) in configuration.shutdownTimeoutSeconds = try value.integer(in: 0...Int.max)
         },
@@ -118,6 +130,10 @@ public enum Settings {
             "maxQueuedPerApp", .integer, "N", default: "5000",
             help: "Notifications stored or unacknowledged for one app on a device; beyond, that app's pushes to it get 429 TooManyRequests and other apps' still go."
         ) { configuration, value throws(SettingError) in configuration.delivery.maxQueuedPerApp = try value.integer(in: 1...1_000_000) },
+        Setting(
+            "deviceCreationsPerAddressPerHour", .integer, "N", default: "1000",
+            help: "Devices one client address (an IPv4 address, or an IPv6 /64) may create per hour: that many at once, then one every 3600/N seconds; past it POST /v1/devices answers 429 TooManyRequests with retry-after. Checked after the registration secret, which apps ship. Loopback clients are not counted. 0: no limit."
+        ) { configuration, value throws(SettingError) in configuration.deviceCreationsPerAddressPerHour = try value.integer(in: 0...1_000_000) },
         Setting(
             "maxRegistrationsPerDevice", .integer, "N", default: "256",
             help: "Active registrations (apps) on one device; beyond, a registration gets 409 TooManyRegistrations until one is unregistered."

@@ -9,7 +9,8 @@ public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
     /// Milliseconds since the epoch; only on 410 `Unregistered` (when the token was unregistered).
     public var timestamp: Int64?
     /// Seconds to wait before trying again (a `retry-after` header); only on a 503 whose cause
-    /// is expected to pass (the store overloaded, or unable to commit for now).
+    /// is expected to pass (the store overloaded, or unable to commit for now), and on a 429
+    /// that knows when the limit lets the next request through (device creation).
     public var retryAfterSeconds: Int?
 
     public init(_ reason: Reason, _ detail: String, timestamp: Int64? = nil, retryAfterSeconds: Int? = nil) {

@@ -52,6 +52,8 @@ public final class GatewayMetrics: Sendable {
     private let storeHealth = NIOLockedValueBox<StoreHealth?>(nil)
     /// The request body budget whose bytes and refusals are exported (`watch`).
     private let bodyBudget = NIOLockedValueBox<RequestBodyBudget?>(nil)
+    /// Device creations refused by the per-address limit (`watchDeviceCreationRefusals`).
+    private let creationRefusals = NIOLockedValueBox<(@Sendable () -> Int)?>(nil)
     /// Per-topic gauges (`--metrics-topic-labels`), by topic; only the topics of the last scrape.
     private let topicGauges = NIOLockedValueBox<[String: TopicGauges]>([:])
 
@@ -80,6 +82,15 @@ public final class GatewayMetrics: Sendable {
             "pushgate_connection_setup_failures_total",
             "Connections closed because they could not be set up, and accepts that failed; the first of each cause is logged."
         ) { Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.connectionSetupFailures } }) }
+        let refused = name(
+            "pushgate_connections_refused_total",
+            "Connections closed as soon as they were accepted, by reason: server_full (maxConnections open), address_full (maxConnectionsPerAddress open from the client's address); the first of each is logged."
+        )
+        for reason in ConnectionRefusal.allCases {
+            following.follow(registry.makeCounter(descriptor: refused, labels: [("reason", reason.rawValue)])) {
+                Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.refusedConnections(reason) } })
+            }
+        }
         let reloads = name("pushgate_config_reloads_total", "Configuration reloads (SIGHUP, POST /v1/admin/reload), by result; a failed one changed nothing.")
         self.reloads = (
             registry.makeCounter(descriptor: reloads, labels: [("result", "success")]),
@@ -95,6 +106,11 @@ public final class GatewayMetrics: Sendable {
             "pushgate_request_body_budget_refusals_total",
             "Request bodies refused because the bodies held across all connections filled requestBodyBudgetBytes (HTTP/2: RST_STREAM REFUSED_STREAM, HTTP/1.1: 503)."
         ) { Double(bodyBudget.withLockedValue { $0?.refusedBodies ?? 0 }) }
+        let creationRefusals = self.creationRefusals
+        counter(
+            "pushgate_device_creations_refused_total",
+            "POST /v1/devices refused with 429 because the client's address had created deviceCreationsPerAddressPerHour devices within the hour."
+        ) { Double(creationRefusals.withLockedValue { $0?() ?? 0 }) }
         counter("process_cpu_seconds_total", "User and system CPU time of the process, in seconds.") { ProcessStatistics.read()?.cpuSeconds ?? 0 }
 
         gauges = Gauges(
@@ -245,6 +261,11 @@ public final class GatewayMetrics: Sendable {
     /// Exports the request body bytes `budget` holds and the bodies it refused.
     public func watch(_ budget: RequestBodyBudget) {
         bodyBudget.withLockedValue { $0 = budget }
+    }
+
+    /// Exports the device creations the per-address limit refused, as `total` counts them.
+    public func watchDeviceCreationRefusals(_ total: @escaping @Sendable () -> Int) {
+        creationRefusals.withLockedValue { $0 = total }
     }
 
     /// Exports whether the store can commit, and its failed commits.

@@ -112,8 +112,11 @@ public enum ProviderRoute {
             connection: &state.auth,
             nowMillis: gate.nowMillis()
         )
-        // Idempotent, and one atomic load once granted.
-        if state.certificate != nil || state.auth.hasValidToken { connection.grantFullConcurrency() }
+        // Idempotent, and one atomic load once done. A gateway that authenticates no provider
+        // (it then serves loopback only) takes every provider as known.
+        if state.certificate != nil || state.auth.hasValidToken || state.authenticator.isUnauthenticated {
+            connection.markAuthenticated()
+        }
         switch authorized {
         case .failure(let refusal):
             let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))

@@ -23,9 +23,10 @@ public final class ConnectionInfo: Sendable {
     /// may only be used here.
     public let eventLoop: any EventLoop
     private let local: NIOLoopBound<LocalState>
-    /// Set by the first `grantFullConcurrency`: callers on every device request (from any
-    /// thread) then cost one atomic load, not a hop to the connection's loop.
-    private let granted = Atomic<Bool>(false)
+    /// Set by the first `markAuthenticated` (or a verified client certificate): callers on every
+    /// device request (from any thread) then cost one atomic load, not a hop to the connection's
+    /// loop.
+    private let authenticated: Atomic<Bool>
     private let role = Atomic<UInt8>(ConnectionRole.unclassified.rawValue)
     /// Where an HTTP/2 connection counts itself by role; nil for HTTP/1.1 and in tests.
     let statistics: ConnectionStatistics?
@@ -51,6 +52,7 @@ public final class ConnectionInfo: Sendable {
         self.eventLoop = eventLoop
         self.local = NIOLoopBound(LocalState(), eventLoop: eventLoop)
         self.statistics = statistics
+        self.authenticated = Atomic(peerCertificate != nil)
         statistics?.add(.unclassified, 1)
     }
 
@@ -83,13 +85,18 @@ public final class ConnectionInfo: Sendable {
         return created
     }
 
-    /// Lifts the stream limit of a connection that started gated
-    /// (`HTTP2ServerConfiguration.streamsUntilAuthorized`): the peer has proven who it is. From
-    /// any thread; idempotent; nothing on HTTP/1.1.
-    public func grantFullConcurrency() {
-        guard !granted.load(ordering: .relaxed), !granted.exchange(true, ordering: .relaxed) else { return }
-        onLoop { $0.control?.grantFullConcurrency() }
+    /// The peer has proven who it is (a provider token or certificate, a device secret, the
+    /// registration secret, the admin token or a loopback operator): a connection that started
+    /// gated gets its full stream limit (`HTTP2ServerConfiguration.streamsUntilAuthorized`), and
+    /// idles for `idleTimeout` rather than `unauthenticatedIdleTimeout`. From any thread;
+    /// idempotent.
+    public func markAuthenticated() {
+        guard !authenticated.load(ordering: .relaxed), !authenticated.exchange(true, ordering: .relaxed) else { return }
+        onLoop { $0.control?.peerAuthenticated() }
     }
+
+    /// Whether `markAuthenticated()` was called, or the peer presented a verified certificate.
+    public var isAuthenticated: Bool { authenticated.load(ordering: .relaxed) }
 
     /// Ends the connection as APNs does: GOAWAY carrying `debugData` (APNs sends
     /// `{"reason": ...}`); streams already open finish, then the connection closes. From any
@@ -123,6 +130,6 @@ public final class ConnectionInfo: Sendable {
 
 /// What the application may ask of the connection's protocol handler. On its event loop.
 protocol ConnectionControl: AnyObject {
-    func grantFullConcurrency()
+    func peerAuthenticated()
     func goAway(debugData: [UInt8])
 }

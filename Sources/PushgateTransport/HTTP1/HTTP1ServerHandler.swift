@@ -16,6 +16,8 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     private let maxBodySize: Int
     private let bodyBudget: RequestBodyBudget
     private let idleTimeout: TimeAmount
+    private let unauthenticatedIdleTimeout: TimeAmount?
+    private let requestTimeout: TimeAmount
     private let logger: Logger
     private var context: ChannelHandlerContext!
 
@@ -31,6 +33,8 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     /// The connection closes after the current response; nothing more is dispatched.
     private var closing = false
     private var idleTimer: Scheduled<Void>?
+    /// Runs from a request's head to its end: a body that trickles in (slowloris) is cut off.
+    private var requestTimer: Scheduled<Void>?
     /// The body being streamed, if any.
     private var streaming: ResponseBodyWriter?
 
@@ -40,6 +44,8 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         maxBodySize: Int,
         bodyBudget: RequestBodyBudget,
         idleTimeout: TimeAmount,
+        unauthenticatedIdleTimeout: TimeAmount?,
+        requestTimeout: TimeAmount,
         logger: Logger
     ) {
         self.application = application
@@ -47,6 +53,8 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         self.maxBodySize = maxBodySize
         self.bodyBudget = bodyBudget
         self.idleTimeout = idleTimeout
+        self.unauthenticatedIdleTimeout = unauthenticatedIdleTimeout
+        self.requestTimeout = requestTimeout
         self.logger = logger
     }
 
@@ -57,6 +65,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idleTimer?.cancel()
+        requestTimer?.cancel()
         endStream(.connectionClosed)
         _ = takeBody()
         self.context = nil
@@ -98,6 +107,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         guard !closing else { return }
         switch unwrapInboundIn(data) {
         case .head(let requestHead):
+            armRequestTimer(context)
             head = requestHead
             rejected = false
             requestID &+= 1
@@ -124,6 +134,8 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
                 body!.writeBuffer(&chunk)
             }
         case .end:
+            requestTimer?.cancel()
+            requestTimer = nil
             guard let requestHead = head else { return }
             head = nil
             guard !rejected else { return }
@@ -167,16 +179,33 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         HTTPResponder(sink: self, streamID: requestID, eventLoop: context.eventLoop)
     }
 
-    /// Closes a connection that has sent nothing for `idleTimeout`, including one stalled in the
-    /// middle of a request.
+    /// Closes a connection that has sent nothing for `idleTimeout` (`unauthenticatedIdleTimeout`
+    /// until the application vouches for the peer), including one stalled in the middle of a
+    /// request's head.
     private func armIdleTimer() {
         idleTimer?.cancel()
         // A streamed response may be quiet for long (the client only listens); it ends with
         // its connection, or when the application ends it.
         guard let context, streaming == nil else { return }
+        var timeout = idleTimeout
+        if !connection.isAuthenticated, let shorter = unauthenticatedIdleTimeout { timeout = min(timeout, shorter) }
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        idleTimer = context.eventLoop.scheduleTask(in: idleTimeout) {
+        idleTimer = context.eventLoop.scheduleTask(in: timeout) {
             loopBound.value.close(promise: nil)
+        }
+    }
+
+    /// A request whose body has not ended `requestTimeout` after its head closes the connection:
+    /// each chunk restarts the idle timer, so without this a body sent a byte at a time would
+    /// hold the connection (and the body budget) indefinitely.
+    private func armRequestTimer(_ context: ChannelHandlerContext) {
+        requestTimer?.cancel()
+        let loopBound = NIOLoopBound((context, self), eventLoop: context.eventLoop)
+        requestTimer = context.eventLoop.scheduleTask(in: requestTimeout) {
+            let (context, handler) = loopBound.value
+            handler.requestTimer = nil
+            handler.logger.debug("closing HTTP/1.1 connection: its request did not arrive in time")
+            context.close(promise: nil)
         }
     }
 

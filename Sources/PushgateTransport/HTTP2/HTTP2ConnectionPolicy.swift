@@ -70,12 +70,17 @@ struct HTTP2ConnectionPolicy: Sendable {
     private(set) var openStreams = 0
     /// Still limited to `streamsUntilAuthorized` streams.
     private(set) var isGated: Bool
+    /// The application has vouched for the peer: the idle timer runs for `idleTimeout`, not
+    /// `unauthenticatedIdleTimeout`.
+    private(set) var isAuthenticated: Bool
     private let idleTimeoutEnabled: Bool
 
     /// - Parameter gated: the connection starts limited to `streamsUntilAuthorized` streams.
+    /// - Parameter authenticated: the peer is known from the start (a verified client certificate).
     /// - Parameter idleTimeout: whether idle connections are closed at all.
-    init(gated: Bool, idleTimeout: Bool) {
+    init(gated: Bool, authenticated: Bool = false, idleTimeout: Bool) {
         self.isGated = gated
+        self.isAuthenticated = authenticated
         self.idleTimeoutEnabled = idleTimeout
     }
 
@@ -153,13 +158,23 @@ struct HTTP2ConnectionPolicy: Sendable {
         return goAway(.application)
     }
 
-    // MARK: Stream limit
+    // MARK: Authentication
 
-    /// The application vouches for the peer (`ConnectionInfo.grantFullConcurrency()`).
-    mutating func fullConcurrencyGranted() -> Actions {
-        guard isGated, state == .active else { return .none }
-        isGated = false
-        return Actions(submit: .fullConcurrency)
+    /// The application vouches for the peer (`ConnectionInfo.markAuthenticated()`): a gated
+    /// connection gets its full stream limit, and an idle timer that runs (for the shorter
+    /// unauthenticated time) starts again for the full one. The application says so from another
+    /// thread, so this may come after the stream that proved it has closed and armed the timer.
+    mutating func peerAuthenticated() -> Actions {
+        guard !isAuthenticated else { return .none }
+        isAuthenticated = true
+        guard state == .active else { return .none }
+        var actions = Actions.none
+        if isGated {
+            isGated = false
+            actions.submit = .fullConcurrency
+        }
+        if armed.contains(.idle) { actions.arm = .idle }
+        return actions
     }
 
     // MARK: Writability and requests

@@ -16,8 +16,14 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var maxBufferedRequestBytes = 8 * 1024 * 1024
     /// A request whose headers and body have not fully arrived this long after it began is reset.
     public var requestTimeout: TimeAmount = .seconds(30)
-    /// A connection with no open stream for this long is sent GOAWAY and closed.
+    /// A connection with no open stream for this long is sent GOAWAY and closed. HTTP/1.1
+    /// connections close after as long without a request.
     public var idleTimeout: TimeAmount? = .seconds(300)
+    /// Replaces `idleTimeout` until the application vouches for the peer
+    /// (`ConnectionInfo.markAuthenticated()`), on HTTP/2 and HTTP/1.1: an idle connection that has
+    /// proven nothing holds a file descriptor and memory for a shorter time. Nil: `idleTimeout`
+    /// throughout.
+    public var unauthenticatedIdleTimeout: TimeAmount?
     /// A connection whose socket stays unwritable this long (the peer reads nothing) is closed.
     public var writeStallTimeout: TimeAmount = .seconds(60)
     /// Once a connection is closing, how long its last bytes get to leave before it is cut.
@@ -29,7 +35,7 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// before sending the final GOAWAY anyway.
     public var shutdownNoticeTimeout: TimeAmount = .seconds(1)
     /// When set, a new connection may have only this many streams open until the application
-    /// calls `ConnectionInfo.grantFullConcurrency()`; then SETTINGS raise the limit to
+    /// calls `ConnectionInfo.markAuthenticated()`; then SETTINGS raise the limit to
     /// `session.maxConcurrentStreams`. APNs allows one stream until a valid provider token has
     /// been seen. A connection with a verified client certificate starts with the full limit.
     public var streamsUntilAuthorized: UInt32?

@@ -58,6 +58,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         self.logger = ConnectionLogger(base: logger, connection: connection)
         self.policy = HTTP2ConnectionPolicy(
             gated: configuration.configuration.streamsUntilAuthorized != nil && connection.peerCertificate == nil,
+            authenticated: connection.isAuthenticated,
             idleTimeout: configuration.configuration.idleTimeout != nil
         )
     }
@@ -228,7 +229,8 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         guard let context else { return }
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let eventLoop = context.eventLoop
-        if timers.contains(.idle), let timeout = configuration.idleTimeout {
+        if timers.contains(.idle), var timeout = configuration.idleTimeout {
+            if !policy.isAuthenticated, let shorter = configuration.unauthenticatedIdleTimeout { timeout = min(timeout, shorter) }
             idleTimer?.cancel()
             idleTimer = eventLoop.scheduleTask(in: timeout) { loopBound.value.idleTimerFired() }
         }
@@ -272,9 +274,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
 
     // MARK: Application requests (ConnectionControl)
 
-    func grantFullConcurrency() {
+    func peerAuthenticated() {
         guard session != nil else { return }
-        perform(policy.fullConcurrencyGranted())
+        perform(policy.peerAuthenticated())
     }
 
     func goAway(debugData: [UInt8]) {

@@ -31,6 +31,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var requestBodyBudget = RequestBodyBudget()
     /// Time a new connection has to finish TLS and show which protocol it speaks.
     public var connectionSetupTimeout: TimeAmount = .seconds(10)
+    /// Connections the server takes, in all and per client address; one over a limit is closed
+    /// as soon as it is accepted.
+    public var connectionLimits = ConnectionLimits()
     public var backlog: Int32 = 1024
     /// Set on every accepted connection; one the kernel refuses closes that connection, logged
     /// and counted (`HTTPServer.connectionSetupFailures`).
@@ -74,7 +77,7 @@ public final class HTTPServer: Sendable {
     private let application: any HTTPServerHandler
     private let group: any EventLoopGroup
     private let logger: Logger
-    private let tracker = ConnectionTracker()
+    private let tracker: ConnectionTracker
     private let setupFailures = ConnectionSetupFailures()
     /// Open HTTP/2 connections by role and their open streams.
     public let statistics = ConnectionStatistics()
@@ -92,6 +95,7 @@ public final class HTTPServer: Sendable {
         self.application = application
         self.group = group
         self.logger = logger
+        self.tracker = ConnectionTracker(limits: configuration.connectionLimits)
     }
 
     /// Binds every listener; returns the bound addresses in listener order (port 0 resolved).
@@ -140,6 +144,10 @@ public final class HTTPServer: Sendable {
     /// that failed, since start. The first failure of each cause is logged.
     public var connectionSetupFailures: Int { setupFailures.total }
 
+    /// Connections closed as soon as they were accepted, because of `connectionLimits`, since
+    /// start. The first of each reason is logged.
+    public func refusedConnections(_ reason: ConnectionRefusal) -> Int { tracker.refusals(reason) }
+
     /// Stops accepting, asks every connection to finish what is in flight (HTTP/2: shutdown
     /// notice, then GOAWAY), waits up to `deadline` for them to close, then closes the rest.
     public func shutdownGracefully(deadline: TimeAmount) async {
@@ -162,6 +170,20 @@ public final class HTTPServer: Sendable {
         timeout.cancel()
     }
 
+    private static func logFirstRefusal(_ reason: ConnectionRefusal, peer: SocketAddress?, limits: ConnectionLimits, logger: Logger) {
+        let limit: String
+        switch reason {
+        case .serverFull: limit = "maxConnections (\(limits.maxConnections.map(String.init) ?? "none")) connections are open"
+        case .addressFull: limit = "maxConnectionsPerAddress (\(limits.maxPerAddress.map(String.init) ?? "none")) connections from this client's address are open"
+        }
+        var metadata: Logger.Metadata = ["connection.refusal": "\(reason.rawValue)"]
+        if let peer { metadata["connection.peer"] = "\(peer)" }
+        logger.warning(
+            "connection closed on arrival: \(limit); later ones are counted in pushgate_connections_refused_total, not logged",
+            metadata: metadata
+        )
+    }
+
     private func bootstrap(for listener: ListenerConfiguration) -> ServerBootstrap {
         let configuration = self.configuration
         let application = self.application
@@ -180,7 +202,14 @@ public final class HTTPServer: Sendable {
             // Socket options are set here rather than as child channel options: SwiftNIO closes a
             // connection whose option fails and reports it nowhere a person would see.
             .childChannelInitializer { channel in
-                guard let id = tracker.register(channel) else {
+                let id: UInt64
+                switch tracker.register(channel) {
+                case .admitted(let admitted):
+                    id = admitted
+                case .draining:
+                    return channel.close()
+                case .refused(let reason, let isFirst):
+                    if isFirst { Self.logFirstRefusal(reason, peer: channel.remoteAddress, limits: configuration.connectionLimits, logger: logger) }
                     return channel.close()
                 }
                 let options = configuration.socketOptions.reduce(channel.eventLoop.makeSucceededVoidFuture()) { done, option in

@@ -58,30 +58,47 @@ struct ServerConnectionPipeline {
                     position: .after(context.handler)
                 )
             case .http1:
-                var logger = logger
-                logger[metadataKey: "connection.id"] = "\(id)"
-                if let remote = info.remoteAddress { logger[metadataKey: "connection.peer"] = "\(remote)" }
-                let handler = HTTP1ServerHandler(
-                    application: application,
+                let handlers = Self.http1Handlers(
                     connection: info,
-                    maxBodySize: configuration.maxHTTP1RequestBodySize,
-                    bodyBudget: configuration.requestBodyBudget,
-                    idleTimeout: configuration.http2.idleTimeout ?? .seconds(300),
+                    configuration: configuration,
+                    application: application,
                     logger: logger
                 )
-                let handlers: [any ChannelHandler] = [
-                    HTTPResponseEncoder(),
-                    // Operator requests are small; the cap keeps a client from making the decoder
-                    // buffer without bound.
-                    ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes), maximumBufferSize: 256 * 1024),
-                    HTTP1QuiesceObserver(handler),
-                    HTTPServerPipelineHandler(),
-                    HTTPServerProtocolErrorHandler(),
-                    handler,
-                ]
                 try operations.addHandlers(handlers, position: .after(context.handler))
             }
         }
         try pipeline.addHandler(selection)
+    }
+
+    /// The HTTP/1.1 side of a connection, in pipeline order.
+    static func http1Handlers(
+        connection info: ConnectionInfo,
+        configuration: HTTPServerConfiguration,
+        application: any HTTPServerHandler,
+        logger: Logger
+    ) -> [any ChannelHandler] {
+        var logger = logger
+        logger[metadataKey: "connection.id"] = "\(info.id)"
+        if let remote = info.remoteAddress { logger[metadataKey: "connection.peer"] = "\(remote)" }
+        let handler = HTTP1ServerHandler(
+            application: application,
+            connection: info,
+            maxBodySize: configuration.maxHTTP1RequestBodySize,
+            bodyBudget: configuration.requestBodyBudget,
+            idleTimeout: configuration.http2.idleTimeout ?? .seconds(300),
+            unauthenticatedIdleTimeout: configuration.http2.unauthenticatedIdleTimeout,
+            requestTimeout: configuration.http2.requestTimeout,
+            logger: logger
+        )
+        return [
+            HTTPResponseEncoder(),
+            // Operator requests are small; the cap keeps a client from making the decoder
+            // buffer without bound.
+            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes), maximumBufferSize: 256 * 1024),
+            HTTP1QuiesceObserver(handler),
+            HTTPServerPipelineHandler(),
+            HTTPServerProtocolErrorHandler(),
+            handler,
+        ]
     }
 }
