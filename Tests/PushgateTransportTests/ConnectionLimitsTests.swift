@@ -18,7 +18,9 @@ struct ConnectionLimitsTests {
         for loopback in ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"] {
             #expect(try Self.address(loopback) == .loopback, "\(loopback)")
         }
-        #expect(try Self.address("::2") != .loopback)
+        for other in ["::2", "::", "0.0.0.0", "128.0.0.1", "10.0.0.1", "::ffff:10.0.0.1", "fd00::1"] {
+            #expect(try Self.address(other) != .loopback, "\(other)")
+        }
         #expect(ClientAddress(try SocketAddress(unixDomainSocketPath: "/tmp/x")) == nil)
     }
 

@@ -1,6 +1,7 @@
 import NIOCore
 import PushgateCrypto
 import PushgateModel
+import PushgateTransport
 
 /// Who may read the operator routes (`/metrics`, `/v1/admin/...`). With an admin token:
 /// whoever sends `authorization: bearer <token>`, compared in constant time with its SHA-256
@@ -18,7 +19,7 @@ public struct AdminAccess: Sendable {
     /// Nil when the request may go on; otherwise the refusal to answer with.
     public func refusal(authorization: String?, peer: SocketAddress?) -> Refusal? {
         guard let tokenHash else {
-            if let peer, Self.isLoopback(peer) { return nil }
+            if let peer, ClientAddress(peer)?.isLoopback == true { return nil }
             return Refusal(
                 .forbidden,
                 "this gateway has no admin token, so its operator routes answer loopback clients only; "
@@ -34,13 +35,5 @@ public struct AdminAccess: Sendable {
             )
         }
         return nil
-    }
-
-    /// 127.0.0.0/8, ::1, and IPv4 loopback mapped into IPv6.
-    static func isLoopback(_ address: SocketAddress) -> Bool {
-        guard let ip = address.ipAddress else { return false }
-        if ip == "::1" { return true }
-        let v4 = ip.hasPrefix("::ffff:") ? String(ip.dropFirst("::ffff:".count)) : ip
-        return v4.hasPrefix("127.") && v4.split(separator: ".").count == 4
     }
 }
