@@ -37,6 +37,10 @@ public struct DeliveryConfiguration: Sendable {
     /// cut to this long after acceptance, so that a stored push leaves the disk in the end even
     /// if no agent ever acknowledges it. APNs, too, stores for a limited time.
     public var maxExpirationMillis: Int64 = 30 * 24 * 3600 * 1000
+    /// Bytes all notifications waiting for their devices may take in memory, all shards
+    /// together (`QueuedNotificationBudget`: payload plus overhead each); past it pushes are
+    /// refused with 429 TooManyRequests.
+    public var queuedNotificationBudgetBytes = 1 << 30
 
     public init() {}
 }

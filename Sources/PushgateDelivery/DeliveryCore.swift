@@ -16,6 +16,8 @@ public final class DeliveryCore: Sendable {
     private let acceptanceIDs = AcceptanceIDs()
     private let maintenance = NIOLockedValueBox<[RepeatedTask]>([])
     public let counters = DeliveryCounters()
+    /// What waiting notifications take in memory, all shards together.
+    public let queuedBudget: QueuedNotificationBudget
 
     public init(
         group: any EventLoopGroup,
@@ -28,6 +30,8 @@ public final class DeliveryCore: Sendable {
     ) throws(SchedulerConfigurationError) {
         self.store = store
         self.configuration = configuration
+        let queuedBudget = QueuedNotificationBudget(limit: configuration.queuedNotificationBudgetBytes)
+        self.queuedBudget = queuedBudget
         let ids = self.acceptanceIDs
         var shards: [ShardHandle] = []
         let counters = self.counters
@@ -41,6 +45,7 @@ public final class DeliveryCore: Sendable {
                 metrics: metrics,
                 observer: observer,
                 logger: logger,
+                queuedBudget: queuedBudget,
                 nextAcceptanceID: { ids.next() }
             )
             shards.append(ShardHandle(shard, on: loop))

@@ -183,6 +183,7 @@ public enum Gateway {
 
         let budget = RequestBodyBudget(limit: configuration.requestBodyBudgetBytes)
         metrics.watch(budget)
+        metrics.watch(core.queuedBudget)
         let server = HTTPServer(
             listeners: listeners,
             configuration: configuration.server(budget: budget),

@@ -29,7 +29,7 @@ struct PrometheusAssetTests {
         "pushgate_held_notifications", "pushgate_stored_notifications", "pushgate_unacked_notifications",
         "pushgate_connected_devices", "pushgate_held_oldest_age_seconds", "pushgate_deferred_oldest_age_seconds",
         "pushgate_silent_refill_scaled", "pushgate_http2_connections",
-        "pushgate_http2_streams", "pushgate_build_info", "pushgate_store_healthy", "pushgate_request_body_bytes",
+        "pushgate_http2_streams", "pushgate_build_info", "pushgate_store_healthy", "pushgate_request_body_bytes", "pushgate_queued_notification_bytes",
     ]
     static let histograms = [
         "pushgate_delivery_latency_seconds", "pushgate_hold_duration_seconds",

@@ -45,6 +45,10 @@ extension DeviceShard {
                 return
             }
         }
+        guard queuedBudget.fits(QueuedNotificationBudget.cost(payloadBytes: push.payload.count)) else {
+            promise.fail(Refusal.gatewayQueuesFull(megabytes: queuedBudget.limit >> 20))
+            return
+        }
         let waiting = device.queue.count + device.heldCount
         guard waiting < configuration.maxQueuedPerDevice else {
             promise.fail(Refusal.deviceQueueFull(waiting: waiting))
@@ -110,6 +114,7 @@ extension DeviceShard {
         case .held, .coalesced:
             commands.append(.enqueue(record))
             held[record.acceptanceID] = record
+            enteredMemory(record)
             device.heldCount += 1
             disposition = acceptance.disposition
         case .delivered:
@@ -145,7 +150,8 @@ extension DeviceShard {
                 }
                 promise.succeed(disposition)
             case .failure(let error):
-                if held.removeValue(forKey: acceptanceID) != nil {
+                if let record = held.removeValue(forKey: acceptanceID) {
+                    leftMemory(record)
                     device.heldCount -= 1
                     scheduler.withdrawHeld(id: acceptanceID, app: app)
                     armSchedulerTimer()

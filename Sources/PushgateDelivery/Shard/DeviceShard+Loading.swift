@@ -72,6 +72,7 @@ extension DeviceShard {
                 continue
             }
             device.queue.append(QueuedNotification(record: record, committed: true, delivery: .stored))
+            enteredMemory(record)
             withQueue[device.id] = device
         }
         for record in records where record.seq == nil {
@@ -83,6 +84,7 @@ extension DeviceShard {
                       scheduler.restoreHeld(SchedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
             {
                 held[record.acceptanceID] = record
+                enteredMemory(record)
                 device.heldCount += 1
             } else {
                 orphans.append(record.acceptanceID)

@@ -79,7 +79,12 @@ extension DeviceShard {
         kept.append(contentsOf: device.queue[..<first])
         var removed: [AcceptedPush] = []
         for entry in device.queue[first...] {
-            if removable(entry) { removed.append(entry.record) } else { kept.append(entry) }
+            if removable(entry) {
+                removed.append(entry.record)
+                leftMemory(entry.record)
+            } else {
+                kept.append(entry)
+            }
         }
         device.queue = kept
         return removed

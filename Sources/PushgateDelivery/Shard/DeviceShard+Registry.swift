@@ -138,6 +138,7 @@ extension DeviceShard {
         let acceptanceIDs = device.queue.map(\.record.acceptanceID) + forgetHeld(scheduler.removeDevice(device.handle)).map(\.acceptanceID)
         deviceIDs[device.handle] = nil
         counters.recordDrop(.unregistered, count: device.queue.count)
+        for entry in device.queue { leftMemory(entry.record) }
         devices[deviceID] = nil
         online[deviceID] = nil
         withQueue[deviceID] = nil

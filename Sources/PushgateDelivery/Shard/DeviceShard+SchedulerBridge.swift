@@ -26,6 +26,7 @@ extension DeviceShard {
         entry.sentInKeepalive = keepalive
         entry.sent = keepalive
         device.queue.append(entry)
+        enteredMemory(record)
         withQueue[device.id] = device
         return QueuedEntry(deviceID: device.id, seq: record.seq ?? 0)
     }
@@ -40,7 +41,9 @@ extension DeviceShard {
         into commands: inout [StoreCommand],
         entries: inout [QueuedEntry]
     ) -> AcceptedPush? {
-        guard var record = held.removeValue(forKey: release.id), let device = devices[record.deviceID] else { return nil }
+        guard var record = held.removeValue(forKey: release.id) else { return nil }
+        leftMemory(record)
+        guard let device = devices[record.deviceID] else { return nil }
         device.heldCount -= 1
         let seq = takeSeq(device, into: &commands)
         record.seq = seq
@@ -67,6 +70,7 @@ extension DeviceShard {
         records.reserveCapacity(drops.count)
         for drop in drops {
             guard let record = held.removeValue(forKey: drop.id) else { continue }
+            leftMemory(record)
             devices[record.deviceID]?.heldCount -= 1
             counters.recordDrop(drop.reason, count: 1)
             dropped(record, drop.reason)
@@ -122,6 +126,7 @@ extension DeviceShard {
                     }
                 case .failure:
                     var record = device.queue.remove(at: index).record
+                    leftMemory(record)
                     queueShrank(device)
                     if entry.wasHeld {
                         record.seq = nil
@@ -146,8 +151,20 @@ extension DeviceShard {
               scheduler.restoreHeld(SchedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
         else { return }
         held[record.acceptanceID] = record
+        enteredMemory(record)
         device.heldCount += 1
         armSchedulerTimer()
+    }
+
+    /// A record entered the held set or a device's queue: its cost counts against the budget
+    /// until it leaves both.
+    func enteredMemory(_ record: AcceptedPush) {
+        queuedBudget.add(QueuedNotificationBudget.cost(payloadBytes: record.push.payload.count))
+    }
+
+    /// A record left the held set or a device's queue.
+    func leftMemory(_ record: AcceptedPush) {
+        queuedBudget.release(QueuedNotificationBudget.cost(payloadBytes: record.push.payload.count))
     }
 
     private func bucketCommand() -> StoreCommand? {

@@ -87,6 +87,7 @@ extension DeviceShard {
         var windows: [UInt64] = []
         while let first = device.queue.first, first.committed, first.seq <= upTo {
             device.queue.removeFirst()
+            leftMemory(first.record)
             removed.append(first.record.acceptanceID)
             // A closed window goes with its push; an open one stays until its result or end.
             if first.windowOpened, !scheduler.isFetchWindowOpen(device: device.handle, seq: first.seq) { windows.append(first.seq) }
@@ -136,6 +137,7 @@ extension DeviceShard {
             // expired pushes are never delivered); the sweep leaves sent ones to this check.
             if entry.record.expiresAt <= now {
                 device.queue.remove(at: device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount))
+                leftMemory(entry.record)
                 expired.append(entry.record)
                 continue
             }

@@ -24,6 +24,9 @@ final class DeviceShard {
     let observer: (any DeliveryObserver)?
     let logger: Logger
     let nextAcceptanceID: @Sendable () -> UInt64
+    /// Shared by the shards: every record entering `held` or a device's queue adds its cost,
+    /// every one leaving subtracts it (`enteredMemory`, `leftMemory`).
+    let queuedBudget: QueuedNotificationBudget
     /// Store completions come back through it, many per loop task.
     let completions: LoopInbox
 
@@ -70,6 +73,7 @@ final class DeviceShard {
         metrics: DeliveryMetrics,
         observer: (any DeliveryObserver)?,
         logger: Logger,
+        queuedBudget: QueuedNotificationBudget,
         nextAcceptanceID: @escaping @Sendable () -> UInt64
     ) throws(SchedulerConfigurationError) {
         self.eventLoop = eventLoop
@@ -81,6 +85,7 @@ final class DeviceShard {
         self.observer = observer
         self.logger = logger
         self.nextAcceptanceID = nextAcceptanceID
+        self.queuedBudget = queuedBudget
         self.completions = LoopInbox(loop: eventLoop)
         self.scheduler = try Scheduler(configuration: configuration.scheduler)
     }

@@ -40,6 +40,13 @@ public struct GatewayConfiguration: Sendable {
     /// Devices one client address (an IPv4 address, an IPv6 /64) may create per hour; 0: no
     /// limit. Loopback clients are not counted.
     public var deviceCreationsPerAddressPerHour = 1000
+    /// Delivery's settings; `queuedNotificationBudgetBytes` defaults to a quarter of the memory
+    /// the process may use.
+    public var delivery: DeliveryConfiguration = {
+        var delivery = DeliveryConfiguration()
+        delivery.queuedNotificationBudgetBytes = defaultQueuedNotificationBudget()
+        return delivery
+    }()
     /// Seconds in-flight requests get to finish on shutdown.
     public var shutdownTimeoutSeconds = 10
     /// Seconds between SIGTERM and GOAWAY, with `/readyz` answering 503 and everything else
@@ -84,7 +91,6 @@ public struct GatewayConfiguration: Sendable {
     /// into `access` and `delivery` once the TLS files are loaded.
     public var policy = PolicySettings()
     public var access = AccessConfiguration()
-    public var delivery = DeliveryConfiguration()
 
     public init() {}
 

@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import PushgateDelivery
 import PushgateHTTP
 import PushgateProviderAuth
 import PushgateScheduler
@@ -130,6 +131,10 @@ public enum Settings {
             "maxQueuedPerApp", .integer, "N", default: "5000",
             help: "Notifications stored or unacknowledged for one app on a device; beyond, that app's pushes to it get 429 TooManyRequests and other apps' still go."
         ) { configuration, value throws(SettingError) in configuration.delivery.maxQueuedPerApp = try value.integer(in: 1...1_000_000) },
+        Setting(
+            "queuedNotificationBudgetBytes", .integer, "BYTES", default: "a quarter of the memory the process may use (its cgroup's memory.max, else the machine's)",
+            help: "Memory all notifications waiting for their devices (stored, unacknowledged, held) may take, all devices together: payload plus \(QueuedNotificationBudget.overheadBytes) bytes each. Past it pushes are refused with 429 TooManyRequests until acks, expiry or drops make room; what is already accepted is never dropped for it. At least 1048576."
+        ) { configuration, value throws(SettingError) in configuration.delivery.queuedNotificationBudgetBytes = try value.integer(in: (1 << 20)...Int.max) },
         Setting(
             "deviceCreationsPerAddressPerHour", .integer, "N", default: "1000",
             help: "Devices one client address (an IPv4 address, or an IPv6 /64) may create per hour: that many at once, then one every 3600/N seconds; past it POST /v1/devices answers 429 TooManyRequests with retry-after. Checked after the registration secret, which apps ship. Loopback clients are not counted. 0: no limit."

@@ -36,6 +36,7 @@ public final class GatewayMetrics: Sendable {
         let oldestDeferredAge: Gauge
         let refillScaled: Gauge
         let storeHealthy: Gauge
+        let queuedBytes: Gauge
         let requestBodyBytes: Gauge
         let connections: [(ConnectionRole, Gauge)]
         let streams: Gauge
@@ -52,6 +53,8 @@ public final class GatewayMetrics: Sendable {
     private let storeHealth = NIOLockedValueBox<StoreHealth?>(nil)
     /// The request body budget whose bytes and refusals are exported (`watch`).
     private let bodyBudget = NIOLockedValueBox<RequestBodyBudget?>(nil)
+    /// What waiting notifications take (`watch`).
+    private let queuedBudget = NIOLockedValueBox<QueuedNotificationBudget?>(nil)
     /// Device creations refused by the per-address limit (`watchDeviceCreationRefusals`).
     private let creationRefusals = NIOLockedValueBox<(@Sendable () -> Int)?>(nil)
     /// Per-topic gauges (`--metrics-topic-labels`), by topic; only the topics of the last scrape.
@@ -130,6 +133,10 @@ public final class GatewayMetrics: Sendable {
             storeHealthy: gauge(
                 "pushgate_store_healthy",
                 "1 while the store commits, 0 from a commit the storage refused (disk full, I/O error) until one succeeds; /readyz answers 503 meanwhile."
+            ),
+            queuedBytes: gauge(
+                "pushgate_queued_notification_bytes",
+                "Memory notifications waiting for their devices take now (payload plus overhead each), all devices together; at queuedNotificationBudgetBytes pushes are refused with 429."
             ),
             requestBodyBytes: gauge(
                 "pushgate_request_body_bytes",
@@ -263,6 +270,11 @@ public final class GatewayMetrics: Sendable {
         bodyBudget.withLockedValue { $0 = budget }
     }
 
+    /// Exports the memory waiting notifications take.
+    public func watch(_ budget: QueuedNotificationBudget) {
+        queuedBudget.withLockedValue { $0 = budget }
+    }
+
     /// Exports the device creations the per-address limit refused, as `total` counts them.
     public func watchDeviceCreationRefusals(_ total: @escaping @Sendable () -> Int) {
         creationRefusals.withLockedValue { $0 = total }
@@ -290,6 +302,7 @@ public final class GatewayMetrics: Sendable {
             gauges.refillScaled.set(Int64(statistics.refillScaled))
             gauges.storeHealthy.set(Int64(storeHealth.withLockedValue { $0?.canCommit ?? true } ? 1 : 0))
             gauges.requestBodyBytes.set(Int64(bodyBudget.withLockedValue { $0?.heldBytes ?? 0 }))
+            gauges.queuedBytes.set(Int64(queuedBudget.withLockedValue { $0?.bytes ?? 0 }))
             let servers = servers.withLockedValue { $0 }
             for (role, gauge) in gauges.connections {
                 gauge.set(Int64(servers.reduce(0) { $0 + $1.statistics.connections(role) }))

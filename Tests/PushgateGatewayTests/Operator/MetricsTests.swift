@@ -32,7 +32,7 @@ struct MetricsTests {
     static let gauges = [
         "pushgate_held_notifications", "pushgate_stored_notifications", "pushgate_unacked_notifications",
         "pushgate_connected_devices", "pushgate_held_oldest_age_seconds", "pushgate_deferred_oldest_age_seconds",
-        "pushgate_silent_refill_scaled", "pushgate_store_healthy", "pushgate_request_body_bytes",
+        "pushgate_silent_refill_scaled", "pushgate_store_healthy", "pushgate_request_body_bytes", "pushgate_queued_notification_bytes",
         "pushgate_http2_connections", "pushgate_http2_streams", "pushgate_build_info",
         "process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds", "process_max_fds",
         "process_start_time_seconds",
@@ -126,6 +126,10 @@ struct MetricsTests {
     static let received = "pushgate_notifications_received_total"
     static let delivered = "pushgate_notifications_delivered_total"
     static let latency = "pushgate_delivery_latency_seconds_count"
+    static let queuedBytes = "pushgate_queued_notification_bytes"
+    /// What an alert and a silent push of `World` take in memory while they wait.
+    static let alertBytes = Double(QueuedNotificationBudget.cost(payloadBytes: #"{"aps":{"alert":"hi"}}"#.utf8.count))
+    static let silentBytes = Double(QueuedNotificationBudget.cost(payloadBytes: MetricsTests.silentPayload.utf8.count))
 
     static let steps: [Step] = [
         Step(description: "connect", action: { world async throws in
@@ -134,10 +138,13 @@ struct MetricsTests {
         Step(description: "send to a connected device", action: { world async throws in
             #expect(try await world.push(world.tokenA).disposition == "delivered")
             _ = try await world.receive(1)
-        }, expected: ["\(received){push_type=\"alert\"}": 1, "\(delivered){delivery=\"immediate\"}": 1, latency: 1, "pushgate_unacked_notifications": 1]),
+        }, expected: [
+            "\(received){push_type=\"alert\"}": 1, "\(delivered){delivery=\"immediate\"}": 1, latency: 1, "pushgate_unacked_notifications": 1,
+            queuedBytes: alertBytes,
+        ]),
         Step(description: "ack", action: { world async throws in
             #expect(try await world.api.ack(world.a, upTo: UInt64(world.lastSeqA)).status == 204)
-        }, expected: ["pushgate_unacked_notifications": -1]),
+        }, expected: ["pushgate_unacked_notifications": -1, queuedBytes: -alertBytes]),
         Step(description: "a silent push within the budget", action: { world async throws in
             #expect(try await world.silent(world.tokenA).disposition == "delivered")
             _ = try await world.receive(1)
@@ -147,7 +154,7 @@ struct MetricsTests {
             #expect(try await world.silent(world.tokenA).disposition == "held")
         }, expected: [
             "\(received){push_type=\"background\"}": 1, "pushgate_held_notifications": 1,
-            "pushgate_silent_budget_exhausted_total{scope=\"app\"}": 1,
+            "pushgate_silent_budget_exhausted_total{scope=\"app\"}": 1, queuedBytes: silentBytes,
         ]),
         Step(description: "drop the oldest held (overflow)", action: { world async throws in
             #expect(try await world.silent(world.tokenA).disposition == "held")
@@ -162,10 +169,11 @@ struct MetricsTests {
             "\(received){push_type=\"alert\"}": 1, "\(delivered){delivery=\"piggyback\"}": 1, "\(delivered){delivery=\"immediate\"}": 1,
             "pushgate_piggybacked_total{carrier=\"regular\"}": 1, "pushgate_held_notifications": -1,
             "pushgate_unacked_notifications": 2, latency: 2, "pushgate_hold_duration_seconds_count": 1,
+            queuedBytes: alertBytes,
         ]),
         Step(description: "store for an offline device", action: { world async throws in
             #expect(try await world.push(world.tokenB).disposition == "stored")
-        }, expected: ["\(received){push_type=\"alert\"}": 1, "pushgate_stored_notifications": 1]),
+        }, expected: ["\(received){push_type=\"alert\"}": 1, "pushgate_stored_notifications": 1, queuedBytes: alertBytes]),
         Step(description: "expire a stored push", action: { world async throws in
             let expiration = (world.clock.nowMillis() + 10_000) / 1000
             #expect(try await world.push(world.tokenB, headers: [("apns-expiration", "\(expiration)")]).disposition == "stored")
@@ -194,7 +202,7 @@ struct MetricsTests {
             #expect(try await world.silent(world.tokenA).disposition == "held")
         }, expected: [
             "\(received){push_type=\"background\"}": 1, "pushgate_held_notifications": 1,
-            "pushgate_silent_budget_exhausted_total{scope=\"app\"}": 1,
+            "pushgate_silent_budget_exhausted_total{scope=\"app\"}": 1, queuedBytes: silentBytes,
         ]),
         Step(description: "release by keep-alive", action: { world async throws in
             #expect(try await world.api.keepalive(world.a).count == 1)
