@@ -54,12 +54,17 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(!connection.channel.isActive)
     }
 
-    @Test("until the application vouches for the peer, the shorter unauthenticated idle timeout; then the full one")
-    func unauthenticatedIdleTimeout() throws {
-        let unproven = try EmbeddedHTTP2Connection {
+    /// Idle timeouts of 300 s, and 10 s until the peer is vouched for.
+    private static func idlingConnection() throws -> EmbeddedHTTP2Connection {
+        try EmbeddedHTTP2Connection {
             $0.idleTimeout = .seconds(300)
             $0.unauthenticatedIdleTimeout = .seconds(10)
         }
+    }
+
+    @Test("until the application vouches for the peer, the shorter unauthenticated idle timeout; then the full one")
+    func unauthenticatedIdleTimeout() throws {
+        let unproven = try Self.idlingConnection()
         defer { unproven.finish() }
         try unproven.handshake()
         unproven.advance(by: .seconds(9))
@@ -68,10 +73,7 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(try unproven.serverFrames().compactMap(\.goAway).map(\.debugData) == [#"{"reason":"IdleTimeout"}"#])
         #expect(!unproven.channel.isActive)
 
-        let proven = try EmbeddedHTTP2Connection {
-            $0.idleTimeout = .seconds(300)
-            $0.unauthenticatedIdleTimeout = .seconds(10)
-        }
+        let proven = try Self.idlingConnection()
         defer { proven.finish() }
         try proven.handshake()
         _ = try proven.client.request("/grant")
@@ -86,10 +88,7 @@ struct HTTP2ServerHandlerEmbeddedTests {
 
     @Test("vouched for while idle (the application says so from another thread, after the stream closed): the idle timer starts again for the full time")
     func authenticatedWhileIdle() throws {
-        let connection = try EmbeddedHTTP2Connection {
-            $0.idleTimeout = .seconds(300)
-            $0.unauthenticatedIdleTimeout = .seconds(10)
-        }
+        let connection = try Self.idlingConnection()
         defer { connection.finish() }
         try connection.handshake()
         connection.advance(by: .seconds(9))
