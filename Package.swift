@@ -53,6 +53,7 @@ let package = Package(
                 "COpenSSL",
                 // The OpenSSL error queue reader.
                 "PushgateCrypto",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
             ]
@@ -77,7 +78,10 @@ let package = Package(
         .target(name: "PushgateCrypto", dependencies: ["COpenSSL"]),
         // Provider authentication: APNs JWT (ES256) and client-certificate identities, the
         // per-connection token state. Pure and clock-injected; no I/O.
-        .target(name: "PushgateProviderAuth", dependencies: ["PushgateCrypto", "PushgateModel"]),
+        .target(
+            name: "PushgateProviderAuth",
+            dependencies: ["PushgateCrypto", "PushgateModel", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+        ),
         // The power-aware scheduler: silent budgets, held queues, wake events. A pure state
         // machine, one instance per shard; no I/O, no locks, injected time.
         .target(
@@ -191,6 +195,7 @@ let package = Package(
                 "PushgateStoreSQLite",
                 "PushgateTLS",
                 "PushgateTransport",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -226,6 +231,7 @@ let package = Package(
             dependencies: [
                 "PushgateModel",
                 "PushgateTransport",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
@@ -413,6 +419,7 @@ let package = Package(
                 "PushgateStoreSQLite",
                 "PushgateModel",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             path: "Tests/PushgateStoreTestKit"
         ),
@@ -424,6 +431,7 @@ let package = Package(
                 "PushgateStoreTestKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Runs an app's fetch: `/bin/sh -c COMMAND` in a process group of its own, with the
 /// notification on its stdin, at most `concurrency` at a time (the others wait their turn, in
@@ -64,7 +64,7 @@ private final class ChildProcess: Sendable {
     /// Held from creating a stdin pipe to spawning with it. A pipe is not close-on-exec when
     /// created, and a command spawned meanwhile would hold the other command's write end: that
     /// command's stdin would not end until the unrelated one exits.
-    private static let spawning = Mutex(())
+    private static let spawning = NIOLock()
 
     private struct State {
         var outcome: FetchCommandOutcome?
@@ -73,7 +73,7 @@ private final class ChildProcess: Sendable {
     }
 
     private let pid: pid_t
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     private init(pid: pid_t) {
         self.pid = pid
@@ -85,12 +85,12 @@ private final class ChildProcess: Sendable {
         var pipeEnds: [Int32] = [-1, -1]
         let pid: pid_t
         do {
-            pid = try spawning.withLock { _ throws(SpawnFailure) -> pid_t in
-                guard pipe(&pipeEnds) == 0 else { throw SpawnFailure(description: "cannot make a pipe: \(errorText())") }
+            pid = try spawning.withLock { () -> Result<pid_t, SpawnFailure> in
+                guard pipe(&pipeEnds) == 0 else { return .failure(SpawnFailure(description: "cannot make a pipe: \(errorText())")) }
                 _ = fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC)
                 _ = fcntl(pipeEnds[1], F_SETFD, FD_CLOEXEC)
-                return try posixSpawn(argv, envp, stdin: pipeEnds[0], output: output)
-            }
+                return Result { () throws(SpawnFailure) in try posixSpawn(argv, envp, stdin: pipeEnds[0], output: output) }
+            }.get()
         } catch {
             for end in pipeEnds where end >= 0 { close(end) }
             throw error
@@ -113,7 +113,7 @@ private final class ChildProcess: Sendable {
     var outcome: FetchCommandOutcome {
         get async {
             await withCheckedContinuation { continuation in
-                let known = state.withLock { state -> FetchCommandOutcome? in
+                let known = state.withLockedValue { state -> FetchCommandOutcome? in
                     if state.outcome == nil { state.waiter = continuation }
                     return state.outcome
                 }
@@ -123,7 +123,7 @@ private final class ChildProcess: Sendable {
     }
 
     func killGroupIfRunning() {
-        state.withLock { state in
+        state.withLockedValue { state in
             guard state.outcome == nil else { return }
             // The leader is not reaped yet, so the group id is still its own.
             kill(-pid, SIGKILL)
@@ -138,7 +138,7 @@ private final class ChildProcess: Sendable {
         var waited: Int32
         repeat { waited = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) } while waited != 0 && errno == EINTR
         let failure = waited == 0 ? nil : "cannot wait for the command: \(errorText())"
-        let (outcome, waiter) = state.withLock { state in
+        let (outcome, waiter) = state.withLockedValue { state in
             var outcome: FetchCommandOutcome
             if let failure {
                 outcome = .failedToRun(failure)
@@ -244,15 +244,15 @@ private final class Turns: Sendable {
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state: Mutex<State>
+    private let state: NIOLockedValueBox<State>
 
     init(_ limit: Int) {
-        state = Mutex(State(free: limit))
+        state = NIOLockedValueBox(State(free: limit))
     }
 
     func take() async {
         await withCheckedContinuation { continuation in
-            let granted = state.withLock { state -> Bool in
+            let granted = state.withLockedValue { state -> Bool in
                 guard state.free == 0 else {
                     state.free -= 1
                     return true
@@ -265,7 +265,7 @@ private final class Turns: Sendable {
     }
 
     func give() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let next = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
             guard !state.waiting.isEmpty else {
                 state.free += 1
                 return nil

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// The provider authentication in force, replaced when the operator reloads the provider keys.
@@ -5,22 +6,22 @@ import Synchronization
 /// new authenticator (and start its token checks over), so a removed key stops working on open
 /// connections too, not only on new ones.
 public final class ProviderAuthenticatorSource: Sendable {
-    private let authenticator: Mutex<ProviderAuthenticator>
+    private let authenticator: NIOLockedValueBox<ProviderAuthenticator>
     private let changes = Atomic<UInt64>(0)
 
     public init(_ authenticator: ProviderAuthenticator) {
-        self.authenticator = Mutex(authenticator)
+        self.authenticator = NIOLockedValueBox(authenticator)
     }
 
     /// Grows by one at each replacement.
     public var generation: UInt64 { changes.load(ordering: .acquiring) }
 
     public var current: (authenticator: ProviderAuthenticator, generation: UInt64) {
-        authenticator.withLock { ($0, changes.load(ordering: .relaxed)) }
+        authenticator.withLockedValue { ($0, changes.load(ordering: .relaxed)) }
     }
 
     public func replace(with authenticator: ProviderAuthenticator) {
-        self.authenticator.withLock {
+        self.authenticator.withLockedValue {
             $0 = authenticator
             changes.add(1, ordering: .releasing)
         }

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import NIOConcurrencyHelpers
 import Synchronization
 import Testing
 @testable import PushgateDelivery
@@ -14,7 +15,7 @@ struct LoopInboxTests {
         let inbox = LoopInbox(loop: loop)
         let threads = 4
         let perThread = 2_000
-        let seen = Mutex([[Int]](repeating: [], count: threads))
+        let seen = NIOLockedValueBox([[Int]](repeating: [], count: threads))
         let offLoop = Atomic<Int>(0)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let remaining = Atomic<Int>(threads * perThread)
@@ -23,7 +24,7 @@ struct LoopInboxTests {
                     for i in 0..<perThread {
                         inbox.submit {
                             if !loop.inEventLoop { offLoop.add(1, ordering: .relaxed) }
-                            seen.withLock { $0[thread].append(i) }
+                            seen.withLockedValue { $0[thread].append(i) }
                             if remaining.subtract(1, ordering: .relaxed).newValue == 0 { done.resume() }
                         }
                     }
@@ -31,7 +32,7 @@ struct LoopInboxTests {
             }
         }
         #expect(offLoop.load(ordering: .relaxed) == 0)
-        seen.withLock { seen in
+        seen.withLockedValue { seen in
             for thread in 0..<threads { #expect(seen[thread] == Array(0..<perThread)) }
         }
         try await group.shutdownGracefully()

@@ -3,7 +3,7 @@ import NIOCore
 import PushgateModel
 import PushgateDelivery
 import PushgateStore
-import Synchronization
+import NIOConcurrencyHelpers
 import PushgateTestKit
 import PushgateStoreTestKit
 import Testing
@@ -30,11 +30,11 @@ struct StoreFailureTests {
                 let first = core.register(deviceID: device.id, secret: device.secret, topic: topic)
                 await faults.waitUntilHeld()
                 let second = core.register(deviceID: device.id, secret: device.secret, topic: topic)
-                let answered = Mutex(false)
-                second.whenComplete { _ in answered.withLock { $0 = true } }
+                let answered = NIOLockedValueBox(false)
+                second.whenComplete { _ in answered.withLockedValue { $0 = true } }
                 // Runs on every shard after the second register (and any answer it gave at once).
                 try await core.advanceSchedulers()
-                #expect(!answered.withLock { $0 }, "answered before the first registration was on disk")
+                #expect(!answered.withLockedValue { $0 }, "answered before the first registration was on disk")
 
                 faults.release(failing: failing)
                 if failing {

@@ -1,7 +1,7 @@
 import Dispatch
 import Logging
 import PushgateStore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A store that passes commits through to a real one, except those a test singles out: the next
 /// commit matching a rule fails, or is held until the test lets it go (to fail or to commit), or
@@ -27,8 +27,8 @@ public final class FaultyStore: NotificationStore {
         var passed: [[StoreCommand]] = []
     }
 
-    private let state = Mutex(State())
-    private let store = Mutex<(any NotificationStore)?>(nil)
+    private let state = NIOLockedValueBox(State())
+    private let store = NIOLockedValueBox<(any NotificationStore)?>(nil)
     private let refusals = DispatchQueue(label: "faulty-store.refusals")
 
     public let health: StoreHealth
@@ -44,39 +44,39 @@ public final class FaultyStore: NotificationStore {
 
     /// The real store behind this one, when it is made after this one.
     public func attach(_ inner: any NotificationStore) {
-        store.withLock { $0 = inner }
+        store.withLockedValue { $0 = inner }
     }
 
-    private var inner: any NotificationStore { store.withLock { $0! } }
+    private var inner: any NotificationStore { store.withLockedValue { $0! } }
 
     /// The batches passed on to the real store, in the order they came.
-    public var passed: [[StoreCommand]] { state.withLock { $0.passed } }
+    public var passed: [[StoreCommand]] { state.withLockedValue { $0.passed } }
 
     /// The next commit for which `match` holds fails (SQLite is not asked), with an error of
     /// `kind` (`.unavailable` for the storage's fault, `.database` for the commands').
     public func failNext(where match: @escaping Match, kind: StoreError.Kind = .database) {
-        state.withLock { $0.failNext.append((match, kind)) }
+        state.withLockedValue { $0.failNext.append((match, kind)) }
     }
 
     /// Every commit fails as on a full disk (SQLite is not asked), until `freeStorage()`.
     public func fillStorage() {
-        state.withLock { $0.storageFull = true }
+        state.withLockedValue { $0.storageFull = true }
     }
 
     /// Commits pass on to the real store again.
     public func freeStorage() {
-        state.withLock { $0.storageFull = false }
+        state.withLockedValue { $0.storageFull = false }
     }
 
     /// The next commit for which `match` holds waits for `release(failing:)`.
     public func holdNext(where match: @escaping Match) {
-        state.withLock { $0.holdNext.append(match) }
+        state.withLockedValue { $0.holdNext.append(match) }
     }
 
     /// Returns once a commit is held.
     public func waitUntilHeld() async {
         await withCheckedContinuation { continuation in
-            let now = state.withLock { s -> Bool in
+            let now = state.withLockedValue { s -> Bool in
                 if !s.held.isEmpty { return true }
                 s.heldWaiters.append(continuation)
                 return false
@@ -87,7 +87,7 @@ public final class FaultyStore: NotificationStore {
 
     /// Lets the held commits go: committed for real, or failed.
     public func release(failing: Bool) {
-        let held = state.withLock { s in
+        let held = state.withLockedValue { s in
             defer { s.held = [] }
             return s.held
         }
@@ -126,7 +126,7 @@ public final class FaultyStore: NotificationStore {
         completion: @escaping @Sendable (Result<Void, StoreError>) -> Void
     ) {
         enum Action { case pass, fail(StoreError.Kind), hold([CheckedContinuation<Void, Never>]) }
-        let action: Action = state.withLock { s in
+        let action: Action = state.withLockedValue { s in
             if s.storageFull { return .fail(.unavailable) }
             if let index = s.failNext.firstIndex(where: { $0.match(commands) }) {
                 return .fail(s.failNext.remove(at: index).kind)
@@ -141,7 +141,7 @@ public final class FaultyStore: NotificationStore {
         }
         switch action {
         case .pass:
-            state.withLock { $0.passed.append(commands) }
+            state.withLockedValue { $0.passed.append(commands) }
             pass(commands, urgency, completion)
         case .fail(let kind):
             fail(completion, kind)

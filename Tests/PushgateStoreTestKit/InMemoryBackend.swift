@@ -1,11 +1,11 @@
 import PushgateModel
 import PushgateStore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// What an in-memory database keeps between backends: a backend opened again on the same
 /// storage sees everything committed before, as a restart would.
 public final class InMemoryStorage: Sendable {
-    fileprivate let tables = Mutex(Tables())
+    fileprivate let tables = NIOLockedValueBox(Tables())
 
     public init() {}
 }
@@ -21,13 +21,13 @@ public final class InMemoryBackend: StoreBackend {
     }
 
     public func load() -> StoreSnapshot {
-        storage.tables.withLock { $0.snapshot() }
+        storage.tables.withLockedValue { $0.snapshot() }
     }
 
     /// A batch works on a copy of the tables and replaces them only if all its commands succeed;
     /// nothing here can fail a whole transaction.
     public func apply(_ group: [[StoreCommand]]) -> [Result<Void, StoreError>] {
-        storage.tables.withLock { committed in
+        storage.tables.withLockedValue { committed in
             group.map { commands in
                 var tables = committed
                 do throws(StoreError) {

@@ -1,6 +1,6 @@
 import InMemoryLogging
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 @_spi(Testing) import PushgateStore
 import PushgateStoreTestKit
@@ -14,15 +14,15 @@ struct GroupCommitStoreTests {
     final class RecordingBackend: StoreBackend {
         static let poison = StoreCommand.remove(acceptanceIDs: [666])
         let inner = InMemoryBackend()
-        let calls = Mutex<[String]>([])
+        let calls = NIOLockedValueBox<[String]>([])
 
         func load() -> StoreSnapshot {
-            calls.withLock { $0.append("load") }
+            calls.withLockedValue { $0.append("load") }
             return inner.load()
         }
 
         func apply(_ group: [[StoreCommand]]) throws(StoreError) -> [Result<Void, StoreError>] {
-            calls.withLock { $0.append("apply \(group.count)") }
+            calls.withLockedValue { $0.append("apply \(group.count)") }
             if group.contains(where: { $0.contains(Self.poison) }) {
                 throw StoreError(.database, "injected: the transaction was rolled back")
             }
@@ -30,7 +30,7 @@ struct GroupCommitStoreTests {
         }
 
         func close() {
-            calls.withLock { $0.append("close") }
+            calls.withLockedValue { $0.append("close") }
         }
     }
 
@@ -84,7 +84,7 @@ struct GroupCommitStoreTests {
         await store.close()
 
         #expect(await outcomes.collect(3).values.allSatisfy { $0.isSuccess })
-        #expect(backend.calls.withLock { $0 } == ["load", "apply 3", "close"])
+        #expect(backend.calls.withLockedValue { $0 } == ["load", "apply 3", "close"])
         #expect(throws: StoreError(.closed, "the store is closed")) {
             _ = try store.load()
         }
@@ -97,7 +97,7 @@ struct GroupCommitPacingTests {
     /// Fails its first transaction, then tells the test; later ones go to memory.
     final class FailOnceBackend: StoreBackend {
         let inner = InMemoryBackend()
-        private let failed = Mutex(false)
+        private let failed = NIOLockedValueBox(false)
         let firstFailure: AsyncStream<Void>
         private let signal: AsyncStream<Void>.Continuation
 
@@ -108,7 +108,7 @@ struct GroupCommitPacingTests {
         func load() -> StoreSnapshot { inner.load() }
 
         func apply(_ group: [[StoreCommand]]) throws(StoreError) -> [Result<Void, StoreError>] {
-            let first = failed.withLock { failed in
+            let first = failed.withLockedValue { failed in
                 defer { failed = true }
                 return !failed
             }
@@ -174,12 +174,12 @@ struct GroupCommitPacingTests {
     /// transaction fails as SQLite's fails on ENOSPC.
     final class FillableBackend: StoreBackend {
         let inner = InMemoryBackend()
-        let full = Mutex(false)
+        let full = NIOLockedValueBox(false)
 
         func load() -> StoreSnapshot { inner.load() }
 
         func apply(_ group: [[StoreCommand]]) throws(StoreError) -> [Result<Void, StoreError>] {
-            if full.withLock({ $0 }) { throw StoreError(.unavailable, "cannot commit: SQLite error 13: database or disk is full") }
+            if full.withLockedValue({ $0 }) { throw StoreError(.unavailable, "cannot commit: SQLite error 13: database or disk is full") }
             return inner.apply(group)
         }
 
@@ -203,7 +203,7 @@ struct GroupCommitPacingTests {
         try await store.commit([.createDevice(device("d"))])
         #expect(store.health.canCommit)
 
-        backend.full.withLock { $0 = true }
+        backend.full.withLockedValue { $0 = true }
         for id in 1...5 {
             await #expect(throws: StoreError(.unavailable, "cannot commit: SQLite error 13: database or disk is full")) {
                 try await store.commit([.enqueue(notification(UInt64(id), device: "d"))])
@@ -213,7 +213,7 @@ struct GroupCommitPacingTests {
         #expect(store.health.failure?.kind == .unavailable)
         #expect(store.health.failedTransactions == 5)
 
-        backend.full.withLock { $0 = false }
+        backend.full.withLockedValue { $0 = false }
         try await store.commit([.enqueue(notification(6, device: "d"))])
         #expect(store.health.canCommit)
         #expect(store.health.failure == nil)
@@ -234,13 +234,13 @@ struct GroupCommitPacingTests {
         try await store.commit([.createDevice(device("d"))])
         try await eventually("the device's commit") { !backend.inner.load().devices.isEmpty }
 
-        backend.full.withLock { $0 = true }
+        backend.full.withLockedValue { $0 = true }
         try await store.commit([.enqueue(notification(1, device: "d"))])  // answered at once
         try await eventually("a failed commit") { !store.health.canCommit }
         // The loss window stays one interval: nothing more is accepted while nothing commits.
         await #expect(throws: StoreError.self) { try await store.commit([.enqueue(notification(2, device: "d"))]) }
 
-        backend.full.withLock { $0 = false }
+        backend.full.withLockedValue { $0 = false }
         try await eventually("the retried commit") { store.health.canCommit }
         try await store.commit([.enqueue(notification(3, device: "d"))])
         await store.close()

@@ -4,7 +4,7 @@ import PushgateDelivery
 import PushgateOperator
 import PushgateProviderAuth
 import PushgateTLS
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Reloads, on SIGHUP or `POST /v1/admin/reload`, what can change under open connections: the
 /// TLS listeners' certificate and key (and their client CA file's contents), the provider
@@ -28,7 +28,7 @@ public final class ConfigurationReloader: Sendable {
 
     private let reread: @Sendable () throws -> GatewayConfiguration
     /// The configuration in force; its lock also keeps reloads one at a time.
-    private let current: Mutex<GatewayConfiguration>
+    private let current: NIOLockedValueBox<GatewayConfiguration>
     private let tls: TLSContextSource?
     private let providers: ProviderAuthenticatorSource
     private let core: DeliveryCore
@@ -46,7 +46,7 @@ public final class ConfigurationReloader: Sendable {
         metrics: GatewayMetrics,
         logger: Logger
     ) {
-        self.current = Mutex(running)
+        self.current = NIOLockedValueBox(running)
         self.reread = reread
         self.tls = tls
         self.providers = providers
@@ -59,7 +59,7 @@ public final class ConfigurationReloader: Sendable {
     /// scheduler policy. Blocks on file reads: keep it off the event loops. `trigger` names the
     /// cause in the log (`SIGHUP`, `POST /v1/admin/reload`).
     public func reload(trigger: String) async -> Result<Outcome, Failure> {
-        let applied = current.withLock { running -> Result<(Outcome, EventLoopFuture<Void>), Failure> in
+        let applied = current.withLockedValue { running -> Result<(Outcome, EventLoopFuture<Void>), Failure> in
             do {
                 let (next, context, outcome) = try self.next(after: running)
                 // Queued on the shards under the lock, so that two reloads reach every shard in

@@ -5,7 +5,7 @@ import NIOPosix
 import PushgateModel
 import PushgateDeviceClient
 import PushgateTransport
-import Synchronization
+import NIOConcurrencyHelpers
 
 struct AgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -132,7 +132,7 @@ final class Agent: Sendable {
     private let registrationSecret: String?
     private let group: any EventLoopGroup
     /// Changed by stdin commands; reported again on every connect.
-    private let state: Mutex<DeviceStateReport>
+    private let state: NIOLockedValueBox<DeviceStateReport>
     private let link = AgentLink()
     private let fetch: AgentFetch
 
@@ -149,7 +149,7 @@ final class Agent: Sendable {
         self.client = client
         self.identityPath = identityPath
         self.topics = topics
-        self.state = Mutex(state)
+        self.state = NIOLockedValueBox(state)
         self.keepaliveSeconds = keepaliveSeconds
         fetch = AgentFetch(command: fetchCommand, link: link)
         self.registrationSecret = registrationSecret
@@ -178,7 +178,7 @@ final class Agent: Sendable {
                     registered = true
                 }
                 link.connected((connection, device!))
-                let report = state.withLock { $0 }
+                let report = state.withLockedValue { $0 }
                 if !report.isEmpty { try await sendState(report, device!, connection) }
                 try await holdStream(connection, device!, lastSeq: &lastSeq, backoff: &backoff)
             } catch let failure as ClientFailure {
@@ -367,9 +367,9 @@ final class Agent: Sendable {
             var report: DeviceStateReport?
             switch words.first {
             case "power" where words.count == 2 && DevicePower(rawValue: words[1]) != nil:
-                report = state.withLock { $0.power = DevicePower(rawValue: words[1]); return $0 }
+                report = state.withLockedValue { $0.power = DevicePower(rawValue: words[1]); return $0 }
             case "app" where words.count == 3 && AppState(rawValue: words[2]) != nil:
-                report = state.withLock { $0.apps[words[1]] = AppState(rawValue: words[2]); return $0 }
+                report = state.withLockedValue { $0.apps[words[1]] = AppState(rawValue: words[2]); return $0 }
             case "keepalive" where words.count == 1:
                 break
             default:
@@ -399,10 +399,10 @@ struct StreamEnded: Error, CustomStringConvertible {
 /// come from the stream, stdin commands and fetches at once: the lock keeps each whole (a pipe
 /// takes a long line in several writes).
 func emit(_ line: String) {
-    emitting.withLock { _ in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    emitting.withLock { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 }
 
-private let emitting = Mutex(())
+private let emitting = NIOLock()
 
 private func printError(_ message: String) {
     FileHandle.standardError.write(Data("pushgate agent: \(message)\n".utf8))

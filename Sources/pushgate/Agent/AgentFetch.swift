@@ -2,7 +2,7 @@ import Foundation
 import PushgateDeviceClient
 import PushgateModel
 import PushgateTransport
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Background fetch on the agent's side: each silent push printed gets its app's fetch (the
 /// command, or `newData` at once without one) beside the stream, then its result reported; one
@@ -21,7 +21,7 @@ final class AgentFetch: Sendable {
     /// Seqs taken, until their windows end: a notification the gateway sends again (it was not
     /// acked before a reconnect) keeps the window it opened the first time, and its app is not
     /// woken twice.
-    private let taken = Mutex<[UInt64: ContinuousClock.Instant]>([:])
+    private let taken = NIOLockedValueBox<[UInt64: ContinuousClock.Instant]>([:])
 
     init(command: String?, link: AgentLink) {
         runner = command.map { FetchCommandRunner(command: $0) }
@@ -33,7 +33,7 @@ final class AgentFetch: Sendable {
     func received(_ json: String, at receivedAt: ContinuousClock.Instant) {
         guard let notification = SilentNotification(json: json) else { return }
         let deadline = notification.deadline(receivedAt: receivedAt)
-        let fresh = taken.withLock { taken in
+        let fresh = taken.withLockedValue { taken in
             taken = taken.filter { $0.value > receivedAt }
             return taken.updateValue(deadline, forKey: notification.seq) == nil
         }
@@ -127,12 +127,12 @@ final class AgentLink: Sendable {
         var nextWaiter = 0
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
-    var current: Live? { state.withLock { $0.live } }
+    var current: Live? { state.withLockedValue { $0.live } }
 
     func connected(_ live: Live) {
-        let waiters = state.withLock { state in
+        let waiters = state.withLockedValue { state in
             state.live = live
             defer { state.waiters = [:] }
             return Array(state.waiters.values)
@@ -141,7 +141,7 @@ final class AgentLink: Sendable {
     }
 
     func disconnected() {
-        state.withLock { $0.live = nil }
+        state.withLockedValue { $0.live = nil }
     }
 
     /// The live connection unless it is `stale`; else the next one, if it comes before `deadline`.
@@ -159,13 +159,13 @@ final class AgentLink: Sendable {
     }
 
     private func next(other stale: HTTP2ClientConnection?) async -> Live? {
-        let id = state.withLock { state in
+        let id = state.withLockedValue { state in
             defer { state.nextWaiter += 1 }
             return state.nextWaiter
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let ready = state.withLock { state -> Live?? in
+                let ready = state.withLockedValue { state -> Live?? in
                     if let live = state.live, live.connection !== stale { return .some(live) }
                     // Cancelled before waiting: the handler below found nothing to resume.
                     if Task.isCancelled { return .some(nil) }
@@ -175,7 +175,7 @@ final class AgentLink: Sendable {
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
+            state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Histogram
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// Shared measurements, behind one lock: three short critical sections per push.
@@ -16,7 +17,7 @@ final class BenchLedger: Sendable {
         var firstRefusal: String?
     }
 
-    let state: Mutex<State>
+    let state: NIOLockedValueBox<State>
     /// Event streams that ended before the run did: their devices' later pushes show as lost.
     let streamsLost = Atomic<Int>(0)
     let stopped = Atomic<Bool>(false)
@@ -24,7 +25,7 @@ final class BenchLedger: Sendable {
     let acksSent = Atomic<Int>(0)
 
     init(pushes: Int) {
-        state = Mutex(State(sentAt: Array(repeating: 0, count: pushes), received: Array(repeating: 0, count: pushes)))
+        state = NIOLockedValueBox(State(sentAt: Array(repeating: 0, count: pushes), received: Array(repeating: 0, count: pushes)))
     }
 
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -33,7 +34,7 @@ final class BenchLedger: Sendable {
     /// recorded for first arrivals.
     func received(_ indices: [Int], at now: UInt64) {
         guard !indices.isEmpty else { return }
-        state.withLock { state in
+        state.withLockedValue { state in
             for index in indices where index < state.received.count {
                 state.receivedTotal += 1
                 state.received[index] &+= 1

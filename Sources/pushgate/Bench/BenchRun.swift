@@ -44,7 +44,7 @@ struct BenchRun: Sendable {
         if options.silentPercent > 0 { try await wakeAll(devices, ledger: ledger) }
         let deadline = BenchLedger.now() + UInt64(options.drainSeconds) * 1_000_000_000
         while BenchLedger.now() < deadline {
-            let (accepted, received) = ledger.state.withLock { ($0.accepted, $0.receivedTotal - $0.duplicates) }
+            let (accepted, received) = ledger.state.withLockedValue { ($0.accepted, $0.receivedTotal - $0.duplicates) }
             if received >= accepted { break }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -226,7 +226,7 @@ struct BenchRun: Sendable {
         var last = (accepted: 0, received: 0)
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
-            let (accepted, received, refused) = ledger.state.withLock { ($0.accepted, $0.receivedTotal, $0.refused) }
+            let (accepted, received, refused) = ledger.state.withLockedValue { ($0.accepted, $0.receivedTotal, $0.refused) }
             let seconds = Double(BenchLedger.now() - started) / 1e9
             log(String(format: "%6.1fs accepted %d (%d/s) received %d (%d/s) refused %d", seconds, accepted, accepted - last.accepted, received, received - last.received, refused))
             last = (accepted, received)
@@ -235,7 +235,7 @@ struct BenchRun: Sendable {
 
     /// `serverCPU`: what the gateway used over the pushes, when --server-pid was given.
     private func report(_ ledger: BenchLedger, sendSeconds: Double, serverCPU: ProcessCPU?) {
-        let state = ledger.state.withLock { $0 }
+        let state = ledger.state.withLockedValue { $0 }
         let acks = ledger.acksSent.load(ordering: .relaxed)
         let streamsLost = ledger.streamsLost.load(ordering: .relaxed)
         var lost = 0

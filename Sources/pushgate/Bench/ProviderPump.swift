@@ -70,13 +70,13 @@ final class ProviderPump {
         running += 1
         let request = plan.request(index)
         let sentAt = BenchLedger.now()
-        ledger.state.withLock { $0.sentAt[index] = sentAt }
+        ledger.state.withLockedValue { $0.sentAt[index] = sentAt }
         connection.submit(request).assumeIsolated().whenComplete { result in
             self.running -= 1
             switch result {
             case .success(let response):
                 let latency = (BenchLedger.now() - sentAt) / 1000
-                self.ledger.state.withLock { state in
+                self.ledger.state.withLockedValue { state in
                     if response.status == 200 {
                         state.accepted += 1
                         _ = state.acceptLatency.record(latency)
