@@ -1,0 +1,137 @@
+import Foundation
+import NIOConcurrencyHelpers
+import PushgateTestKit
+import Testing
+
+/// Abusive clients (Benchmarks/abuse.py, which Benchmarks/abuse.sh runs for longer and measures)
+/// against the real gateway while `pushgate bench` pushes through it: every well-behaved push
+/// arrives, each abuser is answered as the README's "Abuse limits" says, and the gateway still
+/// answers /healthz. The limits are lowered so that each shows within seconds; nothing here
+/// depends on timing beyond generous bounds (the machine is shared).
+@Suite("Abuse: a well-behaved client is served while abusers are refused", .serialized, .timeLimit(.minutes(2)))
+struct AbuseCLITests {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Benchmarks/abuse.py").standardized.path
+
+    /// One abuser's JSON line: what it did and how each of its connections ended.
+    struct Outcome: Decodable, Sendable, CustomStringConvertible {
+        struct Ended: Decodable, Sendable {
+            var connections: Int
+            var maxSeconds: Double
+        }
+
+        var kind: String
+        var ended: [String: Ended]
+        var stillOpen: Int
+        var counts: [String: Int]
+
+        var description: String { "\(kind): ended \(ended), still open \(stillOpen), \(counts)" }
+        func count(_ name: String) -> Int { counts[name] ?? 0 }
+        /// Connections that ended as `how` (see abuse.py), within a second of their connect or
+        /// later, and the longest of their lives.
+        func ended(_ how: String) -> Ended {
+            let both = [ended[how], ended["at once: " + how]].compactMap { $0 }
+            return Ended(connections: both.reduce(0) { $0 + $1.connections }, maxSeconds: both.map(\.maxSeconds).max() ?? 0)
+        }
+    }
+
+    static func abuse(_ arguments: [String]) throws -> Outcome {
+        let result = try run(executable: URL(fileURLWithPath: PythonClient.interpreter), ["-B", script] + arguments, timeout: .seconds(60))
+        let line = try #require(result.stdout.split(separator: "\n").last, "abuse.py \(arguments): no output: \(result.stderr)")
+        return try JSONDecoder().decode(Outcome.self, from: Data(line.utf8))
+    }
+
+    @Test("while floods, slow and idle clients run, every push of a bench arrives; each abuser is refused or closed as documented")
+    func wellBehavedClientIsServed() throws {
+        let address = try #require(try nonLoopbackAddress(), "this machine has no non-loopback IPv4 address to abuse from")
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try ProviderAuthCLITests.makeSigningKey(in: directory)
+        let secret = "abuse-test-registration-secret"
+        let gateway = try GatewayProcess(
+            arguments: [
+                "--listen", "127.0.0.1:0", "--listen", "\(address):0", "--allow-insecure-cleartext",
+                "--provider-key", "\(ProviderAuthCLITests.teamID):\(ProviderAuthCLITests.keyID):\(key):com.example.bench",
+                "--registration-secret", secret,
+                "--max-connections-per-address", "20", "--unauthenticated-idle-timeout", "1",
+                "--device-creations-per-address-per-hour", "10", "--max-registrations-per-device", "8",
+            ],
+            listeners: 2
+        )
+        let local = try #require(gateway.urls[0].split(separator: ":").last.map(String.init))
+        let remote = try #require(gateway.urls[1].split(separator: ":").last.map(String.init))
+        let fromLoopback = ["--host", "127.0.0.1", "--port", local, "--seconds", "4"]
+        let fromAddress = ["--host", address, "--port", remote]
+
+        // The abusers run beside the bench, each on a thread of its own; from the non-loopback
+        // address the device creation flood comes first, then the connection flood, which takes
+        // every connection the address may hold.
+        let outcomes = NIOLockedValueBox([String: Result<Outcome, any Error>]())
+        let abusers: [(String, [[String]])] = [
+            ("idle", [["idle", "--count", "4"] + fromLoopback]),
+            ("ping-flood", [["ping-flood"] + fromLoopback]),
+            ("slow-h2", [["slow-h2", "--count", "2", "--interval", "0.1"] + fromLoopback]),
+            ("slow-h1-head", [["slow-h1-head", "--count", "2", "--interval", "0.1"] + fromLoopback]),
+            ("registrations", [["registration-flood", "--setup-port", local, "--secret", secret] + fromLoopback]),
+            ("address", [
+                ["device-flood", "--secret", secret, "--seconds", "1.5"] + fromAddress,
+                ["connections", "--count", "30", "--seconds", "2.5"] + fromAddress,
+            ]),
+        ]
+        let group = DispatchGroup()
+        for (name, runs) in abusers {
+            DispatchQueue.global().async(group: group) {
+                for (index, arguments) in runs.enumerated() {
+                    let outcome = Result { try Self.abuse(arguments) }
+                    outcomes.withLockedValue { $0[index == 0 ? name : arguments[0]] = outcome }
+                }
+            }
+        }
+        let bench = try runPushgate([
+            "bench", "--server", gateway.urls[0], "--devices", "20", "--providers", "2", "--pushes", "1000", "--rate", "250",
+            "--registration-secret", secret, "--key", key, "--key-id", ProviderAuthCLITests.keyID, "--team-id", ProviderAuthCLITests.teamID,
+        ])
+        group.wait()
+        let results = try outcomes.withLockedValue { try $0.mapValues { try $0.get() } }
+
+        try #require(bench.status == 0, "bench failed: \(bench.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data((bench.stdout.split(separator: "\n").last ?? "").utf8)) as? [String: Any])
+        #expect(summary["accepted"] as? Int == 1000, "\(summary)")
+        for field in ["lost", "duplicated", "refused", "streamsLost"] { #expect(summary[field] as? Int == 0, "\(field): \(summary)") }
+
+        // Connections that prove nothing are closed after unauthenticatedIdleTimeout.
+        let idle = try #require(results["idle"])
+        #expect(idle.ended(#"GOAWAY NO_ERROR {"reason":"IdleTimeout"}"#).connections >= 4, "\(idle)")
+        // A PING flood is answered until nghttp2 has 1,000 acks to send that the flooder has
+        // not read: then the connection is closed, with the flood still coming (RST).
+        let ping = try #require(results["ping-flood"])
+        #expect(ping.count("PING acks received") > 0, "\(ping)")
+        #expect(ping.ended("reset").connections > 0 && ping.ended("reset").maxSeconds < 3, "\(ping)")
+        // A header block trickled in CONTINUATIONs (1,000 bytes: 100 s) ends the connection at
+        // nghttp2's limit, the ninth.
+        let slowH2 = try #require(results["slow-h2"])
+        #expect(slowH2.ended("closed").connections >= 2 && slowH2.ended("closed").maxSeconds < 3, "\(slowH2)")
+        // An HTTP/1.1 head trickled a byte at a time (4 KiB: 400 s) is cut by the idle timeout.
+        let slowH1 = try #require(results["slow-h1-head"])
+        #expect(slowH1.ended("closed").connections >= 2 && slowH1.ended("closed").maxSeconds < 3, "\(slowH1)")
+        let registrations = try #require(results["registrations"])
+        #expect(registrations.count("answered 201") == 8, "\(registrations)")
+        #expect(registrations.count("answered 409") > 0, "\(registrations)")
+        let devices = try #require(results["address"])
+        #expect(devices.count("answered 201") == 10, "\(devices)")
+        #expect(devices.count("answered 429") > 0 && devices.count("retry-after values seen") > 0, "\(devices)")
+        let connections = try #require(results["connections"])
+        #expect(connections.ended("at once: closed, no byte").connections > 0, "\(connections)")
+        #expect(connections.stillOpen > 0, "the address's first 20 are served: \(connections)")
+
+        let metrics = try run("curl", ["-sS", "--max-time", "30", "\(gateway.urls[0])/metrics"])
+        #expect(metrics.stdout.contains(#"pushgate_connections_refused_total{reason="address_full"}"#)
+                && !metrics.stdout.contains(#"pushgate_connections_refused_total{reason="address_full"} 0"#), "\(metrics.stdout.prefix(400))")
+        #expect(metrics.stdout.contains("pushgate_device_creations_refused_total "), "\(metrics.stdout.prefix(400))")
+        for url in gateway.urls {
+            let health = try run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge", "--max-time", "30", "\(url)/healthz"])
+            #expect(health.stdout == "200", "\(url): \(health.stdout) \(health.stderr)")
+        }
+        #expect(gateway.stop() == 0)
+    }
+}
