@@ -159,8 +159,13 @@ public enum DeviceRoutes {
             }
         case ("GET", .events):
             openEventStream(request, responder, core: core, deviceID: deviceID, secret: secret)
-        case (_, let action) where action != .unknown:
-            responder.respond(.refusal(Refusal(.methodNotAllowed, "\(path) does not accept \(method)")))
+        case (_, let action) where !action.methods.isEmpty:
+            let refusal = Refusal(
+                .methodNotAllowed,
+                "\(path) accepts \(action.methods.joined(separator: ", ")), not \(method)",
+                allowedMethods: action.methods
+            )
+            responder.respond(.refusal(refusal))
         default:
             responder.respond(.refusal(Refusal(.notFound, "no route for \(path)")))
         }
@@ -170,6 +175,17 @@ public enum DeviceRoutes {
     /// strings: acks come with every delivered push.
     enum Action: Equatable {
         case device, registrations, registration(String), ack, keepalive, state, events, fetchResults, unknown
+
+        /// What `route` serves for it; none for an unknown path.
+        var methods: [String] {
+            switch self {
+            case .device, .registration: ["DELETE"]
+            case .registrations, .ack, .keepalive, .fetchResults: ["POST"]
+            case .state: ["PUT"]
+            case .events: ["GET"]
+            case .unknown: []
+            }
+        }
     }
 
     static func parse(_ rest: Substring) -> (deviceID: String, action: Action) {

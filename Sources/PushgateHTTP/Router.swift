@@ -156,10 +156,16 @@ public struct Router: HTTPServerHandler {
             return .none(.refusal(Refusal(.notFound, "no route for \(path)")))
         }
         guard let route = candidates.first(where: { $0.method == nil || $0.method == request.method }) else {
-            let allowed = candidates.compactMap(\.method).joined(separator: ", ")
-            var response = HTTPServerResponse.refusal(Refusal(.methodNotAllowed, "\(path) accepts \(allowed), not \(request.method)"))
-            response.head.headers.add(name: "allow", value: allowed)
-            return .none(response)
+            let allowed = candidates.compactMap(\.method)
+            return .none(
+                .refusal(
+                    Refusal(
+                        .methodNotAllowed,
+                        "\(path) accepts \(allowed.joined(separator: ", ")), not \(request.method)",
+                        allowedMethods: allowed
+                    )
+                )
+            )
         }
         return .route(route)
     }

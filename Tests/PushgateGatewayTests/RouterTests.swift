@@ -66,6 +66,30 @@ struct RouterTests {
         }
     }
 
+    @Test("a wrong method on the device and provider routes (prefix routes, which answer it themselves) gets 405 with allow")
+    func wrongMethodOnPrefixRoutes() async throws {
+        try await withGateway { gateway in
+            let connection = try await gateway.connect()
+            let cases: [(method: String, path: String, allow: String)] = [
+                ("TRACE", "/v1/devices/0123/ack", "POST"),
+                ("GET", "/v1/devices/0123/state", "PUT"),
+                ("POST", "/v1/devices/0123/events", "GET"),
+                ("PUT", "/v1/devices/0123", "DELETE"),
+                ("GET", "/v1/devices/0123/registrations/abc", "DELETE"),
+                ("GET", "/3/device/" + String(repeating: "a", count: 64), "POST"),
+            ]
+            for (method, path, allow) in cases {
+                let response = try await connection.send(
+                    HTTPClientRequest(method: method, path: path, headers: ["authorization": "bearer x", "apns-topic": "com.example.app"])
+                )
+                #expect(response.status == 405, "\(method) \(path)")
+                #expect(response.headers.first(name: "allow") == allow, "\(method) \(path): \(response.headers)")
+                #expect(String(buffer: response.body).contains(#""reason":"MethodNotAllowed""#), "\(method) \(path)")
+            }
+            await connection.close()
+        }
+    }
+
     @Test("an exact route wins over prefixes, and the longest matching prefix over shorter ones")
     func longestPrefix() async throws {
         var router = Router()
