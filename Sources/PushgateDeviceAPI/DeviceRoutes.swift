@@ -98,6 +98,10 @@ public enum DeviceRoutes {
         case ("POST", .ack):
             // Acks come with every delivery: the usual `{"upTo":N}` skips Foundation's decoder.
             guard let upTo = AckBody.fastUpTo(request.body) ?? decode(AckBody.self, request, responder)?.upTo else { return }
+            guard SequenceNumbers.checked(upTo) != nil else {
+                responder.respond(.refusal(Refusal(.badRequest, "upTo must be \(SequenceNumbers.range) (a sequence number), got \(upTo)")))
+                return
+            }
             complete(core.ack(deviceID: deviceID, secret: secret, upTo: upTo), request, responder) { .init(status: 204) }
         case ("POST", .keepalive):
             complete(core.keepalive(deviceID: deviceID, secret: secret), request, responder) { released in
@@ -142,6 +146,10 @@ public enum DeviceRoutes {
             guard let body = decode(FetchResultsBody.self, request, responder) else { return }
             var results: [(seq: UInt64, result: FetchResult)] = []
             for item in body.results {
+                guard SequenceNumbers.checked(item.seq) != nil else {
+                    responder.respond(.refusal(Refusal(.badRequest, "seq must be \(SequenceNumbers.range) (a sequence number), got \(item.seq)")))
+                    return
+                }
                 guard let result = FetchResult(rawValue: item.result), FetchResult.reportable.contains(result) else {
                     responder.respond(
                         .refusal(Refusal(.badRequest, "result of seq \(item.seq) must be newData, noData or failed, got \"\(item.result.prefix(40))\""))
@@ -218,9 +226,9 @@ public enum DeviceRoutes {
     ) {
         var lastEventID: UInt64?
         if let header = request.headers.first(name: "last-event-id") {
-            guard let value = UInt64(header.trimmingCharacters(in: .whitespaces)) else {
+            guard let value = UInt64(header.trimmingCharacters(in: .whitespaces)).flatMap(SequenceNumbers.checked) else {
                 responder.respond(
-                    .refusal(Refusal(.badLastEventId, "last-event-id must be a sequence number, got \"\(header.prefix(40))\""))
+                    .refusal(Refusal(.badLastEventId, "last-event-id must be \(SequenceNumbers.range) (a sequence number), got \"\(header.prefix(40))\""))
                 )
                 return
             }
@@ -337,20 +345,29 @@ public enum DeviceRoutes {
     }
 
     private static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPServerRequest, _ responder: HTTPResponder) -> T? {
+        let bytes = Array(request.body.readableBytesView)
         do {
-            return try JSONDecoder().decode(T.self, from: Data(request.body.readableBytesView))
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch {
-            responder.respond(.refusal(Refusal(.badRequest, "request body is not the expected JSON: \(describe(error))")))
+            responder.respond(.refusal(Refusal(.badRequest, "request body is not the expected JSON: \(describe(error, bytes))")))
             return nil
         }
     }
 
-    private static func describe(_ error: any Error) -> String {
+    private static func describe(_ error: any Error, _ bytes: [UInt8]) -> String {
         switch error {
         case DecodingError.keyNotFound(let key, _): return "missing field \"\(key.stringValue)\""
         case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
             return "wrong type for \"\(context.codingPath.map(\.stringValue).joined(separator: "."))\""
-        case DecodingError.dataCorrupted: return "not valid JSON"
+        case DecodingError.dataCorrupted:
+            // Foundation says "not valid JSON" also for a number its integer type cannot hold
+            // (-1, 1.5, 1e20); the only numbers these bodies carry are sequence numbers.
+            do {
+                _ = try JSONDocument(bytes)
+            } catch {
+                return "not valid JSON (\(error.problem) at \(error.position))"
+            }
+            return "a sequence number must be \(SequenceNumbers.range)"
         default: return "\(error)"
         }
     }
