@@ -7,7 +7,12 @@ import PushgateDelivery
 import PushgateHTTP
 import PushgateTransport
 
-/// The device agents' API (PRODUCT.md section 3), HTTP/2 only.
+/// The device agents' API (PRODUCT.md section 3). The event stream is HTTP/2 only: a device
+/// holds one HTTP/2 connection whose stream carries its pushes while its acks and reports share
+/// the connection; over HTTP/1.1 the stream would take a connection of its own and the agent a
+/// second one for everything else. The JSON routes (creation, registrations, ack, keep-alive,
+/// state, fetch results, deletion) also answer HTTP/1.1, so that provisioning scripts, plain
+/// curl and HTTP/1.1-only libraries can set a device up.
 ///
 /// Every route but device creation needs `authorization: bearer <device secret>`; a missing or
 /// wrong secret and an unknown device id get the same 401, so the answer never tells whether a
@@ -38,7 +43,7 @@ public enum DeviceRoutes {
             head.connection.grantFullConcurrency()
             return true
         })
-        router.add("POST", "/v1/devices", protocols: .http2Only, role: .device, admission: creation) { _, responder in
+        router.add("POST", "/v1/devices", protocols: .http1AndHTTP2, role: .device, admission: creation) { _, responder in
             core.createDevice().whenComplete { result in
                 switch result {
                 case .success(let created):
@@ -51,7 +56,7 @@ public enum DeviceRoutes {
             }
         }
         let device = RouteAdmission(admits: { head, responder in target(of: head, responder) != nil })
-        router.addPrefix(nil, devicePrefix, protocols: .http2Only, role: .device, admission: device) { request, responder in
+        router.addPrefix(nil, devicePrefix, protocols: .http1AndHTTP2, role: .device, admission: device) { request, responder in
             route(request, responder, core: core)
         }
     }
@@ -69,6 +74,10 @@ public enum DeviceRoutes {
         let (deviceID, action) = parse(path.dropFirst(devicePrefix.utf8.count))
         guard !deviceID.isEmpty else {
             responder.respond(.refusal(Refusal(.notFound, "no route for \(path)")))
+            return nil
+        }
+        if action == .events, request.connection.httpVersion == .http1_1 {
+            responder.respond(.refusal(.http2Required(path)))
             return nil
         }
         guard let secret = BearerCredential.credential(in: request.headers.first(name: "authorization")).map(String.init) else {

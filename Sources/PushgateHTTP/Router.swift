@@ -143,14 +143,7 @@ public struct Router: HTTPServerHandler {
         let isHTTP1 = request.connection.httpVersion == .http1_1
 
         if isHTTP1, candidates.contains(where: { $0.protocols == .http2Only }) {
-            return .none(
-                .refusal(
-                    Refusal(
-                        .httpVersionNotSupported,
-                        "\(path) is served over HTTP/2 only; use an HTTP/2 client (e.g. curl --http2-prior-knowledge, or https with ALPN h2)"
-                    )
-                )
-            )
+            return .none(.refusal(.http2Required(path)))
         }
         guard !candidates.isEmpty else {
             return .none(.refusal(Refusal(.notFound, "no route for \(path)")))
@@ -172,3 +165,13 @@ public struct Router: HTTPServerHandler {
 }
 
 extension RouteProtocols: Equatable {}
+
+extension Refusal {
+    /// 505 for an HTTP/1.1 request to a route served over HTTP/2 only, saying how to send it.
+    public static func http2Required(_ path: some StringProtocol) -> Refusal {
+        Refusal(
+            .httpVersionNotSupported,
+            "\(path) is served over HTTP/2 only; use an HTTP/2 client (e.g. curl --http2-prior-knowledge, or https with ALPN h2)"
+        )
+    }
+}
