@@ -94,11 +94,14 @@ done
 
 echo "gateway on 127.0.0.1:$gateway_port (h2c), nghttpx on 127.0.0.1:$proxy_port; schemathesis $schemathesis_version, seed $seed, $max_examples examples per operation"
 status=0
-PUSHGATE_CONFORMANCE_KEY=$key PUSHGATE_CONFORMANCE_TEAM=$team PUSHGATE_CONFORMANCE_KID=$kid \
-SCHEMATHESIS_HOOKS=hooks PYTHONPATH=Tests/Conformance \
-    "$venv/bin/schemathesis" --no-color --config-file Tests/Conformance/schemathesis.toml run openapi.yaml \
-    --url "http://127.0.0.1:$proxy_port" --seed "$seed" --max-examples "$max_examples" \
-    --checks all --workers 1 || status=$?
+# From the scratch directory: schemathesis keeps the failures it found in ./.schemathesis and
+# replays them first on the next run, which would make a run depend on the ones before it.
+repo=$PWD
+(cd "$work" && PUSHGATE_CONFORMANCE_KEY=$key PUSHGATE_CONFORMANCE_TEAM=$team PUSHGATE_CONFORMANCE_KID=$kid \
+    SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$repo/Tests/Conformance" \
+    "$repo/$venv/bin/schemathesis" --no-color --config-file "$repo/Tests/Conformance/schemathesis.toml" \
+    run "$repo/openapi.yaml" --url "http://127.0.0.1:$proxy_port" --seed "$seed" \
+    --max-examples "$max_examples" --checks all --workers 1) || status=$?
 if [[ $status -ne 0 ]]; then
     echo "--- gateway log" >&2; tail -n 50 "$work/gateway.log" >&2
 fi
