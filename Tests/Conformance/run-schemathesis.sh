@@ -3,15 +3,16 @@
 #
 # Starts `pushgate serve` (debug build; as nobody when run as root, with a data directory that
 # user owns) with one provider key, and nghttpx in front of it: schemathesis speaks HTTP/1.1 and
-# the provider and device routes are HTTP/2 only, so every request goes through the proxy, which
-# speaks h2c to the gateway. Then schemathesis runs every phase (examples, coverage, fuzzing,
+# the provider API and the device event stream are HTTP/2 only, so every request goes through the
+# proxy, which speaks h2c to the gateway. Then schemathesis runs every phase (examples, coverage, fuzzing,
 # stateful through the spec's links: create device -> register -> push / ack) with every check,
 # a fixed seed and a fixed number of examples; hooks.py supplies the credentials. Prints
 # schemathesis's summary and exits with its status (non-zero on any failure).
 #
-# Needs: swift, nghttpx (Debian nghttp2-proxy), openssl, python3-venv; installs
-# schemathesis (PyPI, pinned) in .build/schemathesis-VERSION when it is not there. Environment: SCHEMATHESIS_SEED (default 1),
-# SCHEMATHESIS_MAX_EXAMPLES (default 50), PUSHGATE_BINARY (default: build and use the debug build).
+# Needs: swift, nghttpx (Debian nghttp2-proxy), openssl, curl, python3-venv; installs
+# schemathesis (PyPI, pinned) in .build/schemathesis-VERSION when it is not there.
+# Environment: SCHEMATHESIS_SEED (default 1), SCHEMATHESIS_MAX_EXAMPLES (default 50),
+# PUSHGATE_BINARY (default: build and use the debug build).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -31,8 +32,8 @@ if [[ ! -x $venv/bin/schemathesis ]]; then
     /usr/bin/python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --no-cache-dir "schemathesis==$schemathesis_version" "urllib3>=2,<3" "pyjwt[crypto]"
 fi
-for tool in nghttpx openssl setpriv; do
-    command -v "$tool" >/dev/null || { echo "$tool is not installed (apt-get install nghttp2-proxy openssl util-linux)" >&2; exit 2; }
+for tool in nghttpx openssl setpriv curl; do
+    command -v "$tool" >/dev/null || { echo "$tool is not installed (apt-get install nghttp2-proxy openssl util-linux curl)" >&2; exit 2; }
 done
 
 if [[ -z ${PUSHGATE_BINARY:-} ]]; then
