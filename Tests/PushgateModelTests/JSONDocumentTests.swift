@@ -44,6 +44,8 @@ struct JSONDocumentTests {
             ("{\n  \"a\" 1\n}", "2:7", "expected ':' after the key \"a\""),
             ("{\"a\": +1}", "1:7", "expected a value (an object, array, string, number, true, false or null)"),
             ("[1, 2", "1:6", "the file ends inside an object or array"),
+            (#"{"a": "\ud83d\uade0"}"#, "1:20", "\\u escape of no character (a high surrogate must be followed by a low one, DC00-DFFF)"),
+            (#"{"a": "\ud800\ue000"}"#, "1:20", "\\u escape of no character (a high surrogate must be followed by a low one, DC00-DFFF)"),
         ]
     )
     func syntaxErrors(text: String, place: String, problem: String) {

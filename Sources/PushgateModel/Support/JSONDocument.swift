@@ -229,7 +229,13 @@ private struct Parser {
                 if (0xD800..<0xDC00).contains(code), bytes[index...].starts(with: Array("\\u".utf8)) {
                     index += 2
                     let low = try hex4()
-                    code = 0x10000 + ((code - 0xD800) << 10) + (low &- 0xDC00)
+                    // Only a low surrogate completes the pair: below DC00 the sum ran past UInt32 (a
+                    // trap, reachable with a provider token's header), above DFFF it made up
+                    // another character.
+                    guard (0xDC00..<0xE000).contains(low) else {
+                        throw error("\\u escape of no character (a high surrogate must be followed by a low one, DC00-DFFF)")
+                    }
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                 }
                 guard let scalar = Unicode.Scalar(code) else { throw error("\\u escape of no character") }
                 scalars.append(scalar)
