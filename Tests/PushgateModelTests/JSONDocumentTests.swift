@@ -57,6 +57,22 @@ struct JSONDocumentTests {
         }
     }
 
+    // Found by fuzzing (Tests/Fuzz, provider-token): the parser recursed once per level with no
+    // limit, and a token header of 23,000 `[` (32 KiB of base64, within HTTP/2's header list
+    // limit) overflowed the stack and killed the gateway.
+    @Test("nesting: 64 levels parse, the 65th is a syntax error at its bracket, however deep the text goes")
+    func nesting() throws {
+        let deepest = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
+        _ = try JSONDocument(Array(deepest.utf8))
+        for text in [String(repeating: "[", count: 65) + String(repeating: "]", count: 65), String(repeating: "{\"a\":[", count: 100_000)] {
+            #expect {
+                _ = try JSONDocument(Array(text.utf8))
+            } throws: { error in
+                (error as? JSONSyntaxError)?.problem == "more than 64 levels of nested objects and arrays"
+            }
+        }
+    }
+
     /// Either parser's result as comparable text: numbers as Doubles, and so booleans (Linux's
     /// Foundation gives both as NSNumber, with no portable way to tell them apart), objects
     /// sorted by key.

@@ -5,6 +5,11 @@
 package struct JSONDocument: Sendable {
     package let root: JSONNode
 
+    /// Objects and arrays nest at most this deep (the outermost is level 1). The parser recurses
+    /// once per level, and a provider token's header arrives before anything is trusted: 32 KiB
+    /// of `[` overflowed the event loop's stack. Configuration files and JWTs need a handful.
+    package static let maxDepth = 64
+
     /// Parses `bytes` (UTF-8); a syntax error names its line and column.
     package init(_ bytes: [UInt8]) throws(JSONSyntaxError) {
         var parser = Parser(bytes: bytes)
@@ -89,6 +94,8 @@ private struct Parser {
     var index = 0
     var line = 1
     var lineStart = 0
+    /// Objects and arrays open around the current value.
+    var depth = 0
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -113,8 +120,14 @@ private struct Parser {
         let start = position
         guard index < bytes.count else { throw error("the file ends where a value was expected") }
         switch bytes[index] {
-        case UInt8(ascii: "{"): return JSONNode(value: .object(try members()), position: start)
-        case UInt8(ascii: "["): return JSONNode(value: .array(try elements()), position: start)
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            guard depth < JSONDocument.maxDepth else {
+                throw error("more than \(JSONDocument.maxDepth) levels of nested objects and arrays")
+            }
+            depth += 1
+            defer { depth -= 1 }
+            if bytes[index] == UInt8(ascii: "{") { return JSONNode(value: .object(try members()), position: start) }
+            return JSONNode(value: .array(try elements()), position: start)
         case UInt8(ascii: "\""): return JSONNode(value: .string(try string()), position: start)
         case UInt8(ascii: "t"): try literal("true"); return JSONNode(value: .bool(true), position: start)
         case UInt8(ascii: "f"): try literal("false"); return JSONNode(value: .bool(false), position: start)
