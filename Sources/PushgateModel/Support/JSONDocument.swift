@@ -194,14 +194,42 @@ private struct Parser {
             default: false
             }
         }
-        while index < bytes.count, isNumberByte(bytes[index]) { index += 1 }
-        let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        // JSON's grammar, loosely: what Double reads, without the '+' it allows and JSON does not.
-        guard Double(text) != nil, !text.hasPrefix("+") else {
-            index = start
+        var end = start
+        while end < bytes.count, isNumberByte(bytes[end]) { end += 1 }
+        let text = String(decoding: bytes[start..<end], as: UTF8.self)
+        // RFC 8259's grammar over the whole run (Double alone also takes `01`, `1.` and `.5`),
+        // and a value a Double can hold, as Foundation's reader requires.
+        guard Self.isJSONNumber(bytes[start..<end]), Double(text)?.isFinite == true else {
             throw error("\(text) is not a JSON number")
         }
+        index = end
         return text
+    }
+
+    /// number = [ "-" ] ( "0" / 1-9 *DIGIT ) [ "." 1*DIGIT ] [ ( "e" / "E" ) [ "-" / "+" ] 1*DIGIT ]
+    private static func isJSONNumber(_ text: ArraySlice<UInt8>) -> Bool {
+        var i = text.startIndex
+        func digits() -> Bool {
+            let first = i
+            while i < text.endIndex, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(text[i]) { i += 1 }
+            return i > first
+        }
+        if i < text.endIndex, text[i] == UInt8(ascii: "-") { i += 1 }
+        if i < text.endIndex, text[i] == UInt8(ascii: "0") {
+            i += 1
+        } else if !digits() {
+            return false
+        }
+        if i < text.endIndex, text[i] == UInt8(ascii: ".") {
+            i += 1
+            guard digits() else { return false }
+        }
+        if i < text.endIndex, text[i] == UInt8(ascii: "e") || text[i] == UInt8(ascii: "E") {
+            i += 1
+            if i < text.endIndex, text[i] == UInt8(ascii: "-") || text[i] == UInt8(ascii: "+") { i += 1 }
+            guard digits() else { return false }
+        }
+        return i == text.endIndex
     }
 
     private mutating func string() throws(JSONSyntaxError) -> String {
@@ -219,6 +247,11 @@ private struct Parser {
                 return String(scalars)
             }
             if byte < 0x20 { throw error(byte == UInt8(ascii: "\n") ? "the string is not closed on its line" : "a control character in a string") }
+            if byte >= 0x80 {
+                guard let length = utf8SequenceLength() else { throw error("not UTF-8 (byte 0x\(String(byte, radix: 16, uppercase: true)))") }
+                index += length
+                continue
+            }
             if byte != UInt8(ascii: "\\") {
                 index += 1
                 continue
@@ -262,10 +295,48 @@ private struct Parser {
     }
 
     private mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
-        guard index + 4 <= bytes.count, let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
+        // Hex digits only: UInt32(_:radix:) would also take a sign (`\u+41A`).
+        guard index + 4 <= bytes.count, bytes[index..<index + 4].allSatisfy(\.isASCIIHexDigit),
+              let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
+        else {
             throw error("\\u needs four hex digits")
         }
         index += 4
         return code
+    }
+
+    /// The length of the well-formed UTF-8 sequence at `index` (Unicode's table 3-7: no overlong
+    /// forms, no surrogates, nothing above U+10FFFF), nil when there is none: a file or token in
+    /// another encoding is an error, not text with U+FFFD in it.
+    private func utf8SequenceLength() -> Int? {
+        let lead = bytes[index]
+        let length: Int
+        var low: UInt8 = 0x80
+        var high: UInt8 = 0xBF
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; low = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED: length = 3; high = 0x9F
+        case 0xF0: length = 4; low = 0x90
+        case 0xF1...0xF3: length = 4
+        case 0xF4: length = 4; high = 0x8F
+        default: return nil
+        }
+        guard index + length <= bytes.count else { return nil }
+        for k in 1..<length {
+            let byte = bytes[index + k]
+            guard k == 1 ? (low...high).contains(byte) : (0x80...0xBF).contains(byte) else { return nil }
+        }
+        return length
+    }
+}
+
+extension UInt8 {
+    fileprivate var isASCIIHexDigit: Bool {
+        switch self {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        default: false
+        }
     }
 }
