@@ -14,10 +14,13 @@ import Logging
 import PushgateGateway
 
 private let directory: String = {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-fuzz-configuration-\(getpid())").path
+    // In memory where there is /dev/shm: the file is rewritten for every input.
+    let base = FileManager.default.fileExists(atPath: "/dev/shm") ? URL(fileURLWithPath: "/dev/shm") : FileManager.default.temporaryDirectory
+    let path = base.appendingPathComponent("pushgate-fuzz-configuration-\(getpid())").path
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     FileManager.default.createFile(atPath: path + "/AuthKey.p8", contents: Data(fixture("tls/client-key.pem").utf8))
     FileManager.default.createFile(atPath: path + "/secret.txt", contents: Data("fuzz-secret\n".utf8))
+    atexit { try? FileManager.default.removeItem(atPath: directory) }
     return path
 }()
 private let quiet = Logger(label: "fuzz") { _ in SwiftLogNoOpLogHandler() }
@@ -30,7 +33,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let text = Data(bytes: data, count: size)
     let path = directory + "/pushgate.json"
-    guard FileManager.default.createFile(atPath: path, contents: text) else { fail("cannot write \(path)") }
+    // Written in place: createFile's atomic write syncs the disk each time.
+    do { try text.write(to: URL(fileURLWithPath: path)) } catch { fail("cannot write \(path): \(error)") }
 
     let resolved = ResolvedSettings(arguments: ["--config", path], environment: [:])
     for problem in resolved.problems {

@@ -23,9 +23,13 @@
 #   object file of that build (bar executables and tests), with the `-Xcc` module-map flags
 #   and -package-name SwiftPM used for the package's modules (read from its build manifest), and the system
 #   libraries (nghttp2, OpenSSL, SQLite for GRDB). libFuzzer brings main().
-# - Debug configuration: it keeps preconditions and assertions, and `-enable-testing`, so the
-#   harnesses reach internal API with `@testable import` (the HTTP/2 server handler, the
-#   payload scanner, the SSE encoder) with no change to the production code's access levels.
+# - Release configuration (-O, whole-module) with -enable-testing, so that the harnesses reach
+#   internal API with `@testable import` (the HTTP/2 server handler, the payload scanner, the SSE
+#   encoder) with no change to the production code's access levels; `package` API (JSONDocument)
+#   through the package name. Preconditions and overflow checks stay, as in the shipped binary.
+#   It runs 5 to 18 times as many inputs a second as a debug build (event-stream: 429/s against
+#   24/s), and its build takes about twice as long (11 against 5 CPU-minutes).
+#   PUSHGATE_FUZZ_CONFIGURATION=debug builds the debug configuration instead (assertions on).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -35,7 +39,8 @@ ALL_TARGETS=(provider-request provider-token device-bodies configuration event-s
 if (($#)); then TARGETS=("$@"); else TARGETS=("${ALL_TARGETS[@]}"); fi
 
 SCRATCH=${PUSHGATE_FUZZ_SCRATCH:-.build-fuzz}
-OUT=$SCRATCH/fuzz
+CONFIGURATION=${PUSHGATE_FUZZ_CONFIGURATION:-release}
+OUT=$SCRATCH/fuzz-$CONFIGURATION
 mkdir -p "$OUT/bin" "$OUT/logs"
 if ! command -v swift >/dev/null; then export PATH="$PATH:/opt/swift/usr/bin"; fi
 
@@ -54,14 +59,19 @@ for target in "${TARGETS[@]}"; do source_files "$target" >/dev/null; done
 
 echo "=== building the code under test (swift build, $SCRATCH)"
 build_start=$SECONDS
-PUSHGATE_SYSTEM_MALLOC=1 swift build --scratch-path "$SCRATCH" --target PushgateGateway \
-    -Xswiftc -sanitize=fuzzer,address >"$OUT/logs/swift-build.log" 2>&1 \
+case $CONFIGURATION in
+    debug) optimization=-Onone; release_flags=() ;;
+    release) optimization=-O; release_flags=(-Xswiftc -enable-testing -Xswiftc -g) ;;
+    *) echo "PUSHGATE_FUZZ_CONFIGURATION is debug or release" >&2; exit 1 ;;
+esac
+PUSHGATE_SYSTEM_MALLOC=1 swift build -c "$CONFIGURATION" --scratch-path "$SCRATCH" --target PushgateGateway \
+    -Xswiftc -sanitize=fuzzer,address "${release_flags[@]}" >"$OUT/logs/swift-build.log" 2>&1 \
     || { tail -40 "$OUT/logs/swift-build.log"; exit 1; }
-BUILD=$SCRATCH/x86_64-unknown-linux-gnu/debug
+BUILD=$SCRATCH/x86_64-unknown-linux-gnu/$CONFIGURATION
 # The flags SwiftPM compiled PushgateGateway with that a module importing it needs: -Xcc (C
 # module maps and include paths) and -package-name (the harnesses use `package` API; the name
 # comes from the checkout's directory).
-mapfile -t FLAGS < <(python3 - "$SCRATCH/debug.yaml" <<'PY'
+mapfile -t FLAGS < <(python3 - "$SCRATCH/$CONFIGURATION.yaml" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     line = line.strip()
@@ -74,14 +84,14 @@ for line in open(sys.argv[1]):
         break
 PY
 )
-((${#FLAGS[@]})) || { echo "no compiler flags for PushgateGateway found in $SCRATCH/debug.yaml" >&2; exit 1; }
+((${#FLAGS[@]})) || { echo "no compiler flags for PushgateGateway found in $SCRATCH/$CONFIGURATION.yaml" >&2; exit 1; }
 mapfile -d '' OBJECTS < <(find "$BUILD" -path "$BUILD/*.build/*" -name '*.o' -print0 \
     | grep -z -v -E '/(pushgate|SchedulerBenchmark|[A-Za-z]*Tests|pushgatePackage[A-Za-z]*)\.build/' | sort -z)
 
 for target in "${TARGETS[@]}"; do
     read -r -a files <<<"$(source_files "$target")"
     echo "=== linking $target"
-    swiftc -sanitize=fuzzer,address -parse-as-library -g -Onone -use-ld=lld \
+    swiftc -sanitize=fuzzer,address -parse-as-library -g "$optimization" -enable-testing -use-ld=lld \
         -I "$BUILD/Modules" "${FLAGS[@]}" \
         "${files[@]/#/$PWD/Tests/Fuzz/}" "$PWD/Tests/Fuzz/FuzzSupport.swift" "${OBJECTS[@]}" \
         -lnghttp2 -lssl -lcrypto -lsqlite3 \
