@@ -50,13 +50,13 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     check(reference.events.count == notifications.count + 1, "\(reference.events.count) events for \(notifications.count) notifications: \(String(decoding: bytes, as: UTF8.self))")
     check(reference.retry == 1000, "the shutdown event's retry: \(String(describing: reference.retry))")
     for (event, notification) in zip(reference.events, notifications) {
-        check(event.type == "notification", "event type \(event.type)")
-        check(event.id == String(notification.record.seq ?? 0) && event.idSetInEvent, "event id \(String(describing: event.id))")
+        check(same(event.type, "notification"), "event type \(event.type)")
+        check(same(event.id, String(notification.record.seq ?? 0)) && event.idSetInEvent, "event id \(String(describing: event.id))")
         check(!event.data.contains("\n"), "an event's data is one line")
         checkJSON(Array(event.data.utf8), notification)
     }
     if let shutdown = reference.events.last {
-        check(shutdown.type == "shutdown" && shutdown.data == #"{"reason":"Shutdown","retryMs":1000}"#, "shutdown event \(shutdown)")
+        check(same(shutdown.type, "shutdown") && same(shutdown.data, #"{"reason":"Shutdown","retryMs":1000}"#), "shutdown event \(shutdown)")
     }
     compareWithParser(bytes, chunkSize: chunkSize, reference: reference)
     compareWithParser(arbitrary, chunkSize: chunkSize, reference: ReferenceSSEDecoder.decode(arbitrary))
@@ -114,23 +114,28 @@ private func checkNode(_ node: JSONNode, _ foundation: [String: Any]?, _ notific
     guard case .object(let members) = node.value else { fail("not an object: \(text)") }
     let record = notification.record
     let push = record.push
-    var expected: [(String, String)] = [
-        ("seq", "n:\(record.seq ?? 0)"), ("apnsId", "s:" + push.apnsID), ("token", "s:" + push.deviceToken),
-        ("topic", "s:" + push.topic), ("pushType", "s:" + push.pushType.rawValue), ("priority", "n:\(push.priority.rawValue)"),
-        ("collapseId", push.collapseID.map { "s:" + $0 } ?? "null"), ("payload", "json"), ("acceptedAt", "n:\(record.acceptedAt)"),
-        ("delivery", "s:" + delivery.rawValue), ("carrier", carrier.map { "s:" + $0 } ?? "null"),
+    // Swift compares Strings by grapheme and canonical equivalence; these compare scalars, as
+    // JSON and SSE do.
+    enum Expected {
+        case number(String), string(String), null, payload
+    }
+    var expected: [(String, Expected)] = [
+        ("seq", .number("\(record.seq ?? 0)")), ("apnsId", .string(push.apnsID)), ("token", .string(push.deviceToken)),
+        ("topic", .string(push.topic)), ("pushType", .string(push.pushType.rawValue)), ("priority", .number("\(push.priority.rawValue)")),
+        ("collapseId", push.collapseID.map(Expected.string) ?? .null), ("payload", .payload), ("acceptedAt", .number("\(record.acceptedAt)")),
+        ("delivery", .string(delivery.rawValue)), ("carrier", carrier.map(Expected.string) ?? .null),
     ]
-    if let window = notification.fetchWindowSeconds { expected.append(("fetchWindowSeconds", "n:\(max(0, window))")) }
-    check(members.map(\.key) == expected.map(\.0), "keys \(members.map(\.key)): \(text)")
+    if let window = notification.fetchWindowSeconds { expected.append(("fetchWindowSeconds", .number("\(max(0, window))"))) }
+    check(members.map { Array($0.key.unicodeScalars) } == expected.map { Array($0.0.unicodeScalars) }, "keys \(members.map(\.key)): \(text)")
     for (member, (key, value)) in zip(members, expected) {
         switch (member.value.value, value) {
-        case (.number(let written), _) where value.hasPrefix("n:"):
-            check(written == value.dropFirst(2), "\(key): \(written), expected \(value)")
-        case (.string(let string), _) where value.hasPrefix("s:"):
-            check(Array(string.unicodeScalars) == Array(value.dropFirst(2).unicodeScalars), "\(key): \(string.debugDescription), expected \(value.debugDescription)")
-        case (.null, "null"):
+        case (.number(let written), .number(let number)):
+            check(Array(written.unicodeScalars) == Array(number.unicodeScalars), "\(key): \(written), expected \(number)")
+        case (.string(let string), .string(let original)):
+            check(Array(string.unicodeScalars) == Array(original.unicodeScalars), "\(key): \(string.debugDescription), expected \(original.debugDescription)")
+        case (.null, .null):
             break
-        case (_, "json"):
+        case (_, .payload):
             let original = try? JSONSerialization.jsonObject(with: Data(push.payload))
             let decoded = foundation?["payload"]
             check(original != nil && decoded != nil && (original as? NSObject)?.isEqual(decoded) == true, "payload \(String(decoding: push.payload, as: UTF8.self)) came back as \(String(describing: decoded)): \(text)")
@@ -156,12 +161,18 @@ private func compareWithParser(_ bytes: [UInt8], chunkSize: Int, reference: Refe
     }
     check(events.count == reference.events.count, "parser read \(events.count) events, the specification \(reference.events.count): \(bytes)")
     for (event, expected) in zip(events, reference.events) {
-        check(event.type == expected.type, "event type \(event.type.debugDescription), specification \(expected.type.debugDescription): \(bytes)")
-        check(Array(event.data.unicodeScalars) == Array(expected.data.unicodeScalars), "data \(event.data.debugDescription), specification \(expected.data.debugDescription): \(bytes)")
+        check(same(event.type, expected.type), "event type \(event.type.debugDescription), specification \(expected.type.debugDescription): \(bytes)")
+        check(same(event.data, expected.data), "data \(event.data.debugDescription), specification \(expected.data.debugDescription): \(bytes)")
         if expected.idSetInEvent, let id = expected.id, !id.unicodeScalars.contains("\0") {
-            check(event.id == id, "id \(String(describing: event.id)), specification \(id.debugDescription): \(bytes)")
+            check(same(event.id, id), "id \(String(describing: event.id)), specification \(id.debugDescription): \(bytes)")
         }
     }
+}
+
+/// Equal scalar by scalar (String's == also equates canonically equivalent text).
+private func same(_ a: String?, _ b: String?) -> Bool {
+    guard let a, let b else { return a == nil && b == nil }
+    return a.unicodeScalars.elementsEqual(b.unicodeScalars)
 }
 
 /// Server-sent events as the WHATWG HTML specification reads them ("Parsing an event stream",
@@ -209,35 +220,37 @@ enum ReferenceSSEDecoder {
                     type = ""
                     continue
                 }
-                if data.hasSuffix("\n") { data.removeLast() }
+                // The LF after the last data line.
+                data.unicodeScalars.removeLast()
                 result.events.append(Event(type: type.isEmpty ? "message" : type, data: data, id: lastEventID, idSetInEvent: idSet))
                 data = ""
                 type = ""
                 continue
             }
             if line.first == ":" { continue }
-            let field: String
+            // Field names are compared code point by code point.
+            let field: ArraySlice<Unicode.Scalar>
             let value: String
             if let colon = line.firstIndex(of: ":") {
-                field = String(String.UnicodeScalarView(line[..<colon]))
+                field = line[..<colon]
                 var rest = line[(colon + 1)...]
                 if rest.first == " " { rest = rest.dropFirst() }
                 value = String(String.UnicodeScalarView(rest))
             } else {
-                field = String(String.UnicodeScalarView(line))
+                field = line[...]
                 value = ""
             }
-            switch field {
-            case "event": type = value
-            case "data": data += value + "\n"
-            case "id":
+            if field.elementsEqual("event".unicodeScalars) {
+                type = value
+            } else if field.elementsEqual("data".unicodeScalars) {
+                data += value + "\n"
+            } else if field.elementsEqual("id".unicodeScalars) {
                 if !value.unicodeScalars.contains("\0") {
                     lastEventID = value
                     idSet = true
                 }
-            case "retry":
+            } else if field.elementsEqual("retry".unicodeScalars) {
                 if !value.isEmpty, value.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) }) { result.retry = Int(value) }
-            default: break
             }
         }
         // An incomplete event at the end of the stream is discarded.
