@@ -20,8 +20,8 @@ final class InMemoryHTTP2Peer: NGHTTP2SessionDelegate {
     private(set) var session: NGHTTP2Session!
     private(set) var responses: [Int32: Response] = [:]
 
-    init(role: NGHTTP2Session.Role = .client) throws {
-        session = try NGHTTP2Session(role: role, limits: HTTP2SessionLimits(), delegate: self)
+    init(role: NGHTTP2Session.Role = .client, limits: HTTP2SessionLimits = HTTP2SessionLimits()) throws {
+        session = try NGHTTP2Session(role: role, limits: limits, delegate: self)
     }
 
     /// Queues a GET; its bytes leave with the next `drain`.
@@ -135,8 +135,10 @@ final class EmbeddedHTTP2Connection {
     var loop: EmbeddedEventLoop { channel.embeddedEventLoop }
 
     /// `bodyBudget`: give several connections one to have them share it, as a server's do.
+    /// `clientLimits`: the client's SETTINGS (its windows limit what the server may send).
     init(
         bodyBudget: RequestBodyBudget = RequestBodyBudget(),
+        clientLimits: HTTP2SessionLimits = HTTP2SessionLimits(),
         configure: (inout HTTP2ServerConfiguration) -> Void = { _ in }
     ) throws {
         var configuration = HTTP2ServerConfiguration()
@@ -162,7 +164,7 @@ final class EmbeddedHTTP2Connection {
             logger: logger
         )
         channel = EmbeddedChannel(handler: handler, loop: loop)
-        client = try InMemoryHTTP2Peer()
+        client = try InMemoryHTTP2Peer(limits: clientLimits)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 8443)).wait()
     }
 

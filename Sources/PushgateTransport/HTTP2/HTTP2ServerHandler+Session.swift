@@ -45,12 +45,21 @@ extension HTTP2ServerHandler {
             pending.rejected = true
             session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
         }
-        if !requests.isEmpty { perform(policy.requestsArriving()) }
+        if awaitsRequest { perform(policy.requestsArriving()) }
         output?.scheduleFlush()
     }
 
+    /// A request is still arriving that no one has answered or reset. Answered and reset ones
+    /// stay in `requests` until their stream closes, which waits on the peer (its flow-control
+    /// window for the answer, its reading for the RST_STREAM): the request timer must not wait
+    /// for them, or it is armed again for a deadline already past and fires on every turn of
+    /// the event loop.
+    var awaitsRequest: Bool {
+        requests.values.contains { !$0.rejected }
+    }
+
     private func reportIfNoRequestArriving() {
-        if requests.isEmpty { perform(policy.noRequestsArriving()) }
+        if !awaitsRequest { perform(policy.noRequestsArriving()) }
     }
 
     /// Takes a request's body away from it, for the application or to drop it: the connection's

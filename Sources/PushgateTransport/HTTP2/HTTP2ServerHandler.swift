@@ -123,7 +123,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if !requests.isEmpty { perform(policy.requestsArriving()) }
+        if awaitsRequest { perform(policy.requestsArriving()) }
         output?.flush()
         context.fireChannelReadComplete()
     }
@@ -244,7 +244,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             stallTimer?.cancel()
             stallTimer = eventLoop.scheduleTask(in: configuration.writeStallTimeout) { loopBound.value.stallTimerFired() }
         }
-        if timers.contains(.request), let oldest = requests.values.lazy.map(\.startedAt).min() {
+        if timers.contains(.request), let oldest = requests.values.lazy.filter({ !$0.rejected }).map(\.startedAt).min() {
             requestTimer?.cancel()
             requestTimer = eventLoop.scheduleTask(deadline: oldest + configuration.requestTimeout) {
                 loopBound.value.requestTimerFired()
