@@ -39,7 +39,7 @@ extension DeviceShard {
             promise.succeed(generation)
             return
         }
-        acked.whenComplete { [self] result in
+        acked.assumeIsolated().whenComplete { [self] result in
             switch result {
             case .success:
                 promise.succeed(generation)
