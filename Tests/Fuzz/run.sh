@@ -123,9 +123,9 @@ for target in "${TARGETS[@]}"; do
     if ((status == 0)); then
         result=ok
     else
-        result="FAILED (exit $status): $(ls -t "$artifacts" | head -1 | sed "s|^|$artifacts|")"
+        result="FAILED (exit $status): $artifacts$(ls -t "$artifacts" | sed -n 1p)"
         failed+=("$target")
-        grep -E -m1 -A20 "ERROR: |fuzz check failed|Fatal error|deadly signal" "$log" || tail -20 "$log"
+        grep -a -E -m1 -A20 "ERROR: |fuzz check failed|Fatal error|deadly signal" "$log" || tail -20 "$log"
     fi
     summary+=("$(printf '%-17s %10s runs %7s exec/s  %s' "$target" "${runs:-?}" "${rate:-?}" "$result")")
 done
