@@ -7,28 +7,32 @@
 # Targets: provider-request, provider-token, device-bodies, configuration, event-stream,
 # http2-server (all when none is named). Each is Tests/Fuzz/<Name>Fuzzer.swift (with
 # FuzzSupport.swift, and FuzzGateway.swift for those that need a gateway) and its seeds are
-# Tests/Fuzz/Corpus/<target>/. What libFuzzer learns goes to $SCRATCH/fuzz/corpus/<target>/
-# (kept between runs, so a later run starts from it); crash, timeout and leak inputs to
-# $SCRATCH/fuzz/artifacts/<target>/; logs to $SCRATCH/fuzz/logs/. Replay one input:
-# `$SCRATCH/fuzz/bin/<target> FILE`. SCRATCH is PUSHGATE_FUZZ_SCRATCH, default .build-fuzz.
+# Tests/Fuzz/Corpus/<target>/ (Tests/Fuzz/make-seeds.py writes the binary ones). Under
+# OUT=$SCRATCH/fuzz-release: what libFuzzer learns goes to OUT/corpus/<target>/ (kept between
+# runs, so a later run starts from it), crash, timeout and leak inputs to OUT/artifacts/<target>/,
+# logs to OUT/logs/. Replay one input: `OUT/bin/<target> FILE`. SCRATCH is PUSHGATE_FUZZ_SCRATCH,
+# default .build-fuzz. Each target runs with -timeout=10 (an input taking longer is a hang) and
+# LeakSanitizer on; PUSHGATE_FUZZ_FLAGS adds libFuzzer flags (e.g. -runs=1000000 to stop at a
+# million inputs, or at SECONDS, whichever comes first).
 #
 # How it is built (what works with Swift 6.3 on Linux; see deploy-notes.md, "Fuzzing"):
 # - The code under test is built by SwiftPM in a scratch path of its own, every Swift module
 #   instrumented with `-Xswiftc -sanitize=fuzzer,address` (coverage and ASan; the C targets of
-#   the dependencies are not instrumented). Only `--target` builds work: linking any product
-#   with -sanitize=fuzzer fails (SwiftPM renames the entry point of executables, and test
-#   products bring their own main), so nothing is linked by SwiftPM.
+#   the dependencies are not instrumented). `--target` builds the objects and links nothing:
+#   an executable product built with -sanitize=fuzzer does not link (SwiftPM renames its entry
+#   point, deploy-notes.md), so the harnesses are not SwiftPM targets.
 # - PUSHGATE_SYSTEM_MALLOC=1: ASan brings its own malloc; jemalloc beside it breaks (Package.swift).
 # - Each harness is linked by `swiftc -sanitize=fuzzer,address -parse-as-library` against every
-#   object file of that build (bar executables and tests), with the `-Xcc` module-map flags
-#   and -package-name SwiftPM used for the package's modules (read from its build manifest), and the system
-#   libraries (nghttp2, OpenSSL, SQLite for GRDB). libFuzzer brings main().
+#   object file of that build (bar executables and tests), with the `-Xcc` module-map flags and
+#   the -package-name SwiftPM compiled the package's modules with (read from its build
+#   manifest), and the system libraries (nghttp2, OpenSSL, SQLite for GRDB). libFuzzer brings
+#   main(); lld, because gold warns about every ASan symbol it cannot export.
 # - Release configuration (-O, whole-module) with -enable-testing, so that the harnesses reach
 #   internal API with `@testable import` (the HTTP/2 server handler, the payload scanner, the SSE
 #   encoder) with no change to the production code's access levels; `package` API (JSONDocument)
 #   through the package name. Preconditions and overflow checks stay, as in the shipped binary.
-#   It runs 5 to 18 times as many inputs a second as a debug build (event-stream: 429/s against
-#   24/s), and its build takes about twice as long (11 against 5 CPU-minutes).
+#   It runs many times the inputs a second of a debug build (event-stream: 429/s against 24/s),
+#   and its build takes more than twice as long (about 12 against 5 CPU-minutes).
 #   PUSHGATE_FUZZ_CONFIGURATION=debug builds the debug configuration instead (assertions on).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -112,16 +116,16 @@ for target in "${TARGETS[@]}"; do
     # New inputs go to the first directory; the committed seeds are only read.
     SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 "$OUT/bin/$target" \
         -max_total_time="$DURATION" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
-        -print_final_stats=1 -artifact_prefix="$artifacts" \
+        -print_final_stats=1 -artifact_prefix="$artifacts" ${PUSHGATE_FUZZ_FLAGS:-} \
         "$corpus" "Tests/Fuzz/Corpus/$target" >"$log" 2>&1 || status=$?
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
     if ((status == 0)); then
         result=ok
     else
-        result="FAILED (exit $status): $(ls -t "$artifacts" | head -1 | sed "s|^|$artifacts|")"
+        result="FAILED (exit $status): $artifacts$(ls -t "$artifacts" | sed -n 1p)"
         failed+=("$target")
-        grep -E -m1 -A20 "ERROR: |fuzz check failed|Fatal error|deadly signal" "$log" || tail -20 "$log"
+        grep -a -E -m1 -A20 "ERROR: |fuzz check failed|Fatal error|deadly signal" "$log" || tail -20 "$log"
     fi
     summary+=("$(printf '%-17s %10s runs %7s exec/s  %s' "$target" "${runs:-?}" "${rate:-?}" "$result")")
 done
