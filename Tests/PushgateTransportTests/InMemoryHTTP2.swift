@@ -41,6 +41,19 @@ final class InMemoryHTTP2Peer: NGHTTP2SessionDelegate {
         return streamID
     }
 
+    /// Queues the HEADERS of a POST whose body comes later, by `sendBody`.
+    func openPost(_ path: String) throws -> Int32 {
+        let fields: HTTPHeaders = [":method": "POST", ":scheme": "http", ":authority": "localhost", ":path": path]
+        let streamID = try session.submitRequest(headers: fields, body: nil, streaming: true)
+        responses[streamID] = Response()
+        return streamID
+    }
+
+    /// Queues bytes of an `openPost` body; false when the stream no longer takes any.
+    func sendBody(_ streamID: Int32, _ body: ByteBuffer, end: Bool) -> Bool {
+        session.appendBody(streamID: streamID, body, end: end)
+    }
+
     /// Everything the session has to send.
     func drain() throws -> ByteBuffer {
         var bytes = ByteBuffer()
@@ -75,7 +88,9 @@ final class InMemoryHTTP2Peer: NGHTTP2SessionDelegate {
         return true
     }
 
-    func sessionDataEnded(streamID: Int32) { responses[streamID, default: Response()].complete = true }
+    func sessionDataFrame(streamID: Int32, endStream: Bool) {
+        if endStream { responses[streamID, default: Response()].complete = true }
+    }
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {}
     func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer) {}
     func sessionPingAckReceived() {}

@@ -34,8 +34,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     var writers: [Int32: ResponseBodyWriter] = [:]
 
     private var readHeld = false
-    /// Streams answered while their body was still arriving: reset once the answer is out.
-    var rejectedStreams: Set<Int32> = []
+    /// Streams answered while their body was still arriving (a refusal on the head, a 413), by
+    /// whether the answer is out yet. See `sessionDataFrame(streamID:endStream:)`.
+    var earlyAnswers: [Int32: EarlyAnswer] = [:]
     /// Request body bytes held across all streams of this connection.
     var bufferedRequestBytes = 0
 
