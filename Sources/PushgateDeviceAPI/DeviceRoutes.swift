@@ -7,7 +7,12 @@ import PushgateDelivery
 import PushgateHTTP
 import PushgateTransport
 
-/// The device agents' API (PRODUCT.md section 3), HTTP/2 only.
+/// The device agents' API (PRODUCT.md section 3). The event stream is HTTP/2 only: a device
+/// holds one HTTP/2 connection whose stream carries its pushes while its acks and reports share
+/// the connection; over HTTP/1.1 the stream would take a connection of its own and the agent a
+/// second one for everything else. The JSON routes (creation, registrations, ack, keep-alive,
+/// state, fetch results, deletion) also answer HTTP/1.1, so that provisioning scripts, plain
+/// curl and HTTP/1.1-only libraries can set a device up.
 ///
 /// Every route but device creation needs `authorization: bearer <device secret>`; a missing or
 /// wrong secret and an unknown device id get the same 401, so the answer never tells whether a
@@ -51,7 +56,7 @@ public enum DeviceRoutes {
             }
             return true
         })
-        router.add("POST", "/v1/devices", protocols: .http2Only, role: .device, admission: creation) { _, responder in
+        router.add("POST", "/v1/devices", protocols: .http1AndHTTP2, role: .device, admission: creation) { _, responder in
             core.createDevice().whenComplete { result in
                 switch result {
                 case .success(let created):
@@ -64,7 +69,7 @@ public enum DeviceRoutes {
             }
         }
         let device = RouteAdmission(admits: { head, responder in target(of: head, responder) != nil })
-        router.addPrefix(nil, devicePrefix, protocols: .http2Only, role: .device, admission: device) { request, responder in
+        router.addPrefix(nil, devicePrefix, protocols: .http1AndHTTP2, role: .device, admission: device) { request, responder in
             route(request, responder, core: core)
         }
     }
@@ -82,6 +87,10 @@ public enum DeviceRoutes {
         let (deviceID, action) = parse(path.dropFirst(devicePrefix.utf8.count))
         guard !deviceID.isEmpty else {
             responder.respond(.refusal(Refusal(.notFound, "no route for \(path)")))
+            return nil
+        }
+        if action == .events, request.connection.httpVersion == .http1_1 {
+            responder.respond(.refusal(.http2Required(path)))
             return nil
         }
         guard let secret = BearerCredential.credential(in: request.headers.first(name: "authorization")).map(String.init) else {
@@ -111,6 +120,10 @@ public enum DeviceRoutes {
         case ("POST", .ack):
             // Acks come with every delivery: the usual `{"upTo":N}` skips Foundation's decoder.
             guard let upTo = AckBody.fastUpTo(request.body) ?? decode(AckBody.self, request, responder)?.upTo else { return }
+            guard SequenceNumbers.checked(upTo) != nil else {
+                responder.respond(.refusal(Refusal(.badRequest, "upTo must be \(SequenceNumbers.range) (a sequence number), got \(upTo)")))
+                return
+            }
             complete(core.ack(deviceID: deviceID, secret: secret, upTo: upTo), request, responder) { .init(status: 204) }
         case ("POST", .keepalive):
             complete(core.keepalive(deviceID: deviceID, secret: secret), request, responder) { released in
@@ -155,6 +168,10 @@ public enum DeviceRoutes {
             guard let body = decode(FetchResultsBody.self, request, responder) else { return }
             var results: [(seq: UInt64, result: FetchResult)] = []
             for item in body.results {
+                guard SequenceNumbers.checked(item.seq) != nil else {
+                    responder.respond(.refusal(Refusal(.badRequest, "seq must be \(SequenceNumbers.range) (a sequence number), got \(item.seq)")))
+                    return
+                }
                 guard let result = FetchResult(rawValue: item.result), FetchResult.reportable.contains(result) else {
                     responder.respond(
                         .refusal(Refusal(.badRequest, "result of seq \(item.seq) must be newData, noData or failed, got \"\(item.result.prefix(40))\""))
@@ -172,8 +189,13 @@ public enum DeviceRoutes {
             }
         case ("GET", .events):
             openEventStream(request, responder, core: core, deviceID: deviceID, secret: secret)
-        case (_, let action) where action != .unknown:
-            responder.respond(.refusal(Refusal(.methodNotAllowed, "\(path) does not accept \(method)")))
+        case (_, let action) where !action.methods.isEmpty:
+            let refusal = Refusal(
+                .methodNotAllowed,
+                "\(path) accepts \(action.methods.joined(separator: ", ")), not \(method)",
+                allowedMethods: action.methods
+            )
+            responder.respond(.refusal(refusal))
         default:
             responder.respond(.refusal(Refusal(.notFound, "no route for \(path)")))
         }
@@ -183,6 +205,17 @@ public enum DeviceRoutes {
     /// strings: acks come with every delivered push.
     enum Action: Equatable {
         case device, registrations, registration(String), ack, keepalive, state, events, fetchResults, unknown
+
+        /// What `route` serves for it; none for an unknown path.
+        var methods: [String] {
+            switch self {
+            case .device, .registration: ["DELETE"]
+            case .registrations, .ack, .keepalive, .fetchResults: ["POST"]
+            case .state: ["PUT"]
+            case .events: ["GET"]
+            case .unknown: []
+            }
+        }
     }
 
     static func parse(_ rest: Substring) -> (deviceID: String, action: Action) {
@@ -215,9 +248,9 @@ public enum DeviceRoutes {
     ) {
         var lastEventID: UInt64?
         if let header = request.headers.first(name: "last-event-id") {
-            guard let value = UInt64(header.trimmingCharacters(in: .whitespaces)) else {
+            guard let value = UInt64(header.trimmingCharacters(in: .whitespaces)).flatMap(SequenceNumbers.checked) else {
                 responder.respond(
-                    .refusal(Refusal(.badLastEventId, "last-event-id must be a sequence number, got \"\(header.prefix(40))\""))
+                    .refusal(Refusal(.badLastEventId, "last-event-id must be \(SequenceNumbers.range) (a sequence number), got \"\(header.prefix(40))\""))
                 )
                 return
             }
@@ -334,20 +367,29 @@ public enum DeviceRoutes {
     }
 
     private static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPServerRequest, _ responder: HTTPResponder) -> T? {
+        let bytes = Array(request.body.readableBytesView)
         do {
-            return try JSONDecoder().decode(T.self, from: Data(request.body.readableBytesView))
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch {
-            responder.respond(.refusal(Refusal(.badRequest, "request body is not the expected JSON: \(describe(error))")))
+            responder.respond(.refusal(Refusal(.badRequest, "request body is not the expected JSON: \(describe(error, bytes))")))
             return nil
         }
     }
 
-    private static func describe(_ error: any Error) -> String {
+    private static func describe(_ error: any Error, _ bytes: [UInt8]) -> String {
         switch error {
         case DecodingError.keyNotFound(let key, _): return "missing field \"\(key.stringValue)\""
         case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
             return "wrong type for \"\(context.codingPath.map(\.stringValue).joined(separator: "."))\""
-        case DecodingError.dataCorrupted: return "not valid JSON"
+        case DecodingError.dataCorrupted:
+            // Foundation says "not valid JSON" also for a number its integer type cannot hold
+            // (-1, 1.5, 1e20); the only numbers these bodies carry are sequence numbers.
+            do {
+                _ = try JSONDocument(bytes)
+            } catch {
+                return "not valid JSON (\(error.problem) at \(error.position))"
+            }
+            return "a sequence number must be \(SequenceNumbers.range)"
         default: return "\(error)"
         }
     }

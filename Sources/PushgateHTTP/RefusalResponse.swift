@@ -15,6 +15,7 @@ extension HTTPServerResponse {
         var headers = HTTPHeaders()
         if let apnsID { headers.add(name: "apns-id", value: apnsID) }
         if let seconds = refusal.retryAfterSeconds { headers.add(name: "retry-after", value: String(seconds)) }
+        if let methods = refusal.allowedMethods { headers.add(name: "allow", value: methods.joined(separator: ", ")) }
         headers.add(name: "content-type", value: "application/json")
         return HTTPServerResponse(status: refusal.status, headers: headers, body: ByteBuffer(string: body))
     }

@@ -143,26 +143,35 @@ public struct Router: HTTPServerHandler {
         let isHTTP1 = request.connection.httpVersion == .http1_1
 
         if isHTTP1, candidates.contains(where: { $0.protocols == .http2Only }) {
-            return .none(
-                .refusal(
-                    Refusal(
-                        .httpVersionNotSupported,
-                        "\(path) is served over HTTP/2 only; use an HTTP/2 client (e.g. curl --http2-prior-knowledge, or https with ALPN h2)"
-                    )
-                )
-            )
+            return .none(.refusal(.http2Required(path)))
         }
         guard !candidates.isEmpty else {
             return .none(.refusal(Refusal(.notFound, "no route for \(path)")))
         }
         guard let route = candidates.first(where: { $0.method == nil || $0.method == request.method }) else {
-            let allowed = candidates.compactMap(\.method).joined(separator: ", ")
-            var response = HTTPServerResponse.refusal(Refusal(.methodNotAllowed, "\(path) accepts \(allowed), not \(request.method)"))
-            response.head.headers.add(name: "allow", value: allowed)
-            return .none(response)
+            let allowed = candidates.compactMap(\.method)
+            return .none(
+                .refusal(
+                    Refusal(
+                        .methodNotAllowed,
+                        "\(path) accepts \(allowed.joined(separator: ", ")), not \(request.method)",
+                        allowedMethods: allowed
+                    )
+                )
+            )
         }
         return .route(route)
     }
 }
 
 extension RouteProtocols: Equatable {}
+
+extension Refusal {
+    /// 505 for an HTTP/1.1 request to a route served over HTTP/2 only, saying how to send it.
+    public static func http2Required(_ path: some StringProtocol) -> Refusal {
+        Refusal(
+            .httpVersionNotSupported,
+            "\(path) is served over HTTP/2 only; use an HTTP/2 client (e.g. curl --http2-prior-knowledge, or https with ALPN h2)"
+        )
+    }
+}

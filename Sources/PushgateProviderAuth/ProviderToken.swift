@@ -52,12 +52,14 @@ struct ProviderToken {
             return .failure(Refusal(.invalidProviderToken, "the JWT signature is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
         }
 
-        // Foundation's decoder keeps one of two members of the same name silently: two `kid`s
-        // could mean one key here and another to a tool reading the same token (the security
-        // review). Keys are compared decoded, so `k\u0069d` is `kid`.
+        // Each part is read whole before Foundation's decoder picks its fields out: the decoder
+        // checks only the members it decodes (a bad escape, a raw control character or `01`
+        // elsewhere passes) and keeps one of two members of the same name silently. Either way a
+        // token could mean one thing here and another to a tool reading the same token (the
+        // security review). Keys are compared decoded, so `k\u0069d` is `kid`.
         for (part, json) in [("header", headerJSON), ("claims set", claimsJSON)] {
-            if let key = duplicateMember(in: json) {
-                return .failure(Refusal(.invalidProviderToken, "the JWT \(part) has \"\(key.prefix(20))\" twice; give each member once"))
+            if let refusal = structureProblem(of: json, part: part) {
+                return .failure(Refusal(.invalidProviderToken, refusal))
             }
         }
         let header: Header
@@ -108,12 +110,18 @@ struct ProviderToken {
         return .success(ProviderToken(keyID: keyID, issuer: issuer, issuedAt: issuedAt, signature: signature, signingInput: signingInput))
     }
 
-    /// The first member name of a JSON object that appears twice; nil when none does or when the
-    /// text is not a JSON object (the decoder then says what is wrong with it).
-    private static func duplicateMember(in json: [UInt8]) -> String? {
-        guard case .object(let members)? = (try? JSONDocument(json))?.root.value else { return nil }
+    /// Why `json` is not a JSON object with each member once, or nil when it is one.
+    private static func structureProblem(of json: [UInt8], part: String) -> String? {
+        let root: JSONNode
+        do {
+            root = try JSONDocument(json).root
+        } catch {
+            return "the JWT \(part) is not JSON"
+        }
+        guard case .object(let members) = root.value else { return "the JWT \(part) is not a JSON object" }
         var seen: Set<String> = []
-        return members.first { !seen.insert($0.key).inserted }?.key
+        guard let key = members.first(where: { !seen.insert($0.key).inserted })?.key else { return nil }
+        return "the JWT \(part) has \"\(key.prefix(20))\" twice; give each member once"
     }
 
     private struct Header: Decodable {

@@ -10,6 +10,9 @@ struct Batch: Sendable {
     var completion: (@Sendable (Result<Void, StoreError>) -> Void)?
     var arrivedAt: UInt64
     var prompt: Bool
+    /// Interval mode: a transaction with this batch failed after close began. It is tried once
+    /// more, not until the disk recovers, so that a shutdown cannot hang on a failed disk.
+    var failedWhileClosing = false
 }
 
 enum WriterStatus {

@@ -200,6 +200,10 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         writer.sync {}
     }
 
+    /// Whether `close()` has begun. Safe to read on the writer (inside the backend).
+    @_spi(Testing)
+    public var isClosing: Bool { state.withLock { $0.closing } }
+
     /// Lets the writer run again; what accumulated goes into one transaction.
     @_spi(Testing)
     public func resumeWriter() {
@@ -276,8 +280,12 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         } catch {
             // Interval mode: the group is tried again, not refused (refusals are counted as they come).
             if error.kind == .unavailable { health.recordFailure(error, batches: durability == .fsync ? group.count : 0) }
-            if durability != .fsync, !state.withLock({ $0.closing }) {
-                retryLater(group, error)
+            let closing = state.withLock { $0.closing }
+            // Answered batches are tried again; once close has begun, once more only (a close
+            // that raced a failing transaction lost the group without this, though the next
+            // try would have succeeded).
+            if durability != .fsync, !closing || group.contains(where: { !$0.failedWhileClosing }) {
+                retryLater(closing ? group.map { var batch = $0; batch.failedWhileClosing = true; return batch } : group, error)
             } else {
                 failGroup(group, error)
             }

@@ -19,6 +19,9 @@ struct ExternalClientTests {
         let http1ToH2Route = try run("curl", ["-sS", "-i", gateway.urls[0] + "/3/device/00"])
         #expect(http1ToH2Route.stdout.hasPrefix("HTTP/1.1 505"))
         #expect(http1ToH2Route.stdout.contains("--http2-prior-knowledge"))
+        // curl without flags sets a device up: the device API's JSON routes answer HTTP/1.1.
+        let device = try run("curl", ["-sS", "-i", "-X", "POST", gateway.urls[0] + "/v1/devices"])
+        #expect(device.stdout.hasPrefix("HTTP/1.1 201"), "\(device.stdout)")
 
         // The certificate names localhost; curl must verify it against the test CA.
         let tlsURL = gateway.urls[1].replacingOccurrences(of: "127.0.0.1", with: "localhost")

@@ -35,15 +35,35 @@ struct RouterTests {
         }
     }
 
-    @Test("HTTP/1.1 to an HTTP/2-only API gets 505 with a hint; operator routes answer")
+    @Test("HTTP/1.1 to the provider API and the device event stream gets 505 with a hint; operator and device JSON routes answer")
     func http1Routes() async throws {
         try await withGateway { gateway in
-            for path in ["/3/device/abc", "/v1/devices", "/v1/devices/x/events"] {
+            for path in ["/3/device/abc", "/v1/devices/x/events"] {
                 let text = try await gateway.http1("GET \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                #expect(text.hasPrefix("HTTP/1.1 505"))
+                #expect(text.hasPrefix("HTTP/1.1 505"), "\(path): \(text)")
                 #expect(text.contains(#""reason":"HTTPVersionNotSupported""#))
                 #expect(text.contains("--http2-prior-knowledge"))
             }
+            // A device set up and acked over HTTP/1.1 (plain curl, provisioning scripts).
+            let created = try await gateway.http1("POST /v1/devices HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            #expect(created.hasPrefix("HTTP/1.1 201"), "\(created)")
+            let json = try #require(created.range(of: "\r\n\r\n").map { Data(created[$0.upperBound...].utf8) })
+            let device = try JSONDecoder().decode([String: String].self, from: json)
+            let id = try #require(device["deviceId"]), secret = try #require(device["secret"])
+            let body = #"{"topic":"com.example.http1"}"#
+            let registered = try await gateway.http1(
+                "POST /v1/devices/\(id)/registrations HTTP/1.1\r\nHost: x\r\nAuthorization: bearer \(secret)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+            )
+            #expect(registered.hasPrefix("HTTP/1.1 201") && registered.contains("com.example.http1"), "\(registered)")
+            let ack = #"{"upTo":0}"#
+            let acked = try await gateway.http1(
+                "POST /v1/devices/\(id)/ack HTTP/1.1\r\nHost: x\r\nAuthorization: bearer \(secret)\r\nContent-Length: \(ack.utf8.count)\r\nConnection: close\r\n\r\n\(ack)"
+            )
+            #expect(acked.hasPrefix("HTTP/1.1 204"), "\(acked)")
+            let stream = try await gateway.http1(
+                "GET /v1/devices/\(id)/events HTTP/1.1\r\nHost: x\r\nAuthorization: bearer \(secret)\r\nConnection: close\r\n\r\n"
+            )
+            #expect(stream.hasPrefix("HTTP/1.1 505"), "\(stream)")
             let health = try await gateway.http1("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             #expect(health.hasPrefix("HTTP/1.1 200 OK"))
             #expect(health.hasSuffix("ok\n"))
@@ -62,6 +82,30 @@ struct RouterTests {
             let wrongMethod = try await connection.send(HTTPClientRequest(method: "POST", path: "/healthz"))
             #expect(wrongMethod.status == 405)
             #expect(wrongMethod.headers.first(name: "allow") == "GET")
+            await connection.close()
+        }
+    }
+
+    @Test("a wrong method on the device and provider routes (prefix routes, which answer it themselves) gets 405 with allow")
+    func wrongMethodOnPrefixRoutes() async throws {
+        try await withGateway { gateway in
+            let connection = try await gateway.connect()
+            let cases: [(method: String, path: String, allow: String)] = [
+                ("TRACE", "/v1/devices/0123/ack", "POST"),
+                ("GET", "/v1/devices/0123/state", "PUT"),
+                ("POST", "/v1/devices/0123/events", "GET"),
+                ("PUT", "/v1/devices/0123", "DELETE"),
+                ("GET", "/v1/devices/0123/registrations/abc", "DELETE"),
+                ("GET", "/3/device/" + String(repeating: "a", count: 64), "POST"),
+            ]
+            for (method, path, allow) in cases {
+                let response = try await connection.send(
+                    HTTPClientRequest(method: method, path: path, headers: ["authorization": "bearer x", "apns-topic": "com.example.app"])
+                )
+                #expect(response.status == 405, "\(method) \(path)")
+                #expect(response.headers.first(name: "allow") == allow, "\(method) \(path): \(response.headers)")
+                #expect(String(buffer: response.body).contains(#""reason":"MethodNotAllowed""#), "\(method) \(path)")
+            }
             await connection.close()
         }
     }

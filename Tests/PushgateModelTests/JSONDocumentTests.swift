@@ -44,6 +44,16 @@ struct JSONDocumentTests {
             ("{\n  \"a\" 1\n}", "2:7", "expected ':' after the key \"a\""),
             ("{\"a\": +1}", "1:7", "expected a value (an object, array, string, number, true, false or null)"),
             ("[1, 2", "1:6", "the file ends inside an object or array"),
+            (#"{"a": "\ud83d\uade0"}"#, "1:20", "\\u escape of no character (a high surrogate must be followed by a low one, DC00-DFFF)"),
+            (#"{"a": "\ud800\ue000"}"#, "1:20", "\\u escape of no character (a high surrogate must be followed by a low one, DC00-DFFF)"),
+            // Non-JSON the parser took, of the kind fuzzing found (notUTF8 below), found by
+            // reading it then: text Double reads but JSON's grammar does not, numbers beyond a
+            // Double, a signed \u escape.
+            ("{\"a\": 01}", "1:7", "01 is not a JSON number"),
+            ("{\"a\": -1.}", "1:7", "-1. is not a JSON number"),
+            ("{\"a\": 1.e5}", "1:7", "1.e5 is not a JSON number"),
+            ("{\"a\": 1e400}", "1:7", "1e400 is not a JSON number"),
+            (#"{"a": "\u+41A"}"#, "1:10", "\\u needs four hex digits"),
         ]
     )
     func syntaxErrors(text: String, place: String, problem: String) {
@@ -52,6 +62,38 @@ struct JSONDocumentTests {
         } throws: { error in
             guard let error = error as? JSONSyntaxError else { return false }
             return error.position.description == place && error.problem == problem
+        }
+    }
+
+    // Found by fuzzing (Tests/Fuzz, configuration): bytes that are not UTF-8 inside a string
+    // became U+FFFD, so a file or token in another encoding was taken as different text.
+    @Test(
+        "strings must be UTF-8: a stray continuation byte, an overlong form, an encoded surrogate, a sequence cut short",
+        arguments: [[0xC3, 0x28], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF0, 0x9F, 0x98]] as [[UInt8]]
+    )
+    func notUTF8(bad: [UInt8]) {
+        #expect {
+            _ = try JSONDocument(Array(#"{"a": ""#.utf8) + bad + Array(#""}"#.utf8))
+        } throws: { error in
+            guard let error = error as? JSONSyntaxError else { return false }
+            return error.position.description == "1:8" && error.problem == "not UTF-8 (byte 0x\(String(bad[0], radix: 16, uppercase: true)))"
+        }
+        #expect(throws: Never.self) { try JSONDocument(Array("{\"a\": \"é 😀 \u{10FFFF}\"}".utf8)) }
+    }
+
+    // Found by fuzzing (Tests/Fuzz, provider-token): the parser recursed once per level with no
+    // limit, and a token header of 23,000 `[` (32 KiB of base64, within HTTP/2's header list
+    // limit) overflowed the stack and killed the gateway.
+    @Test("nesting: 64 levels parse, the 65th is a syntax error at its bracket, however deep the text goes")
+    func nesting() throws {
+        let deepest = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
+        _ = try JSONDocument(Array(deepest.utf8))
+        for text in [String(repeating: "[", count: 65) + String(repeating: "]", count: 65), String(repeating: "{\"a\":[", count: 100_000)] {
+            #expect {
+                _ = try JSONDocument(Array(text.utf8))
+            } throws: { error in
+                (error as? JSONSyntaxError)?.problem == "more than 64 levels of nested objects and arrays"
+            }
         }
     }
 

@@ -223,7 +223,7 @@ func inference(_ c: InferenceCase) {
     let source = BitsSource()
     let validator = makeValidator(source)
     #expect(base.method("GET").validate(with: validator) == .rejected(
-        Refusal(.methodNotAllowed, #":method must be POST, got "GET""#), apnsID: fixedGeneratedID))
+        Refusal(.methodNotAllowed, #":method must be POST, got "GET""#, allowedMethods: ["POST"]), apnsID: fixedGeneratedID))
     #expect(base.header("apns-id", "nope").validate(with: validator).apnsID == fixedGeneratedID)
     // Two apns-id headers: neither is trusted.
     let twice = base.adding("apns-id", "123e4567-e89b-12d3-a456-4266554400a0").adding("apns-id", "223e4567-e89b-12d3-a456-4266554400a0")

@@ -120,6 +120,20 @@ struct TokenRefusalTests {
         invalid("kid twice, once escaped", "the JWT header has \"kid\" twice") { world in
             "bearer " + world.jwt(header: #"{"alg":"ES256","k\u0069d":"KEY9999999", "kid" : "KEY0000001"}"#, claims: claims)
         },
+        // Found by fuzzing (Tests/Fuzz, provider-token): the duplicate check's parser trapped on
+        // a high surrogate escape followed by another escape, before any signature check.
+        invalid("a high surrogate escape before one that is not a low surrogate", "the JWT header is not JSON") { _ in
+            "bearer " + TestWorld.jwt(header: #"{"alg":"ES256","kid":"\ud83d\uade0"}"#, claims: claims, signature: anySignature)
+        },
+        // Found by fuzzing (Tests/Fuzz, provider-token): Foundation's decoder does not check the
+        // members it does not decode, so signed tokens whose header or claims are not JSON were
+        // authorized.
+        invalid("a bad escape in a header member no one reads", "the JWT header is not JSON") { world in
+            "bearer " + world.jwt(header: #"{"alg":"ES256","kid":"KEY0000001","x":"\q"}"#, claims: claims)
+        },
+        invalid("a leading zero in a claim no one reads", "the JWT claims set is not JSON") { world in
+            "bearer " + world.jwt(header: es256, claims: #"{"iss":"TEAM000001","iat":\#(TestWorld.nowSeconds),"x":01}"#)
+        },
         invalid("iss twice in the claims set", "the JWT claims set has \"iss\" twice") { world in
             "bearer " + world.jwt(header: es256, claims: #"{"iss":"TEAM000001","iat":\#(TestWorld.nowSeconds),"iss":"TEAM000002"}"#)
         },

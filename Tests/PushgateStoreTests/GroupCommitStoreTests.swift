@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import InMemoryLogging
 import Logging
 import NIOConcurrencyHelpers
@@ -168,6 +171,55 @@ struct GroupCommitPacingTests {
         #expect(backend.inner.load().notifications.map(\.acceptanceID) == [1])
         #expect(store.batchesLost == 0)
         #expect(store.transactionsCommitted == 1)
+    }
+
+    /// Fails its first transaction only once the store it is given has begun to close: a close
+    /// that meets a failing transaction.
+    final class FailsAsItClosesBackend: StoreBackend {
+        let inner = InMemoryBackend()
+        /// Set by the test once the store exists: whether it has begun to close.
+        let isClosing = NIOLockedValueBox<(@Sendable () -> Bool)?>(nil)
+        private let failed = NIOLockedValueBox(false)
+        let applying: AsyncStream<Void>
+        private let signal: AsyncStream<Void>.Continuation
+
+        init() {
+            (applying, signal) = AsyncStream.makeStream()
+        }
+
+        func load() -> StoreSnapshot { inner.load() }
+
+        func apply(_ group: [[StoreCommand]]) throws(StoreError) -> [Result<Void, StoreError>] {
+            let first = failed.withLockedValue { failed in
+                defer { failed = true }
+                return !failed
+            }
+            if first {
+                signal.yield()
+                // Waits for a state, not for time: the test closes the store once told.
+                while isClosing.withLockedValue({ $0?() }) != true { sched_yield() }
+                throw StoreError(.database, "injected: disk full")
+            }
+            return inner.apply(group)
+        }
+
+        func close() {}
+    }
+
+    @Test("interval durability: a transaction that fails as the store closes is tried once more, not lost")
+    func intervalFailureAtClose() async throws {
+        let backend = FailsAsItClosesBackend()
+        let store = GroupCommitStore(backend: backend, durability: .interval(nanoseconds: 1_000_000), logger: quietLogger)
+        backend.isClosing.withLockedValue { $0 = { store.isClosing } }
+        let outcomes = Outcomes()
+        outcomes.submit(store, 0, [.createDevice(device("d"))])
+        outcomes.submit(store, 1, [.enqueue(notification(1, device: "d"))])
+        #expect(await outcomes.collect(2).values.allSatisfy(\.isSuccess))
+        var applying = backend.applying.makeAsyncIterator()
+        _ = await applying.next()
+        await store.close()
+        #expect(backend.inner.load().notifications.map(\.acceptanceID) == [1])
+        #expect(store.batchesLost == 0)
     }
 
     /// The in-memory backend behind a disk that fills and empties on demand: while full, every

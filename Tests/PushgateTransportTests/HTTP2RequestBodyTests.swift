@@ -12,21 +12,27 @@ struct HTTP2RequestBodyTests {
     private static let noError = NGHTTP2_NO_ERROR.rawValue
     private static let refusedStream = NGHTTP2_REFUSED_STREAM.rawValue
 
-    @Test("a request refused on its head is answered right after HEADERS, its body never buffered; the stream is reset")
+    @Test("a request refused on its head is answered right after HEADERS, its body never buffered; body still arriving after the answer resets the stream")
     func refusedOnItsHead() throws {
-        // A stream window of 0: the client can send HEADERS and nothing of its body.
-        let connection = try EmbeddedHTTP2Connection { $0.session.initialStreamWindowSize = 0 }
+        // A stream window of 16 KiB: the client sends HEADERS and a part of its 64 KiB body.
+        let connection = try EmbeddedHTTP2Connection { $0.session.initialStreamWindowSize = 16 * 1024 }
         defer { connection.finish() }
         try connection.handshake()
         let stream = try connection.client.post("/refused", body: ByteBuffer(repeating: 0x41, count: 64 * 1024))
         try connection.sendClientBytes()
 
-        let frames = try connection.serverFrames().filter { $0.streamID == UInt32(stream) }
-        #expect(frames.map(\.kind) == [.headers, .data, .rstStream])
-        #expect(frames[1].endStream)
-        #expect(frames.last?.resetErrorCode == Self.noError)
+        let answer = try connection.serverFrames().filter { $0.streamID == UInt32(stream) && $0.kind != .windowUpdate }
+        #expect(answer.map(\.kind) == [.headers, .data])
+        #expect(answer[1].endStream)
         #expect(connection.client.responses[stream] == .init(status: 403, body: "refused on its head", complete: true))
         #expect(connection.application.paths.isEmpty)
+        #expect(connection.handler.bufferedRequestBytes == 0)
+
+        // The window the server gave back lets more body come: RST_STREAM(NO_ERROR) stops it.
+        try connection.sendClientBytes()
+        let reset = try connection.serverFrames().filter { $0.streamID == UInt32(stream) && $0.kind != .windowUpdate }
+        #expect(reset.map(\.kind) == [.rstStream])
+        #expect(reset.first?.resetErrorCode == Self.noError)
         #expect(connection.handler.bufferedRequestBytes == 0)
 
         // The connection goes on.
@@ -34,6 +40,26 @@ struct HTTP2RequestBodyTests {
         try connection.sendClientBytes()
         _ = try connection.serverFrames()
         #expect(connection.client.responses[next]?.status == 200)
+    }
+
+    @Test("a body that ends right after the early answer, as curl's second TLS record does, closes the stream without a reset")
+    func finishedBodyAfterEarlyAnswer() throws {
+        let connection = try EmbeddedHTTP2Connection()
+        defer { connection.finish() }
+        try connection.handshake()
+        let stream = try connection.client.openPost("/refused")
+        try connection.sendClientBytes()
+        let answer = try connection.serverFrames().filter { $0.streamID == UInt32(stream) }
+        #expect(answer.map(\.kind) == [.headers, .data])
+        #expect(connection.client.responses[stream]?.complete == true)
+
+        // The client's whole body was already on its way when the answer left.
+        #expect(connection.client.sendBody(stream, ByteBuffer(repeating: 0x41, count: 100), end: true))
+        try connection.sendClientBytes()
+        let after = try connection.serverFrames().filter { $0.streamID == UInt32(stream) && $0.kind != .windowUpdate }
+        #expect(after.isEmpty, "no RST_STREAM after a request the client finished: \(after)")
+        #expect(connection.handler.earlyAnswers.isEmpty)
+        #expect(connection.application.paths.isEmpty)
     }
 
     @Test("a body past its route's limit is answered 413 as soon as its bytes go past it, before the stream ends")
@@ -48,9 +74,13 @@ struct HTTP2RequestBodyTests {
 
         // (A WINDOW_UPDATE for the bytes received may come first.)
         let frames = try connection.serverFrames().filter { $0.streamID == UInt32(stream) && $0.kind != .windowUpdate }
-        #expect(frames.map(\.kind) == [.headers, .data, .rstStream])
-        #expect(frames.last?.resetErrorCode == Self.noError)
+        #expect(frames.map(\.kind) == [.headers, .data])
         #expect(connection.client.responses[stream]?.status == 413)
+        // The rest of the body, let in by the window given back, is stopped.
+        try connection.sendClientBytes()
+        let reset = try connection.serverFrames().filter { $0.streamID == UInt32(stream) && $0.kind != .windowUpdate }
+        #expect(reset.map(\.kind) == [.rstStream])
+        #expect(reset.first?.resetErrorCode == Self.noError)
         #expect(connection.client.responses[stream]?.body == "request body larger than \(HoldingApplication.limitedBodySize) bytes\n")
         #expect(connection.application.paths.isEmpty)
         #expect(connection.handler.bufferedRequestBytes == 0)

@@ -1,3 +1,6 @@
+import CNGHTTP2
+import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 @testable import PushgateTransport
@@ -257,5 +260,69 @@ struct HTTP2ServerHandlerEmbeddedTests {
         try connection.channel.writeInbound(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"))
         connection.loop.run()
         #expect(!connection.channel.isActive)
+    }
+
+    // Found by fuzzing (Tests/Fuzz, http2-server): the request timer waited for every request
+    // still in `requests`, answered and reset ones too, whose streams close only when the peer
+    // lets them; armed again for a deadline already past, it fired on every turn of the event
+    // loop (on a real loop, a core spinning for as long as the peer holds the stream).
+    @Test("a request answered on its head whose answer waits for the client's window arms no request timer")
+    func answeredRequestArmsNoTimer() throws {
+        let outcome = Self.returns(within: 20) { () throws -> (timer: Bool, onlyHeaders: Bool, active: Bool) in
+            var client = HTTP2SessionLimits()
+            client.initialStreamWindowSize = 0
+            let connection = try EmbeddedHTTP2Connection(clientLimits: client) { $0.session.initialStreamWindowSize = 0 }
+            defer { connection.finish() }
+            try connection.handshake()
+            let stream = try connection.client.post("/refused", body: ByteBuffer(repeating: 0x41, count: 1024))
+            try connection.sendClientBytes()
+            let frames = try connection.serverFrames().filter { $0.streamID == UInt32(stream) }
+            connection.advance(by: .seconds(31))
+            return (connection.handler.requestTimer != nil, frames.map(\.kind) == [.headers], connection.channel.isActive)
+        }
+        let result = try #require(outcome, "moving the clock past the request timeout did not return: the timer fires again and again")
+        let (timer, onlyHeaders, active) = try result.get()
+        #expect(onlyHeaders, "the 403's body waits for the client's window")
+        #expect(!timer)
+        #expect(active)
+    }
+
+    @Test("a request reset at the request timeout while the peer reads nothing arms no timer again; its RST_STREAM leaves once the channel is writable")
+    func resetRequestArmsNoTimer() throws {
+        let outcome = Self.returns(within: 20) { () throws -> (timer: Bool, reset: UInt32?) in
+            // The window lets 16 KiB of a 64 KiB body through: the request stays arriving.
+            let connection = try EmbeddedHTTP2Connection { $0.session.initialStreamWindowSize = 16 * 1024 }
+            defer { connection.finish() }
+            try connection.handshake()
+            let stream = try connection.client.post("/upload", body: ByteBuffer(repeating: 0x41, count: 64 * 1024))
+            try connection.sendClientBytes()
+            _ = try connection.serverFrames()
+            connection.channel.isWritable = false
+            connection.channel.pipeline.fireChannelWritabilityChanged()
+            connection.advance(by: .seconds(31))
+            let timer = connection.handler.requestTimer != nil
+            connection.channel.isWritable = true
+            connection.channel.pipeline.fireChannelWritabilityChanged()
+            let reset = try connection.serverFrames().first { $0.streamID == UInt32(stream) && $0.kind == .rstStream }
+            return (timer, reset?.resetErrorCode)
+        }
+        let result = try #require(outcome, "moving the clock past the request timeout did not return: the timer fires again and again")
+        let (timer, reset) = try result.get()
+        #expect(!timer)
+        #expect(reset == NGHTTP2_CANCEL.rawValue)
+    }
+
+    /// Runs `body` on a thread of its own (an EmbeddedEventLoop belongs to the thread that made
+    /// it) and returns what it returned, or nil if it has not returned within `seconds`: a timer
+    /// that keeps firing keeps `advanceTime` from ever returning, and the test must fail, not hang.
+    private static func returns<T: Sendable>(within seconds: Int, _ body: @escaping @Sendable () throws -> T) -> Result<T, any Error>? {
+        let result = NIOLockedValueBox<Result<T, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            result.withLockedValue { $0 = Result { try body() } }
+            done.signal()
+        }.start()
+        guard done.wait(timeout: .now() + .seconds(seconds)) == .success else { return nil }
+        return result.withLockedValue { $0 }
     }
 }

@@ -20,8 +20,8 @@ final class InMemoryHTTP2Peer: NGHTTP2SessionDelegate {
     private(set) var session: NGHTTP2Session!
     private(set) var responses: [Int32: Response] = [:]
 
-    init(role: NGHTTP2Session.Role = .client) throws {
-        session = try NGHTTP2Session(role: role, limits: HTTP2SessionLimits(), delegate: self)
+    init(role: NGHTTP2Session.Role = .client, limits: HTTP2SessionLimits = HTTP2SessionLimits()) throws {
+        session = try NGHTTP2Session(role: role, limits: limits, delegate: self)
     }
 
     /// Queues a GET; its bytes leave with the next `drain`.
@@ -39,6 +39,19 @@ final class InMemoryHTTP2Peer: NGHTTP2SessionDelegate {
         let streamID = try session.submitRequest(headers: fields, body: body)
         responses[streamID] = Response()
         return streamID
+    }
+
+    /// Queues the HEADERS of a POST whose body comes later, by `sendBody`.
+    func openPost(_ path: String) throws -> Int32 {
+        let fields: HTTPHeaders = [":method": "POST", ":scheme": "http", ":authority": "localhost", ":path": path]
+        let streamID = try session.submitRequest(headers: fields, body: nil, streaming: true)
+        responses[streamID] = Response()
+        return streamID
+    }
+
+    /// Queues bytes of an `openPost` body; false when the stream no longer takes any.
+    func sendBody(_ streamID: Int32, _ body: ByteBuffer, end: Bool) -> Bool {
+        session.appendBody(streamID: streamID, body, end: end)
     }
 
     /// Everything the session has to send.
@@ -75,7 +88,9 @@ final class InMemoryHTTP2Peer: NGHTTP2SessionDelegate {
         return true
     }
 
-    func sessionDataEnded(streamID: Int32) { responses[streamID, default: Response()].complete = true }
+    func sessionDataFrame(streamID: Int32, endStream: Bool) {
+        if endStream { responses[streamID, default: Response()].complete = true }
+    }
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {}
     func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer) {}
     func sessionPingAckReceived() {}
@@ -135,8 +150,10 @@ final class EmbeddedHTTP2Connection {
     var loop: EmbeddedEventLoop { channel.embeddedEventLoop }
 
     /// `bodyBudget`: give several connections one to have them share it, as a server's do.
+    /// `clientLimits`: the client's SETTINGS (its windows limit what the server may send).
     init(
         bodyBudget: RequestBodyBudget = RequestBodyBudget(),
+        clientLimits: HTTP2SessionLimits = HTTP2SessionLimits(),
         configure: (inout HTTP2ServerConfiguration) -> Void = { _ in }
     ) throws {
         var configuration = HTTP2ServerConfiguration()
@@ -162,7 +179,7 @@ final class EmbeddedHTTP2Connection {
             logger: logger
         )
         channel = EmbeddedChannel(handler: handler, loop: loop)
-        client = try InMemoryHTTP2Peer()
+        client = try InMemoryHTTP2Peer(limits: clientLimits)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 8443)).wait()
     }
 

@@ -70,7 +70,7 @@ private final class SilentDelegate: NGHTTP2SessionDelegate, @unchecked Sendable 
     ) -> Bool { true }
     func sessionHeadersComplete(streamID: Int32, category: nghttp2_headers_category, endStream: Bool) {}
     func sessionData(streamID: Int32, bytes: UnsafeRawBufferPointer) -> Bool { true }
-    func sessionDataEnded(streamID: Int32) {}
+    func sessionDataFrame(streamID: Int32, endStream: Bool) {}
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {}
     func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer) {}
     func sessionPingAckReceived() {}

@@ -7,7 +7,9 @@ import PushgateStore
 extension DeviceShard {
     /// Makes a new stream the device's current one (ending any older one) before its head is
     /// sent; `lastEventID` acknowledges up to that seq first. Succeeds with the stream's
-    /// generation, which `bind` and `close` name.
+    /// generation, which `bind` and `close` name; with `lastEventID`, once that ack is on disk
+    /// (the stream's 200 answers it: an agent killed with the gateway right after it must not
+    /// get those notifications again), and fails as an ack fails when it cannot be committed.
     func openStream(deviceID: String, secret: String, lastEventID: UInt64?, promise: EventLoopPromise<UInt64>) {
         guard let device = authenticate(deviceID: deviceID, secret: secret) else {
             promise.fail(Refusal.unauthorized)
@@ -21,13 +23,32 @@ extension DeviceShard {
         device.stream = StreamBinding(generation: streamGenerations, now: now)
         device.resetStreamProgress()
         online[deviceID] = device
-        if let lastEventID { acknowledge(device, upTo: lastEventID, onlySent: false, promise: nil) }
+        var acked: EventLoopFuture<Void>?
+        if let lastEventID {
+            let committed = eventLoop.makePromise(of: Void.self)
+            acknowledge(device, upTo: lastEventID, onlySent: false, promise: committed)
+            acked = committed.futureResult
+        }
         // A wake event: stored pushes are already queued, held ones follow them (`online`).
         var commands: [StoreCommand] = []
         var entries: [QueuedEntry] = []
         _ = apply(scheduler.connect(device.handle, now: now), into: &commands, entries: &entries)
         finish(commands, entries: entries) { _ in }
-        promise.succeed(streamGenerations)
+        let generation = streamGenerations
+        guard let acked else {
+            promise.succeed(generation)
+            return
+        }
+        acked.assumeIsolated().whenComplete { [self] result in
+            switch result {
+            case .success:
+                promise.succeed(generation)
+            case .failure(let error):
+                // No head will be sent: the stream never started.
+                close(deviceID: deviceID, generation: generation)
+                promise.fail(error)
+            }
+        }
     }
 
     /// The stream's head is out: events can be written to it.
@@ -79,7 +100,8 @@ extension DeviceShard {
             if index != device.queue.endIndex { upTo = min(upTo, device.queue[index].seq - 1) }
         }
         guard upTo > device.ackedSeq || !device.uncommittedAcks.isEmpty else {
-            promise?.succeed()
+            // Nothing more to delete; the ack that deleted it may still be on its way to the disk.
+            promise?.completeWith(EventLoopFuture.andAllSucceed(device.ackCommitsInFlight, on: eventLoop))
             return
         }
         upTo = max(upTo, device.ackedSeq)
@@ -109,11 +131,15 @@ extension DeviceShard {
         // Applied in memory already (the window it frees is free now): the commit the 200 waits
         // for can be the next one made for a push. If it fails, memory stays as it is (the device
         // has these notifications) and the next ack carries the deletions to the disk.
+        let committed = eventLoop.makePromise(of: Void.self)
+        promise?.completeWith(EventLoopFuture.andAllSucceed(device.ackCommitsInFlight + [committed.futureResult], on: eventLoop))
+        device.ackCommitsInFlight.append(committed.futureResult)
         commit(commands, urgency: .deferrable) { [self] result in
             if case .failure = result, devices[device.id] === device {
                 device.uncommittedAcks = deletions + device.uncommittedAcks
             }
-            promise?.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+            device.ackCommitsInFlight.removeAll { $0 === committed.futureResult }
+            committed.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
         pump(device)
     }

@@ -94,6 +94,10 @@ final class DeviceState {
     /// Deletions of acks applied in memory whose commit failed: the next ack commits them, so
     /// that an ack answered 204 is on disk even when it repeats one that was refused.
     var uncommittedAcks: [StoreCommand] = []
+    /// The device's ack commits on their way to the disk. An ack is answered once they and its own
+    /// have committed, so that its answer covers every seq up to it, not only what it deleted
+    /// itself; one that fails leaves the list, its deletions to `uncommittedAcks`.
+    var ackCommitsInFlight: [EventLoopFuture<Void>] = []
     var stream: StreamBinding?
     /// Since when the device has had no stream: its last stream's end, or when this process
     /// loaded or created it. For the admin view's "offline since".

@@ -12,12 +12,22 @@ public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
     /// is expected to pass (the store overloaded, or unable to commit for now), and on a 429
     /// that knows when the limit lets the next request through (device creation).
     public var retryAfterSeconds: Int?
+    /// The methods the path takes (an `allow` header, which RFC 9110 requires on a 405); only on
+    /// 405 `MethodNotAllowed`.
+    public var allowedMethods: [String]?
 
-    public init(_ reason: Reason, _ detail: String, timestamp: Int64? = nil, retryAfterSeconds: Int? = nil) {
+    public init(
+        _ reason: Reason,
+        _ detail: String,
+        timestamp: Int64? = nil,
+        retryAfterSeconds: Int? = nil,
+        allowedMethods: [String]? = nil
+    ) {
         self.reason = reason
         self.detail = detail
         self.timestamp = timestamp
         self.retryAfterSeconds = retryAfterSeconds
+        self.allowedMethods = allowedMethods
     }
 
     public var status: Int { reason.status }

@@ -5,6 +5,11 @@
 package struct JSONDocument: Sendable {
     package let root: JSONNode
 
+    /// Objects and arrays nest at most this deep (the outermost is level 1). The parser recurses
+    /// once per level, and a provider token's header arrives before anything is trusted: 32 KiB
+    /// of `[` overflowed the event loop's stack. Configuration files and JWTs need a handful.
+    package static let maxDepth = 64
+
     /// Parses `bytes` (UTF-8); a syntax error names its line and column.
     package init(_ bytes: [UInt8]) throws(JSONSyntaxError) {
         var parser = Parser(bytes: bytes)
@@ -89,6 +94,8 @@ private struct Parser {
     var index = 0
     var line = 1
     var lineStart = 0
+    /// Objects and arrays open around the current value.
+    var depth = 0
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -113,8 +120,14 @@ private struct Parser {
         let start = position
         guard index < bytes.count else { throw error("the file ends where a value was expected") }
         switch bytes[index] {
-        case UInt8(ascii: "{"): return JSONNode(value: .object(try members()), position: start)
-        case UInt8(ascii: "["): return JSONNode(value: .array(try elements()), position: start)
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            guard depth < JSONDocument.maxDepth else {
+                throw error("more than \(JSONDocument.maxDepth) levels of nested objects and arrays")
+            }
+            depth += 1
+            defer { depth -= 1 }
+            if bytes[index] == UInt8(ascii: "{") { return JSONNode(value: .object(try members()), position: start) }
+            return JSONNode(value: .array(try elements()), position: start)
         case UInt8(ascii: "\""): return JSONNode(value: .string(try string()), position: start)
         case UInt8(ascii: "t"): try literal("true"); return JSONNode(value: .bool(true), position: start)
         case UInt8(ascii: "f"): try literal("false"); return JSONNode(value: .bool(false), position: start)
@@ -181,14 +194,42 @@ private struct Parser {
             default: false
             }
         }
-        while index < bytes.count, isNumberByte(bytes[index]) { index += 1 }
-        let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        // JSON's grammar, loosely: what Double reads, without the '+' it allows and JSON does not.
-        guard Double(text) != nil, !text.hasPrefix("+") else {
-            index = start
+        var end = start
+        while end < bytes.count, isNumberByte(bytes[end]) { end += 1 }
+        let text = String(decoding: bytes[start..<end], as: UTF8.self)
+        // RFC 8259's grammar over the whole run (Double alone also takes `01`, `1.` and `.5`),
+        // and a value a Double can hold, as Foundation's reader requires.
+        guard Self.isJSONNumber(bytes[start..<end]), Double(text)?.isFinite == true else {
             throw error("\(text) is not a JSON number")
         }
+        index = end
         return text
+    }
+
+    /// number = [ "-" ] ( "0" / 1-9 *DIGIT ) [ "." 1*DIGIT ] [ ( "e" / "E" ) [ "-" / "+" ] 1*DIGIT ]
+    private static func isJSONNumber(_ text: ArraySlice<UInt8>) -> Bool {
+        var i = text.startIndex
+        func digits() -> Bool {
+            let first = i
+            while i < text.endIndex, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(text[i]) { i += 1 }
+            return i > first
+        }
+        if i < text.endIndex, text[i] == UInt8(ascii: "-") { i += 1 }
+        if i < text.endIndex, text[i] == UInt8(ascii: "0") {
+            i += 1
+        } else if !digits() {
+            return false
+        }
+        if i < text.endIndex, text[i] == UInt8(ascii: ".") {
+            i += 1
+            guard digits() else { return false }
+        }
+        if i < text.endIndex, text[i] == UInt8(ascii: "e") || text[i] == UInt8(ascii: "E") {
+            i += 1
+            if i < text.endIndex, text[i] == UInt8(ascii: "-") || text[i] == UInt8(ascii: "+") { i += 1 }
+            guard digits() else { return false }
+        }
+        return i == text.endIndex
     }
 
     private mutating func string() throws(JSONSyntaxError) -> String {
@@ -206,6 +247,11 @@ private struct Parser {
                 return String(scalars)
             }
             if byte < 0x20 { throw error(byte == UInt8(ascii: "\n") ? "the string is not closed on its line" : "a control character in a string") }
+            if byte >= 0x80 {
+                guard let length = utf8SequenceLength() else { throw error("not UTF-8 (byte 0x\(String(byte, radix: 16, uppercase: true)))") }
+                index += length
+                continue
+            }
             if byte != UInt8(ascii: "\\") {
                 index += 1
                 continue
@@ -229,7 +275,13 @@ private struct Parser {
                 if (0xD800..<0xDC00).contains(code), bytes[index...].starts(with: Array("\\u".utf8)) {
                     index += 2
                     let low = try hex4()
-                    code = 0x10000 + ((code - 0xD800) << 10) + (low &- 0xDC00)
+                    // Only a low surrogate completes the pair: below DC00 the sum ran past UInt32 (a
+                    // trap, reachable with a provider token's header), above DFFF it made up
+                    // another character.
+                    guard (0xDC00..<0xE000).contains(low) else {
+                        throw error("\\u escape of no character (a high surrogate must be followed by a low one, DC00-DFFF)")
+                    }
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                 }
                 guard let scalar = Unicode.Scalar(code) else { throw error("\\u escape of no character") }
                 scalars.append(scalar)
@@ -243,10 +295,48 @@ private struct Parser {
     }
 
     private mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
-        guard index + 4 <= bytes.count, let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
+        // Hex digits only: UInt32(_:radix:) would also take a sign (`\u+41A`).
+        guard index + 4 <= bytes.count, bytes[index..<index + 4].allSatisfy(\.isASCIIHexDigit),
+              let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
+        else {
             throw error("\\u needs four hex digits")
         }
         index += 4
         return code
+    }
+
+    /// The length of the well-formed UTF-8 sequence at `index` (Unicode's table 3-7: no overlong
+    /// forms, no surrogates, nothing above U+10FFFF), nil when there is none: a file or token in
+    /// another encoding is an error, not text with U+FFFD in it.
+    private func utf8SequenceLength() -> Int? {
+        let lead = bytes[index]
+        let length: Int
+        var low: UInt8 = 0x80
+        var high: UInt8 = 0xBF
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; low = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED: length = 3; high = 0x9F
+        case 0xF0: length = 4; low = 0x90
+        case 0xF1...0xF3: length = 4
+        case 0xF4: length = 4; high = 0x8F
+        default: return nil
+        }
+        guard index + length <= bytes.count else { return nil }
+        for k in 1..<length {
+            let byte = bytes[index + k]
+            guard k == 1 ? (low...high).contains(byte) : (0x80...0xBF).contains(byte) else { return nil }
+        }
+        return length
+    }
+}
+
+extension UInt8 {
+    fileprivate var isASCIIHexDigit: Bool {
+        switch self {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        default: false
+        }
     }
 }

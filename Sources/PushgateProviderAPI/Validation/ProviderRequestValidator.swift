@@ -174,7 +174,7 @@ public struct ProviderRequestValidator: Sendable {
 
         // 1. Method.
         guard method == "POST" else {
-            return reject(.methodNotAllowed, ":method must be POST, got \(Detail.quote(method))")
+            return reject(Refusal(.methodNotAllowed, ":method must be POST, got \(Detail.quote(method))", allowedMethods: ["POST"]))
         }
 
         // 2. Path and device token.

@@ -340,8 +340,8 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
         return true
     }
 
-    func sessionDataEnded(streamID: Int32) {
-        guard let stream = streams[streamID] else { return }
+    func sessionDataFrame(streamID: Int32, endStream: Bool) {
+        guard endStream, let stream = streams[streamID] else { return }
         finish(stream, error: nil)
     }
 

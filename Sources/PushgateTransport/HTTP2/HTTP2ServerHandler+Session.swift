@@ -45,12 +45,21 @@ extension HTTP2ServerHandler {
             pending.rejected = true
             session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
         }
-        if !requests.isEmpty { perform(policy.requestsArriving()) }
+        if awaitsRequest { perform(policy.requestsArriving()) }
         output?.scheduleFlush()
     }
 
+    /// A request is still arriving that no one has answered or reset. Answered and reset ones
+    /// stay in `requests` until their stream closes, which waits on the peer (its flow-control
+    /// window for the answer, its reading for the RST_STREAM): the request timer must not wait
+    /// for them, or it is armed again for a deadline already past and fires on every turn of
+    /// the event loop.
+    var awaitsRequest: Bool {
+        requests.values.contains { !$0.rejected }
+    }
+
     private func reportIfNoRequestArriving() {
-        if requests.isEmpty { perform(policy.noRequestsArriving()) }
+        if !awaitsRequest { perform(policy.noRequestsArriving()) }
     }
 
     /// Takes a request's body away from it, for the application or to drop it: the connection's
@@ -86,8 +95,7 @@ extension HTTP2ServerHandler {
             pending.maxBodySize = min(limit, configuration.maxRequestBodySize)
         case .answered:
             pending.rejected = true
-            // A body still coming is cut off once the answer is out (sessionEndStreamSent).
-            if !endStream { rejectedStreams.insert(streamID) }
+            if !endStream { earlyAnswers[streamID] = .answering }
         }
     }
 
@@ -102,7 +110,7 @@ extension HTTP2ServerHandler {
     private func reject(_ pending: PendingRequest, streamID: Int32, _ refusal: TransportRefusal) {
         pending.rejected = true
         _ = takeBody(of: pending)
-        rejectedStreams.insert(streamID)
+        earlyAnswers[streamID] = .answering
         application.refuse(request(pending, body: ByteBuffer()), refusal, responder: responder(streamID: streamID))
     }
 
@@ -114,6 +122,12 @@ extension HTTP2ServerHandler {
         _ = takeBody(of: pending)
         session.resetStream(streamID, errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
     }
+}
+
+/// Where the answer to a request refused before its body ended stands.
+enum EarlyAnswer {
+    case answering
+    case answered
 }
 
 extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
@@ -204,11 +218,19 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         return true
     }
 
-    func sessionDataEnded(streamID: Int32) {
-        // A body that ended needs no RST_STREAM to stop it: a client that sent the whole request
-        // then sees a plain answer (curl reports a reset after it as an error, exit 92).
-        rejectedStreams.remove(streamID)
-        dispatch(streamID: streamID)
+    /// A stream answered early is reset, RST_STREAM(NO_ERROR) telling the client to stop sending
+    /// its body (RFC 9113 section 8.1), only when body still arrives after the answer went out. A
+    /// client whose last DATA frame was already on its way, as curl's is over TLS where HEADERS
+    /// and DATA travel in separate records, then sees a plain answer: curl 7.88 reports a reset
+    /// after a request it finished sending as an error (exit 92).
+    func sessionDataFrame(streamID: Int32, endStream: Bool) {
+        if endStream {
+            earlyAnswers[streamID] = nil
+            dispatch(streamID: streamID)
+        } else if earlyAnswers[streamID] == .answered {
+            earlyAnswers[streamID] = nil
+            session.resetStream(streamID, errorCode: NGHTTP2_NO_ERROR.rawValue)
+        }
     }
 
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
@@ -216,7 +238,7 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
             _ = takeBody(of: pending)
             reportIfNoRequestArriving()
         }
-        rejectedStreams.remove(streamID)
+        earlyAnswers[streamID] = nil
         if let writer = writers.removeValue(forKey: streamID) {
             writer.streamClosed(errorCode == NGHTTP2_NO_ERROR.rawValue ? .finished : .reset(errorCode: errorCode))
         }
@@ -239,10 +261,7 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         writers[streamID]?.bodyDrained(remaining: remaining)
     }
 
-    /// An answer went out while the request body was still arriving (a refusal on the head, a
-    /// 413): RST_STREAM(NO_ERROR) tells the client to stop sending it (RFC 9113 section 8.1).
     func sessionEndStreamSent(streamID: Int32) {
-        guard rejectedStreams.remove(streamID) != nil else { return }
-        session.resetStream(streamID, errorCode: NGHTTP2_NO_ERROR.rawValue)
+        if earlyAnswers[streamID] != nil { earlyAnswers[streamID] = .answered }
     }
 }

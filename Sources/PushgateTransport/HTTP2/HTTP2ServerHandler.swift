@@ -34,8 +34,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     var writers: [Int32: ResponseBodyWriter] = [:]
 
     private var readHeld = false
-    /// Streams answered while their body was still arriving: reset once the answer is out.
-    var rejectedStreams: Set<Int32> = []
+    /// Streams answered while their body was still arriving (a refusal on the head, a 413), by
+    /// whether the answer is out yet. See `sessionDataFrame(streamID:endStream:)`.
+    var earlyAnswers: [Int32: EarlyAnswer] = [:]
     /// Request body bytes held across all streams of this connection.
     var bufferedRequestBytes = 0
 
@@ -123,7 +124,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if !requests.isEmpty { perform(policy.requestsArriving()) }
+        if awaitsRequest { perform(policy.requestsArriving()) }
         output?.flush()
         context.fireChannelReadComplete()
     }
@@ -244,7 +245,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             stallTimer?.cancel()
             stallTimer = eventLoop.scheduleTask(in: configuration.writeStallTimeout) { loopBound.value.stallTimerFired() }
         }
-        if timers.contains(.request), let oldest = requests.values.lazy.map(\.startedAt).min() {
+        if timers.contains(.request), let oldest = requests.values.lazy.filter({ !$0.rejected }).map(\.startedAt).min() {
             requestTimer?.cancel()
             requestTimer = eventLoop.scheduleTask(deadline: oldest + configuration.requestTimeout) {
                 loopBound.value.requestTimerFired()

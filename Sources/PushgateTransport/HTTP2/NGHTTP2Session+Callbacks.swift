@@ -96,7 +96,7 @@ extension NGHTTP2Session {
                     endStream: endStream
                 )
             case NGHTTP2_DATA.rawValue:
-                if endStream { delegate.sessionDataEnded(streamID: frame.hd.stream_id) }
+                delegate.sessionDataFrame(streamID: frame.hd.stream_id, endStream: endStream)
             case NGHTTP2_GOAWAY.rawValue:
                 delegate.sessionGoAwayReceived(
                     lastStreamID: frame.goaway.last_stream_id,

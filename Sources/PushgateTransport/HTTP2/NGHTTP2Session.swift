@@ -17,7 +17,8 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     func sessionHeadersComplete(streamID: Int32, category: nghttp2_headers_category, endStream: Bool)
     /// Return false to reset the stream (e.g. the body is over its limit).
     func sessionData(streamID: Int32, bytes: UnsafeRawBufferPointer) -> Bool
-    func sessionDataEnded(streamID: Int32)
+    /// A DATA frame was received whole; `endStream` when it ends the peer's side of the stream.
+    func sessionDataFrame(streamID: Int32, endStream: Bool)
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32)
     func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer)
     func sessionPingAckReceived()
@@ -277,9 +278,10 @@ final class NGHTTP2Session {
         }
     }
 
-    /// Submits a request; returns its stream id. `body` nil sends END_STREAM on HEADERS.
-    func submitRequest(headers: HTTPFieldList, body: ByteBuffer?) throws -> Int32 {
-        let hasBody = body.map { $0.readableBytes > 0 } ?? false
+    /// Submits a request; returns its stream id. `body` nil sends END_STREAM on HEADERS;
+    /// `streaming` keeps the stream open for later `appendBody` calls.
+    func submitRequest(headers: HTTPFieldList, body: ByteBuffer?, streaming: Bool = false) throws -> Int32 {
+        let hasBody = streaming || (body.map { $0.readableBytes > 0 } ?? false)
         let streamID = HeaderBlockBuilder.withFields(headers) { nva, count -> Int32 in
             if hasBody {
                 var provider = nghttp2_data_provider(
@@ -291,11 +293,13 @@ final class NGHTTP2Session {
             return nghttp2_submit_request(session, nil, nva, count, nil, nil)
         }
         guard streamID > 0 else { throw NGHTTP2Error(code: streamID, operation: "request submission") }
-        if let body, hasBody {
+        if hasBody {
             let outbound = OutboundBody()
-            outbound.chunks.append(body)
-            outbound.buffered = body.readableBytes
-            outbound.ended = true
+            if let body, body.readableBytes > 0 {
+                outbound.chunks.append(body)
+                outbound.buffered = body.readableBytes
+            }
+            outbound.ended = !streaming
             // nghttp2 pulls the body only during `drain`, so registering it now is in time.
             bodies[streamID] = outbound
         }
