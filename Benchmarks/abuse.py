@@ -397,6 +397,9 @@ class Client:
         self.pending = {}  # stream -> [future, status, headers, body]
         self.changed = asyncio.Event()  # settings, windows or streams changed: a waiting sender may go
         self.closed = None
+        # A connection that has proven nothing may open one stream until the gateway's SETTINGS
+        # raise the limit: requests wait for them, as pushgate bench does.
+        self.settled = asyncio.Event()
         self.task = asyncio.create_task(self.read())
 
     @classmethod
@@ -426,6 +429,8 @@ class Client:
                         self.finish(event.stream_id, entry[1])
                     elif isinstance(event, h2.events.StreamReset) and entry:
                         self.finish(event.stream_id, "RST_STREAM " + error_name(event.error_code))
+                    elif isinstance(event, h2.events.RemoteSettingsChanged):
+                        self.settled.set()
                     elif isinstance(event, h2.events.ConnectionTerminated):
                         debug = (event.additional_data or b"").decode(errors="replace")
                         self.closed = f"GOAWAY {error_name(event.error_code)} {debug}".rstrip()
@@ -434,6 +439,7 @@ class Client:
         except (ConnectionError, OSError):
             pass
         self.closed = self.closed or "closed"
+        self.settled.set()
         for stream in list(self.pending):
             self.finish(stream, self.closed)
         self.changed.set()
@@ -446,6 +452,7 @@ class Client:
 
     async def request(self, method, path, headers=(), body=b""):
         """(status or how it failed, response headers, body)."""
+        await self.settled.wait()
         while (self.h2.open_outbound_streams >= self.h2.remote_settings.max_concurrent_streams
                or (body and self.h2.outbound_flow_control_window < len(body))) and not self.closed:
             self.changed.clear()

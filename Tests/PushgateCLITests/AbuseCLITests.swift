@@ -70,6 +70,8 @@ struct AbuseCLITests {
         let abusers: [(String, [[String]])] = [
             ("idle", [["idle", "--count", "4"] + fromLoopback]),
             ("ping-flood", [["ping-flood"] + fromLoopback]),
+            ("empty-data", [["empty-data", "--secret", secret, "--seconds", "2"] + fromLoopback]),
+            ("empty-headers", [["empty-headers", "--seconds", "2"] + fromLoopback]),
             ("slow-h2", [["slow-h2", "--count", "2", "--interval", "0.1"] + fromLoopback]),
             ("slow-h1-head", [["slow-h1-head", "--count", "2", "--interval", "0.1"] + fromLoopback]),
             ("registrations", [["registration-flood", "--setup-port", local, "--secret", secret] + fromLoopback]),
@@ -107,6 +109,13 @@ struct AbuseCLITests {
         let ping = try #require(results["ping-flood"])
         #expect(ping.count("PING acks received") > 0, "\(ping)")
         #expect(ping.ended("reset").connections > 0 && ping.ended("reset").maxSeconds < 3, "\(ping)")
+        // Frames that do nothing, flat out: past http2FloodBurst (1,000) the connection ends
+        // (GOAWAY ENHANCE_YOUR_CALM, then the close; with the flood still coming the flooder sees
+        // a reset), each time it comes back.
+        for name in ["empty-data", "empty-headers"] {
+            let flood = try #require(results[name])
+            #expect(flood.ended("reset").connections > 0 && flood.ended("reset").maxSeconds < 3 && flood.stillOpen <= 1, "\(flood)")
+        }
         // A header block trickled in CONTINUATIONs (1,000 bytes: 100 s) ends the connection at
         // nghttp2's limit, the ninth.
         let slowH2 = try #require(results["slow-h2"])
@@ -128,6 +137,8 @@ struct AbuseCLITests {
         #expect(metrics.stdout.contains(#"pushgate_connections_refused_total{reason="address_full"}"#)
                 && !metrics.stdout.contains(#"pushgate_connections_refused_total{reason="address_full"} 0"#), "\(metrics.stdout.prefix(400))")
         #expect(metrics.stdout.contains("pushgate_device_creations_refused_total "), "\(metrics.stdout.prefix(400))")
+        #expect(metrics.stdout.contains("pushgate_http2_flood_closures_total ") && !metrics.stdout.contains("pushgate_http2_flood_closures_total 0\n"),
+                "\(metrics.stdout.prefix(400))")
         for url in gateway.urls {
             let health = try run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge", "--max-time", "30", "\(url)/healthz"])
             #expect(health.stdout == "200", "\(url): \(health.stdout) \(health.stderr)")

@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 @testable import PushgateTransport
+import PushgateTestKit
 import Testing
 
 /// The HTTP/2 server handler byte for byte, in an `EmbeddedChannel` against an nghttp2 client
@@ -251,6 +252,66 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(goAway.count == 1)
         #expect(goAway.first.map { $0.errorCode != 0 } == true)
         #expect(!connection.channel.isActive)
+    }
+
+    /// POST / on stream 1 without END_STREAM: HPACK :method POST, :scheme http, :path / from
+    /// the static table, :authority localhost.
+    private static let openPost = WireFrame(type: 1, flags: 0x4, streamID: 1, payload: [0x83, 0x86, 0x84, 0x41, 9] + Array("localhost".utf8))
+    private static let enhanceYourCalm: UInt32 = 0xB
+
+    private static func frames(_ count: Int, _ frame: (Int) -> WireFrame) -> ByteBuffer {
+        ByteBuffer(bytes: (0..<count).flatMap { frame($0).bytes })
+    }
+
+    @Test("empty DATA frames that do not end their stream: a thousand are taken, 33 more a second, then GOAWAY ENHANCE_YOUR_CALM, the channel closes, counted as a flood")
+    func emptyDataFlood() throws {
+        let statistics = ConnectionStatistics()
+        let connection = try EmbeddedHTTP2Connection(statistics: statistics)
+        defer { connection.finish() }
+        try connection.handshake()
+        let empty = WireFrame(type: 0, flags: 0, streamID: 1, payload: [])
+        try connection.channel.writeInbound(ByteBuffer(bytes: Self.openPost.bytes))
+        try connection.channel.writeInbound(Self.frames(1000) { _ in empty })
+        // Three seconds give back 99.
+        connection.advance(by: .seconds(3))
+        try connection.channel.writeInbound(Self.frames(99) { _ in empty })
+        #expect(try connection.serverFrames().compactMap(\.goAway).isEmpty)
+        #expect(connection.channel.isActive)
+        #expect(statistics.floodClosures == 0)
+        try connection.channel.writeInbound(Self.frames(1) { _ in empty })
+        let goAway = try connection.serverFrames().compactMap(\.goAway)
+        #expect(goAway.map(\.errorCode) == [Self.enhanceYourCalm])
+        #expect(!connection.channel.isActive)
+        #expect(statistics.floodClosures == 1)
+    }
+
+    @Test("streams opened with an empty header block: each is reset, and past a thousand the connection ends with ENHANCE_YOUR_CALM, counted as a flood")
+    func emptyHeadersFlood() throws {
+        let statistics = ConnectionStatistics()
+        let connection = try EmbeddedHTTP2Connection(statistics: statistics)
+        defer { connection.finish() }
+        try connection.handshake()
+        let emptyHeaders = { (index: Int) in WireFrame(type: 1, flags: 0x5, streamID: UInt32(2 * index + 1), payload: []) }
+        try connection.channel.writeInbound(Self.frames(900, emptyHeaders))
+        let answers = try connection.serverFrames()
+        #expect(answers.filter { $0.kind == .rstStream }.count == 900)
+        #expect(answers.compactMap(\.goAway).isEmpty)
+        try connection.channel.writeInbound(Self.frames(1000) { emptyHeaders(900 + $0) })
+        #expect(try connection.serverFrames().compactMap(\.goAway).map(\.errorCode) == [Self.enhanceYourCalm])
+        #expect(!connection.channel.isActive)
+        #expect(statistics.floodClosures == 1)
+    }
+
+    @Test("PINGs whose acks the peer does not read: past nghttp2's 1,000 queued acks the connection closes, counted as a flood")
+    func pingFlood() throws {
+        let statistics = ConnectionStatistics()
+        let connection = try EmbeddedHTTP2Connection(statistics: statistics)
+        defer { connection.finish() }
+        try connection.handshake()
+        try connection.channel.writeInbound(Self.frames(2000) { _ in WireFrame(type: 6, flags: 0, streamID: 0, payload: Array("abusive!".utf8)) })
+        connection.loop.run()
+        #expect(!connection.channel.isActive)
+        #expect(statistics.floodClosures == 1)
     }
 
     @Test("bytes that are not the client preface: nghttp2 refuses them and the channel closes")

@@ -97,6 +97,7 @@ final class InMemoryHTTP2Peer: NGHTTP2SessionDelegate {
     func sessionSettingsReceived() {}
     func sessionBodyDrained(streamID: Int32, remaining: Int) {}
     func sessionEndStreamSent(streamID: Int32) {}
+    func sessionWastedFrame() -> Bool { true }
 }
 
 /// Answers `/hello` at once and holds the responders of `/slow` until the test answers them;
@@ -151,9 +152,11 @@ final class EmbeddedHTTP2Connection {
 
     /// `bodyBudget`: give several connections one to have them share it, as a server's do.
     /// `clientLimits`: the client's SETTINGS (its windows limit what the server may send).
+    /// `statistics`: where the connection counts itself, as a server's connections do.
     init(
         bodyBudget: RequestBodyBudget = RequestBodyBudget(),
         clientLimits: HTTP2SessionLimits = HTTP2SessionLimits(),
+        statistics: ConnectionStatistics? = nil,
         configure: (inout HTTP2ServerConfiguration) -> Void = { _ in }
     ) throws {
         var configuration = HTTP2ServerConfiguration()
@@ -167,7 +170,8 @@ final class EmbeddedHTTP2Connection {
             isTLS: false,
             negotiatedProtocol: nil,
             peerCertificate: nil,
-            eventLoop: loop
+            eventLoop: loop,
+            statistics: statistics
         )
         var logger = Logger(label: "embedded-http2")
         logger.logLevel = .critical

@@ -77,4 +77,5 @@ private final class SilentDelegate: NGHTTP2SessionDelegate, @unchecked Sendable 
     func sessionSettingsReceived() {}
     func sessionBodyDrained(streamID: Int32, remaining: Int) {}
     func sessionEndStreamSent(streamID: Int32) {}
+    func sessionWastedFrame() -> Bool { true }
 }

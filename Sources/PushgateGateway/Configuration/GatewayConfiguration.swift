@@ -40,6 +40,10 @@ public struct GatewayConfiguration: Sendable {
     /// Devices one client address (an IPv4 address, an IPv6 /64) may create per hour; 0: no
     /// limit. Loopback clients are not counted.
     public var deviceCreationsPerAddressPerHour = 1000
+    /// Frames that do nothing (an empty DATA frame not ending its stream, a frame refused with a
+    /// stream error) one HTTP/2 connection may send at once, and how many more a second.
+    public var http2FloodBurst = HTTP2ServerConfiguration().floodBurst
+    public var http2FloodFramesPerSecond = HTTP2ServerConfiguration().floodFramesPerSecond
     /// Delivery's settings; `queuedNotificationBudgetBytes` defaults to a quarter of the memory
     /// the process may use.
     public var delivery: DeliveryConfiguration = {
@@ -246,6 +250,8 @@ public struct GatewayConfiguration: Sendable {
         var server = HTTPServerConfiguration()
         server.http2.idleTimeout = .seconds(Int64(idleTimeoutSeconds))
         server.http2.unauthenticatedIdleTimeout = .seconds(Int64(unauthenticatedIdleTimeoutSeconds))
+        server.http2.floodBurst = http2FloodBurst
+        server.http2.floodFramesPerSecond = http2FloodFramesPerSecond
         server.requestBodyBudget = budget
         return server
     }

@@ -58,6 +58,14 @@ public enum Settings {
             "maxConnectionsPerAddress", .integer, "N", default: "1000",
             help: "Connections one client address holds at once (an IPv4 address, or an IPv6 /64); one more is closed as soon as it is accepted (counted). Loopback clients are not counted. Behind carrier-grade NAT or a proxy that does not keep client addresses many devices share an address: raise it, or 0 for no limit."
         ) { configuration, value throws(SettingError) in configuration.maxConnectionsPerAddress = try value.integer(in: 0...Int.max) },
+        Setting(
+            "http2FloodBurst", .integer, "FRAMES", default: "\(HTTP2ServerConfiguration().floodBurst)",
+            help: "Frames that make the gateway work for nothing (an empty DATA frame that does not end its stream, a stream refused for a protocol error) one HTTP/2 connection may send at once; past them and http2FloodFramesPerSecond the connection ends with GOAWAY ENHANCE_YOUR_CALM (counted in pushgate_http2_flood_closures_total). Well-behaved clients send none."
+        ) { configuration, value throws(SettingError) in configuration.http2FloodBurst = try value.integer(in: 1...HTTP2FrameFloodLimit.maxBurst) },
+        Setting(
+            "http2FloodFramesPerSecond", .integer, "FRAMES", default: "\(HTTP2ServerConfiguration().floodFramesPerSecond)",
+            help: "How many more frames that do nothing an HTTP/2 connection may send each second once http2FloodBurst is spent."
+        ) { configuration, value throws(SettingError) in configuration.http2FloodFramesPerSecond = try value.integer(in: 1...HTTP2FrameFloodLimit.maxPerSecond) },
         Setting("shutdownTimeout", .integer, "SECONDS", default: "10", help: "On SIGTERM or SIGINT: the time in-flight requests get before connections are closed.") {
             configuration, value throws(SettingError) in configuration.shutdownTimeoutSeconds = try value.integer(in: 0...Int.max)
         },

@@ -137,6 +137,7 @@ public final class ConfigurationReloader: Sendable {
             ("maxConnections", c.maxConnections.map(String.init) ?? "derived"),
             ("maxConnectionsPerAddress", "\(c.maxConnectionsPerAddress)"),
             ("deviceCreationsPerAddressPerHour", "\(c.deviceCreationsPerAddressPerHour)"),
+            ("http2FloodBurst", "\(c.http2FloodBurst)"), ("http2FloodFramesPerSecond", "\(c.http2FloodFramesPerSecond)"),
             ("queuedNotificationBudgetBytes", "\(c.delivery.queuedNotificationBudgetBytes)"), ("shutdownTimeout", "\(c.shutdownTimeoutSeconds)"),
             ("requestBodyBudgetBytes", "\(c.requestBodyBudgetBytes)"),
             ("drainGraceSeconds", "\(c.drainGraceSeconds)"), ("threads", "\(c.threads)"),

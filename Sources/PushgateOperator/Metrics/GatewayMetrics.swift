@@ -94,6 +94,10 @@ public final class GatewayMetrics: Sendable {
                 Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.refusedConnections(reason) } })
             }
         }
+        counter(
+            "pushgate_http2_flood_closures_total",
+            "HTTP/2 connections closed for flooding: frames that do nothing (empty DATA frames not ending their stream, streams refused for a protocol error) past http2FloodBurst and http2FloodFramesPerSecond, 1,000 unread PING or SETTINGS acks, or 8 CONTINUATION frames."
+        ) { Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.statistics.floodClosures } }) }
         let reloads = name("pushgate_config_reloads_total", "Configuration reloads (SIGHUP, POST /v1/admin/reload), by result; a failed one changed nothing.")
         self.reloads = (
             registry.makeCounter(descriptor: reloads, labels: [("result", "success")]),

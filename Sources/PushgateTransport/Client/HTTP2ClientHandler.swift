@@ -390,6 +390,7 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
     func sessionBodyDrained(streamID: Int32, remaining: Int) {}
 
     func sessionEndStreamSent(streamID: Int32) {}
+    func sessionWastedFrame() -> Bool { true }
 }
 
 extension HTTP2ClientHandler: HTTP2OutputFlusherDelegate {

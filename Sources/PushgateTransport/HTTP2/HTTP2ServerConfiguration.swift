@@ -39,6 +39,11 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// `session.maxConcurrentStreams`. APNs allows one stream until a valid provider token has
     /// been seen. A connection with a verified client certificate starts with the full limit.
     public var streamsUntilAuthorized: UInt32?
+    /// Frames that do nothing (`HTTP2FrameFloodLimit`) one connection may send at once, and how
+    /// many more a second; past them it ends with GOAWAY ENHANCE_YOUR_CALM. nghttp2 1.61's
+    /// defaults for the same frames (its glitches).
+    public var floodBurst = 1000
+    public var floodFramesPerSecond = 33
 
     public init() {}
 }

@@ -261,6 +261,13 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         writers[streamID]?.bodyDrained(remaining: remaining)
     }
 
+    func sessionWastedFrame() -> Bool {
+        guard !floodLimit.take(now: context.eventLoop.now) else { return true }
+        floodLimitExceeded = true
+        session.terminate(errorCode: NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+        return false
+    }
+
     func sessionEndStreamSent(streamID: Int32) {
         if earlyAnswers[streamID] != nil { earlyAnswers[streamID] = .answered }
     }

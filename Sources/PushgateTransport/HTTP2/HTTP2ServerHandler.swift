@@ -39,6 +39,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     var earlyAnswers: [Int32: EarlyAnswer] = [:]
     /// Request body bytes held across all streams of this connection.
     var bufferedRequestBytes = 0
+    var floodLimit: HTTP2FrameFloodLimit
+    /// The session failed because the peer sent more frames that do nothing than `floodLimit` lets.
+    var floodLimitExceeded = false
 
     private var idleTimer: Scheduled<Void>?
     private var quiesceTimer: Scheduled<Void>?
@@ -61,6 +64,10 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             gated: configuration.configuration.streamsUntilAuthorized != nil && connection.peerCertificate == nil,
             authenticated: connection.isAuthenticated,
             idleTimeout: configuration.configuration.idleTimeout != nil
+        )
+        self.floodLimit = HTTP2FrameFloodLimit(
+            burst: configuration.configuration.floodBurst,
+            perSecond: configuration.configuration.floodFramesPerSecond
         )
     }
 
@@ -116,12 +123,19 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             try output.receive(unwrapInboundIn(data))
         } catch {
             logger.debug("closing HTTP/2 connection on protocol error", metadata: ["error": "\(error)"])
+            if floodLimitExceeded || Self.floods.contains((error as? NGHTTP2Error)?.code ?? 0) {
+                connection.statistics?.floodClosed()
+            }
             logger.trace("closing after flush", metadata: ["h2.open_streams": "\(policy.openStreams)"])
             perform(policy.connectionClosed())
             // For protocol errors nghttp2 has queued a GOAWAY; send whatever it has, then close.
             output.closeAfterFlush()
         }
     }
+
+    /// What nghttp2 answers a flood with: more unread PING/SETTINGS acks than
+    /// `HTTP2SessionLimits.maxOutboundAcks`, more CONTINUATION frames than `maxContinuations`.
+    private static let floods: Set<Int32> = [NGHTTP2_ERR_FLOODED.rawValue, NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue]
 
     func channelReadComplete(context: ChannelHandlerContext) {
         if awaitsRequest { perform(policy.requestsArriving()) }

@@ -97,6 +97,7 @@ extension NGHTTP2Session {
                 )
             case NGHTTP2_DATA.rawValue:
                 delegate.sessionDataFrame(streamID: frame.hd.stream_id, endStream: endStream)
+                if !endStream, frame.hd.length == 0, !delegate.sessionWastedFrame() { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
             case NGHTTP2_GOAWAY.rawValue:
                 delegate.sessionGoAwayReceived(
                     lastStreamID: frame.goaway.last_stream_id,
@@ -111,6 +112,10 @@ extension NGHTTP2Session {
                 break
             }
             return 0
+        }
+        // A frame nghttp2 refused with a stream error (it has queued the RST_STREAM).
+        nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks) { _, _, _, userData in
+            NGHTTP2Session.from(userData).delegate.sessionWastedFrame() ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
         }
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
             let header = frame!.pointee.hd

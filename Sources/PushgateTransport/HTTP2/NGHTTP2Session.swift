@@ -28,6 +28,10 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     func sessionBodyDrained(streamID: Int32, remaining: Int)
     /// A frame carrying END_STREAM for `streamID` was serialized: our side of it is done.
     func sessionEndStreamSent(streamID: Int32)
+    /// A frame arrived that makes us work for nothing: an empty DATA frame not ending its stream,
+    /// or one nghttp2 refused with a stream error. Return false to fail the session (after
+    /// `terminate(errorCode:)`, so that a GOAWAY says why).
+    func sessionWastedFrame() -> Bool
 }
 
 /// Protocol limits and settings for one HTTP/2 session.
@@ -186,6 +190,11 @@ final class NGHTTP2Session {
     deinit {
         nghttp2_session_del(session)
         frameBufferLease?.deallocate()
+    }
+
+    /// Queues GOAWAY with `errorCode` and ends the session once it is sent.
+    func terminate(errorCode: UInt32) {
+        nghttp2_session_terminate_session(session, errorCode)
     }
 
     // MARK: Bytes in and out

@@ -19,7 +19,8 @@ public enum ConnectionRole: UInt8, Sendable, CaseIterable {
 }
 
 /// The server's open HTTP/2 connections by role and their open streams: gauges, moved as
-/// connections and streams open and close (each by one relaxed atomic add).
+/// connections and streams open and close (each by one relaxed atomic add); and the connections
+/// closed for flooding, a counter.
 public final class ConnectionStatistics: Sendable {
     private final class Value: Sendable {
         let count = Atomic<Int>(0)
@@ -27,6 +28,7 @@ public final class ConnectionStatistics: Sendable {
 
     private let byRole: [Value] = ConnectionRole.allCases.map { _ in Value() }
     private let streams = Atomic<Int>(0)
+    private let floods = Atomic<Int>(0)
 
     public init() {}
 
@@ -37,6 +39,15 @@ public final class ConnectionStatistics: Sendable {
 
     /// Streams open now on every HTTP/2 connection.
     public var openStreams: Int { streams.load(ordering: .relaxed) }
+
+    /// HTTP/2 connections closed since start for flooding: frames that do nothing past
+    /// `HTTP2FrameFloodLimit`, unread acks past `HTTP2SessionLimits.maxOutboundAcks`,
+    /// CONTINUATIONs past `maxContinuations`.
+    public var floodClosures: Int { floods.load(ordering: .relaxed) }
+
+    func floodClosed() {
+        floods.add(1, ordering: .relaxed)
+    }
 
     func add(_ role: ConnectionRole, _ delta: Int) {
         byRole[Int(role.rawValue)].count.add(delta, ordering: .relaxed)
