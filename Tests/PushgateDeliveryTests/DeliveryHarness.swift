@@ -37,13 +37,17 @@ struct DeliveryHarness {
         let store = FaultyStore(wrapping: GroupCommitStore(backend: InMemoryBackend(storage: storage), logger: logger))
         let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: configuration, logger: logger)
         try await core.restore()
+        // The store is closed at the end, which waits for its last batches: a commit nobody
+        // awaits (the sweep's) must be on `storage` before a second run reads it as a restart.
         do {
             try await body(DeliveryHarness(core: core, store: store, clock: clock))
         } catch {
             try await group.shutdownGracefully()
+            await store.close()
             throw error
         }
         try await group.shutdownGracefully()
+        await store.close()
     }
 
     struct Device {

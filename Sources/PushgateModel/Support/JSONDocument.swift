@@ -305,30 +305,12 @@ private struct Parser {
         return code
     }
 
-    /// The length of the well-formed UTF-8 sequence at `index` (Unicode's table 3-7: no overlong
-    /// forms, no surrogates, nothing above U+10FFFF), nil when there is none: a file or token in
-    /// another encoding is an error, not text with U+FFFD in it.
+    /// The length of the well-formed UTF-8 sequence at `index` (`UTF8Sequence`), nil when there
+    /// is none: a file or token in another encoding is an error, not text with U+FFFD in it.
     private func utf8SequenceLength() -> Int? {
-        let lead = bytes[index]
-        let length: Int
-        var low: UInt8 = 0x80
-        var high: UInt8 = 0xBF
-        switch lead {
-        case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; low = 0xA0
-        case 0xE1...0xEC, 0xEE...0xEF: length = 3
-        case 0xED: length = 3; high = 0x9F
-        case 0xF0: length = 4; low = 0x90
-        case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; high = 0x8F
-        default: return nil
-        }
-        guard index + length <= bytes.count else { return nil }
-        for k in 1..<length {
-            let byte = bytes[index + k]
-            guard k == 1 ? (low...high).contains(byte) : (0x80...0xBF).contains(byte) else { return nil }
-        }
-        return length
+        guard let sequence = UTF8Sequence(lead: bytes[index]), index + sequence.trailing < bytes.count else { return nil }
+        for k in 0..<sequence.trailing where !sequence.accepts(bytes[index + 1 + k], at: k) { return nil }
+        return sequence.trailing + 1
     }
 }
 

@@ -1,3 +1,5 @@
+import PushgateModel
+
 // Literals, numbers, strings with their escapes and UTF-8, and the error at the current byte.
 extension PayloadScanner {
 
@@ -158,28 +160,15 @@ extension PayloadScanner {
     }
 
     /// `i` is at a byte >= 0x80 inside a string: checks one well-formed UTF-8 sequence
-    /// (Unicode table 3-7) and moves past it.
+    /// (`UTF8Sequence`) and moves past it.
     mutating func scanUTF8Sequence() throws(JSONSyntaxError) {
         let lead = p[i]
-        let trailing: Int
-        var low: UInt8 = 0x80
-        var high: UInt8 = 0xBF
-        switch lead {
-        case 0xC2...0xDF: trailing = 1
-        case 0xE0: trailing = 2; low = 0xA0
-        case 0xE1...0xEC, 0xEE...0xEF: trailing = 2
-        case 0xED: trailing = 2; high = 0x9F
-        case 0xF0: trailing = 3; low = 0x90
-        case 0xF1...0xF3: trailing = 3
-        case 0xF4: trailing = 3; high = 0x8F
-        default: throw fail("UTF-8 text (byte 0x\(hex2(lead)) cannot start a UTF-8 sequence)")
+        guard let sequence = UTF8Sequence(lead: lead) else {
+            throw fail("UTF-8 text (byte 0x\(hex2(lead)) cannot start a UTF-8 sequence)")
         }
         i += 1
-        for k in 0..<trailing {
-            guard i < n else { throw fail("a UTF-8 continuation byte") }
-            let b = p[i]
-            let ok = k == 0 ? (b >= low && b <= high) : (b >= 0x80 && b <= 0xBF)
-            guard ok else { throw fail("a UTF-8 continuation byte") }
+        for k in 0..<sequence.trailing {
+            guard i < n, sequence.accepts(p[i], at: k) else { throw fail("a UTF-8 continuation byte") }
             i += 1
         }
     }

@@ -24,6 +24,11 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// proven nothing holds a file descriptor and memory for a shorter time. Nil: `idleTimeout`
     /// throughout.
     public var unauthenticatedIdleTimeout: TimeAmount?
+    /// Up to this fraction of the idle timeouts is added, drawn once per connection, HTTP/2 and
+    /// HTTP/1.1: connections opened together (clients back after an outage, a flood of idle
+    /// connections) then do not all close in the same millisecond, and their clients do not all
+    /// come back in the next. 0: exactly the timeouts.
+    public var idleTimeoutSpread = 0.0
     /// A connection whose socket stays unwritable this long (the peer reads nothing) is closed.
     public var writeStallTimeout: TimeAmount = .seconds(60)
     /// Once a connection is closing, how long its last bytes get to leave before it is cut.
@@ -55,5 +60,18 @@ final class SharedHTTP2ServerConfiguration: Sendable {
 
     init(_ configuration: HTTP2ServerConfiguration) {
         self.configuration = configuration
+    }
+}
+
+extension HTTP2ServerConfiguration {
+    /// A connection's idle timeouts: `idleTimeout` and `unauthenticatedIdleTimeout`, each
+    /// lengthened by the same random part of `idleTimeoutSpread`.
+    func idleTimeoutsOfOneConnection() -> (idle: TimeAmount?, unauthenticated: TimeAmount?) {
+        guard idleTimeoutSpread > 0 else { return (idleTimeout, unauthenticatedIdleTimeout) }
+        let stretch = 1 + Double.random(in: 0...idleTimeoutSpread)
+        func stretched(_ timeout: TimeAmount?) -> TimeAmount? {
+            timeout.map { .nanoseconds(Int64(Double($0.nanoseconds) * stretch)) }
+        }
+        return (stretched(idleTimeout), stretched(unauthenticatedIdleTimeout))
     }
 }

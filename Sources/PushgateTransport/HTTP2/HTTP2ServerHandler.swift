@@ -40,6 +40,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     /// Request body bytes held across all streams of this connection.
     var bufferedRequestBytes = 0
     var floodLimit: HTTP2FrameFloodLimit
+    private let idleTimeouts: (idle: TimeAmount?, unauthenticated: TimeAmount?)
     /// The session failed because the peer sent more frames that do nothing than `floodLimit` lets.
     var floodLimitExceeded = false
 
@@ -65,6 +66,7 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             authenticated: connection.isAuthenticated,
             idleTimeout: configuration.configuration.idleTimeout != nil
         )
+        self.idleTimeouts = configuration.configuration.idleTimeoutsOfOneConnection()
         self.floodLimit = HTTP2FrameFloodLimit(
             burst: configuration.configuration.floodBurst,
             perSecond: configuration.configuration.floodFramesPerSecond
@@ -244,8 +246,8 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         guard let context else { return }
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let eventLoop = context.eventLoop
-        if timers.contains(.idle), var timeout = configuration.idleTimeout {
-            if !policy.isAuthenticated, let shorter = configuration.unauthenticatedIdleTimeout { timeout = min(timeout, shorter) }
+        if timers.contains(.idle), var timeout = idleTimeouts.idle {
+            if !policy.isAuthenticated, let shorter = idleTimeouts.unauthenticated { timeout = min(timeout, shorter) }
             idleTimer?.cancel()
             idleTimer = eventLoop.scheduleTask(in: timeout) { loopBound.value.idleTimerFired() }
         }

@@ -80,13 +80,14 @@ struct ServerConnectionPipeline {
         var logger = logger
         logger[metadataKey: "connection.id"] = "\(info.id)"
         if let remote = info.remoteAddress { logger[metadataKey: "connection.peer"] = "\(remote)" }
+        let idleTimeouts = configuration.http2.idleTimeoutsOfOneConnection()
         let handler = HTTP1ServerHandler(
             application: application,
             connection: info,
             maxBodySize: configuration.maxHTTP1RequestBodySize,
             bodyBudget: configuration.requestBodyBudget,
-            idleTimeout: configuration.http2.idleTimeout ?? .seconds(300),
-            unauthenticatedIdleTimeout: configuration.http2.unauthenticatedIdleTimeout,
+            idleTimeout: idleTimeouts.idle ?? .seconds(300),
+            unauthenticatedIdleTimeout: idleTimeouts.unauthenticated,
             requestTimeout: configuration.http2.requestTimeout,
             logger: logger
         )
