@@ -70,6 +70,11 @@ struct AbuseCLITests {
         let abusers: [(String, [[String]])] = [
             ("idle", [["idle", "--count", "4"] + fromLoopback]),
             ("ping-flood", [["ping-flood"] + fromLoopback]),
+            ("settings-flood", [["settings-flood"] + fromLoopback]),
+            ("zero-window", [[
+                "zero-window", "--setup-port", local, "--secret", secret, "--count", "5", "--rate", "100", "--payload-bytes", "4000",
+                "--topic", "com.example.bench", "--key", key, "--key-id", ProviderAuthCLITests.keyID, "--team-id", ProviderAuthCLITests.teamID,
+            ] + fromLoopback]),
             ("empty-data", [["empty-data", "--secret", secret, "--seconds", "2"] + fromLoopback]),
             ("empty-headers", [["empty-headers", "--seconds", "2"] + fromLoopback]),
             ("slow-h2", [["slow-h2", "--count", "2", "--interval", "0.1"] + fromLoopback]),
@@ -109,6 +114,13 @@ struct AbuseCLITests {
         let ping = try #require(results["ping-flood"])
         #expect(ping.count("PING acks received") > 0, "\(ping)")
         #expect(ping.ended("reset").connections > 0 && ping.ended("reset").maxSeconds < 3, "\(ping)")
+        let settings = try #require(results["settings-flood"])
+        #expect(settings.count("SETTINGS acks received") > 0, "\(settings)")
+        #expect(settings.ended("reset").connections > 0 && settings.ended("reset").maxSeconds < 3, "\(settings)")
+        // Devices whose event streams are never read (window 0): pushes to them are still
+        // taken, and the bench's devices get every push meanwhile (checked above).
+        let zeroWindow = try #require(results["zero-window"])
+        #expect(zeroWindow.count("pushes answered 200") > 0, "\(zeroWindow)")
         // Frames that do nothing, flat out: past http2FloodBurst (1,000) the connection ends
         // (GOAWAY ENHANCE_YOUR_CALM, then the close; with the flood still coming the flooder sees
         // a reset), each time it comes back.

@@ -224,6 +224,11 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
     /// and DATA travel in separate records, then sees a plain answer: curl 7.88 reports a reset
     /// after a request it finished sending as an error (exit 92).
     func sessionDataFrame(streamID: Int32, endStream: Bool) {
+        // Nearly always empty: a request's end costs no hash lookup then.
+        guard !earlyAnswers.isEmpty else {
+            if endStream { dispatch(streamID: streamID) }
+            return
+        }
         if endStream {
             earlyAnswers[streamID] = nil
             dispatch(streamID: streamID)
@@ -238,7 +243,7 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
             _ = takeBody(of: pending)
             reportIfNoRequestArriving()
         }
-        earlyAnswers[streamID] = nil
+        if !earlyAnswers.isEmpty { earlyAnswers[streamID] = nil }
         if let writer = writers.removeValue(forKey: streamID) {
             writer.streamClosed(errorCode == NGHTTP2_NO_ERROR.rawValue ? .finished : .reset(errorCode: errorCode))
         }
