@@ -53,6 +53,30 @@ struct BenchCLITests {
         }
     }
 
+    @Test("--backlog: the pushes are stored while no device is connected, --then-run runs before the streams open, each device gets its backlog once; a failing command ends the bench")
+    func backlog() throws {
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
+        defer { _ = gateway.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let seen = directory + "/stored"
+        let base = ["bench", "--server", gateway.urls[0], "--devices", "20", "--providers", "2", "--pushes", "100", "--backlog", "--drain-seconds", "30"]
+        let summary = try benchSummary(runPushgate(base + ["--then-run", "curl -s \(gateway.urls[0])/metrics > \(seen)"]))
+        // When the command ran every push was stored and none delivered: no stream was open.
+        let metrics = try String(contentsOfFile: seen, encoding: .utf8)
+        #expect(metrics.contains("pushgate_stored_notifications 100.0\n"), "\(metrics.split(separator: "\n").filter { $0.hasPrefix("pushgate_stored") })")
+        #expect(summary["accepted"] as? Int == 100)
+        #expect(summary["lost"] as? Int == 0)
+        #expect(summary["duplicated"] as? Int == 0)
+        let open = try #require((summary["streamsOpenSeconds"] as? NSNumber)?.doubleValue, "\(summary)")
+        let delivered = try #require((summary["backlogDeliveredSeconds"] as? NSNumber)?.doubleValue)
+        #expect(open > 0 && delivered >= open)
+
+        let failed = try runPushgate(base + ["--then-run", "exit 3"])
+        #expect(failed.status != 0)
+        #expect(failed.stderr.contains("--then-run ended with status 3"), "\(failed.stderr)")
+    }
+
     @Test("without --server-pid the bench reports no server CPU; with a process that does not exist it refuses to start")
     func serverPID() throws {
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)

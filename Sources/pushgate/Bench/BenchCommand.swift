@@ -61,6 +61,17 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("idle-seconds"), help: "Hold the open, idle streams this long before sending (to measure the gateway's memory per idle device).")
     var idleSeconds: Int = 0
 
+    @Flag(
+        help: "Reconnect storm: send the pushes while no device is connected (they are stored), run --then-run's command if given (a gateway restart), then open every event stream at --concurrent-connects at a time; reports how long until every stream is open and every stored push is delivered."
+    )
+    var backlog = false
+
+    @Option(name: .customLong("then-run"), help: "With --backlog: a shell command run after the pushes and before the streams open; it must exit 0.")
+    var thenRun: String?
+
+    @Option(name: .customLong("concurrent-connects"), help: "Event streams being opened at once.")
+    var concurrentConnects: Int = 256
+
     @Option(
         name: .customLong("server-pid"),
         help: "The gateway's process id, when it runs on this machine: the bench then reports the gateway's CPU-seconds per 100k delivered pushes, from the first push sent to the last received (read from /proc)."
@@ -74,6 +85,11 @@ struct BenchCommand: AsyncParsableCommand {
             throw ValidationError("--devices, --providers, --pushes and --in-flight must be at least 1")
         }
         if let rate, rate < 1 { throw ValidationError("--rate must be at least 1") }
+        if concurrentConnects < 1 { throw ValidationError("--concurrent-connects must be at least 1") }
+        if thenRun != nil, !backlog { throw ValidationError("--then-run needs --backlog") }
+        if backlog, silentPercent > 0 || idleSeconds > 0 || serverPID != nil {
+            throw ValidationError("--backlog measures delivery of stored alerts: not with --silent-percent, --idle-seconds or --server-pid")
+        }
         if !(0...60_000).contains(ackDelay) { throw ValidationError("--ack-delay must be 0 to 60000 milliseconds") }
         if !(0...100).contains(silentPercent) { throw ValidationError("--silent-percent must be 0 to 100") }
         if let serverPID {

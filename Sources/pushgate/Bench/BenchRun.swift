@@ -29,8 +29,12 @@ struct BenchRun: Sendable {
         let ledger = BenchLedger(pushes: options.pushes)
         log("creating \(options.devices) devices")
         let devices = try await createDevices()
+        if options.backlog {
+            try await reconnectStorm(devices, ledger: ledger)
+            return
+        }
         log("opening \(devices.count) event streams")
-        let streams = try await devices.concurrentMap(width: 256) { device in try await openStream(device, ledger: ledger) }
+        let streams = try await devices.concurrentMap(width: options.concurrentConnects) { device in try await openStream(device, ledger: ledger) }
         if options.idleSeconds > 0 {
             log("\(devices.count) streams open and idle for \(options.idleSeconds) s")
             try await Task.sleep(for: .seconds(options.idleSeconds))
@@ -58,6 +62,52 @@ struct BenchRun: Sendable {
         await withTaskGroup(of: Void.self) { group in
             for connection in streams { group.addTask { await connection.close() } }
         }
+    }
+
+    /// The pushes go to devices with no stream open, so they are stored; after `--then-run`
+    /// (a gateway restart, say) every device opens its stream and gets its backlog.
+    private func reconnectStorm(_ devices: [Device], ledger: BenchLedger) async throws {
+        log("sending \(options.pushes) pushes to offline devices over \(options.providers) connections")
+        let started = BenchLedger.now()
+        try await send(devices, ledger: ledger)
+        let sendSeconds = Double(BenchLedger.now() - started) / 1e9
+        if let command = options.thenRun {
+            log("running \(command)")
+            let status = Self.runShell(command)
+            guard status == 0 else { throw ClientFailure(description: "--then-run ended with status \(status): \(command)") }
+        }
+        log("opening \(devices.count) event streams, \(options.concurrentConnects) at a time")
+        let stormStarted = BenchLedger.now()
+        let streams = try await devices.concurrentMap(width: options.concurrentConnects) { device in try await openStream(device, ledger: ledger) }
+        let openSeconds = Double(BenchLedger.now() - stormStarted) / 1e9
+        let deadline = BenchLedger.now() + UInt64(options.drainSeconds) * 1_000_000_000
+        while BenchLedger.now() < deadline {
+            let (accepted, received) = ledger.state.withLockedValue { ($0.accepted, $0.receivedTotal - $0.duplicates) }
+            if received >= accepted { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let deliveredSeconds = Double(BenchLedger.now() - stormStarted) / 1e9
+        ledger.stopped.store(true, ordering: .relaxed)
+        report(ledger, sendSeconds: sendSeconds, serverCPU: nil, storm: (openSeconds, deliveredSeconds))
+        await withTaskGroup(of: Void.self) { group in
+            for connection in streams { group.addTask { await connection.close() } }
+        }
+    }
+
+    /// `sh -c command`, waited for with waitpid: Foundation's `Process.waitUntilExit` never
+    /// returned here for a command that outlived its start (it waits on a run loop the bench's
+    /// threads do not run). The exit status, or -1 when it could not start or ended by a signal.
+    private static func runShell(_ command: String) -> Int32 {
+        let argv: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", command].map { (argument: String) in strdup(argument) } + [nil]
+        defer { for arg in argv { free(arg) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { return -1 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 {
+            guard errno == EINTR else { return -1 }
+        }
+        // WIFEXITED and WEXITSTATUS, which Swift does not import.
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : -1
     }
 
     private func createDevices() async throws -> [Device] {
@@ -234,7 +284,9 @@ struct BenchRun: Sendable {
     }
 
     /// `serverCPU`: what the gateway used over the pushes, when --server-pid was given.
-    private func report(_ ledger: BenchLedger, sendSeconds: Double, serverCPU: ProcessCPU?) {
+    /// `storm`: with --backlog, seconds from the first stream opened to the last open, and to
+    /// the last stored push delivered.
+    private func report(_ ledger: BenchLedger, sendSeconds: Double, serverCPU: ProcessCPU?, storm: (open: Double, delivered: Double)? = nil) {
         let state = ledger.state.withLockedValue { $0 }
         let acks = ledger.acksSent.load(ordering: .relaxed)
         let streamsLost = ledger.streamsLost.load(ordering: .relaxed)
@@ -261,6 +313,10 @@ struct BenchRun: Sendable {
             ("acks sent by the devices", "\(acks)"),
             ("event streams lost during the run", "\(streamsLost)"),
         ]
+        if let storm {
+            rows.append(("every stream open after (s)", String(format: "%.3f", storm.open)))
+            rows.append(("every stored push delivered after (s)", String(format: "%.3f", storm.delivered)))
+        }
         if let (total, loops) = cpu {
             rows.append(("server CPU-s per 100k delivered", String(format: "%.2f (event loops %.2f, other threads %.2f)", total, loops, total - loops)))
         }
@@ -274,7 +330,7 @@ struct BenchRun: Sendable {
             ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)),
             ms(state.deliveryLatency.valueAtPercentile(99.9)), ms(state.deliveryLatency.max),
             max(0, lost), state.duplicates, acks, streamsLost
-        ) + cpuJSON + "}"
+        ) + cpuJSON + (storm.map { String(format: ",\"streamsOpenSeconds\":%.3f,\"backlogDeliveredSeconds\":%.3f", $0.open, $0.delivered) } ?? "") + "}"
         print(json)
     }
 
