@@ -103,12 +103,22 @@ public final class DeliveryCore: Sendable {
         maintenance.withLockedValue { $0 += tasks }
     }
 
-    public func stopMaintenance() {
+    /// Stops the heartbeats, the sweep and the schedulers' timers, on every shard's loop; once
+    /// it returns nothing of the core's own commits again (the store may close).
+    public func stopMaintenance() async {
         let tasks = maintenance.withLockedValue { tasks in
             defer { tasks = [] }
             return tasks
         }
         for task in tasks { task.cancel() }
+        for shard in shards { try? await shard.submit { $0.stopSchedulerTimer() }.get() }
+    }
+
+    /// Shards whose scheduler timer is armed.
+    @_spi(Testing) public func armedSchedulerTimers() async throws -> Int {
+        var armed = 0
+        for shard in shards where try await shard.submit({ $0.schedulerTimer != nil }).get() { armed += 1 }
+        return armed
     }
 
     /// Puts a reloaded scheduler policy in force on every shard, each on its own loop, queued

@@ -246,7 +246,7 @@ public struct AssembledGateway: Sendable {
             readiness.set(true)
             return Addresses(main: main, admin: admin)
         } catch {
-            core.stopMaintenance()
+            await core.stopMaintenance()
             await console.stop()
             throw error
         }
@@ -265,7 +265,7 @@ public struct AssembledGateway: Sendable {
         async let main: Void = server.shutdownGracefully(deadline: deadline)
         if let adminServer { await adminServer.shutdownGracefully(deadline: deadline) }
         await main
-        core.stopMaintenance()
+        await core.stopMaintenance()
         await console.stop()
     }
 }

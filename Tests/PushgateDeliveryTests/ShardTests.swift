@@ -1,4 +1,4 @@
-import PushgateDelivery
+@_spi(Testing) import PushgateDelivery
 import PushgateModel
 import PushgateStore
 import PushgateStoreTestKit
@@ -46,6 +46,22 @@ struct ShardTests {
             #expect(events.map(\.apnsID) == [stored, silent])
             #expect(events.map(\.delivery) == [.stored, .online])
             #expect(events.map(\.seq) == [1, 2])
+        }
+    }
+
+    @Test("stopping maintenance cancels the scheduler's timer and arms none again: nothing of the scheduler commits after the store closes")
+    func stoppedSchedulerArmsNoTimer() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            for _ in 0..<3 { _ = try await h.silent(token, Self.topic) }
+            #expect(try await h.silent(token, Self.topic) == .held)
+            #expect(try await h.core.armedSchedulerTimers() == 1, "a held push has a deadline: the refill")
+            await h.core.stopMaintenance()
+            #expect(try await h.core.armedSchedulerTimers() == 0)
+            // A push still arriving while connections drain is held as before, with no timer.
+            #expect(try await h.silent(token, Self.topic) == .held)
+            #expect(try await h.core.armedSchedulerTimers() == 0)
         }
     }
 

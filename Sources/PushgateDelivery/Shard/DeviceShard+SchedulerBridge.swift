@@ -186,7 +186,7 @@ extension DeviceShard {
     /// One timer per shard, for the scheduler's earliest deadline (budget refills, deferral
     /// limits, expiry of held pushes): never a timer per device.
     func armSchedulerTimer() {
-        guard let deadline = scheduler.nextDeadline else {
+        guard !schedulerStopped, let deadline = scheduler.nextDeadline else {
             schedulerTimer?.cancel()
             schedulerTimer = nil
             schedulerTimerAt = .max
@@ -203,6 +203,14 @@ extension DeviceShard {
             shard.schedulerTimerAt = .max
             shard.advanceScheduler()
         }
+    }
+
+    /// The gateway is stopping: the scheduler's timer is cancelled and not armed again.
+    func stopSchedulerTimer() {
+        schedulerStopped = true
+        schedulerTimer?.cancel()
+        schedulerTimer = nil
+        schedulerTimerAt = .max
     }
 
     /// A reloaded policy, in force from now (`Scheduler.reconfigure` says what becomes of the

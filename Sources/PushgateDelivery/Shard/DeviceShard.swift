@@ -56,6 +56,9 @@ final class DeviceShard {
     /// The one timer of the shard's scheduler, armed for its next deadline.
     var schedulerTimer: Scheduled<Void>?
     var schedulerTimerAt: Int64 = .max
+    /// Set as the gateway stops: no scheduler timer is armed again, so none fires after the
+    /// store has closed (its commit would fail and be logged as an error).
+    var schedulerStopped = false
 
     /// `topic` as the shard's one copy of it.
     func interned(_ topic: String) -> String {
