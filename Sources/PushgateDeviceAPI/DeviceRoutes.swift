@@ -190,12 +190,7 @@ public enum DeviceRoutes {
         case ("GET", .events):
             openEventStream(request, responder, core: core, deviceID: deviceID, secret: secret)
         case (_, let action) where !action.methods.isEmpty:
-            let refusal = Refusal(
-                .methodNotAllowed,
-                "\(path) accepts \(action.methods.joined(separator: ", ")), not \(method)",
-                allowedMethods: action.methods
-            )
-            responder.respond(.refusal(refusal))
+            responder.respond(.refusal(.methodNotAllowed(path, allowed: action.methods, not: method)))
         default:
             responder.respond(.refusal(Refusal(.notFound, "no route for \(path)")))
         }
@@ -367,10 +362,11 @@ public enum DeviceRoutes {
     }
 
     private static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPServerRequest, _ responder: HTTPResponder) -> T? {
-        let bytes = Array(request.body.readableBytesView)
         do {
-            return try JSONDecoder().decode(T.self, from: Data(bytes))
+            return try JSONDecoder().decode(T.self, from: Data(request.body.readableBytesView))
         } catch {
+            // Only a refused body is copied again, to say what is wrong with it.
+            let bytes = Array(request.body.readableBytesView)
             responder.respond(.refusal(Refusal(.badRequest, "request body is not the expected JSON: \(describe(error, bytes))")))
             return nil
         }

@@ -149,16 +149,7 @@ public struct Router: HTTPServerHandler {
             return .none(.refusal(Refusal(.notFound, "no route for \(path)")))
         }
         guard let route = candidates.first(where: { $0.method == nil || $0.method == request.method }) else {
-            let allowed = candidates.compactMap(\.method)
-            return .none(
-                .refusal(
-                    Refusal(
-                        .methodNotAllowed,
-                        "\(path) accepts \(allowed.joined(separator: ", ")), not \(request.method)",
-                        allowedMethods: allowed
-                    )
-                )
-            )
+            return .none(.refusal(.methodNotAllowed(path, allowed: candidates.compactMap(\.method), not: request.method)))
         }
         return .route(route)
     }
@@ -167,6 +158,11 @@ public struct Router: HTTPServerHandler {
 extension RouteProtocols: Equatable {}
 
 extension Refusal {
+    /// 405 naming the methods `path` takes, also in an `allow` header (RFC 9110 requires one).
+    public static func methodNotAllowed(_ path: some StringProtocol, allowed: [String], not method: String) -> Refusal {
+        Refusal(.methodNotAllowed, "\(path) accepts \(allowed.joined(separator: ", ")), not \(method)", allowedMethods: allowed)
+    }
+
     /// 505 for an HTTP/1.1 request to a route served over HTTP/2 only, saying how to send it.
     public static func http2Required(_ path: some StringProtocol) -> Refusal {
         Refusal(
