@@ -10,9 +10,11 @@ import PackageDescription
 // libjemalloc2 to run.
 // Sanitizer builds (`swift build/test --sanitize=...`) must set PUSHGATE_SYSTEM_MALLOC (to any
 // value): the sanitizers replace malloc themselves, and a second allocator linked beside theirs
-// frees memory it never allocated. Tests/Sanitizers/run-asan.sh does.
+// frees memory it never allocated. PUSHGATE_SANITIZE (below) implies it.
+let environment = ProcessInfo.processInfo.environment
+let sanitizer = environment["PUSHGATE_SANITIZE"]
 let allocator: [LinkerSetting] =
-    ProcessInfo.processInfo.environment["PUSHGATE_SYSTEM_MALLOC"] == nil
+    environment["PUSHGATE_SYSTEM_MALLOC"] == nil && sanitizer == nil
     ? [.linkedLibrary("jemalloc", .when(platforms: [.linux]))] : []
 
 let package = Package(
@@ -462,3 +464,24 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// PUSHGATE_SANITIZE=address|thread|fuzzer instruments this package's own modules only, and links
+// the sanitizer's runtime into its executables and tests. The dependencies keep the objects of
+// the plain debug build in the same scratch path, so that CI's fuzzing and sanitizer runs
+// recompile the gateway's 25,000 lines and not NIO and GRDB again, as `swift build --sanitize=`
+// (every module) would. The races and memory errors looked for are in this package's code, and
+// the dependencies' generic code it uses is specialized, and so instrumented, in its modules.
+// "fuzzer" gives the libraries libFuzzer's coverage and ASan (Tests/Fuzz/run.sh links the
+// harnesses against them) and the executables and tests ASan alone: libFuzzer brings its own
+// main(), and ASan's runtime answers the coverage hooks of an executable that has none.
+if let sanitizer {
+    for target in package.targets where target.type != .system {
+        let linked = sanitizer == "fuzzer" ? "address" : sanitizer
+        let compiled = sanitizer == "fuzzer" && target.type == .regular ? "fuzzer,address" : linked
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=\(compiled)"])]
+        if target.type == .executable || target.type == .test {
+            // lld: gold warns about every ASan symbol it cannot export.
+            target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(["-sanitize=\(linked)", "-use-ld=lld"])]
+        }
+    }
+}

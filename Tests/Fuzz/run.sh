@@ -16,24 +16,24 @@
 # million inputs, or at SECONDS, whichever comes first).
 #
 # How it is built (what works with Swift 6.3 on Linux; see deploy-notes.md, "Fuzzing"):
-# - The code under test is built by SwiftPM in a scratch path of its own, every Swift module
-#   instrumented with `-Xswiftc -sanitize=fuzzer,address` (coverage and ASan; the C targets of
-#   the dependencies are not instrumented). `--target` builds the objects and links nothing:
-#   an executable product built with -sanitize=fuzzer does not link (SwiftPM renames its entry
-#   point, deploy-notes.md), so the harnesses are not SwiftPM targets.
-# - PUSHGATE_SYSTEM_MALLOC=1: ASan brings its own malloc; jemalloc beside it breaks (Package.swift).
-# - Each harness is linked by `swiftc -sanitize=fuzzer,address -parse-as-library` against every
-#   object file of that build (bar executables and tests), with the `-Xcc` module-map flags and
-#   the -package-name SwiftPM compiled the package's modules with (read from its build
-#   manifest), and the system libraries (nghttp2, OpenSSL, SQLite for GRDB). libFuzzer brings
-#   main(); lld, because gold warns about every ASan symbol it cannot export.
+# - SwiftPM builds `pushgate` with PUSHGATE_SANITIZE=fuzzer (Package.swift): the package's own
+#   library modules get libFuzzer's coverage and ASan, the dependencies none (their objects are
+#   shared with a plain build in the same scratch path). The harnesses are not SwiftPM targets:
+#   an executable built with -sanitize=fuzzer does not link (SwiftPM renames its entry point,
+#   deploy-notes.md). The build's `pushgate` (ASan) is what Tests/Sanitizers/run-asan.sh drives.
+# - Each harness is linked by `swiftc -sanitize=fuzzer,address -parse-as-library` against the
+#   objects `pushgate` was linked from (bar its own), with the `-Xcc` module-map flags and the
+#   -package-name SwiftPM compiled the package's modules with (read from its build manifest),
+#   and the system libraries (nghttp2, OpenSSL, SQLite for GRDB). libFuzzer brings main(); lld,
+#   because gold warns about every ASan symbol it cannot export.
 # - Release configuration (-O, whole-module) with -enable-testing, so that the harnesses reach
 #   internal API with `@testable import` (the HTTP/2 server handler, the payload scanner, the SSE
 #   encoder) with no change to the production code's access levels; `package` API (JSONDocument)
 #   through the package name. Preconditions and overflow checks stay, as in the shipped binary.
-#   It runs many times the inputs a second of a debug build (event-stream: 429/s against 24/s),
-#   and its build takes more than twice as long (about 12 against 5 CPU-minutes).
-#   PUSHGATE_FUZZ_CONFIGURATION=debug builds the debug configuration instead (assertions on).
+#   It runs many times the inputs a second of a debug build (event-stream: 429/s against 24/s).
+#   PUSHGATE_FUZZ_CONFIGURATION=debug builds the debug configuration instead (assertions on):
+#   with PUSHGATE_FUZZ_SCRATCH=.build after `swift build` (as CI does) only the package's own
+#   modules are compiled again.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -68,8 +68,8 @@ case $CONFIGURATION in
     release) optimization=-O; release_flags=(-Xswiftc -enable-testing -Xswiftc -g) ;;
     *) echo "PUSHGATE_FUZZ_CONFIGURATION is debug or release" >&2; exit 1 ;;
 esac
-PUSHGATE_SYSTEM_MALLOC=1 swift build -c "$CONFIGURATION" --scratch-path "$SCRATCH" --target PushgateGateway \
-    -Xswiftc -sanitize=fuzzer,address "${release_flags[@]}" >"$OUT/logs/swift-build.log" 2>&1 \
+PUSHGATE_SANITIZE=fuzzer swift build -c "$CONFIGURATION" --scratch-path "$SCRATCH" --product pushgate \
+    "${release_flags[@]}" >"$OUT/logs/swift-build.log" 2>&1 \
     || { tail -40 "$OUT/logs/swift-build.log"; exit 1; }
 BUILD=$SCRATCH/x86_64-unknown-linux-gnu/$CONFIGURATION
 # The flags SwiftPM compiled PushgateGateway with that a module importing it needs: -Xcc (C
@@ -89,8 +89,8 @@ for line in open(sys.argv[1]):
 PY
 )
 ((${#FLAGS[@]})) || { echo "no compiler flags for PushgateGateway found in $SCRATCH/$CONFIGURATION.yaml" >&2; exit 1; }
-mapfile -d '' OBJECTS < <(find "$BUILD" -path "$BUILD/*.build/*" -name '*.o' -print0 \
-    | grep -z -v -E '/(pushgate|SchedulerBenchmark|[A-Za-z]*Tests|pushgatePackage[A-Za-z]*)\.build/' | sort -z)
+# One path a line, quoted when it has a space.
+mapfile -t OBJECTS < <(grep -v '/pushgate\.build/' "$BUILD/pushgate.product/Objects.LinkFileList" | sed "s/^'\\(.*\\)'\$/\\1/")
 
 for target in "${TARGETS[@]}"; do
     read -r -a files <<<"$(source_files "$target")"
