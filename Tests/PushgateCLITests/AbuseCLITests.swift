@@ -51,17 +51,31 @@ struct AbuseCLITests {
         let gateway = try GatewayProcess(
             arguments: [
                 "--listen", "127.0.0.1:0", "--listen", "\(address):0", "--allow-insecure-cleartext",
+                "--tls-listen", "127.0.0.1:0", "--tls-cert", Fixtures.tls("server.pem"), "--tls-key", Fixtures.tls("server-key.pem"),
                 "--provider-key", "\(ProviderAuthCLITests.teamID):\(ProviderAuthCLITests.keyID):\(key):com.example.bench",
                 "--registration-secret", secret,
                 "--max-connections-per-address", "20", "--unauthenticated-idle-timeout", "1",
+                "--connection-setup-timeout", "1", "--request-timeout", "2",
                 "--device-creations-per-address-per-hour", "10", "--max-registrations-per-device", "8",
             ],
-            listeners: 2
+            listeners: 3
         )
-        let local = try #require(gateway.urls[0].split(separator: ":").last.map(String.init))
-        let remote = try #require(gateway.urls[1].split(separator: ":").last.map(String.init))
+        func port(_ prefix: String) throws -> String {
+            let url = try #require(gateway.urls.first { $0.hasPrefix(prefix) }, "no listener \(prefix)…: \(gateway.urls)")
+            return String(url.split(separator: ":").last!)
+        }
+        let local = try port("http://127.0.0.1:")
+        let remote = try port("http://\(address):")
+        let tls = try port("https://127.0.0.1:")
         let fromLoopback = ["--host", "127.0.0.1", "--port", local, "--seconds", "4"]
         let fromAddress = ["--host", address, "--port", remote]
+        // A request flood from loopback: h2load, one connection, 100 streams at once, flat out.
+        // Its first request (GET /metrics) proves it a loopback operator, which lifts the one
+        // stream of a connection that has proven nothing.
+        let uris = directory + "/uris"
+        try Data((["\(gateway.urls[0])/metrics"] + Array(repeating: "\(gateway.urls[0])/healthz", count: 9999)).joined(separator: "\n").utf8)
+            .write(to: URL(fileURLWithPath: uris))
+        let requestFlood = NIOLockedValueBox<Result<ToolRun, any Error>?>(nil)
 
         // The abusers run beside the bench, each on a thread of its own; from the non-loopback
         // address the device creation flood comes first, then the connection flood, which takes
@@ -79,6 +93,8 @@ struct AbuseCLITests {
             ("empty-headers", [["empty-headers", "--seconds", "2"] + fromLoopback]),
             ("slow-h2", [["slow-h2", "--count", "2", "--interval", "0.1"] + fromLoopback]),
             ("slow-h1-head", [["slow-h1-head", "--count", "2", "--interval", "0.1"] + fromLoopback]),
+            ("slow-h1-body", [["slow-h1-body", "--count", "2", "--interval", "0.1"] + fromLoopback]),
+            ("tls-stall", [["tls-stall", "--count", "4", "--host", "127.0.0.1", "--port", tls, "--seconds", "4"]]),
             ("registrations", [["registration-flood", "--setup-port", local, "--secret", secret] + fromLoopback]),
             ("address", [
                 ["device-flood", "--secret", secret, "--seconds", "1.5"] + fromAddress,
@@ -86,6 +102,9 @@ struct AbuseCLITests {
             ]),
         ]
         let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            requestFlood.withLockedValue { $0 = Result { try run("h2load", ["-c", "1", "-m", "100", "-t", "1", "-D", "4", "-i", uris]) } }
+        }
         for (name, runs) in abusers {
             DispatchQueue.global().async(group: group) {
                 for (index, arguments) in runs.enumerated() {
@@ -135,6 +154,20 @@ struct AbuseCLITests {
         // An HTTP/1.1 head trickled a byte at a time (4 KiB: 400 s) is cut by the idle timeout.
         let slowH1 = try #require(results["slow-h1-head"])
         #expect(slowH1.ended("closed").connections >= 2 && slowH1.ended("closed").maxSeconds < 3, "\(slowH1)")
+        // A body trickled a byte at a time (each byte restarting the idle timer) is cut at the
+        // request timeout (2 s here): closed, or reset when the close meets the next byte.
+        let slowBody = try #require(results["slow-h1-body"])
+        let cut = [slowBody.ended("closed"), slowBody.ended("reset")]
+        #expect(cut.reduce(0) { $0 + $1.connections } >= 2 && cut.allSatisfy { $0.maxSeconds < 4 }, "\(slowBody)")
+        // TLS handshakes that stall (nothing sent, or half a ClientHello) are closed at the
+        // connection setup timeout (1 s here), and come back.
+        let tlsStall = try #require(results["tls-stall"])
+        #expect(tlsStall.ended("closed, no byte").connections >= 4 && tlsStall.ended("closed, no byte").maxSeconds < 3, "\(tlsStall)")
+        // The request flood is served, every request.
+        let flood = try #require(try requestFlood.withLockedValue { try $0?.get() })
+        let finished = flood.stdout.split(separator: "\n").first { $0.hasPrefix("status codes:") }.map(String.init) ?? flood.stdout
+        #expect(flood.status == 0 && finished.hasPrefix("status codes: ") && !finished.hasPrefix("status codes: 0 2xx")
+                && finished.hasSuffix(" 0 3xx, 0 4xx, 0 5xx"), "\(finished)")
         let registrations = try #require(results["registrations"])
         #expect(registrations.count("answered 201") == 8, "\(registrations)")
         #expect(registrations.count("answered 409") > 0, "\(registrations)")
@@ -151,8 +184,13 @@ struct AbuseCLITests {
         #expect(metrics.stdout.contains("pushgate_device_creations_refused_total "), "\(metrics.stdout.prefix(400))")
         #expect(metrics.stdout.contains("pushgate_http2_flood_closures_total ") && !metrics.stdout.contains("pushgate_http2_flood_closures_total 0\n"),
                 "\(metrics.stdout.prefix(400))")
+        for timeout in ["connection_setup", "idle", "request"] {
+            let line = metrics.stdout.split(separator: "\n").first { $0.hasPrefix(#"pushgate_timeouts_total{timeout="\#(timeout)"}"#) }
+            #expect(line != nil && !line!.hasSuffix(" 0"), "\(timeout): \(line ?? "no line")")
+        }
         for url in gateway.urls {
-            let health = try run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge", "--max-time", "30", "\(url)/healthz"])
+            // -k: the test certificate's CA is not the point here.
+            let health = try run("curl", ["-sSk", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge", "--max-time", "30", "\(url)/healthz"])
             #expect(health.stdout == "200", "\(url): \(health.stdout) \(health.stderr)")
         }
         #expect(gateway.stop() == 0)

@@ -24,6 +24,7 @@ struct PrometheusAssetTests {
         "pushgate_fetch_results_total", "pushgate_fetch_windows_overflow_total", "pushgate_store_lost_batches_total",
         "pushgate_config_reloads_total", "pushgate_store_commit_failures_total", "pushgate_request_body_budget_refusals_total",
         "pushgate_connections_refused_total", "pushgate_device_creations_refused_total", "pushgate_http2_flood_closures_total",
+        "pushgate_timeouts_total",
     ]
     static let gauges = [
         "pushgate_held_notifications", "pushgate_stored_notifications", "pushgate_unacked_notifications",

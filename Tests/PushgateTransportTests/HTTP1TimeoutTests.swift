@@ -10,6 +10,7 @@ struct HTTP1TimeoutTests {
     private final class Connection {
         let channel: EmbeddedChannel
         let info: ConnectionInfo
+        let statistics = ConnectionStatistics()
 
         init(configure: (inout HTTPServerConfiguration) -> Void) throws {
             var configuration = HTTPServerConfiguration()
@@ -27,7 +28,8 @@ struct HTTP1TimeoutTests {
             channel = EmbeddedChannel(loop: loop)
             try channel.pipeline.syncOperations.addHandlers(
                 ServerConnectionPipeline.http1Handlers(
-                    connection: info, configuration: configuration, application: HoldingApplication(), logger: logger
+                    connection: info, configuration: configuration, application: HoldingApplication(), statistics: statistics,
+                    logger: logger
                 )
             )
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 80)).wait()
@@ -46,8 +48,10 @@ struct HTTP1TimeoutTests {
         defer { silent.finish() }
         silent.advance(by: .seconds(9))
         #expect(silent.channel.isActive)
+        #expect(silent.statistics.timedOut(.idle) == 0)
         silent.advance(by: .seconds(1))
         #expect(!silent.channel.isActive)
+        #expect(silent.statistics.timedOut(.idle) == 1)
 
         let proven = try Connection { _ in }
         defer { proven.finish() }
@@ -73,6 +77,7 @@ struct HTTP1TimeoutTests {
         try connection.send("a")
         connection.advance(by: .seconds(1))
         #expect(!connection.channel.isActive)
+        #expect(connection.statistics.timedOut(.request) == 1 && connection.statistics.timedOut(.idle) == 0)
     }
 
     @Test("a request that ends in time leaves the connection to its idle timeout")
@@ -88,5 +93,6 @@ struct HTTP1TimeoutTests {
         #expect(response.hasPrefix("HTTP/1.1 200"), "\(response)")
         connection.advance(by: .seconds(280))
         #expect(!connection.channel.isActive)
+        #expect(connection.statistics.timedOut(.request) == 0 && connection.statistics.timedOut(.idle) == 1)
     }
 }

@@ -37,7 +37,8 @@ struct HTTP2ServerHandlerEmbeddedTests {
 
     @Test("idle for the idle timeout: GOAWAY IdleTimeout naming the last stream, then the channel closes")
     func idleTimeout() throws {
-        let connection = try EmbeddedHTTP2Connection { $0.idleTimeout = .seconds(10) }
+        let statistics = ConnectionStatistics()
+        let connection = try EmbeddedHTTP2Connection(statistics: statistics) { $0.idleTimeout = .seconds(10) }
         defer { connection.finish() }
         try connection.handshake()
         connection.advance(by: .seconds(5))
@@ -49,7 +50,9 @@ struct HTTP2ServerHandlerEmbeddedTests {
         connection.advance(by: .seconds(9))
         #expect(try connection.serverFrames().isEmpty)
         #expect(connection.channel.isActive)
+        #expect(statistics.timedOut(.idle) == 0)
         connection.advance(by: .seconds(1))
+        #expect(statistics.timedOut(.idle) == 1)
         let goAway = try connection.serverFrames().compactMap(\.goAway)
         #expect(goAway.count == 1)
         #expect(goAway.first?.lastStreamID == UInt32(stream))
@@ -223,7 +226,8 @@ struct HTTP2ServerHandlerEmbeddedTests {
 
     @Test("a peer that reads nothing for the write stall timeout is cut off; writable again in time, it is not")
     func writeStall() throws {
-        let connection = try EmbeddedHTTP2Connection { $0.writeStallTimeout = .seconds(30) }
+        let statistics = ConnectionStatistics()
+        let connection = try EmbeddedHTTP2Connection(statistics: statistics) { $0.writeStallTimeout = .seconds(30) }
         defer { connection.finish() }
         try connection.handshake()
 
@@ -234,11 +238,13 @@ struct HTTP2ServerHandlerEmbeddedTests {
         connection.channel.pipeline.fireChannelWritabilityChanged()
         connection.advance(by: .seconds(60))
         #expect(connection.channel.isActive)
+        #expect(statistics.timedOut(.stalledReader) == 0)
 
         connection.channel.isWritable = false
         connection.channel.pipeline.fireChannelWritabilityChanged()
         connection.advance(by: .seconds(30))
         #expect(!connection.channel.isActive)
+        #expect(statistics.timedOut(.stalledReader) == 1)
     }
 
     @Test("a connection error: nghttp2's GOAWAY goes out, then the channel closes")
@@ -350,9 +356,10 @@ struct HTTP2ServerHandlerEmbeddedTests {
 
     @Test("a request reset at the request timeout while the peer reads nothing arms no timer again; its RST_STREAM leaves once the channel is writable")
     func resetRequestArmsNoTimer() throws {
+        let statistics = ConnectionStatistics()
         let outcome = Self.returns(within: 20) { () throws -> (timer: Bool, reset: UInt32?) in
             // The window lets 16 KiB of a 64 KiB body through: the request stays arriving.
-            let connection = try EmbeddedHTTP2Connection { $0.session.initialStreamWindowSize = 16 * 1024 }
+            let connection = try EmbeddedHTTP2Connection(statistics: statistics) { $0.session.initialStreamWindowSize = 16 * 1024 }
             defer { connection.finish() }
             try connection.handshake()
             let stream = try connection.client.post("/upload", body: ByteBuffer(repeating: 0x41, count: 64 * 1024))
@@ -371,6 +378,7 @@ struct HTTP2ServerHandlerEmbeddedTests {
         let (timer, reset) = try result.get()
         #expect(!timer)
         #expect(reset == NGHTTP2_CANCEL.rawValue)
+        #expect(statistics.timedOut(.request) == 1 && statistics.timedOut(.idle) == 0)
     }
 
     /// Runs `body` on a thread of its own (an EmbeddedEventLoop belongs to the thread that made

@@ -85,6 +85,7 @@ struct ListenerTests {
             try? await raw.send("PRI * HTTP/2.0\r\n\r\n")
             let received = try await raw.receiveUntilClosed()
             #expect(received.readableBytes == 0)
+            #expect(server.server.statistics.timedOut(.connectionSetup) == 1)
             #expect(try await healthy.send(HTTPClientRequest(path: "/hello")).status == 200)
             await healthy.close()
         }

@@ -31,6 +31,12 @@ public struct GatewayConfiguration: Sendable {
     /// Seconds an idle connection is kept until a request on it has proven who sent it (a provider
     /// token or certificate, a device secret, the registration or admin token).
     public var unauthenticatedIdleTimeoutSeconds = 15
+    /// Seconds a new connection has to finish TLS and show its protocol.
+    public var connectionSetupTimeoutSeconds = 10
+    /// Seconds a request's head and body have to arrive.
+    public var requestTimeoutSeconds = 30
+    /// Seconds an HTTP/2 peer may read nothing while answers wait for it.
+    public var writeStallTimeoutSeconds = 60
     /// Connections the main listeners hold at once; nil: the open-file limit (raised to its hard
     /// limit at start) less `OpenFileLimit.reserved`.
     public var maxConnections: Int?
@@ -257,6 +263,9 @@ public struct GatewayConfiguration: Sendable {
         server.http2.idleTimeout = .seconds(Int64(idleTimeoutSeconds))
         server.http2.unauthenticatedIdleTimeout = .seconds(Int64(unauthenticatedIdleTimeoutSeconds))
         server.http2.idleTimeoutSpread = Self.idleTimeoutSpread
+        server.http2.requestTimeout = .seconds(Int64(requestTimeoutSeconds))
+        server.http2.writeStallTimeout = .seconds(Int64(writeStallTimeoutSeconds))
+        server.connectionSetupTimeout = .seconds(Int64(connectionSetupTimeoutSeconds))
         server.http2.floodBurst = http2FloodBurst
         server.http2.floodFramesPerSecond = http2FloodFramesPerSecond
         server.requestBodyBudget = budget

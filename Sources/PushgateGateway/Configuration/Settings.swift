@@ -51,6 +51,18 @@ public enum Settings {
             help: "Replaces idleTimeout until a request on the connection has proven who sent it (a provider token or certificate, a device secret, the registration secret, the admin token or a loopback operator): an idle connection that has proven nothing is closed after this long (at most idleTimeout)."
         ) { configuration, value throws(SettingError) in configuration.unauthenticatedIdleTimeoutSeconds = try value.integer(in: 1...Int.max) },
         Setting(
+            "connectionSetupTimeout", .integer, "SECONDS", default: "10",
+            help: "A new connection that has not finished its TLS handshake and shown its protocol (the HTTP/2 preface or an HTTP/1.1 request line) within this long is closed (counted in pushgate_timeouts_total{timeout=\"connection_setup\"})."
+        ) { configuration, value throws(SettingError) in configuration.connectionSetupTimeoutSeconds = try value.integer(in: 1...3600) },
+        Setting(
+            "requestTimeout", .integer, "SECONDS", default: "30",
+            help: "A request whose head and body have not all arrived within this long of its start is dropped: its HTTP/2 stream reset (CANCEL), its HTTP/1.1 connection closed (counted in pushgate_timeouts_total{timeout=\"request\"}). Event streams are responses and are not limited."
+        ) { configuration, value throws(SettingError) in configuration.requestTimeoutSeconds = try value.integer(in: 1...3600) },
+        Setting(
+            "writeStallTimeout", .integer, "SECONDS", default: "60",
+            help: "An HTTP/2 connection whose peer reads nothing for this long while answers or pushes wait to be written is closed (counted in pushgate_timeouts_total{timeout=\"stalled_reader\"}); its unacked pushes are delivered again on its next stream."
+        ) { configuration, value throws(SettingError) in configuration.writeStallTimeoutSeconds = try value.integer(in: 1...3600) },
+        Setting(
             "maxConnections", .integer, "N", default: "the open-file limit less \(OpenFileLimit.reserved)",
             help: "Connections the listen and tlsListen listeners hold at once; one more is closed as soon as it is accepted (counted in pushgate_connections_refused_total). At start the soft open-file limit is raised to the hard limit; the default leaves \(OpenFileLimit.reserved) descriptors for the store and the rest. Admin listeners are not limited."
         ) { configuration, value throws(SettingError) in configuration.maxConnections = try value.integer(in: 1...Int.max) },

@@ -134,6 +134,8 @@ public final class ConfigurationReloader: Sendable {
             ("allowInsecureCleartext", "\(c.allowInsecureCleartext)"), ("dataDir", c.dataDirectory),
             ("idleTimeout", "\(c.idleTimeoutSeconds)"),
             ("unauthenticatedIdleTimeout", "\(c.unauthenticatedIdleTimeoutSeconds)"),
+            ("connectionSetupTimeout", "\(c.connectionSetupTimeoutSeconds)"), ("requestTimeout", "\(c.requestTimeoutSeconds)"),
+            ("writeStallTimeout", "\(c.writeStallTimeoutSeconds)"),
             ("maxConnections", c.maxConnections.map(String.init) ?? "derived"),
             ("maxConnectionsPerAddress", "\(c.maxConnectionsPerAddress)"),
             ("deviceCreationsPerAddressPerHour", "\(c.deviceCreationsPerAddressPerHour)"),

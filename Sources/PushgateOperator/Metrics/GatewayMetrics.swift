@@ -98,6 +98,15 @@ public final class GatewayMetrics: Sendable {
             "pushgate_http2_flood_closures_total",
             "HTTP/2 connections closed for flooding: frames that do nothing (empty DATA frames not ending their stream, streams refused for a protocol error) past http2FloodBurst and http2FloodFramesPerSecond, 1,000 unread PING or SETTINGS acks, or 8 CONTINUATION frames."
         ) { Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.statistics.floodClosures } }) }
+        let timeouts = name(
+            "pushgate_timeouts_total",
+            "Connections closed, and HTTP/2 requests reset, because a limit on time ran out, by timeout: connection_setup (connectionSetupTimeout: TLS or the first bytes, a stalled handshake), idle (idleTimeout, or unauthenticatedIdleTimeout before a connection has proven itself; over HTTP/1.1 also a request head trickled in), request (requestTimeout: a request's head and body not arrived, slowloris), stalled_reader (a peer that read nothing while answers waited)."
+        )
+        for timeout in ServerTimeout.allCases {
+            following.follow(registry.makeCounter(descriptor: timeouts, labels: [("timeout", timeout.name)])) {
+                Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.statistics.timedOut(timeout) } })
+            }
+        }
         let reloads = name("pushgate_config_reloads_total", "Configuration reloads (SIGHUP, POST /v1/admin/reload), by result; a failed one changed nothing.")
         self.reloads = (
             registry.makeCounter(descriptor: reloads, labels: [("result", "success")]),

@@ -18,6 +18,8 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     private let idleTimeout: TimeAmount
     private let unauthenticatedIdleTimeout: TimeAmount?
     private let requestTimeout: TimeAmount
+    /// Where its timeouts are counted.
+    private let statistics: ConnectionStatistics
     private let logger: Logger
     private var context: ChannelHandlerContext!
 
@@ -46,6 +48,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         idleTimeout: TimeAmount,
         unauthenticatedIdleTimeout: TimeAmount?,
         requestTimeout: TimeAmount,
+        statistics: ConnectionStatistics,
         logger: Logger
     ) {
         self.application = application
@@ -55,6 +58,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         self.idleTimeout = idleTimeout
         self.unauthenticatedIdleTimeout = unauthenticatedIdleTimeout
         self.requestTimeout = requestTimeout
+        self.statistics = statistics
         self.logger = logger
     }
 
@@ -189,9 +193,11 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         guard let context, streaming == nil else { return }
         var timeout = idleTimeout
         if !connection.isAuthenticated, let shorter = unauthenticatedIdleTimeout { timeout = min(timeout, shorter) }
-        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let loopBound = NIOLoopBound((context, self), eventLoop: context.eventLoop)
         idleTimer = context.eventLoop.scheduleTask(in: timeout) {
-            loopBound.value.close(promise: nil)
+            let (context, handler) = loopBound.value
+            handler.statistics.count(.idle)
+            context.close(promise: nil)
         }
     }
 
@@ -205,6 +211,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
             let (context, handler) = loopBound.value
             handler.requestTimer = nil
             handler.logger.debug("closing HTTP/1.1 connection: its request did not arrive in time")
+            handler.statistics.count(.request)
             context.close(promise: nil)
         }
     }

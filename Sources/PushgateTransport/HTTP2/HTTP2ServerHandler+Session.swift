@@ -44,6 +44,7 @@ extension HTTP2ServerHandler {
             _ = takeBody(of: pending)
             pending.rejected = true
             session.resetStream(streamID, errorCode: NGHTTP2_CANCEL.rawValue)
+            connection.statistics?.count(.request)
         }
         if awaitsRequest { perform(policy.requestsArriving()) }
         output?.scheduleFlush()

@@ -272,7 +272,10 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     private func idleTimerFired() {
         idleTimer = nil
         let actions = policy.idleTimerFired()
-        if actions.submit != nil { logger.debug("closing idle HTTP/2 connection") }
+        if actions.submit != nil {
+            logger.debug("closing idle HTTP/2 connection")
+            connection.statistics?.count(.idle)
+        }
         // With no stream open, nghttp2 is done once this GOAWAY is out; the flush then closes.
         perform(actions)
     }
@@ -285,7 +288,10 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     private func stallTimerFired() {
         stallTimer = nil
         let actions = policy.stallTimerFired()
-        if actions.close { logger.debug("closing HTTP/2 connection: the peer has read nothing for too long") }
+        if actions.close {
+            logger.debug("closing HTTP/2 connection: the peer has read nothing for too long")
+            connection.statistics?.count(.stalledReader)
+        }
         perform(actions)
     }
 

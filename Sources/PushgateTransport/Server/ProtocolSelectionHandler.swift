@@ -32,6 +32,8 @@ final class ProtocolSelectionHandler: ChannelInboundHandler, RemovableChannelHan
     private var state: State
     private var buffered: ByteBuffer?
     private let setupTimeout: TimeAmount
+    /// Where a setup that ran out of time is counted.
+    private let statistics: ConnectionStatistics
     private var timer: Scheduled<Void>?
     private let install: (Selection, TLSOutcome?, ChannelHandlerContext) throws -> Void
     private var tlsOutcome: TLSOutcome?
@@ -40,16 +42,20 @@ final class ProtocolSelectionHandler: ChannelInboundHandler, RemovableChannelHan
     init(
         awaitingTLS: Bool,
         setupTimeout: TimeAmount,
+        statistics: ConnectionStatistics,
         install: @escaping (Selection, TLSOutcome?, ChannelHandlerContext) throws -> Void
     ) {
         self.state = awaitingTLS ? .awaitingHandshake : .sniffing
         self.setupTimeout = setupTimeout
+        self.statistics = statistics
         self.install = install
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let statistics = self.statistics
         timer = context.eventLoop.scheduleTask(in: setupTimeout) {
+            statistics.count(.connectionSetup)
             loopBound.value.close(promise: nil)
         }
     }

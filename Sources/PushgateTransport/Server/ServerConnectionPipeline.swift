@@ -12,7 +12,7 @@ struct ServerConnectionPipeline {
     /// `configuration.http2`, shared by the server's connections.
     let http2: SharedHTTP2ServerConfiguration
     let application: any HTTPServerHandler
-    /// Where HTTP/2 connections and their streams are counted.
+    /// Where HTTP/2 connections and their streams are counted, and every connection's timeouts.
     let statistics: ConnectionStatistics
     let logger: Logger
 
@@ -28,7 +28,8 @@ struct ServerConnectionPipeline {
         let statistics = self.statistics
         let selection = ProtocolSelectionHandler(
             awaitingTLS: tlsHandler != nil,
-            setupTimeout: configuration.connectionSetupTimeout
+            setupTimeout: configuration.connectionSetupTimeout,
+            statistics: statistics
         ) { selected, outcome, context in
             let info = ConnectionInfo(
                 id: id,
@@ -62,6 +63,7 @@ struct ServerConnectionPipeline {
                     connection: info,
                     configuration: configuration,
                     application: application,
+                    statistics: statistics,
                     logger: logger
                 )
                 try operations.addHandlers(handlers, position: .after(context.handler))
@@ -75,6 +77,7 @@ struct ServerConnectionPipeline {
         connection info: ConnectionInfo,
         configuration: HTTPServerConfiguration,
         application: any HTTPServerHandler,
+        statistics: ConnectionStatistics,
         logger: Logger
     ) -> [any ChannelHandler] {
         var logger = logger
@@ -89,6 +92,7 @@ struct ServerConnectionPipeline {
             idleTimeout: idleTimeouts.idle ?? .seconds(300),
             unauthenticatedIdleTimeout: idleTimeouts.unauthenticated,
             requestTimeout: configuration.http2.requestTimeout,
+            statistics: statistics,
             logger: logger
         )
         return [
