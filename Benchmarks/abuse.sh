@@ -72,7 +72,7 @@ memory_kib() { awk -v field="$1:" '$1 == field {print $2}' "/proc/$server/status
 
 # The counters an abuse may move, as "name value" lines.
 counters() {
-    curl -s "$url/metrics" | grep -E '^pushgate_(connections_refused_total|device_creations_refused_total|connection_setup_failures_total|request_body_budget_refusals_total|notifications_rejected_total)' || true
+    curl -s "$url/metrics" | grep -E '^pushgate_(connections_refused_total|device_creations_refused_total|connection_setup_failures_total|request_body_budget_refusals_total|notifications_rejected_total|http2_flood_closures_total|timeouts_total)' || true
 }
 
 # Prints the bench's JSON result line (empty if it failed).

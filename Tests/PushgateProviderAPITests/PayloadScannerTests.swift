@@ -23,7 +23,15 @@ let validDocuments: [String] = [
     #"{"a":0.5}"#,
     #"{"a":-12.5e+3}"#,
     #"{"a":1E-2}"#,
-    #"{"a":1e400}"#,  // magnitude is not limited
+    #"{"a":1e308}"#,
+    #"{"a":1.7976931348623157e308}"#,  // Double's largest
+    #"{"a":1.7976931348623158e308}"#,  // rounds down to it
+    #"{"a":0.01e310}"#,
+    #"{"a":-100e306}"#,
+    #"{"a":1e-400}"#,  // reads as 0
+    #"{"a":1e-99999999999999999999}"#,
+    #"{"a":0e99999}"#,
+    #"{"a":-0.000e400}"#,
     #"{"a":123456789012345678901234567890}"#,
     #"{"a":[]}"#,
     #"{"a":[[]]}"#,
@@ -96,6 +104,15 @@ let invalidDocuments: [InvalidDocument] = [
     .init(#"{"a":1e}"#, 7, "a digit in the exponent"),
     .init(#"{"a":1e+}"#, 8, "a digit in the exponent"),
     .init(#"{"a":0x10}"#, 6, "',' or '}'"),
+    // Found by fuzzing (provider-request): Foundation refuses what overflows a Double.
+    .init(#"{"aps":6E66660000000000000 }"#, 7, "a number a double can hold"),
+    .init(#"{"a":1e400}"#, 5, "a number a double can hold"),
+    .init(#"{"a":-1e309}"#, 5, "a number a double can hold"),
+    .init(#"{"a":1.8e308}"#, 5, "a number a double can hold"),
+    .init(#"{"a":1000e306}"#, 5, "a number a double can hold"),
+    .init(#"{"a":0.0001e313}"#, 5, "a number a double can hold"),
+    .init(#"{"a":1e2147483648}"#, 5, "a number a double can hold"),
+    .init("{\"a\":1" + String(repeating: "0", count: 309) + "}", 5, "a number a double can hold"),
     .init(#"{"a":NaN}"#, 5, "a value"),
     .init(#"{"a":Infinity}"#, 5, "a value"),
     .init(#"{"a":tru}"#, 8, "the literal true"),

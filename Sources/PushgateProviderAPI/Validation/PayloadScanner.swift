@@ -68,7 +68,8 @@ struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
 /// - `\u` escapes must form valid code points: a high surrogate must be followed by a `\u` low
 ///   surrogate, and a low surrogate may not stand alone. RFC 8259 leaves lone surrogates to the
 ///   implementation; Apple's own JSON parser on the device rejects them, so we do too.
-/// - Numbers are checked against the grammar only; their magnitude is not limited (`1e400` passes).
+/// - Numbers must read as finite Doubles, as Foundation's reader (and the device's) requires:
+///   `1e309` and `1000e306` are refused, any tiny number (`1e-400`) reads as 0 and passes.
 /// - Nesting deeper than ``maxDepth`` containers (the top-level object counts as 1) is rejected
 ///   with an error, never a stack overflow (recursion depth is bounded by ``maxDepth``).
 /// - Duplicate keys are allowed, as RFC 8259 permits, with "last one wins" semantics, which is

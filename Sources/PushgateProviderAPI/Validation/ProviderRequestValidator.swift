@@ -45,7 +45,8 @@ public enum ValidationOutcome: Sendable, Equatable {
 /// 10. `content-encoding` present and not `identity` (any case) → 400 `BadPayload` (payloads are never compressed).
 /// 11. Body empty → 400 `PayloadEmpty`; over the type's limit → 413 `PayloadTooLarge`. Checked before
 ///     any parsing.
-/// 12. Body not one RFC 8259 JSON object in UTF-8 → 400 `BadPayload` (with the byte offset).
+/// 12. Body not one RFC 8259 JSON object in UTF-8, or holding a number no Double can hold → 400
+///     `BadPayload` (with the byte offset).
 /// 13. `aps` present but not an object → 400 `BadPayload`.
 /// 14. Push type: `apns-push-type`, else the topic's suffix, else inferred from `aps`; nothing to infer
 ///     from → 400 `BadPayload`.
