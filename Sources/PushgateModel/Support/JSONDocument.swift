@@ -199,7 +199,7 @@ private struct Parser {
         let text = String(decoding: bytes[start..<end], as: UTF8.self)
         // RFC 8259's grammar over the whole run (Double alone also takes `01`, `1.` and `.5`),
         // and a value a Double can hold, as Foundation's reader requires.
-        guard Self.isJSONNumber(bytes[start..<end]), Double(text)?.isFinite == true else {
+        guard Self.isJSONNumber(bytes[start..<end]), JSONNumber.isFinite(bytes[start..<end]) else {
             throw error("\(text) is not a JSON number")
         }
         index = end

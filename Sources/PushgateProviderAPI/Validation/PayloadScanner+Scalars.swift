@@ -41,53 +41,10 @@ extension PayloadScanner {
             guard i < n, isDigit(p[i]) else { throw fail("a digit in the exponent") }
             skipDigits()
         }
-        guard isFinite(start..<i) else {
+        guard JSONNumber.isFinite(UnsafeRawBufferPointer(rebasing: p[start..<i])) else {
             i = start
             throw fail("a number a double can hold (magnitude at most about 1.8e308)")
         }
-    }
-
-    /// Whether the number in `range` (grammatical already) reads as a finite Double. Foundation's
-    /// reader, and so the device's, refuses one that does not (`1e309`, `1000e306`), while any
-    /// tiny one reads as 0. Decided from its decimal magnitude, without allocating, but for a
-    /// number of magnitude 10^308 exactly, which only Double's own parser can settle.
-    func isFinite(_ range: Range<Int>) -> Bool {
-        // The position of the first significant digit relative to the decimal point, and the
-        // exponent, saturated far beyond any finite Double's.
-        var k = range.lowerBound
-        if p[k] == UInt8(ascii: "-") { k += 1 }
-        var integerDigits = 0
-        var leadingFractionZeros = 0
-        var significant = false
-        while k < range.upperBound, isDigit(p[k]) {
-            if significant || p[k] != UInt8(ascii: "0") { significant = true; integerDigits += 1 }
-            k += 1
-        }
-        if k < range.upperBound, p[k] == UInt8(ascii: ".") {
-            k += 1
-            while k < range.upperBound, isDigit(p[k]) {
-                if !significant {
-                    if p[k] == UInt8(ascii: "0") { leadingFractionZeros += 1 } else { significant = true }
-                }
-                k += 1
-            }
-        }
-        guard significant else { return true }  // zero, whatever its exponent
-        var exponent = 0
-        if k < range.upperBound {  // 'e' or 'E'
-            k += 1
-            var negative = false
-            if p[k] == UInt8(ascii: "+") || p[k] == UInt8(ascii: "-") { negative = p[k] == UInt8(ascii: "-"); k += 1 }
-            while k < range.upperBound {
-                exponent = min(exponent * 10 + Int(p[k] &- UInt8(ascii: "0")), 1_000_000)
-                k += 1
-            }
-            if negative { exponent = -exponent }
-        }
-        // The number lies in [10^magnitude, 10^(magnitude + 1)); Double's largest is 1.797...e308.
-        let magnitude = (integerDigits > 0 ? integerDigits - 1 : -(leadingFractionZeros + 1)) + exponent
-        if magnitude != 308 { return magnitude < 308 }
-        return Double(String(decoding: UnsafeRawBufferPointer(rebasing: p[range]), as: UTF8.self))?.isFinite == true
     }
 
     @inline(__always)
