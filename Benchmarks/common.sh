@@ -11,6 +11,7 @@
 #   cpu_ticks PID                   the process's utime + stime so far, in clock ticks
 #   write_alert_payload FILE        the h2load references' push: the bench's alert, 122 bytes
 #   h2load_rate ARGS...             requests/s of one h2load run that must fully succeed
+#   offline_device_urls, provider_h2load_setup, h2load_cpu   the provider-endpoint reference
 #   bench_json, bench_clean, bench_rate, compare_medians   reading `pushgate bench` results
 set -Eeuo pipefail
 # A failing command stops the benchmark: say where, rather than end silently.
@@ -86,6 +87,52 @@ h2load_rate() {
         return 1
     fi
     sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out"
+}
+
+# offline_device_urls: on the running gateway ($url), creates 1,000 devices, each with one
+# registration for com.example.bench, through two curl processes (create, then register), and
+# prints the provider URL (/3/device/<token>) of each.
+offline_device_urls() {
+    printf '{"topic":"com.example.bench"}' > "$work/topic.json"
+    # A curl config: one block per request, "next" between them (not after the last). Only the
+    # first block gets --http2-prior-knowledge (the command line's); the others reuse its HTTP/2
+    # connection. (curl 7.88 fails a later block that names prior knowledge again: exit 16.)
+    for _ in $(seq 1000); do printf 'next\nurl = "%s/v1/devices"\nrequest = "POST"\n' "$url"; done | tail -n +2 > "$work/create.curl"
+    curl -s --http2-prior-knowledge -K "$work/create.curl" | json_objects | python3 -c '
+import json, sys
+url, body = sys.argv[1], sys.argv[2]
+for line in sys.stdin:
+    d = json.loads(line)
+    device, secret = d["deviceId"], d["secret"]
+    print(f"next\nurl = \"{url}/v1/devices/{device}/registrations\"\nheader = \"authorization: bearer {secret}\"\ndata = \"@{body}\"")
+' "$url" "$work/topic.json" | tail -n +2 > "$work/register.curl"
+    curl -s --http2-prior-knowledge -K "$work/register.curl" | json_objects \
+        | python3 -c 'import json, sys; [print(sys.argv[1] + "/3/device/" + json.loads(l)["token"]) for l in sys.stdin]' "$url" > "$work/urls"
+    [ "$(wc -l < "$work/urls")" -eq 1000 ] || { echo "could not register 1,000 devices" >&2; return 1; }
+    cat "$work/urls"
+}
+
+# json_objects: curl prints the answers back to back; one JSON object per line.
+json_objects() { python3 -c 'import json, sys; d = json.JSONDecoder(); s = sys.stdin.read(); i = 0
+while i < len(s): o, i = d.raw_decode(s, i); print(json.dumps(o))'; }
+
+# provider_h2load_setup: the provider-endpoint reference's h2load command in $H2LOAD (100,000
+# POSTs of the bench's alert, 8 connections, 256 streams each) and h2load_cpu PID URL...,
+# which runs it and prints "requests/s CPU-s-per-100k" of that process, or fails when any request
+# did not succeed.
+provider_h2load_setup() {
+    need_nghttp2_tools
+    write_alert_payload "$work/payload"
+    REQUESTS=100000
+    H2LOAD=(-n "$REQUESTS" -c 8 -m 256 -t 1 -d "$work/payload" -H 'apns-topic: com.example.bench' -H 'apns-push-type: alert')
+}
+h2load_cpu() {
+    local pid=$1 before after rate
+    shift
+    before=$(cpu_ticks "$pid")
+    rate=$(h2load_rate "${H2LOAD[@]}" "$@")
+    after=$(cpu_ticks "$pid")
+    python3 -c "print($rate, ($after-$before)/$(getconf CLK_TCK)/($REQUESTS/100000))"
 }
 
 # bench_json FIELD: that field of the bench's result (its last output line) read on stdin.

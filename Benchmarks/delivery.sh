@@ -61,42 +61,10 @@ python3 -c "print(f'server RSS: {$base} KiB at start, {$idle} KiB with 10,000 id
 stop_server
 
 echo "== reference: h2load POSTs, pushgate's provider endpoint (1,000 offline devices) against nghttpd"
-need_nghttp2_tools
-write_alert_payload "$work/payload"
-REQUESTS=100000
-H2LOAD=(-n "$REQUESTS" -c 8 -m 256 -t 1 -d "$work/payload" -H 'apns-topic: com.example.bench' -H 'apns-push-type: alert')
-# Runs h2load against server pid $1 and URLs $2...; prints "requests/s CPU-s-per-100k", or fails
-# when any request did not succeed.
-h2load_cpu() {
-    local pid=$1 before after rate
-    shift
-    before=$(cpu_ticks "$pid")
-    rate=$(h2load_rate "${H2LOAD[@]}" "$@")
-    after=$(cpu_ticks "$pid")
-    python3 -c "print($rate, ($after-$before)/$(getconf CLK_TCK)/($REQUESTS/100000))"
-}
+provider_h2load_setup
 start_server
-# 1,000 devices, each with one registration, through two curl processes (create, then register).
-printf '{"topic":"com.example.bench"}' > "$work/topic.json"
-# A curl config: one block per request, "next" between them (not after the last). Only the first
-# block gets --http2-prior-knowledge (the command line's); the others reuse its HTTP/2
-# connection. (curl 7.88 fails a later block that names prior knowledge again: exit 16.)
-for _ in $(seq 1000); do printf 'next\nurl = "%s/v1/devices"\nrequest = "POST"\n' "$url"; done | tail -n +2 > "$work/create.curl"
-# curl prints the answers back to back: one JSON object each.
-objects() { python3 -c 'import json, sys; d = json.JSONDecoder(); s = sys.stdin.read(); i = 0
-while i < len(s): o, i = d.raw_decode(s, i); print(json.dumps(o))'; }
-curl -s --http2-prior-knowledge -K "$work/create.curl" | objects | python3 -c '
-import json, sys
-url, body = sys.argv[1], sys.argv[2]
-for line in sys.stdin:
-    d = json.loads(line)
-    device, secret = d["deviceId"], d["secret"]
-    print(f"next\nurl = \"{url}/v1/devices/{device}/registrations\"\nheader = \"authorization: bearer {secret}\"\ndata = \"@{body}\"")
-' "$url" "$work/topic.json" | tail -n +2 > "$work/register.curl"
-curl -s --http2-prior-knowledge -K "$work/register.curl" | objects \
-    | python3 -c 'import json, sys; [print(sys.argv[1] + "/3/device/" + json.loads(l)["token"]) for l in sys.stdin]' "$url" > "$work/urls"
-[ "$(wc -l < "$work/urls")" -eq 1000 ] || { echo "could not register 1,000 devices" >&2; exit 1; }
-pg=$(h2load_cpu "$server" $(cat "$work/urls"))
+offline_device_urls > "$work/urls.list"
+pg=$(h2load_cpu "$server" $(cat "$work/urls.list"))
 read -r pg_rate pg_cpu <<<"$pg"
 stop_server
 start_nghttpd

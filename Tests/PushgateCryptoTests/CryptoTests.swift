@@ -19,12 +19,27 @@ struct CryptoTests {
         #expect(try SecureRandom.bytes(0).isEmpty)
     }
 
-    @Test("random 128-bit pairs fill both halves and differ between calls")
+    @Test("random 128-bit pairs fill both halves and differ between calls, across refills of a thread's pool")
     func randomPairs() throws {
-        let pairs = try (0..<64).map { _ in try SecureRandom.uint64Pair() }
-        #expect(Set(pairs.map { "\($0.0)-\($0.1)" }).count == 64)
-        // A half left at zero 64 times in a row would mean it is not written.
+        // 1,000 pairs: a thread's pool holds 128, so this crosses seven refills.
+        let pairs = try (0..<1000).map { _ in try SecureRandom.uint64Pair() }
+        #expect(Set(pairs.map { "\($0.0)-\($0.1)" }).count == 1000)
+        // A half left at zero in every pair would mean it is not written.
         #expect(pairs.contains { $0.0 != 0 } && pairs.contains { $0.1 != 0 })
+    }
+
+    @Test("threads draw different random pairs (each from a pool of its own)")
+    func randomPairsAcrossThreads() async throws {
+        let drawn = try await withThrowingTaskGroup(of: [String].self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    try await Task.detached { try (0..<300).map { _ in try SecureRandom.uint64Pair() }.map { "\($0.0)-\($0.1)" } }.value
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0 += $1 }
+        }
+        #expect(drawn.count == 1200)
+        #expect(Set(drawn).count == 1200)
     }
 
     @Test("constant-time comparison")
