@@ -8,8 +8,9 @@
 #    delivered pushes (utime+stime from /proc, read by the bench from the first push to the last
 #    receipt; also split into the event-loop threads and the others, nearly all the store's
 #    writer). Devices ack at once (an ack
-#    in flight takes along what arrives meanwhile); then again with acks coalesced for 100 ms.
-# 2. Latency: the same devices at 5,000 pushes/s (50,000 pushes): delivery p50/p99, and the
+#    in flight takes along what arrives meanwhile); then again with acks coalesced for 100 ms,
+#    with no acks during the run, and with acks at once under --durability interval.
+# 2. Latency: the same devices at 5,000 pushes/s (50,000 pushes), with each durability: delivery p50/p99, and the
 #    server's CPU per 100k at that rate.
 # 3. Memory: 10,000 idle devices over h2c; RSS growth of the server divided by 10,000.
 # 4. Reference, same run: the same h2load POSTs (100,000, 8 connections, 256 streams each, the
@@ -23,11 +24,12 @@ rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 # Set when a run was not clean; the benchmark goes on and exits 1 at the end. (`bench_clean` reads
 # a here-string, not a pipe: in a pipeline it would run in a subshell and the flag be lost.)
 failed=0
+serve_flags=()  # flags for the gateway of the next bench_run
 
 # One bench run against a fresh server. The bench reads the server's CPU from /proc over the
 # pushes alone (--server-pid), not over the devices' creation before them.
 bench_run() {
-    start_server
+    start_server "${serve_flags[@]}"
     out=$("$BIN" bench --server "$url" --devices 1000 --server-pid "$server" "$@" 2>"$work/bench.err")
     echo "$out"
     bench_clean <<<"$out" || failed=1
@@ -42,11 +44,19 @@ echo "== flat out, devices coalesce acks for 100 ms (--ack-delay 100)"
 flat_out --ack-delay 100
 echo "== flat out, devices send no ack during the run (--ack-delay 60000): what acks cost"
 flat_out --ack-delay 60000
+echo "== flat out, devices ack at once, --durability interval (a commit a second; the 200 before it)"
+serve_flags=(--durability interval)
+flat_out
+serve_flags=()
 
 # At this rate a device gets a push every 200 ms, so every push has an ack of its own, and
 # little is batched: the CPU per push is several times the flat-out figure.
 echo "== latency: 1,000 devices at 5,000 pushes/s"
 bench_run --providers 4 --pushes 50000 --rate 5000
+echo "== latency: 1,000 devices at 5,000 pushes/s, --durability interval"
+serve_flags=(--durability interval)
+bench_run --providers 4 --pushes 50000 --rate 5000
+serve_flags=()
 
 echo "== memory: 10,000 idle devices"
 start_server
