@@ -76,8 +76,8 @@ let package = Package(
             ]
         ),
         // Secure randomness, hashing, ES256 (JWT) keys and signatures, and the error queue, on
-        // libcrypto.
-        .target(name: "PushgateCrypto", dependencies: ["COpenSSL"]),
+        // libcrypto (NIOPosix only for its thread-specific variables: per-thread random pools).
+        .target(name: "PushgateCrypto", dependencies: ["COpenSSL", .product(name: "NIOPosix", package: "swift-nio")]),
         // Provider authentication: APNs JWT (ES256) and client-certificate identities, the
         // per-connection token state. Pure and clock-injected; no I/O.
         .target(

@@ -91,7 +91,7 @@ h2load_rate() {
 
 # offline_device_urls: on the running gateway ($url), creates 1,000 devices, each with one
 # registration for com.example.bench, through two curl processes (create, then register), and
-# prints the provider URL (/3/device/<token>) of each.
+# writes the provider URL (/3/device/<token>) of each to $work/urls, one per line.
 offline_device_urls() {
     printf '{"topic":"com.example.bench"}' > "$work/topic.json"
     # A curl config: one block per request, "next" between them (not after the last). Only the
@@ -109,7 +109,6 @@ for line in sys.stdin:
     curl -s --http2-prior-knowledge -K "$work/register.curl" | json_objects \
         | python3 -c 'import json, sys; [print(sys.argv[1] + "/3/device/" + json.loads(l)["token"]) for l in sys.stdin]' "$url" > "$work/urls"
     [ "$(wc -l < "$work/urls")" -eq 1000 ] || { echo "could not register 1,000 devices" >&2; return 1; }
-    cat "$work/urls"
 }
 
 # json_objects: curl prints the answers back to back; one JSON object per line.

@@ -10,8 +10,8 @@
 #    writer). Devices ack at once (an ack
 #    in flight takes along what arrives meanwhile); then again with acks coalesced for 100 ms,
 #    with no acks during the run, and with acks at once under --durability interval.
-# 2. Latency: the same devices at 5,000 pushes/s (50,000 pushes), with each durability: delivery p50/p99, and the
-#    server's CPU per 100k at that rate.
+# 2. Latency: the same devices at 5,000 pushes/s (50,000 pushes), with each durability:
+#    delivery p50/p99, and the server's CPU per 100k at that rate.
 # 3. Memory: 10,000 idle devices over h2c; RSS growth of the server divided by 10,000.
 # 4. Reference, same run: the same h2load POSTs (100,000, 8 connections, 256 streams each, the
 #    bench's alert payload, 122 bytes) against pushgate's provider endpoint for 1,000 offline devices
@@ -73,8 +73,8 @@ stop_server
 echo "== reference: h2load POSTs, pushgate's provider endpoint (1,000 offline devices) against nghttpd"
 provider_h2load_setup
 start_server
-offline_device_urls > "$work/urls.list"
-pg=$(h2load_cpu "$server" $(cat "$work/urls.list"))
+offline_device_urls
+pg=$(h2load_cpu "$server" $(cat "$work/urls"))
 read -r pg_rate pg_cpu <<<"$pg"
 stop_server
 start_nghttpd

@@ -1,7 +1,5 @@
 import COpenSSL
-#if canImport(Glibc)
-import Glibc
-#endif
+import NIOPosix
 
 /// Cryptographically secure random bytes from OpenSSL's CSPRNG (seeded by the kernel).
 public enum SecureRandom {
@@ -32,7 +30,7 @@ public enum SecureRandom {
 
 /// A thread's buffer of OpenSSL output for identifiers: thread-local, so the event loops draw
 /// from it without a lock.
-private final class IdentifierPool {
+final class IdentifierPool: @unchecked Sendable {  // confined to its thread (see `current`)
     private static let size = 2048
     private let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
     private var offset = size
@@ -51,19 +49,12 @@ private final class IdentifierPool {
         return pair
     }
 
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let created = pthread_key_create(&key) { pool in
-            Unmanaged<IdentifierPool>.fromOpaque(pool!).release()
-        }
-        precondition(created == 0, "pthread_key_create failed: the process is out of thread-specific keys")
-        return key
-    }()
+    private static let perThread = ThreadSpecificVariable<IdentifierPool>()
 
     static func current() -> IdentifierPool {
-        if let pool = pthread_getspecific(key) { return Unmanaged<IdentifierPool>.fromOpaque(pool).takeUnretainedValue() }
+        if let pool = perThread.currentValue { return pool }
         let pool = IdentifierPool()
-        pthread_setspecific(key, Unmanaged.passRetained(pool).toOpaque())
+        perThread.currentValue = pool
         return pool
     }
 }

@@ -145,10 +145,8 @@ private func checkNode(_ node: JSONNode, _ foundation: [String: Any]?, _ notific
     }
 }
 
-/// The gateway's SSE reader, fed `bytes` in chunks, against the reference decoder. Where the two
-/// differ on purpose they are not compared: the reader keeps an event's id to that event (an
-/// id field applies to the event it is in; the specification's "last event ID" carries over),
-/// takes ids with NUL, and does not skip a leading byte-order mark.
+/// The gateway's SSE reader, fed `bytes` in chunks, against the reference decoder: the same
+/// events, each with the same type, data and last event id.
 private func compareWithParser(_ bytes: [UInt8], chunkSize: Int, reference: ReferenceSSEDecoder.Result) {
     var parser = EventStreamParser()
     var events: [EventStreamParser.Event] = []

@@ -1,4 +1,5 @@
-import PushgateCrypto
+import Foundation
+@testable import PushgateCrypto
 import Testing
 
 @Suite("libcrypto helpers")
@@ -28,18 +29,20 @@ struct CryptoTests {
         #expect(pairs.contains { $0.0 != 0 } && pairs.contains { $0.1 != 0 })
     }
 
-    @Test("threads draw different random pairs (each from a pool of its own)")
-    func randomPairsAcrossThreads() async throws {
-        let drawn = try await withThrowingTaskGroup(of: [String].self) { group in
-            for _ in 0..<4 {
-                group.addTask {
-                    try await Task.detached { try (0..<300).map { _ in try SecureRandom.uint64Pair() }.map { "\($0.0)-\($0.1)" } }.value
-                }
-            }
-            return try await group.reduce(into: [String]()) { $0 += $1 }
-        }
-        #expect(drawn.count == 1200)
-        #expect(Set(drawn).count == 1200)
+    @Test("each thread draws from a pool of its own: the same pool on one thread, another on another thread")
+    func randomPoolPerThread() {
+        let here = ObjectIdentifier(IdentifierPool.current())
+        #expect(ObjectIdentifier(IdentifierPool.current()) == here)
+        // This thread's pool stays alive, so another thread's cannot have its address.
+        final class Drawn: @unchecked Sendable { var pool: ObjectIdentifier? }
+        let drawn = Drawn()
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            drawn.pool = ObjectIdentifier(IdentifierPool.current())
+            done.signal()
+        }.start()
+        done.wait()
+        #expect(drawn.pool != nil && drawn.pool != here)
     }
 
     @Test("constant-time comparison")
