@@ -86,8 +86,9 @@ struct DiskFullTests {
         // forth a few times.
         let failing = stateLines(gateway.logged)
         print("while full: \(failing.count) state lines for \(refused.count) refusals:\n\(failing.joined(separator: "\n"))")
-        #expect(failing.count < 10, "\(failing)")
-        #expect(failing.last?.contains("store cannot commit: ") == true, "\(failing)")
+        // Not that the last line says "cannot commit": a small commit at the edge may land
+        // between the readiness read above and this read of the log (seen once in CI-like runs).
+        #expect(!failing.isEmpty && failing.count < 10, "\(failing)")
         #expect(failing.enumerated().allSatisfy { $0.offset % 2 == 0 ? $0.element.contains("store cannot commit: ") && $0.element.contains("disk is full") : $0.element.contains("store commits again") }, "\(failing)")
         // The WAL checkpointer, which also cannot write, logs its own changes of state.
         let checkpoints = gateway.logged.split(separator: "\n").filter { $0.contains("[PushgateStoreSQLite] WAL checkpoint") }
@@ -103,8 +104,13 @@ struct DiskFullTests {
         print("freed: \(after.ok.count) accepted; \(sizes(dataDirectory))")
         #expect(try http(url + "/readyz").status == 200)
         #expect(try metric("pushgate_store_healthy", url) == 1)
+        // Still one line per change (the edge commit above may have logged the recovery
+        // already, and a background commit may fail once more before the space is back), and
+        // the last says the store commits again.
         let states = stateLines(gateway.logged)
-        #expect(states.count == failing.count + 1 && states.last?.contains("store commits again after") == true, "\(states)")
+        #expect(states.starts(with: failing) && states.count < 12, "\(states)")
+        #expect(states.enumerated().allSatisfy { $0.offset % 2 == 0 ? $0.element.contains("store cannot commit: ") : $0.element.contains("store commits again") }, "\(states)")
+        #expect(states.last?.contains("store commits again after") == true, "\(states)")
 
         let drained = try PythonClient.json(
             DrainResult.self, "drain_stream.py",
