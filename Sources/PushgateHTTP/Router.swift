@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 import NIOHTTP1
 import PushgateModel
@@ -51,14 +54,24 @@ public struct Router: HTTPServerHandler {
     /// JSON documents.
     public static let defaultMaxBodySize = 64 * 1024
 
-    private struct Route: Sendable {
+    /// A class: a match hands one reference around, where a struct's copy retained each of its
+    /// closures and strings (twice per request: on the head, then with the body).
+    private final class Route: Sendable {
         /// Nil: any method (the handler answers wrong methods itself, e.g. in APNs' format).
-        var method: String?
-        var protocols: RouteProtocols
+        let method: String?
+        let protocols: RouteProtocols
         /// What a connection whose first routed request is this one serves (a metric label).
-        var role: ConnectionRole
-        var admission: RouteAdmission
-        var handler: RouteHandler
+        let role: ConnectionRole
+        let admission: RouteAdmission
+        let handler: RouteHandler
+
+        init(method: String?, protocols: RouteProtocols, role: ConnectionRole, admission: RouteAdmission, handler: @escaping RouteHandler) {
+            self.method = method
+            self.protocols = protocols
+            self.role = role
+            self.admission = admission
+            self.handler = handler
+        }
     }
 
     private var exact: [String: [Route]] = [:]
@@ -134,12 +147,12 @@ public struct Router: HTTPServerHandler {
 
     private func match(_ request: HTTPServerRequest) -> Match {
         let path: String
-        if let query = request.path.utf8.firstIndex(of: UInt8(ascii: "?")) {
+        if let query = Self.queryStart(request.path) {
             path = String(request.path[..<query])
         } else {
             path = request.path
         }
-        let candidates = exact[path] ?? prefixes.first(where: { path.hasPrefix($0.prefix) })?.routes ?? []
+        let candidates = exact[path] ?? routes(byPrefixOf: path)
         let isHTTP1 = request.connection.httpVersion == .http1_1
 
         if isHTTP1, candidates.contains(where: { $0.protocols == .http2Only }) {
@@ -152,6 +165,31 @@ public struct Router: HTTPServerHandler {
             return .none(.refusal(.methodNotAllowed(path, allowed: candidates.compactMap(\.method), not: request.method)))
         }
         return .route(route)
+    }
+
+    /// The routes of the longest prefix `path` starts with, compared byte by byte (a path is
+    /// bytes; `hasPrefix` compared by Unicode canonical equivalence, and the loop copied each
+    /// prefix and its routes, retaining both, on every request).
+    private func routes(byPrefixOf path: String) -> [Route] {
+        let bytes = path.utf8
+        for index in prefixes.indices where bytes.starts(with: prefixes[index].prefix.utf8) {
+            return prefixes[index].routes
+        }
+        return []
+    }
+
+    /// Where the query of a request target begins: memchr over contiguous UTF-8 (every
+    /// decoded path is), where `firstIndex(of:)` on the UTF-8 view went a byte at a time.
+    private static func queryStart(_ target: String) -> String.Index? {
+        let offset = target.utf8.withContiguousStorageIfAvailable { bytes -> Int? in
+            guard let base = bytes.baseAddress, let found = memchr(base, Int32(UInt8(ascii: "?")), bytes.count) else { return nil }
+            return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+        }
+        switch offset {
+        case .some(.some(let offset)): return target.utf8.index(target.utf8.startIndex, offsetBy: offset)
+        case .some(.none): return nil
+        case .none: return target.utf8.firstIndex(of: UInt8(ascii: "?"))
+        }
     }
 }
 

@@ -3,16 +3,42 @@
 /// checked by delivery, which accepts it into an ``AcceptedPush``.
 public struct Push: Sendable, Equatable {
     /// 64 lowercase hex characters.
-    public var deviceToken: String
+    public var deviceToken: String {
+        get { storage.deviceToken }
+        set { writableStorage().deviceToken = newValue }
+    }
     /// Lowercase canonical UUID: the request's `apns-id`, or a generated one.
-    public var apnsID: String
-    public var topic: String
+    public var apnsID: String {
+        get { storage.apnsID }
+        set { writableStorage().apnsID = newValue }
+    }
+    public var topic: String {
+        get { storage.topic }
+        set { writableStorage().topic = newValue }
+    }
     /// From `apns-push-type`, or inferred from the payload when the header is absent.
-    public var pushType: PushType
-    public var priority: PushPriority
-    public var collapseID: String?
+    public var pushType: PushType {
+        get { storage.pushType }
+        set { writableStorage().pushType = newValue }
+    }
+    public var priority: PushPriority {
+        get { storage.priority }
+        set { writableStorage().priority = newValue }
+    }
+    public var collapseID: String? {
+        get { storage.collapseID }
+        set { writableStorage().collapseID = newValue }
+    }
     /// The JSON object exactly as received.
-    public var payload: [UInt8]
+    public var payload: [UInt8] {
+        get { storage.payload }
+        set { writableStorage().payload = newValue }
+    }
+
+    /// The fields, behind one reference copied on write: a push is copied a dozen times on its
+    /// way (into its acceptance, the scheduler, the store's command, the device's queue), and
+    /// each copy of the fields themselves retained and released four strings and the payload.
+    private var storage: Storage
 
     public init(
         deviceToken: String,
@@ -23,13 +49,54 @@ public struct Push: Sendable, Equatable {
         collapseID: String?,
         payload: [UInt8]
     ) {
-        self.deviceToken = deviceToken
-        self.apnsID = apnsID
-        self.topic = topic
-        self.pushType = pushType
-        self.priority = priority
-        self.collapseID = collapseID
-        self.payload = payload
+        storage = Storage(
+            deviceToken: deviceToken, apnsID: apnsID, topic: topic, pushType: pushType, priority: priority,
+            collapseID: collapseID, payload: payload)
+    }
+
+    public static func == (lhs: Push, rhs: Push) -> Bool {
+        lhs.storage === rhs.storage || lhs.storage.fieldsEqual(rhs.storage)
+    }
+
+    private mutating func writableStorage() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        return storage
+    }
+
+    /// Mutated only through `writableStorage()`, by the one value that holds it: shared
+    /// storage is never written, which is what makes it safe to send.
+    private final class Storage: @unchecked Sendable {
+        var deviceToken: String
+        var apnsID: String
+        var topic: String
+        var pushType: PushType
+        var priority: PushPriority
+        var collapseID: String?
+        var payload: [UInt8]
+
+        init(
+            deviceToken: String, apnsID: String, topic: String, pushType: PushType, priority: PushPriority,
+            collapseID: String?, payload: [UInt8]
+        ) {
+            self.deviceToken = deviceToken
+            self.apnsID = apnsID
+            self.topic = topic
+            self.pushType = pushType
+            self.priority = priority
+            self.collapseID = collapseID
+            self.payload = payload
+        }
+
+        func copy() -> Storage {
+            Storage(
+                deviceToken: deviceToken, apnsID: apnsID, topic: topic, pushType: pushType, priority: priority,
+                collapseID: collapseID, payload: payload)
+        }
+
+        func fieldsEqual(_ other: Storage) -> Bool {
+            deviceToken == other.deviceToken && apnsID == other.apnsID && topic == other.topic && pushType == other.pushType
+                && priority == other.priority && collapseID == other.collapseID && payload == other.payload
+        }
     }
 }
 

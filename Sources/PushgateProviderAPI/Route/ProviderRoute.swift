@@ -71,18 +71,22 @@ public enum ProviderRoute {
             answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
         case .accepted(let push, let expiration):
             let boundState = NIOLoopBound(state, eventLoop: connection.eventLoop)
+            // The answer needs two of the push's fields: captured alone, not the whole push
+            // (each of its strings and its payload retained and released again per request).
+            let apnsID = push.apnsID
+            let pushType = push.pushType
             core.accept(push, expiration: expiration).hop(to: connection.eventLoop).whenComplete { result in
                 let state = boundState.value
                 switch result {
                 case .success(let disposition):
-                    gate.counters.received.add(push.pushType)
+                    gate.counters.received.add(pushType)
                     state.consecutiveErrors = 0
                     var headers = HTTPHeaders()
-                    headers.add(name: "apns-id", value: push.apnsID)
+                    headers.add(name: "apns-id", value: apnsID)
                     headers.add(name: "pushgate-disposition", value: disposition.rawValue)
                     responder.respond(HTTPServerResponse(status: 200, headers: headers))
                 case .failure(let error):
-                    answer(refusal: Refusal(error), apnsID: push.apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
+                    answer(refusal: Refusal(error), apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
                 }
             }
         }
