@@ -239,3 +239,14 @@ func inference(_ c: InferenceCase) {
     #expect(FieldSyntax.canonicalUUID("abcdefab_cdef-abcd-efab-cdefabcdefab") == nil)
     #expect(FieldSyntax.canonicalUUID("abcdefab-cdef-abcd-efab-cdefabcdéfa") == nil)
 }
+
+/// The byte-wise suffix test behind topic suffixes, on small (inline) and heap strings alike.
+@Test(arguments: [
+    ("a.voip", ".voip", true), ("com.example.app.voip", ".voip", true), ("com.example.app.voip-ptt", ".voip", false),
+    (".voip", ".voip", false), ("voip", ".voip", false), ("com.example.app.VOIP", ".voip", false),
+    ("é.voip", ".voip", true), ("com.example.app.push-type.liveactivity", ".push-type.liveactivity", true),
+    ("x", "", true), ("", "", false),
+])
+func properSuffix(_ topic: String, _ suffix: String, _ expected: Bool) {
+    #expect(FieldSyntax.hasProperSuffix(topic, suffix) == expected)
+}

@@ -163,7 +163,8 @@ enum FieldSyntax {
         // of the topic's checks.
         let compared = a.withContiguousStorageIfAvailable { whole in
             b.withContiguousStorageIfAvailable { tail in
-                memcmp(whole.baseAddress! + (whole.count - tail.count), tail.baseAddress!, tail.count) == 0
+                guard let start = whole.baseAddress, let suffixStart = tail.baseAddress else { return tail.isEmpty }
+                return memcmp(start + (whole.count - tail.count), suffixStart, tail.count) == 0
             }
         }
         if case .some(.some(let equal)) = compared { return equal }
