@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Reference counting and allocations per provider request (release build):
+# Reference counting and allocations per push (release build):
 #
-#   bash Benchmarks/refcounts.sh            (BASELINE_BIN=path counts another build too)
+#   bash Benchmarks/refcounts.sh [provider | delivery [RATE]]   (BASELINE_BIN=path counts another build too)
 #
 # Uprobes on the Swift runtime's swift_retain, swift_release (and their _n and bridgeObject
-# forms), swift_allocObject and jemalloc's malloc, counted by `perf stat` on the gateway over
-# 20,000 h2load POSTs of the bench's alert (after 100,000 to warm up) to 1,000 offline devices,
-# under --durability interval, so that what is counted is the request path: parsing,
-# validation, routing, the shard's acceptance and the response, and the store's commands on
-# the writer. Counts, not times: a noisy machine cannot blur them, where it blurs the few
-# percent of CPU each of these changes is worth. In a CPU profile of the same run the
-# reference-counting functions take about a fifth of the gateway's samples.
+# forms), swift_allocObject and jemalloc's malloc, counted by `perf stat` on the gateway.
+#   provider (the default): 20,000 h2load POSTs of the bench's alert (after 100,000 to warm up)
+#     to 1,000 offline devices, under --durability interval, so that what is counted is the
+#     request path: parsing, validation, routing, the shard's acceptance and the response, and
+#     the store's commands on the writer. Per request.
+#   delivery: the whole life of an acked push at a moderate rate, as counts.sh runs it
+#     (`pushgate bench`, 1,000 devices acking 50 ms after each event, RATE pushes/s, 200 by
+#     default: the probes slow the gateway too much for 2,000), durability fsync, counted over
+#     20 s in the middle of the run. Per accepted push. Less exact than the provider's: what a
+#     commit or a loop wake-up carries depends on timing (three quiet runs of one build: within
+#     3%; with a test suite running beside them, 25% off), so run it on a quiet machine, repeat.
+# Counts, not times: a noisy machine cannot blur them, where it blurs the few percent of CPU
+# each of these changes is worth. In a CPU profile of the provider run the reference-counting
+# functions take about a fifth of the gateway's samples.
 #
 # Uprobes trap on every call: the runs are slow (a minute or two each) and their CPU figures
 # mean nothing. Needs root (perf probe); the probes are removed on exit.
@@ -29,8 +36,12 @@ for function in "${functions[@]}"; do perf probe -q -x "$swift_core" --add "push
 perf probe -q -x "$allocator" --add "pushgate_refcounts:malloc=0x$(nm -D --defined-only "$allocator" | awk '$3 == "malloc" {print $1}')"
 trap 'perf probe -q -d "pushgate_refcounts:*" 2>/dev/null || true; cleanup' EXIT
 
-# counts BINARY: one gateway run, its counts per request, one "name count" per line.
-counts() {
+mode=${1:-provider}
+rate=${2:-200}
+case "$mode" in provider | delivery) ;; *) echo "usage: refcounts.sh [provider | delivery [RATE]]" >&2; exit 2 ;; esac
+
+# provider_counts BINARY: one gateway run, its counts per request, one "name count" per line.
+provider_counts() {
     local BIN=$1
     start_server --durability interval
     offline_device_urls
@@ -44,18 +55,39 @@ counts() {
     awk -F, -v n=$measured 'NF > 2 && $1 ~ /^[0-9]+$/ { name = $3; sub(/^pushgate_refcounts:/, "", name); printf "%s %.1f\n", name, $1 / n }' "$work/stat"
 }
 
+# delivery_counts BINARY: one gateway run under `pushgate bench` at $rate, its counts per push.
+delivery_counts() {
+    local BIN=$1
+    start_server
+    received() { curl -s "$url/metrics" | awk '$1 ~ /^pushgate_notifications_received_total/ {s += $2} END {print int(s)}'; }
+    "$BIN" bench --server "$url" --devices 1000 --providers 2 --rate "$rate" --pushes $((rate * 40)) --ack-delay 50 > "$work/bench.out" 2> "$work/bench.err" &
+    local bench=$!
+    for _ in $(seq 1200); do [ "$(received)" -gt $((rate * 5)) ] && break; sleep 0.1; done
+    local before after
+    before=$(received)
+    perf stat -x, -e 'pushgate_refcounts:*' -p "$server" -o "$work/stat" -- sleep 20
+    after=$(received)
+    wait "$bench" || true
+    bench_clean < <(tail -1 "$work/bench.out") || return 1
+    stop_server
+    echo "pushes $((after - before))"
+    awk -F, -v n=$((after - before)) 'NF > 2 && $1 ~ /^[0-9]+$/ { name = $3; sub(/^pushgate_refcounts:/, "", name); printf "%s %.1f\n", name, $1 / n }' "$work/stat"
+}
+
 baseline=${BASELINE_BIN:-}
 if [ -n "$baseline" ]; then install -m 755 "$baseline" "$work/baseline"; baseline=$work/baseline; fi
-counts "$BIN" > "$work/now"
-[ -z "$baseline" ] || counts "$baseline" > "$work/before"
-python3 - "$work/now" ${baseline:+"$work/before"} <<'PY'
+"${mode}_counts" "$BIN" > "$work/now"
+[ -z "$baseline" ] || "${mode}_counts" "$baseline" > "$work/before"
+python3 - "$mode" "$work/now" ${baseline:+"$work/before"} <<'PY'
 import sys
 def read(path):
     return dict((name, float(count)) for name, count in (line.split() for line in open(path)))
-runs = [read(p) for p in sys.argv[1:]]
+runs = [read(p) for p in sys.argv[2:]]
 names = ["swift_retain", "swift_release", "swift_retain_n", "swift_release_n", "swift_bridgeObjectRetain",
          "swift_bridgeObjectRelease", "swift_allocObject", "malloc"]
-print("per request" + ("" if len(runs) == 1 else "     this build   baseline"))
+print(("per request" if sys.argv[1] == "provider" else "per push") + ("" if len(runs) == 1 else "     this build   baseline"))
+if "pushes" in runs[0]:
+    print(f"{'pushes counted':28}" + "".join(f"{r['pushes']:11.0f}" for r in runs))
 for name in names + ["reference counting, all"]:
     if name == "reference counting, all":
         values = [sum(r.get(n, 0) for n in names[:6]) for r in runs]
