@@ -9,6 +9,7 @@
 #   start_nghttpd                   nghttpd (2 threads, h2c) serving $work/static ("ok"): sets $ng, $ng_port
 #   free_port, wait_port PORT       for servers started on a chosen port (nghttpd)
 #   cpu_ticks PID                   the process's utime + stime so far, in clock ticks
+#   received                        pushes the gateway at $url has accepted so far (its metrics)
 #   write_alert_payload FILE        the h2load references' push: the bench's alert, 122 bytes
 #   h2load_rate ARGS...             requests/s of one h2load run that must fully succeed
 #   offline_device_urls, provider_h2load_setup, h2load_cpu   the provider-endpoint reference
@@ -67,6 +68,9 @@ start_nghttpd() {
     ng=$!
     wait_port "$ng_port"
 }
+
+# received: pushes the running gateway ($url) has accepted so far, from its metrics.
+received() { curl -s "$url/metrics" | awk '$1 ~ /^pushgate_notifications_received_total/ {s += $2} END {print int(s)}'; }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 

@@ -12,7 +12,6 @@ rate=${1:-2000}
 shift || true
 as_gateway=(taskset -c 1 "${as_gateway[@]}")
 start_server "$@"
-received() { curl -s "$url/metrics" | awk '$1 ~ /^pushgate_notifications_received_total/ {s += $2} END {print int(s)}'; }
 taskset -c 0 "$BIN" bench --server "$url" --devices 1000 --providers 2 --rate "$rate" --pushes $((rate * 30)) --ack-delay 50 > "$work/bench.out" 2> "$work/bench.err" &
 bench=$!
 # The window opens once the devices are connected and pushes flow.

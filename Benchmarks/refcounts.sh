@@ -59,7 +59,6 @@ provider_counts() {
 delivery_counts() {
     local BIN=$1
     start_server
-    received() { curl -s "$url/metrics" | awk '$1 ~ /^pushgate_notifications_received_total/ {s += $2} END {print int(s)}'; }
     "$BIN" bench --server "$url" --devices 1000 --providers 2 --rate "$rate" --pushes $((rate * 40)) --ack-delay 50 > "$work/bench.out" 2> "$work/bench.err" &
     local bench=$!
     for _ in $(seq 1200); do [ "$(received)" -gt $((rate * 5)) ] && break; sleep 0.1; done
