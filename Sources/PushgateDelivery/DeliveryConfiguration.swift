@@ -13,8 +13,19 @@ public struct DeliveryConfiguration: Sendable {
     /// Bytes of events written to a device's stream and not yet acknowledged; more waits in the
     /// queue until the agent acks. This bounds what a stalled agent costs.
     public var unackedWindowBytes = 256 * 1024
-    /// Heartbeat comment on a stream that has been silent this long.
-    public var heartbeatIntervalMillis: Int64 = 25_000
+    /// The longest a device's stream stays silent: a stream that has written nothing for
+    /// `heartbeatIntervalMillis - heartbeatTickMillis` gets a heartbeat comment at the next tick,
+    /// so that proxies with an idle timeout above it keep the connection and an agent can take
+    /// a longer silence as a dead connection. Every heartbeat is a write to a socket: it is
+    /// what an idle device costs the gateway.
+    public var heartbeatIntervalMillis: Int64 = 30_000
+    /// How often each shard looks for silent streams; also how much sooner than
+    /// `heartbeatIntervalMillis` a heartbeat may come.
+    public var heartbeatTickMillis: Int64 = 1_000
+
+    /// How long a stream may be silent at one tick without being silent for the whole interval by
+    /// the next.
+    var heartbeatLeadMillis: Int64 { max(0, heartbeatIntervalMillis - heartbeatTickMillis) }
     /// How often expired notifications are swept out of the queues.
     public var expirySweepIntervalMillis: Int64 = 60_000
     /// Most notifications waiting for one device (queued, unacknowledged and held, all apps

@@ -93,7 +93,7 @@ public final class DeliveryCore: Sendable {
 
     /// Starts heartbeats and the expiry sweep on every shard.
     public func startMaintenance() {
-        let heartbeat = TimeAmount.milliseconds(configuration.heartbeatIntervalMillis / 2)
+        let heartbeat = TimeAmount.milliseconds(configuration.heartbeatTickMillis)
         let sweep = TimeAmount.milliseconds(configuration.expirySweepIntervalMillis)
         var tasks: [RepeatedTask] = []
         for shard in shards {
@@ -113,6 +113,15 @@ public final class DeliveryCore: Sendable {
         for task in tasks { task.cancel() }
         for shard in shards { try? await shard.submit { $0.stopSchedulerTimer() }.get() }
     }
+
+    /// One heartbeat tick on every shard, as `startMaintenance`'s timer runs it.
+    @_spi(Testing) public func heartbeatTick() async throws {
+        for shard in shards { try await shard.submit { $0.heartbeat() }.get() }
+    }
+
+    /// The longest a device's stream stays silent (`DeliveryConfiguration.heartbeatIntervalMillis`),
+    /// announced to agents with the stream.
+    public var heartbeatIntervalMillis: Int64 { configuration.heartbeatIntervalMillis }
 
     /// Shards whose scheduler timer is armed.
     @_spi(Testing) public func armedSchedulerTimers() async throws -> Int {

@@ -20,8 +20,8 @@ public protocol EventSink: Sendable {
     /// Sends a batch that `encode` filled.
     func send(_ events: ByteBuffer)
 
-    /// Tells the agent and any proxy in between that the stream is alive: it has been silent
-    /// for `DeliveryConfiguration.heartbeatIntervalMillis`.
+    /// Tells the agent and any proxy in between that the stream is alive: it would otherwise be
+    /// silent for `DeliveryConfiguration.heartbeatIntervalMillis` by the next tick.
     func heartbeat()
 
     /// Ends the stream cleanly: a newer stream replaced it, or the device was deleted.

@@ -251,6 +251,8 @@ public enum DeviceRoutes {
             }
             lastEventID = value
         }
+        // The longest the stream stays silent, in seconds: the agent's measure of a dead connection.
+        let heartbeatInterval = String(core.heartbeatIntervalMillis / 1000)
         core.openStream(deviceID: deviceID, secret: secret, lastEventID: lastEventID).whenComplete { result in
             let generation: UInt64
             switch result {
@@ -263,7 +265,10 @@ public enum DeviceRoutes {
             }
             let head = ResponseHead(
                 status: 200,
-                headers: ["content-type": "text/event-stream", "cache-control": "no-store"]
+                headers: [
+                    "content-type": "text/event-stream", "cache-control": "no-store",
+                    "pushgate-heartbeat-interval": heartbeatInterval,
+                ]
             )
             responder.startStream(head).whenComplete { started in
                 switch started {

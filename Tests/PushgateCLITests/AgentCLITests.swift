@@ -80,6 +80,46 @@ struct AgentCLITests {
         #expect(try agent.next()["type"] as? String == "registered")
         #expect(try agent.next()["type"] as? String == "connected")
     }
+
+    @Test("a gateway that goes silent without closing (stopped, its connection kept) is given up after twice its heartbeat interval and 5 s, and the agent comes back")
+    func silentGatewayIsGivenUp() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--heartbeat-interval", "2"], listeners: 1)
+        defer { _ = gateway.stop() }
+        let agent = try AgentProcess(server: gateway.urls[0], identity: directory + "/device.json", topic: Self.topic, capturingErrors: true)
+        #expect(try agent.next()["type"] as? String == "registered")
+        #expect(try agent.next()["type"] as? String == "connected")
+
+        // Stopped, the gateway's kernel still holds the connection open and takes new ones into
+        // the listen queue: what a dead host behind a live NAT looks like to the agent.
+        let pid = gateway.process.processIdentifier
+        let port = try #require(gateway.urls[0].split(separator: ":").last.map(String.init))
+        let stopped = ContinuousClock.now
+        kill(pid, SIGSTOP)
+        var stoppedProcess: pid_t? = pid
+        defer { if let stoppedProcess { kill(stoppedProcess, SIGCONT) } }
+        // The agent's next connection waits in the listen queue until the gateway runs again.
+        let limit = ContinuousClock.now + .seconds(60)
+        while try Self.listenQueue(port: port) == 0 {
+            try #require(ContinuousClock.now < limit, "the agent did not give the silent connection up")
+            usleep(100_000)  // polling the kernel's queue: nothing to wait on
+        }
+        let gaveUpAfter = ContinuousClock.now - stopped
+        // The last heartbeat came up to 2 s before the stop, so the 9 s ran out at least 7 s after it.
+        #expect(gaveUpAfter >= .seconds(7), "given up \(gaveUpAfter) after the stop: sooner than 9 s of silence")
+        kill(pid, SIGCONT)
+        stoppedProcess = nil
+        #expect(try agent.next()["type"] as? String == "connected")
+        #expect(agent.exitMessages().contains("nothing arrived on the event stream for 9 s, though the gateway writes to it at least every 2 s"))
+    }
+
+    /// Connections waiting in the listen queue of the socket on 127.0.0.1:`port` (ss's Recv-Q).
+    static func listenQueue(port: String) throws -> Int {
+        let listing = try run("ss", ["-Hltn", "sport = :\(port)"])
+        let fields = listing.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        return fields.count > 1 ? Int(fields[1]) ?? 0 : 0
+    }
 }
 
 /// A running `pushgate agent`, read line by line; commands go to its stdin.

@@ -219,6 +219,33 @@ struct ShardTests {
         }
     }
 
+    @Test("a stream hears from the gateway at least every heartbeat interval: a heartbeat at the tick before the interval ends, none while events flow")
+    func heartbeats() async throws {
+        try await DeliveryHarness.run({ $0.heartbeatIntervalMillis = 30_000; $0.heartbeatTickMillis = 1_000 }) { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let sink = try await h.connect(device)
+            // A tick `millis` later, as the maintenance timer runs it: the heartbeats so far.
+            func heartbeats(after millis: Int64) async throws -> Int {
+                h.clock.advance(by: millis)
+                try await h.core.heartbeatTick()
+                return sink.heartbeats
+            }
+            // Opening is a write: silent 28.999 s, the next tick (at 29.999 s) is still in time.
+            #expect(try await heartbeats(after: 28_999) == 0)
+            #expect(try await heartbeats(after: 1) == 1)
+            // A heartbeat is a write too: the next one 29 s later, not at the next tick.
+            #expect(try await heartbeats(after: 1_000) == 1)
+            #expect(try await heartbeats(after: 28_000) == 2)
+            // An event resets the silence as a heartbeat does.
+            h.clock.advance(by: 20_000)
+            #expect(try await h.push(token, Self.topic) == .delivered)
+            _ = await sink.events(count: 1)
+            #expect(try await heartbeats(after: 28_999) == 2)
+            #expect(try await heartbeats(after: 1) == 3)
+        }
+    }
+
     @Test("apns-expiration is honoured up to maxExpirationMillis after acceptance, not beyond")
     func expirationClamp() async throws {
         try await DeliveryHarness.run({ $0.maxExpirationMillis = 60_000 }) { h in

@@ -22,6 +22,7 @@ public final class RecordingSink: EventSink {
         /// Events in batches that were sent.
         var sent: [Event] = []
         var finished = false
+        var heartbeats = 0
         var waiters: [(count: Int, continuation: CheckedContinuation<[Event], Never>)] = []
     }
 
@@ -64,8 +65,10 @@ public final class RecordingSink: EventSink {
         for (continuation, events) in ready { continuation.resume(returning: events) }
     }
 
-    /// Delivery's heartbeats run on real timers (`startMaintenance`), which these tests do not start.
-    public func heartbeat() {}
+    /// Heartbeats written so far (`DeliveryCore.heartbeatTick` runs the timer's work).
+    public var heartbeats: Int { state.withLockedValue { $0.heartbeats } }
+
+    public func heartbeat() { state.withLockedValue { $0.heartbeats += 1 } }
 
     public func finish() { state.withLockedValue { $0.finished = true } }
 }

@@ -5,15 +5,30 @@ import PushgateStore
 
 // Heartbeats, the expiry sweep, and removing undelivered entries from a queue.
 extension DeviceShard {
-    /// Heartbeats for silent streams, so proxies and agents see a live connection.
+    /// Heartbeats for silent streams, so proxies and agents see a live connection. Run every
+    /// tick: a stream that would be silent for the whole interval by the next tick gets one now.
+    /// Only the streams the wheel has due are looked at; a closed or replaced stream, or one of
+    /// a deleted device, drops out.
     func heartbeat() {
         let now = clock.nowMillis()
-        for device in online.values {
-            guard let stream = device.stream, let sink = stream.sink,
-                  now - stream.lastWriteMillis >= configuration.heartbeatIntervalMillis
-            else { continue }
+        let lead = configuration.heartbeatLeadMillis
+        for entry in heartbeats.takeDue(nowMillis: now)
+        where entry.device.stream === entry.stream && online[entry.device.id] === entry.device {
+            let stream = entry.stream
+            let due = stream.lastWriteMillis + lead
+            guard due <= now else {
+                // Written to since it was scheduled: due later.
+                heartbeats.schedule(entry, dueMillis: due)
+                continue
+            }
+            // No sink yet (the response head is on its way): the next tick looks again.
+            guard let sink = stream.sink else {
+                heartbeats.schedule(entry, dueMillis: now + 1)
+                continue
+            }
             stream.lastWriteMillis = now
             sink.heartbeat()
+            heartbeats.schedule(entry, dueMillis: now + lead)
         }
     }
 

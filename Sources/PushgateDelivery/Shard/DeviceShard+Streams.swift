@@ -20,9 +20,11 @@ extension DeviceShard {
         logDevice("event stream opened", deviceID, ["stream.replaced": "\(replaced != nil)"])
         streamGenerations += 1
         let now = clock.nowMillis()
-        device.stream = StreamBinding(generation: streamGenerations, now: now)
+        let stream = StreamBinding(generation: streamGenerations, now: now)
+        device.stream = stream
         device.resetStreamProgress()
         online[deviceID] = device
+        heartbeats.schedule((device, stream), dueMillis: now + configuration.heartbeatLeadMillis)
         var acked: EventLoopFuture<Void>?
         if let lastEventID {
             let committed = eventLoop.makePromise(of: Void.self)

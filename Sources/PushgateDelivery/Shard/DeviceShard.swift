@@ -37,6 +37,8 @@ final class DeviceShard {
     var tombstones = CircularBuffer<(at: Int64, token: String)>()
     /// Devices with an open stream (for heartbeats).
     var online: [String: DeviceState] = [:]
+    /// Every open stream, by when it may need a heartbeat (`heartbeat()`).
+    var heartbeats: HeartbeatWheel<(device: DeviceState, stream: StreamBinding)>
     /// Devices with queued notifications (for the expiry sweep and the gauges, which walk them
     /// without looking each up).
     var withQueue: [String: DeviceState] = [:]
@@ -83,6 +85,11 @@ final class DeviceShard {
         self.store = store
         self.clock = clock
         self.configuration = configuration
+        heartbeats = HeartbeatWheel(
+            tickMillis: configuration.heartbeatTickMillis,
+            horizonMillis: configuration.heartbeatIntervalMillis,
+            nowMillis: clock.nowMillis()
+        )
         self.counters = counters
         self.metrics = metrics
         self.observer = observer

@@ -63,6 +63,10 @@ public enum Settings {
             help: "An HTTP/2 connection whose peer reads nothing for this long while answers or pushes wait to be written is closed (counted in pushgate_timeouts_total{timeout=\"stalled_reader\"}); its unacked pushes are delivered again on its next stream."
         ) { configuration, value throws(SettingError) in configuration.writeStallTimeoutSeconds = try value.integer(in: 1...3600) },
         Setting(
+            "heartbeatInterval", .integer, "SECONDS", default: "\(DeliveryConfiguration().heartbeatIntervalMillis / 1000)",
+            help: "The longest a device's event stream stays silent: one that has sent nothing for this long (less a second) gets a heartbeat comment, and the stream's response says the figure in pushgate-heartbeat-interval so that agents can take a silence of about twice as long as a dead connection. Keep it under the idle timeout of any proxy between devices and the gateway; each heartbeat is a write, which is most of what an idle device costs (Benchmarks/idle.sh)."
+        ) { configuration, value throws(SettingError) in configuration.delivery.heartbeatIntervalMillis = Int64(try value.integer(in: 2...3600)) * 1000 },
+        Setting(
             "maxConnections", .integer, "N", default: "the open-file limit less \(OpenFileLimit.reserved)",
             help: "Connections the listen and tlsListen listeners hold at once; one more is closed as soon as it is accepted (counted in pushgate_connections_refused_total). At start the soft open-file limit is raised to the hard limit; the default leaves \(OpenFileLimit.reserved) descriptors for the store and the rest. Admin listeners are not limited."
         ) { configuration, value throws(SettingError) in configuration.maxConnections = try value.integer(in: 1...Int.max) },

@@ -136,6 +136,7 @@ public final class ConfigurationReloader: Sendable {
             ("unauthenticatedIdleTimeout", "\(c.unauthenticatedIdleTimeoutSeconds)"),
             ("connectionSetupTimeout", "\(c.connectionSetupTimeoutSeconds)"), ("requestTimeout", "\(c.requestTimeoutSeconds)"),
             ("writeStallTimeout", "\(c.writeStallTimeoutSeconds)"),
+            ("heartbeatInterval", "\(c.delivery.heartbeatIntervalMillis / 1000)"),
             ("maxConnections", c.maxConnections.map(String.init) ?? "derived"),
             ("maxConnectionsPerAddress", "\(c.maxConnectionsPerAddress)"),
             ("deviceCreationsPerAddressPerHour", "\(c.deviceCreationsPerAddressPerHour)"),

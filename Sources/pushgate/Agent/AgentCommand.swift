@@ -248,7 +248,22 @@ final class Agent: Sendable {
         // answer before reading on would hold every later notification back a round trip. Acks
         // are cumulative, so the newest seq handled meanwhile is the only one worth sending next.
         let (handled, handledSink) = AsyncStream<UInt64>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let silence = NIOLockedValueBox(
+            StreamSilence(heartbeatIntervalHeader: response.headers.first(name: "pushgate-heartbeat-interval"), openedAt: .now)
+        )
         try await withThrowingTaskGroup(of: Void.self) { acks in
+            // A connection that went dead without a word would otherwise be read from forever:
+            // closing it ends the read below, and the agent reconnects.
+            acks.addTask {
+                while true {
+                    let deadline = silence.withLockedValue { $0.deadline }
+                    try await Task.sleep(until: deadline, clock: .continuous)
+                    if silence.withLockedValue({ $0.isDead(at: .now) }) {
+                        await connection.close()
+                        return
+                    }
+                }
+            }
             acks.addTask {
                 do {
                     for await seq in handled { try await self.ack(upTo: seq, device, connection) }
@@ -265,6 +280,7 @@ final class Agent: Sendable {
             do {
                 for try await chunk in response.body {
                     let receivedAt = ContinuousClock.now
+                    silence.withLockedValue { $0.heard(at: receivedAt) }
                     var newest: UInt64?
                     for event in parser.feed(chunk) where event.type == "notification" {
                         emit(event.data)
@@ -287,7 +303,8 @@ final class Agent: Sendable {
             // flight at once (a send does not heed cancellation).
             acks.cancelAll()
             await connection.close()
-            throw ended
+            let watch = silence.withLockedValue { $0 }
+            throw watch.isDead(at: .now) ? watch.failure : ended
         }
     }
 
