@@ -12,9 +12,10 @@ extension DeviceShard {
     func heartbeat() {
         let now = clock.nowMillis()
         let lead = configuration.heartbeatLeadMillis
-        for entry in heartbeats.takeDue(nowMillis: now)
-        where entry.device.stream === entry.stream && online[entry.device.id] === entry.device {
-            let stream = entry.stream
+        for entry in heartbeats.takeDue(nowMillis: now) {
+            guard let stream = entry.device.stream, stream.generation == entry.generation,
+                  online[entry.device.id] === entry.device
+            else { continue }
             let due = stream.lastWriteMillis + lead
             guard due <= now else {
                 // Written to since it was scheduled: due later.

@@ -131,9 +131,10 @@ extension DeviceShard {
             if let app = registrations[token]?.app { appTokens[app] = nil }
             registrations[token]?.app = nil
         }
-        if let stream = device.stream {
-            stream.sink?.finish()
-        }
+        // Ended, and let go: the stream holds its connection, which nothing of a deleted
+        // device should keep.
+        device.stream?.sink?.finish()
+        device.stream = nil
         // Every notification of the device goes, held ones included.
         let acceptanceIDs = device.queue.map(\.record.acceptanceID) + forgetHeld(scheduler.removeDevice(device.handle)).map(\.acceptanceID)
         deviceIDs[device.handle] = nil

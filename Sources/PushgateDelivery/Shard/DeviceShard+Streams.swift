@@ -20,11 +20,10 @@ extension DeviceShard {
         logDevice("event stream opened", deviceID, ["stream.replaced": "\(replaced != nil)"])
         streamGenerations += 1
         let now = clock.nowMillis()
-        let stream = StreamBinding(generation: streamGenerations, now: now)
-        device.stream = stream
+        device.stream = StreamBinding(generation: streamGenerations, now: now)
         device.resetStreamProgress()
         online[deviceID] = device
-        heartbeats.schedule((device, stream), dueMillis: now + configuration.heartbeatLeadMillis)
+        heartbeats.schedule((device, streamGenerations), dueMillis: now + configuration.heartbeatLeadMillis)
         var acked: EventLoopFuture<Void>?
         if let lastEventID {
             let committed = eventLoop.makePromise(of: Void.self)

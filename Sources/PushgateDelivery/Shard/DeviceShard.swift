@@ -37,8 +37,10 @@ final class DeviceShard {
     var tombstones = CircularBuffer<(at: Int64, token: String)>()
     /// Devices with an open stream (for heartbeats).
     var online: [String: DeviceState] = [:]
-    /// Every open stream, by when it may need a heartbeat (`heartbeat()`).
-    var heartbeats: HeartbeatWheel<(device: DeviceState, stream: StreamBinding)>
+    /// Every open stream, by when it may need a heartbeat (`heartbeat()`): its device and its
+    /// generation, not the stream itself, which holds its connection (and through it this shard)
+    /// until a later tick would drop it.
+    var heartbeats: HeartbeatWheel<(device: DeviceState, generation: UInt64)>
     /// Devices with queued notifications (for the expiry sweep and the gauges, which walk them
     /// without looking each up).
     var withQueue: [String: DeviceState] = [:]
