@@ -14,10 +14,10 @@ public struct DeliveryConfiguration: Sendable {
     /// queue until the agent acks. This bounds what a stalled agent costs.
     public var unackedWindowBytes = 256 * 1024
     /// The longest a device's stream stays silent: a stream that has written nothing for
-    /// `heartbeatIntervalMillis - heartbeatTickMillis` gets a heartbeat comment at the next tick,
-    /// so that proxies with an idle timeout above it keep the connection and an agent can take
-    /// a longer silence as a dead connection. Every heartbeat is a write to a socket: it is
-    /// what an idle device costs the gateway.
+    /// `heartbeatIntervalMillis - heartbeatTickMillis` gets a heartbeat comment at the first tick
+    /// that finds it so. Proxies with a longer idle timeout then keep the connection, and an
+    /// agent can take a longer silence as a dead connection. Every heartbeat is a write to a
+    /// socket: it is what an idle device costs the gateway.
     public var heartbeatIntervalMillis: Int64 = 30_000
     /// How often each shard looks for silent streams; also how much sooner than
     /// `heartbeatIntervalMillis` a heartbeat may come.

@@ -219,30 +219,64 @@ struct ShardTests {
         }
     }
 
-    @Test("a stream hears from the gateway at least every heartbeat interval: a heartbeat at the tick before the interval ends, none while events flow")
-    func heartbeats() async throws {
+    @Test(
+        "a stream hears from the gateway at least every heartbeat interval, and not much sooner, whatever the phase of the ticks; an event resets the silence",
+        arguments: [0, 1, 500, 999] as [Int64]
+    )
+    func heartbeats(phase: Int64) async throws {
         try await DeliveryHarness.run({ $0.heartbeatIntervalMillis = 30_000; $0.heartbeatTickMillis = 1_000 }) { h in
             let device = try await h.device()
             let token = try await h.register(device, Self.topic)
             let sink = try await h.connect(device)
-            // A tick `millis` later, as the maintenance timer runs it: the heartbeats so far.
-            func heartbeats(after millis: Int64) async throws -> Int {
+            // Milliseconds since the stream opened (a write), and each write since.
+            var now: Int64 = 0
+            var writes: [(at: Int64, heartbeat: Bool)] = [(0, false)]
+            func advance(_ millis: Int64) {
                 h.clock.advance(by: millis)
-                try await h.core.heartbeatTick()
-                return sink.heartbeats
+                now += millis
             }
-            // Opening is a write: silent 28.999 s, the next tick (at 29.999 s) is still in time.
-            #expect(try await heartbeats(after: 28_999) == 0)
-            #expect(try await heartbeats(after: 1) == 1)
-            // A heartbeat is a write too: the next one 29 s later, not at the next tick.
-            #expect(try await heartbeats(after: 1_000) == 1)
-            #expect(try await heartbeats(after: 28_000) == 2)
-            // An event resets the silence as a heartbeat does.
+            // The maintenance timer's ticks, a second apart, `phase` ms past the whole seconds.
+            advance(phase)
+            for tick in 0..<120 {
+                if tick == 45 {
+                    advance(300)
+                    #expect(try await h.push(token, Self.topic) == .delivered)
+                    _ = await sink.events(count: 1)
+                    writes.append((now, false))
+                    advance(700)
+                } else if tick > 0 {
+                    advance(1_000)
+                }
+                let before = sink.heartbeats
+                try await h.core.heartbeatTick()
+                if sink.heartbeats > before { writes.append((now, true)) }
+            }
+            let gaps = zip(writes, writes.dropFirst()).map { (gap: $1.at - $0.at, heartbeat: $1.heartbeat) }
+            #expect(gaps.allSatisfy { $0.gap <= 30_000 }, "silences: \(gaps)")
+            #expect(gaps.filter(\.heartbeat).allSatisfy { $0.gap >= 29_000 }, "silences before heartbeats: \(gaps)")
+            #expect(now - writes[writes.count - 1].at < 30_000)
+            #expect(sink.heartbeats >= 3)
+        }
+    }
+
+    @Test("heartbeats follow the device's current stream: none for a replaced one, none after the device is deleted")
+    func heartbeatsFollowTheStream() async throws {
+        try await DeliveryHarness.run({ $0.heartbeatIntervalMillis = 30_000; $0.heartbeatTickMillis = 1_000 }) { h in
+            let device = try await h.device()
+            _ = try await h.register(device, Self.topic)
+            let first = try await h.connect(device)
+            h.clock.advance(by: 10_000)
+            let second = try await h.connect(device)
             h.clock.advance(by: 20_000)
-            #expect(try await h.push(token, Self.topic) == .delivered)
-            _ = await sink.events(count: 1)
-            #expect(try await heartbeats(after: 28_999) == 2)
-            #expect(try await heartbeats(after: 1) == 3)
+            try await h.core.heartbeatTick()
+            #expect(first.heartbeats == 0 && second.heartbeats == 0)
+            h.clock.advance(by: 9_000)
+            try await h.core.heartbeatTick()
+            #expect(first.heartbeats == 0 && second.heartbeats == 1)
+            try await h.core.deleteDevice(deviceID: device.id, secret: device.secret).get()
+            h.clock.advance(by: 29_000)
+            try await h.core.heartbeatTick()
+            #expect(second.heartbeats == 1)
         }
     }
 

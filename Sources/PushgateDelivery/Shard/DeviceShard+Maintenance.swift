@@ -16,6 +16,9 @@ extension DeviceShard {
             guard let stream = entry.device.stream, stream.generation == entry.generation,
                   online[entry.device.id] === entry.device
             else { continue }
+            // A wall clock stepped back leaves writes in the future: count them as made now, so
+            // that the step cannot silence the stream for its length.
+            if stream.lastWriteMillis > now { stream.lastWriteMillis = now }
             let due = stream.lastWriteMillis + lead
             guard due <= now else {
                 // Written to since it was scheduled: due later.
