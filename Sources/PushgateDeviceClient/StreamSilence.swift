@@ -4,7 +4,7 @@
 /// writes to a silent stream at least every heartbeat interval (the stream response's
 /// `pushgate-heartbeat-interval`, in seconds), so hearing nothing for twice that and a margin
 /// for a slow network means nobody is there.
-public struct StreamSilence: Sendable, Equatable {
+public struct StreamSilence: Sendable {
     /// What a gateway that does not say (or whose header a proxy dropped) is taken to use: its
     /// default.
     public static let defaultHeartbeatSeconds = 30

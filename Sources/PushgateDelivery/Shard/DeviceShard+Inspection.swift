@@ -10,7 +10,7 @@ extension DeviceShard {
     func statistics(includeOldestHeld: Bool) -> DeliveryStatistics {
         var statistics = DeliveryStatistics()
         statistics.devices = devices.count
-        statistics.connectedDevices = online.count
+        statistics.connectedDevices = connectedDevices
         statistics.held = held.count
         for device in withQueue.values {
             statistics.unacked += device.deliveredCount

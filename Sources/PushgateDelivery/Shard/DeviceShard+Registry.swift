@@ -134,14 +134,13 @@ extension DeviceShard {
         // Ended, and let go: the stream holds its connection, which nothing of a deleted
         // device should keep.
         device.stream?.sink?.finish()
-        device.stream = nil
+        setStream(nil, of: device)
         // Every notification of the device goes, held ones included.
         let acceptanceIDs = device.queue.map(\.record.acceptanceID) + forgetHeld(scheduler.removeDevice(device.handle)).map(\.acceptanceID)
         deviceIDs[device.handle] = nil
         counters.recordDrop(.unregistered, count: device.queue.count)
         for entry in device.queue { leftMemory(entry.record) }
         devices[deviceID] = nil
-        online[deviceID] = nil
         withQueue[deviceID] = nil
         commit([.deleteDevice(id: deviceID, at: now, acceptanceIDs: acceptanceIDs)]) { [self] result in
             if case .success = result { logDevice("device deleted", deviceID, ["notifications.removed": "\(acceptanceIDs.count)"]) }

@@ -20,9 +20,8 @@ extension DeviceShard {
         logDevice("event stream opened", deviceID, ["stream.replaced": "\(replaced != nil)"])
         streamGenerations += 1
         let now = clock.nowMillis()
-        device.stream = StreamBinding(generation: streamGenerations, now: now)
+        setStream(StreamBinding(generation: streamGenerations, now: now), of: device)
         device.resetStreamProgress()
-        online[deviceID] = device
         heartbeats.schedule((device, streamGenerations), dueMillis: now + configuration.heartbeatLeadMillis)
         var acked: EventLoopFuture<Void>?
         if let lastEventID {
@@ -72,10 +71,16 @@ extension DeviceShard {
     private func disconnect(_ device: DeviceState) {
         scheduler.disconnect(device.handle)
         armSchedulerTimer()
-        device.stream = nil
+        setStream(nil, of: device)
         device.offlineSince = clock.nowMillis()
         device.resetStreamProgress()
-        online[device.id] = nil
+    }
+
+    /// The one way a device's current stream changes, so that the count of connected devices
+    /// follows it.
+    func setStream(_ stream: StreamBinding?, of device: DeviceState) {
+        connectedDevices += (stream == nil ? 0 : 1) - (device.stream == nil ? 0 : 1)
+        device.stream = stream
     }
 
     func ack(deviceID: String, secret: String, upTo: UInt64, promise: EventLoopPromise<Void>) {

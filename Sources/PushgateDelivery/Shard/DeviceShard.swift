@@ -35,8 +35,8 @@ final class DeviceShard {
     /// Unregistered tokens by time of unregistration, oldest first: the sweep forgets them once
     /// their retention has passed, looking at the few that are due, not at every registration.
     var tombstones = CircularBuffer<(at: Int64, token: String)>()
-    /// Devices with an open stream (for heartbeats).
-    var online: [String: DeviceState] = [:]
+    /// Devices with an open stream; `setStream` keeps it in step.
+    var connectedDevices = 0
     /// Every open stream, by when it may need a heartbeat (`heartbeat()`): its device and its
     /// generation, not the stream itself, which holds its connection (and through it this shard)
     /// until a later tick would drop it.
