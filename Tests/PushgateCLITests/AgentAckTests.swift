@@ -47,13 +47,29 @@ struct AgentAckTests {
         }
     }
 
+    @Test("an ack left unanswered for --request-timeout makes the agent give the connection up and resume from it")
+    func unansweredAckIsGivenUp() async throws {
+        try await withAgent(answeringAcks: .heldUntilReleased, agentArguments: ["--request-timeout", "2"], capturingErrors: true) { gateway, agent, stream in
+            try await notify(1, on: stream)
+            #expect(try agent.next()["seq"] as? Int == 1)
+            try await gateway.waitForAck(upTo: 1)
+            // Never answered: an agent without a limit keeps the connection and prints nothing more.
+            #expect(try agent.next(timeout: .seconds(20))["type"] as? String == "connected")
+            #expect(gateway.lastEventIDs == [nil, "1"])
+            let messages = agent.exitMessages()
+            #expect(messages.contains("the gateway did not answer the ack up to 1 within 2 s (--request-timeout)"), "\(messages)")
+        }
+    }
+
     /// Runs `pushgate agent` against an `AckHoldingGateway` and hands `body` the agent's first
     /// event stream once it is connected.
     private func withAgent(
         answeringAcks answer: AckHoldingGateway.AckAnswer,
+        agentArguments: [String] = [],
+        capturingErrors: Bool = false,
         _ body: (AckHoldingGateway, AgentProcess, ResponseBodyWriter) async throws -> Void
     ) async throws {
-        try await withStandInGateway(answeringAcks: answer) { gateway, agent in
+        try await withStandInGateway(answeringAcks: answer, agentArguments: agentArguments, capturingErrors: capturingErrors) { gateway, agent in
             #expect(try agent.next()["type"] as? String == "registered")
             #expect(try agent.next()["type"] as? String == "connected")
             try await body(gateway, agent, try await gateway.firstStream())
@@ -74,6 +90,7 @@ func withStandInGateway(
     answeringAcks answer: AckHoldingGateway.AckAnswer = .heldUntilReleased,
     streamRefusals: [Int] = [],
     registrationRefusals: [Int] = [],
+    unansweredRegistrations: Int = 0,
     fetchRefusals: [Int] = [],
     agentArguments: [String] = [],
     capturingErrors: Bool = false,
@@ -87,7 +104,7 @@ func withStandInGateway(
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let gateway = AckHoldingGateway(
         eventLoop: group.next(), answer: answer, streamRefusals: streamRefusals, registrationRefusals: registrationRefusals,
-        fetchRefusals: fetchRefusals
+        unansweredRegistrations: unansweredRegistrations, fetchRefusals: fetchRefusals
     )
     let server = HTTPServer(
         listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
@@ -113,7 +130,8 @@ func withStandInGateway(
 }
 
 /// Answers the agent's registration and event streams like the gateway, but for the first
-/// event streams, refused as told; answers acks as told; keeps the state reports and fetch
+/// event streams, refused as told, and the first registrations, refused or left unanswered as
+/// told; answers acks as told; keeps the state reports and fetch
 /// results it is sent, and refuses the first fetch results as told. Its waits fail after 20
 /// seconds: it cannot see an agent that died.
 final class AckHoldingGateway: HTTPServerHandler {
@@ -140,6 +158,9 @@ final class AckHoldingGateway: HTTPServerHandler {
         /// Statuses for the next event stream and registration requests, with a JSON error body.
         var streamRefusals: [Int]
         var registrationRefusals: [Int]
+        /// The next this many registrations get no answer (their responders are kept here).
+        var unansweredRegistrations: Int
+        var heldRegistrations: [HTTPResponder] = []
         var fetchRefusals: [Int]
         var stateReports: [String] = []
         var fetchReports: [String] = []
@@ -152,13 +173,17 @@ final class AckHoldingGateway: HTTPServerHandler {
         var waiter: (upTo: UInt64, promise: EventLoopPromise<Void>)?
     }
 
-    init(eventLoop: any EventLoop, answer: AckAnswer, streamRefusals: [Int] = [], registrationRefusals: [Int] = [], fetchRefusals: [Int] = []) {
+    init(
+        eventLoop: any EventLoop, answer: AckAnswer, streamRefusals: [Int] = [], registrationRefusals: [Int] = [], unansweredRegistrations: Int = 0,
+        fetchRefusals: [Int] = []
+    ) {
         self.eventLoop = eventLoop
         firstStreamPromise = eventLoop.makePromise()
         state = NIOLockedValueBox(
             State(
                 answer: answer, holding: answer == .heldUntilReleased,
-                streamRefusals: streamRefusals, registrationRefusals: registrationRefusals, fetchRefusals: fetchRefusals
+                streamRefusals: streamRefusals, registrationRefusals: registrationRefusals, unansweredRegistrations: unansweredRegistrations,
+                fetchRefusals: fetchRefusals
             )
         )
     }
@@ -186,10 +211,16 @@ final class AckHoldingGateway: HTTPServerHandler {
         let device = "/v1/devices/\(Self.deviceID)"
         switch (request.method, request.path) {
         case ("POST", device + "/registrations"):
-            let refusal = state.withLockedValue { state -> Int? in
+            let (refusal, unanswered) = state.withLockedValue { state -> (Int?, Bool) in
                 state.registrations += 1
-                return state.registrationRefusals.isEmpty ? nil : state.registrationRefusals.removeFirst()
+                if state.unansweredRegistrations > 0 {
+                    state.unansweredRegistrations -= 1
+                    state.heldRegistrations.append(responder)
+                    return (nil, true)
+                }
+                return (state.registrationRefusals.isEmpty ? nil : state.registrationRefusals.removeFirst(), false)
             }
+            if unanswered { return }
             if let refusal {
                 responder.respond(Self.refusal(refusal))
             } else {

@@ -24,6 +24,20 @@ struct AgentRefusalTests {
         }
     }
 
+    @Test("a registration left unanswered for --request-timeout makes the agent give the connection up and register again")
+    func unansweredRegistrationIsGivenUp() async throws {
+        // A gateway that took the connection and then went silent: without a limit the agent
+        // would wait for TCP to give up, minutes later, or for ever behind a middlebox.
+        let arguments = ["--request-timeout", "2"]
+        try await withStandInGateway(unansweredRegistrations: 1, agentArguments: arguments, capturingErrors: true) { gateway, agent async throws in
+            #expect(try agent.next(timeout: .seconds(20))["type"] as? String == "registered")
+            #expect(try agent.next()["type"] as? String == "connected")
+            #expect(gateway.registrations == 2)
+            let messages = agent.exitMessages()
+            #expect(messages.contains("the gateway did not answer registering com.example.acks within 2 s (--request-timeout)"), "\(messages)")
+        }
+    }
+
     @Test("a 404 on the event stream ends the agent with the status and the gateway's detail")
     func clientErrorEndsTheAgent() async throws {
         try await withStandInGateway(streamRefusals: [404], capturingErrors: true) { gateway, agent async throws in

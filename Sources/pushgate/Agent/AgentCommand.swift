@@ -80,6 +80,12 @@ struct AgentCommand: AsyncParsableCommand {
     )
     var fetchIntervals: [(topic: String, interval: FetchInterval)] = []
 
+    @Option(
+        name: .customLong("request-timeout"),
+        help: "Seconds (1 to 3600) to wait for the answer to each request (device creation, registration, state report, the event stream's head, an ack, a keep-alive) before taking the connection as dead and reconnecting."
+    )
+    var requestTimeout: Int = 30
+
     @OptionGroup var deviceCreation: DeviceCreationOptions
 
     func validate() throws {
@@ -90,6 +96,7 @@ struct AgentCommand: AsyncParsableCommand {
             throw ValidationError("--app-state must be TOPIC=foreground|background|terminated, got \(entry)")
         }
         if keepalive < 0 { throw ValidationError("--keepalive cannot be negative") }
+        if !(1...3600).contains(requestTimeout) { throw ValidationError("--request-timeout must be 1 to 3600 seconds, got \(requestTimeout)") }
     }
 
     func run() async throws {
@@ -105,6 +112,7 @@ struct AgentCommand: AsyncParsableCommand {
             topics: topic,
             state: state,
             keepaliveSeconds: keepalive,
+            requestTimeout: .seconds(requestTimeout),
             fetchCommand: fetchCommand,
             registrationSecret: deviceCreation.registrationSecret,
             group: group
@@ -129,6 +137,7 @@ final class Agent: Sendable {
     private let identityPath: String
     private let topics: [String]
     private let keepaliveSeconds: Int
+    private let requestTimeout: Duration
     private let registrationSecret: String?
     private let group: any EventLoopGroup
     /// Changed by stdin commands; reported again on every connect.
@@ -142,6 +151,7 @@ final class Agent: Sendable {
         topics: [String],
         state: DeviceStateReport,
         keepaliveSeconds: Int,
+        requestTimeout: Duration,
         fetchCommand: String?,
         registrationSecret: String?,
         group: any EventLoopGroup
@@ -151,6 +161,7 @@ final class Agent: Sendable {
         self.topics = topics
         self.state = NIOLockedValueBox(state)
         self.keepaliveSeconds = keepaliveSeconds
+        self.requestTimeout = requestTimeout
         fetch = AgentFetch(command: fetchCommand, link: link)
         self.registrationSecret = registrationSecret
         self.group = group
@@ -207,7 +218,10 @@ final class Agent: Sendable {
             }
             return identity
         }
-        let identity = try await DeviceSetup.createDevice(on: connection, server: client.server, registrationSecret: registrationSecret)
+        let (server, secret) = (client.server, registrationSecret)
+        let identity = try await answer("the device's creation", on: connection) {
+            try await DeviceSetup.createDevice(on: connection, server: server, registrationSecret: secret)
+        }
         let data = try JSONEncoder().encode(identity)
         guard FileManager.default.createFile(atPath: identityPath, contents: data, attributes: [.posixPermissions: 0o600]) else {
             throw ClientFailure(description: "cannot write the identity file \(identityPath)")
@@ -216,7 +230,7 @@ final class Agent: Sendable {
     }
 
     private func register(_ topic: String, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
-        let token = try await DeviceSetup.register(topic, device, on: connection)
+        let token = try await answer("registering \(topic)", on: connection) { try await DeviceSetup.register(topic, device, on: connection) }
         emit("{\"type\":\"registered\",\"deviceId\":\(JSONText.quote(device.identity.deviceId)),\"topic\":\(JSONText.quote(topic)),\"token\":\(JSONText.quote(token))}")
     }
 
@@ -226,7 +240,8 @@ final class Agent: Sendable {
         lastSeq: inout UInt64?,
         backoff: inout ReconnectDelay
     ) async throws {
-        let response = try await connection.stream(device.events(lastEventID: lastSeq))
+        let request = device.events(lastEventID: lastSeq)
+        let response = try await answer("the event stream request", on: connection) { try await connection.stream(request) }
         if response.status == 401 {
             throw ClientFailure(description: "the gateway does not know this device or its secret (401); delete \(identityPath) to start as a new device")
         }
@@ -240,7 +255,11 @@ final class Agent: Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(keepaliveSeconds))
                 if Task.isCancelled { break }
-                try? await self.sendKeepalive(device, connection)
+                do {
+                    try await self.sendKeepalive(device, connection)
+                } catch where !Task.isCancelled {
+                    printError("keep-alive failed (\(error))")
+                }
             }
         } : nil
         defer { keepalives?.cancel() }
@@ -267,7 +286,7 @@ final class Agent: Sendable {
             acks.addTask {
                 do {
                     for await seq in handled { try await self.ack(upTo: seq, device, connection) }
-                } catch where !Task.isCancelled {
+                } catch where !Task.isCancelled && !(error is Unanswered) {
                     // Reading on without acking would stall once the gateway's unacked window
                     // is full: start over on a new connection, as a lost stream does.
                     printError("ack failed (\(error)); reconnecting")
@@ -303,8 +322,19 @@ final class Agent: Sendable {
             // flight at once (a send does not heed cancellation).
             acks.cancelAll()
             await connection.close()
+            // An unanswered ack closed the connection, which ended the read: that is the reason to tell.
+            var unanswered: Unanswered?
+            while true {
+                do {
+                    if try await acks.next() == nil { break }
+                } catch let error as Unanswered {
+                    unanswered = error
+                } catch {
+                    continue
+                }
+            }
             let watch = silence.withLockedValue { $0 }
-            throw watch.isDead(at: .now) ? watch.failure : ended
+            throw unanswered ?? (watch.isDead(at: .now) ? watch.failure : ended)
         }
     }
 
@@ -335,14 +365,14 @@ final class Agent: Sendable {
     }
 
     private func ack(upTo seq: UInt64, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
-        let ack = try await connection.send(device.ack(upTo: seq))
+        let ack = try await answer("the ack up to \(seq)", on: connection) { try await connection.send(device.ack(upTo: seq)) }
         if ack.status != 204 { printError("ack up to \(seq) answered \(ack.status)") }
     }
 
     /// A wake event: what the gateway held comes back in the response; printed and acked like
     /// notifications from the stream.
     private func sendKeepalive(_ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
-        let response = try await connection.send(device.keepalive)
+        let response = try await answer("the keep-alive", on: connection) { try await connection.send(device.keepalive) }
         let receivedAt = ContinuousClock.now
         guard response.status == 200 else {
             printError("keep-alive answered \(response.status) \(String(buffer: response.body))")
@@ -362,12 +392,34 @@ final class Agent: Sendable {
     }
 
     private func sendState(_ report: DeviceStateReport, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
-        let response = try await connection.send(device.state(report))
+        let response = try await answer("the state report", on: connection) { try await connection.send(device.state(report)) }
         guard response.status == 204 else {
             printError("state report answered \(response.status) \(String(buffer: response.body))")
             return
         }
         emit("{\"type\":\"state\",\"state\":\(report.json)}")
+    }
+
+    /// `request`'s answer. A gateway that took the connection and then went silent (its host
+    /// lost power, a NAT dropped the mapping) would hold the agent until TCP gives up, many
+    /// minutes later, or for ever where something on the way still acknowledges the bytes: when
+    /// no answer comes within the request timeout, the connection is closed, which fails its
+    /// requests and its stream, and the agent starts over.
+    private func answer<T: Sendable>(
+        _ what: String, on connection: HTTP2ClientConnection, _ request: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let timeout = requestTimeout
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await request() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            if let answered = try await group.next(), let answer = answered { return answer }
+            await connection.close()
+            throw Unanswered(request: what, timeout: timeout)
+        }
     }
 
     /// Commands on stdin change what the agent reports, or send a keep-alive, at once.
@@ -397,10 +449,14 @@ final class Agent: Sendable {
                 printError("not connected; \(report == nil ? "keep-alive skipped" : "the state is reported on connect")")
                 continue
             }
-            if let report {
-                try? await sendState(report, device, connection)
-            } else {
-                try? await sendKeepalive(device, connection)
+            do {
+                if let report {
+                    try await sendState(report, device, connection)
+                } else {
+                    try await sendKeepalive(device, connection)
+                }
+            } catch {
+                printError("\(report == nil ? "keep-alive" : "state report") failed (\(error))")
             }
         }
     }
@@ -409,6 +465,15 @@ final class Agent: Sendable {
 /// Not fatal: the gateway ended the stream (e.g. it is draining); the agent reconnects.
 struct StreamEnded: Error, CustomStringConvertible {
     var description: String { "the gateway ended the event stream" }
+}
+
+/// Not fatal: the agent reconnects.
+struct Unanswered: Error, CustomStringConvertible {
+    var request: String
+    var timeout: Duration
+    var description: String {
+        "the gateway did not answer \(request) within \(timeout.components.seconds) s (--request-timeout): the connection is taken as dead"
+    }
 }
 
 /// One line on stdout, unbuffered. Not `print` + `fflush(nil)`: flushing every stream would
