@@ -48,6 +48,31 @@ struct PythonClientTests {
         #expect(gateway.stop(signal: SIGTERM) == 0)
     }
 
+    @Test("h2 as a device and as a provider: a device's connection is told to keep no header table and works on; a provider's keeps it")
+    func headerTables() throws {
+        struct Report: Decodable {
+            struct Side: Decodable {
+                var announced: [Int]
+                var tableSize: Int
+                var entries: Int
+                var statuses: [Int]
+            }
+            var device: Side
+            var provider: Side
+        }
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
+        let report = try PythonClient.json(Report.self, "header_table.py", [gateway.urls[0], "com.example.table"])
+        // Created, registered, streaming, acked: the requests after the SETTINGS carried h2's
+        // table size update, which nghttp2 refuses a connection for leaving out.
+        #expect(report.device.statuses == [201, 201, 200, 204], "\(report.device)")
+        #expect(report.device.announced == [0], "\(report.device)")
+        #expect(report.device.tableSize == 0 && report.device.entries == 0, "\(report.device)")
+        #expect(report.provider.statuses == [200, 200, 200], "\(report.provider)")
+        #expect(report.provider.announced.isEmpty, "\(report.provider)")
+        #expect(report.provider.tableSize == 4096 && report.provider.entries > 0, "\(report.provider)")
+        #expect(gateway.stop(signal: SIGTERM) == 0)
+    }
+
     @Test("httpx (HTTP/2 prior knowledge) as a provider: statuses, apns-id, disposition and APNs error bodies")
     func httpxProvider() throws {
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)

@@ -165,6 +165,26 @@ struct HTTP2ConnectionPolicyTests {
         #expect(certified.peerAuthenticated() == .none)
     }
 
+    // MARK: Classification
+
+    @Test("a device's connection drops its peer's header table once; a provider's or an operator's keeps it")
+    func deviceConnectionDropsHeaderTable() {
+        var device = policy(gated: false)
+        #expect(device.classified(as: .device) == Actions(submit: .noHeaderTable))
+        #expect(device.headerTableDropped)
+        #expect(device.classified(as: .device) == .none)
+
+        for role in [ConnectionRole.provider, .operator, .unclassified] {
+            var other = policy(gated: false)
+            #expect(other.classified(as: role) == .none)
+            #expect(!other.headerTableDropped)
+        }
+
+        var closing = policy(streams: 1)
+        _ = closing.quiesceRequested()
+        #expect(closing.classified(as: .device) == .none)
+    }
+
     @Test("vouched for once the connection is shutting down: nothing is sent or armed")
     func authenticatedWhileShuttingDown() {
         var policy = policy(gated: true, streams: 1)

@@ -57,7 +57,8 @@ public final class ConnectionInfo: Sendable {
     }
 
     /// The role of the connection, from the first request the application routed; later ones
-    /// do not change it. One atomic load once classified.
+    /// do not change it. One atomic load once classified. A device's HTTP/2 connection then
+    /// asks its client to stop indexing header fields (`HTTP2ConnectionPolicy.classified(as:)`).
     public func classify(as role: ConnectionRole) {
         guard role != .unclassified, self.role.load(ordering: .relaxed) == ConnectionRole.unclassified.rawValue else { return }
         let (exchanged, _) = self.role.compareExchange(
@@ -68,6 +69,7 @@ public final class ConnectionInfo: Sendable {
         guard exchanged else { return }
         statistics?.add(.unclassified, -1)
         statistics?.add(role, 1)
+        onLoop { $0.control?.classified(as: role) }
     }
 
     /// The connection ended: it no longer counts.
@@ -131,5 +133,7 @@ public final class ConnectionInfo: Sendable {
 /// What the application may ask of the connection's protocol handler. On its event loop.
 protocol ConnectionControl: AnyObject {
     func peerAuthenticated()
+    /// The connection's role is known (once).
+    func classified(as role: ConnectionRole)
     func goAway(debugData: [UInt8])
 }

@@ -32,6 +32,9 @@ struct HTTP2ConnectionPolicy: Sendable {
         case goAway(GoAwayReason)
         /// SETTINGS lifting SETTINGS_MAX_CONCURRENT_STREAMS to the configured maximum.
         case fullConcurrency
+        /// SETTINGS_HEADER_TABLE_SIZE 0: the peer stops indexing its header fields, and nghttp2
+        /// frees the ones it indexed when the peer acknowledges.
+        case noHeaderTable
     }
 
     /// Why the connection's last GOAWAY is sent.
@@ -73,6 +76,8 @@ struct HTTP2ConnectionPolicy: Sendable {
     /// The application has vouched for the peer: the idle timer runs for `idleTimeout`, not
     /// `unauthenticatedIdleTimeout`.
     private(set) var isAuthenticated: Bool
+    /// `noHeaderTable` was submitted.
+    private(set) var headerTableDropped = false
     private let idleTimeoutEnabled: Bool
 
     /// - Parameter gated: the connection starts limited to `streamsUntilAuthorized` streams.
@@ -175,6 +180,17 @@ struct HTTP2ConnectionPolicy: Sendable {
         }
         if armed.contains(.idle) { actions.arm = .idle }
         return actions
+    }
+
+    /// The application routed the connection's first request, which says what it is for. A
+    /// device's connection spends its life idle, holding one stream, and a gateway holds many:
+    /// the HPACK table of its client's header fields (up to 4 KiB of them; about 1.5 KB of
+    /// memory from Python's h2) costs more than the few bytes per request that indexing saves.
+    /// Providers' connections, few and busy, keep theirs.
+    mutating func classified(as role: ConnectionRole) -> Actions {
+        guard role == .device, state == .active, !headerTableDropped else { return .none }
+        headerTableDropped = true
+        return Actions(submit: .noHeaderTable)
     }
 
     // MARK: Writability and requests

@@ -229,6 +229,8 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             )
         case .fullConcurrency:
             session.submitMaxConcurrentStreams(configuration.session.maxConcurrentStreams)
+        case .noHeaderTable:
+            session.submitHeaderTableSize(0)
         }
         // Submissions come from nghttp2's callbacks (a PING ack) and from timers alike: the
         // next flush sends them, and with nothing left to do closes the connection.
@@ -300,6 +302,11 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     func peerAuthenticated() {
         guard session != nil else { return }
         perform(policy.peerAuthenticated())
+    }
+
+    func classified(as role: ConnectionRole) {
+        guard session != nil else { return }
+        perform(policy.classified(as: role))
     }
 
     func goAway(debugData: [UInt8]) {

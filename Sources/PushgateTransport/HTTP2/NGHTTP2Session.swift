@@ -373,6 +373,16 @@ final class NGHTTP2Session {
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1)
     }
 
+    /// Announces a new SETTINGS_HEADER_TABLE_SIZE: the most our HPACK decoder keeps of the
+    /// peer's indexed fields (nghttp2 applies it, and evicts, once acknowledged).
+    func submitHeaderTableSize(_ value: UInt32) {
+        var entry = nghttp2_settings_entry(
+            settings_id: Int32(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE.rawValue),
+            value: value
+        )
+        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1)
+    }
+
     func submitPing() {
         _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
     }
