@@ -32,6 +32,13 @@ source "$(dirname "$0")/common.sh"
 need_nghttp2_tools
 GROUP=${1:-25}
 ACKS=${2:-0.45}
+RATE=${3:-}
+if [ -n "$RATE" ]; then
+    [[ $RATE =~ ^[1-9][0-9]*$ ]] || { echo "floor.sh: RATE must be a whole number of pushes per second, got $RATE" >&2; exit 1; }
+    # h2load --rps takes whole requests per second per connection: each device's is ACKS x RATE / 1,000.
+    per_device=$(python3 -c "import sys; r = float(sys.argv[1]) * int(sys.argv[2]) / 1000; print(round(r) if r >= 0 and abs(r - round(r)) < 1e-9 else '')" "$ACKS" "$RATE")
+    [ -n "$per_device" ] || { echo "floor.sh: ACKS_PER_PUSH x RATE / 1000 must be a whole number of acks per second per device (h2load --rps), got $ACKS x $RATE / 1000" >&2; exit 1; }
+fi
 
 cc -O2 -o "$work/store-floor" Benchmarks/store-floor.c -lsqlite3
 store() {
@@ -55,20 +62,22 @@ nghttpd_cpu() {
 }
 # nghttpd's CPU-seconds per 100k requests for one 20 s h2load run at a rate, with the given flags.
 nghttpd_cpu_at_rate() {
-    local before after out done
+    local before after out completed
     before=$(cpu_ticks "$ng")
     out=$(h2load -t 1 -D 20 "$@" "http://127.0.0.1:$ng_port/static")
     after=$(cpu_ticks "$ng")
-    if ! grep -q " 0 failed, 0 errored, 0 timeout" <<<"$out"; then echo "h2load reported failures:" >&2; echo "$out" >&2; return 1; fi
-    done=$(sed -n 's/^requests: .* \([0-9]*\) done,.*/\1/p' <<<"$out")
-    python3 -c "print(($after - $before) / $(getconf CLK_TCK) / ($done / 100000))"
+    if ! grep -q " 0 failed, 0 errored, 0 timeout" <<<"$out" || ! grep -q ", 0 4xx, 0 5xx" <<<"$out"; then
+        echo "h2load reported failures:" >&2
+        echo "$out" >&2
+        return 1
+    fi
+    completed=$(sed -n 's/^requests: .* \([0-9]*\) done,.*/\1/p' <<<"$out")
+    python3 -c "print(($after - $before) / $(getconf CLK_TCK) / ($completed / 100000))"
 }
-if [ -n "${3:-}" ]; then
-    RATE=$3
-    per_device=$(python3 -c "r = $ACKS * $RATE / 1000; print(int(r) if r == int(r) and r >= 1 else '')")
-    [ -n "$per_device" ] || { echo "ACKS_PER_PUSH x RATE / 1000 must be a whole number of acks per second per device (h2load --rps)" >&2; exit 1; }
+if [ -n "$RATE" ]; then
     pipelined=$(nghttpd_cpu_at_rate -c 1 -m 64 --rps "$RATE" -d "$work/payload")
-    lone=$(nghttpd_cpu_at_rate -c 1000 -m 1 --rps "$per_device" -d "$work/payload")
+    lone=0
+    [ "$per_device" = 0 ] || lone=$(nghttpd_cpu_at_rate -c 1000 -m 1 --rps "$per_device" -d "$work/payload")
 else
     pipelined=$(nghttpd_cpu -c 8 -m 256 -d "$work/payload")
     lone=$(nghttpd_cpu -c 1000 -m 1 -d "$work/payload")

@@ -55,7 +55,9 @@ struct AgentAckTests {
             try await gateway.waitForAck(upTo: 1)
             // Never answered: an agent without a limit keeps the connection and prints nothing more.
             #expect(try agent.next(timeout: .seconds(20))["type"] as? String == "connected")
-            #expect(gateway.lastEventIDs == [nil, "1"])
+            // Resumed after 1 (a loaded machine may time the new stream's head out once more).
+            let resumes = gateway.lastEventIDs
+            #expect(resumes.count >= 2 && resumes.first == .some(nil) && resumes.dropFirst().allSatisfy { $0 == "1" }, "\(resumes)")
             let messages = agent.exitMessages()
             #expect(messages.contains("the gateway did not answer the ack up to 1 within 2 s (--request-timeout)"), "\(messages)")
         }

@@ -32,7 +32,8 @@ struct AgentRefusalTests {
         try await withStandInGateway(unansweredRegistrations: 1, agentArguments: arguments, capturingErrors: true) { gateway, agent async throws in
             #expect(try agent.next(timeout: .seconds(20))["type"] as? String == "registered")
             #expect(try agent.next()["type"] as? String == "connected")
-            #expect(gateway.registrations == 2)
+            // Two at least: a loaded machine may time the second out as well.
+            #expect(gateway.registrations >= 2)
             let messages = agent.exitMessages()
             #expect(messages.contains("the gateway did not answer registering com.example.acks within 2 s (--request-timeout)"), "\(messages)")
         }

@@ -404,7 +404,9 @@ final class Agent: Sendable {
     /// lost power, a NAT dropped the mapping) would hold the agent until TCP gives up, many
     /// minutes later, or for ever where something on the way still acknowledges the bytes: when
     /// no answer comes within the request timeout, the connection is closed, which fails its
-    /// requests and its stream, and the agent starts over.
+    /// requests and its stream, and the agent starts over. `T` must not be optional (nil stands
+    /// for the timeout). Cancelled, this waits for the request all the same (a NIO future ignores
+    /// cancellation): its callers close the connection when they cancel, which ends it.
     private func answer<T: Sendable>(
         _ what: String, on connection: HTTP2ClientConnection, _ request: @escaping @Sendable () async throws -> T
     ) async throws -> T {
