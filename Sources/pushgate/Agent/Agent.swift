@@ -1,0 +1,355 @@
+import Foundation
+import NIOCore
+import NIOConcurrencyHelpers
+import PushgateDeviceClient
+import PushgateModel
+import PushgateTransport
+
+/// One device agent: identity, registrations, then the event stream for as long as it runs.
+final class Agent: Sendable {
+    private let client: ClientOptions
+    private let identityPath: String
+    private let topics: [String]
+    private let keepaliveSeconds: Int
+    private let requestTimeout: Duration
+    private let registrationSecret: String?
+    private let group: any EventLoopGroup
+    /// Changed by stdin commands; reported again on every connect.
+    private let state: NIOLockedValueBox<DeviceStateReport>
+    private let link = AgentLink()
+    private let fetch: AgentFetch
+
+    init(
+        client: ClientOptions,
+        identityPath: String,
+        topics: [String],
+        state: DeviceStateReport,
+        keepaliveSeconds: Int,
+        requestTimeout: Duration,
+        fetchCommand: String?,
+        registrationSecret: String?,
+        group: any EventLoopGroup
+    ) {
+        self.client = client
+        self.identityPath = identityPath
+        self.topics = topics
+        self.state = NIOLockedValueBox(state)
+        self.keepaliveSeconds = keepaliveSeconds
+        self.requestTimeout = requestTimeout
+        fetch = AgentFetch(command: fetchCommand, link: link)
+        self.registrationSecret = registrationSecret
+        self.group = group
+    }
+
+    func run() async throws {
+        let commands = Task { await readCommands() }
+        defer { commands.cancel() }
+        let fetches = Task { await fetch.run() }
+        defer { fetches.cancel() }
+        var backoff = ReconnectDelay()
+        var lastSeq: UInt64?
+        var device: DeviceRequests?
+        var registered = false
+        while true {
+            do {
+                let connection = try await connect()
+                defer {
+                    link.disconnected()
+                    Task { await connection.close() }
+                }
+                if device == nil { device = DeviceRequests(server: client.server, identity: try await loadOrCreateIdentity(connection)) }
+                if !registered {
+                    for topic in topics { try await register(topic, device!, connection) }
+                    registered = true
+                }
+                link.connected((connection, device!))
+                let report = state.withLockedValue { $0 }
+                if !report.isEmpty { try await sendState(report, device!, connection) }
+                try await holdStream(connection, device!, lastSeq: &lastSeq, backoff: &backoff)
+            } catch let failure as ClientFailure {
+                throw failure
+            } catch {
+                let delay = backoff.next()
+                printError("connection lost (\(error)); reconnecting in \(delay) ms")
+                try await Task.sleep(for: .milliseconds(delay))
+            }
+        }
+    }
+
+    private func connect() async throws -> HTTP2ClientConnection {
+        try await HTTP2ClientConnection.connect(
+            host: client.server.host,
+            port: client.server.port,
+            tls: try client.tlsContext(),
+            group: group
+        )
+    }
+
+    private func loadOrCreateIdentity(_ connection: HTTP2ClientConnection) async throws -> DeviceIdentity {
+        if let data = FileManager.default.contents(atPath: identityPath) {
+            guard let identity = try? JSONDecoder().decode(DeviceIdentity.self, from: data) else {
+                throw ClientFailure(description: "\(identityPath) is not an agent identity file (expected {\"deviceId\",\"secret\"})")
+            }
+            return identity
+        }
+        let (server, secret) = (client.server, registrationSecret)
+        let identity = try await answer("the device's creation", on: connection) {
+            try await DeviceSetup.createDevice(on: connection, server: server, registrationSecret: secret)
+        }
+        let data = try JSONEncoder().encode(identity)
+        guard FileManager.default.createFile(atPath: identityPath, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            throw ClientFailure(description: "cannot write the identity file \(identityPath)")
+        }
+        return identity
+    }
+
+    private func register(_ topic: String, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
+        let token = try await answer("registering \(topic)", on: connection) { try await DeviceSetup.register(topic, device, on: connection) }
+        emit("{\"type\":\"registered\",\"deviceId\":\(JSONText.quote(device.identity.deviceId)),\"topic\":\(JSONText.quote(topic)),\"token\":\(JSONText.quote(token))}")
+    }
+
+    private func holdStream(
+        _ connection: HTTP2ClientConnection,
+        _ device: DeviceRequests,
+        lastSeq: inout UInt64?,
+        backoff: inout ReconnectDelay
+    ) async throws {
+        let request = device.events(lastEventID: lastSeq)
+        let response = try await answer("the event stream request", on: connection) { try await connection.stream(request) }
+        if response.status == 401 {
+            throw ClientFailure(description: "the gateway does not know this device or its secret (401); delete \(identityPath) to start as a new device")
+        }
+        guard response.status == 200 else {
+            let body = await Self.start(of: response.body)
+            throw RetryableRefusal.refusal(of: "the event stream", status: response.status, body: body, failure: "event stream refused")
+        }
+        backoff.reset()
+        emit("{\"type\":\"connected\",\"deviceId\":\(JSONText.quote(device.identity.deviceId))}")
+        let keepalives = keepaliveSeconds > 0 ? Task { [keepaliveSeconds] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(keepaliveSeconds))
+                if Task.isCancelled { break }
+                do {
+                    try await self.sendKeepalive(device, connection)
+                } catch where !Task.isCancelled {
+                    printError("keep-alive failed (\(error))")
+                }
+            }
+        } : nil
+        defer { keepalives?.cancel() }
+        // Stream acks run beside the reads, one in flight at a time: waiting for each ack's
+        // answer before reading on would hold every later notification back a round trip. Acks
+        // are cumulative, so the newest seq handled meanwhile is the only one worth sending next.
+        let (handled, handledSink) = AsyncStream<UInt64>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let silence = NIOLockedValueBox(
+            StreamSilence(heartbeatIntervalHeader: response.headers.first(name: "pushgate-heartbeat-interval"), openedAt: .now)
+        )
+        try await withThrowingTaskGroup(of: Void.self) { acks in
+            // A connection that went dead without a word would otherwise be read from forever:
+            // closing it ends the read below, and the agent reconnects.
+            acks.addTask {
+                while true {
+                    let deadline = silence.withLockedValue { $0.deadline }
+                    try await Task.sleep(until: deadline, clock: .continuous)
+                    if silence.withLockedValue({ $0.isDead(at: .now) }) {
+                        await connection.close()
+                        return
+                    }
+                }
+            }
+            acks.addTask {
+                do {
+                    for await seq in handled { try await self.ack(upTo: seq, device, connection) }
+                } catch where !Task.isCancelled && !(error is Unanswered) {
+                    // Reading on without acking would stall once the gateway's unacked window
+                    // is full: start over on a new connection, as a lost stream does.
+                    printError("ack failed (\(error)); reconnecting")
+                    await connection.close()
+                    throw error
+                }
+            }
+            let ended: any Error
+            var parser = EventStreamParser()
+            do {
+                for try await chunk in response.body {
+                    let receivedAt = ContinuousClock.now
+                    silence.withLockedValue { $0.heard(at: receivedAt) }
+                    var newest: UInt64?
+                    for event in parser.feed(chunk) where event.type == "notification" {
+                        emit(event.data)
+                        fetch.received(event.data, at: receivedAt)
+                        if let seq = event.id.flatMap(UInt64.init) { newest = seq }
+                    }
+                    if let newest {
+                        lastSeq = max(lastSeq ?? 0, newest)
+                        handledSink.yield(newest)
+                    }
+                }
+                ended = StreamEnded()
+            } catch {
+                ended = error
+            }
+            // A draining gateway says when to come back (`retry:`); the wait adds jitter.
+            if let retry = parser.retryMillis { backoff.serverAsked(millis: retry) }
+            // However the stream ended, the agent starts over: the next stream's Last-Event-ID
+            // acknowledges everything handled here, and closing the connection ends an ack in
+            // flight at once (a send does not heed cancellation).
+            acks.cancelAll()
+            await connection.close()
+            // An unanswered ack closed the connection, which ended the read: that is the reason to tell.
+            var unanswered: Unanswered?
+            while let result = await acks.nextResult() {
+                if case .failure(let error as Unanswered) = result { unanswered = error }
+            }
+            let watch = silence.withLockedValue { $0 }
+            throw unanswered ?? (watch.isDead(at: .now) ? watch.failure : ended)
+        }
+    }
+
+    /// The start of a refusal's body, for the message. Waits at most 5 s: a proxy that sends a
+    /// head and never ends its body must not hold the agent.
+    private static func start(of body: HTTPClientResponseBody) async -> String {
+        let text = try? await firstWithin(.seconds(5)) {
+            var text = ""
+            do {
+                for try await chunk in body {
+                    text += String(buffer: chunk)
+                    if text.utf8.count >= 300 { break }
+                }
+            } catch {
+                // A body cut short still says what it said before the cut.
+            }
+            return text
+        }
+        return text ?? ""
+    }
+
+    private func ack(upTo seq: UInt64, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
+        let ack = try await answer("the ack up to \(seq)", on: connection) { try await connection.send(device.ack(upTo: seq)) }
+        if ack.status != 204 { printError("ack up to \(seq) answered \(ack.status)") }
+    }
+
+    /// A wake event: what the gateway held comes back in the response; printed and acked like
+    /// notifications from the stream.
+    private func sendKeepalive(_ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
+        let response = try await answer("the keep-alive", on: connection) { try await connection.send(device.keepalive) }
+        let receivedAt = ContinuousClock.now
+        guard response.status == 200 else {
+            printError("keep-alive answered \(response.status) \(String(buffer: response.body))")
+            return
+        }
+        let body = (try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))) as? [String: Any]
+        var newest: UInt64?
+        for notification in body?["notifications"] as? [[String: Any]] ?? [] {
+            if let data = try? JSONSerialization.data(withJSONObject: notification, options: [.sortedKeys]) {
+                let json = String(decoding: data, as: UTF8.self)
+                emit(json)
+                fetch.received(json, at: receivedAt)
+            }
+            if let seq = (notification["seq"] as? NSNumber)?.uint64Value { newest = max(newest ?? 0, seq) }
+        }
+        if let newest { try await ack(upTo: newest, device, connection) }
+    }
+
+    private func sendState(_ report: DeviceStateReport, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
+        let response = try await answer("the state report", on: connection) { try await connection.send(device.state(report)) }
+        guard response.status == 204 else {
+            printError("state report answered \(response.status) \(String(buffer: response.body))")
+            return
+        }
+        emit("{\"type\":\"state\",\"state\":\(report.json)}")
+    }
+
+    /// `request`'s answer. A gateway that took the connection and then went silent (its host
+    /// lost power, a NAT dropped the mapping) would hold the agent until TCP gives up, many
+    /// minutes later, or for ever where something on the way still acknowledges the bytes: when
+    /// no answer comes within the request timeout, the connection is closed, which fails its
+    /// requests and its stream, and the agent starts over. Cancelled, this waits for the request
+    /// all the same (a NIO future ignores cancellation): its callers close the connection when
+    /// they cancel, which ends it.
+    private func answer<T: Sendable>(
+        _ what: String, on connection: HTTP2ClientConnection, _ request: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let answer = try await firstWithin(requestTimeout, request, whenLate: { await connection.close() })
+        guard let answer else { throw Unanswered(request: what, timeout: requestTimeout) }
+        return answer
+    }
+
+    /// Commands on stdin change what the agent reports, or send a keep-alive, at once.
+    private func readCommands() async {
+        // readLine blocks: it gets a thread of its own, not a slot of the cooperative pool.
+        let lines = AsyncStream<String> { continuation in
+            Thread {
+                while let line = readLine() { continuation.yield(line) }
+                continuation.finish()
+            }.start()
+        }
+        for await line in lines {
+            let words = line.split(separator: " ").map(String.init)
+            var report: DeviceStateReport?
+            switch words.first {
+            case "power" where words.count == 2 && DevicePower(rawValue: words[1]) != nil:
+                report = state.withLockedValue { $0.power = DevicePower(rawValue: words[1]); return $0 }
+            case "app" where words.count == 3 && AppState(rawValue: words[2]) != nil:
+                report = state.withLockedValue { $0.apps[words[1]] = AppState(rawValue: words[2]); return $0 }
+            case "keepalive" where words.count == 1:
+                break
+            default:
+                printError("unknown command \"\(line)\": power idle|awake|lowPower, app TOPIC foreground|background|terminated, keepalive")
+                continue
+            }
+            guard let (connection, device) = link.current else {
+                printError("not connected; \(report == nil ? "keep-alive skipped" : "the state is reported on connect")")
+                continue
+            }
+            do {
+                if let report {
+                    try await sendState(report, device, connection)
+                } else {
+                    try await sendKeepalive(device, connection)
+                }
+            } catch {
+                printError("\(report == nil ? "keep-alive" : "state report") failed (\(error))")
+            }
+        }
+    }
+}
+
+/// `work`'s result, or nil when `limit` passes first. `work` is then cancelled and waited for:
+/// `whenLate` runs before that wait, to end work that ignores cancellation.
+private func firstWithin<T: Sendable>(
+    _ limit: Duration, _ work: @escaping @Sendable () async throws -> T, whenLate: () async -> Void = {}
+) async throws -> T? {
+    try await withThrowingTaskGroup(of: Outcome<T>.self) { group in
+        group.addTask { .done(try await work()) }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            return .late
+        }
+        defer { group.cancelAll() }
+        guard case .done(let value) = try await group.next() else {
+            await whenLate()
+            return nil
+        }
+        return value
+    }
+}
+
+private enum Outcome<T: Sendable>: Sendable {
+    case done(T)
+    case late
+}
+
+/// Not fatal: the gateway ended the stream (e.g. it is draining); the agent reconnects.
+struct StreamEnded: Error, CustomStringConvertible {
+    var description: String { "the gateway ended the event stream" }
+}
+
+/// Not fatal: the agent reconnects.
+struct Unanswered: Error, CustomStringConvertible {
+    var request: String
+    var timeout: Duration
+    var description: String {
+        "the gateway did not answer \(request) within \(timeout.components.seconds) s (--request-timeout): the connection is taken as dead"
+    }
+}
