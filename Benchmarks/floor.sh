@@ -52,35 +52,23 @@ event_write=$("$work/write-floor" 1000 200000 452 | awk '{print $1}')
 
 write_alert_payload "$work/payload"
 start_nghttpd
-# nghttpd's CPU-seconds per 100k requests for one h2load run with the given flags.
+# nghttpd's CPU-seconds per 100k requests for one h2load run with the given flags (a count of
+# requests, or a duration at a rate).
 nghttpd_cpu() {
-    local before after
-    before=$(cpu_ticks "$ng")
-    h2load_rate -n 200000 -t 1 "$@" "http://127.0.0.1:$ng_port/static" >/dev/null
-    after=$(cpu_ticks "$ng")
-    python3 -c "print(($after - $before) / $(getconf CLK_TCK) / 2)"
-}
-# nghttpd's CPU-seconds per 100k requests for one 20 s h2load run at a rate, with the given flags.
-nghttpd_cpu_at_rate() {
     local before after out completed
     before=$(cpu_ticks "$ng")
-    out=$(h2load -t 1 -D 20 "$@" "http://127.0.0.1:$ng_port/static")
+    out=$(h2load_checked -t 1 "$@" "http://127.0.0.1:$ng_port/static")
     after=$(cpu_ticks "$ng")
-    if ! grep -q " 0 failed, 0 errored, 0 timeout" <<<"$out" || ! grep -q ", 0 4xx, 0 5xx" <<<"$out"; then
-        echo "h2load reported failures:" >&2
-        echo "$out" >&2
-        return 1
-    fi
     completed=$(sed -n 's/^requests: .* \([0-9]*\) done,.*/\1/p' <<<"$out")
     python3 -c "print(($after - $before) / $(getconf CLK_TCK) / ($completed / 100000))"
 }
 if [ -n "$RATE" ]; then
-    pipelined=$(nghttpd_cpu_at_rate -c 1 -m 64 --rps "$RATE" -d "$work/payload")
+    pipelined=$(nghttpd_cpu -D 20 -c 1 -m 64 --rps "$RATE" -d "$work/payload")
     lone=0
-    [ "$per_device" = 0 ] || lone=$(nghttpd_cpu_at_rate -c 1000 -m 1 --rps "$per_device" -d "$work/payload")
+    [ "$per_device" = 0 ] || lone=$(nghttpd_cpu -D 20 -c 1000 -m 1 --rps "$per_device" -d "$work/payload")
 else
-    pipelined=$(nghttpd_cpu -c 8 -m 256 -d "$work/payload")
-    lone=$(nghttpd_cpu -c 1000 -m 1 -d "$work/payload")
+    pipelined=$(nghttpd_cpu -n 200000 -c 8 -m 256 -d "$work/payload")
+    lone=$(nghttpd_cpu -n 200000 -c 1000 -m 1 -d "$work/payload")
 fi
 kill "$ng"; wait "$ng" 2>/dev/null || true
 
