@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Wake-ups and syscalls per push at a moderate rate: context switches, write/read/epoll_wait,
-# futex, fdatasync, pwrite64 and fcntl (SQLite's WAL locks) per accepted push, counted by `perf stat` on the gateway over a
+# futex, fdatasync, pwrite64 and fcntl (SQLite's WAL locks) per accepted push, and per commit
+# (pwrite64 per commit is twice the WAL frames a commit writes); then CPU per push of the event
+# loop and of the other threads (the store's writer), by `perf stat` on the gateway over a
 # 10 s window in the middle of a `pushgate bench` run (1,000 devices acking 50 ms after each
 # event, as ../shared/bench's devices do). The gateway runs on CPU 1 and the bench on CPU 0, as
 # in ../shared/bench. Counts, not times: they hold up on a noisy machine better than CPU figures.
@@ -16,13 +18,25 @@ taskset -c 0 "$BIN" bench --server "$url" --devices 1000 --providers 2 --rate "$
 bench=$!
 # The window opens once the devices are connected and pushes flow.
 for _ in $(seq 1200); do [ "$(received)" -gt $((rate * 2)) ] && break; sleep 0.1; done
+commits() { curl -s "$url/metrics" | awk '$1 ~ /^pushgate_store_commit_batches_count/ {s += $2} END {print int(s)}'; }
 before=$(received)
-events=context-switches
+commits_before=$(commits)
+events=task-clock,context-switches
 for call in write read epoll_wait futex fdatasync pwrite64 fcntl; do events+=",syscalls:sys_enter_$call"; done
-perf stat -x, -e "$events" -p "$server" -o "$work/stat" -- sleep 10
+# One line per thread and event: "name-tid,count,unit,event,...": the event loops are NIO-ELT-*.
+perf stat --per-thread -x, -e "$events" -p "$server" -o "$work/stat" -- sleep 10
 after=$(received)
-awk -F, -v n=$((after - before)) 'NF > 2 && $1 ~ /^[0-9]+$/ {
-    name = $3; sub(/^syscalls:sys_enter_/, "", name); printf "%s %.2f  ", name, $1 / n
-} END { printf "(per push, %d pushes)\n", n }' "$work/stat"
+n=$((after - before)) commits=$(($(commits) - commits_before))
+awk -F, -v n=$n -v c=$commits 'NF > 3 && $2 ~ /^[0-9.]+$/ {
+    name = $4; sub(/^syscalls:sys_enter_/, "", name)
+    if (name == "task-clock") { if ($1 ~ /^NIO-ELT/) loop += $2; else other += $2; next }
+    if (!(name in total)) order[++names] = name
+    total[name] += $2
+} END {
+    for (i = 1; i <= names; i++) printf "%s %.2f  ", order[i], total[order[i]] / n
+    printf "(per push, %d pushes)\n", n
+    printf "per commit: context-switches %.2f  pwrite64 %.2f  fdatasync %.2f  (%d commits, %.2f pushes each)\n", total["context-switches"] / c, total["pwrite64"] / c, total["fdatasync"] / c, c, n / c
+    printf "CPU: event loop %.1f us per push; other threads (the store writer) %.1f us per push, %.1f us per commit\n", loop * 1000 / n, other * 1000 / n, other * 1000 / c
+}' "$work/stat"
 wait "$bench" || true
 stop_server

@@ -37,12 +37,6 @@ enum SQLiteCommands {
         }
     }
 
-    /// The largest acceptance id a command stores, if it stores one.
-    static func acceptanceID(of command: StoreCommand) -> UInt64? {
-        if case .enqueue(let notification) = command { return notification.acceptanceID }
-        return nil
-    }
-
     static func apply(_ command: StoreCommand, _ db: Database) throws(Failure) {
         do {
             try applyUnchecked(command, db)
@@ -325,7 +319,7 @@ enum SQLiteCommands {
         }
     }
 
-    /// Records the highest acceptance id committed in this transaction (never lowering it).
+    /// Records an acceptance id as committed, for when its row is deleted (never lowering it).
     static func raiseMaxAcceptanceID(to value: UInt64, _ db: Database) throws {
         try db.cachedStatement(sql: "UPDATE meta SET value = max(value, ?) WHERE key = ?")
             .execute(arguments: [Int64(clamping: value), SQLiteSchema.maxAcceptanceIDKey])

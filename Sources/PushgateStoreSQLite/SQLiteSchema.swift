@@ -9,6 +9,8 @@ import GRDB
 /// Every table is STRICT (SQLite checks column types), so reads can trust the types.
 enum SQLiteSchema {
     static let databaseFileName = "pushgate.sqlite"
+    /// `meta`'s record of the highest acceptance id, raised by a transaction that deletes
+    /// that id's row (while the row exists, the table itself says it).
     static let maxAcceptanceIDKey = "max_acceptance_id"
 
     static var migrator: DatabaseMigrator {

@@ -108,11 +108,22 @@ enum SQLiteSnapshot {
             ))
         }
 
-        let recorded = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?",
-                                          arguments: [SQLiteSchema.maxAcceptanceIDKey]) ?? 0
-        maxAcceptanceID = max(maxAcceptanceID, UInt64(max(recorded, 0)))
+        maxAcceptanceID = max(maxAcceptanceID, try recordedMaxAcceptanceID(db))
         return StoreSnapshot(devices: devices, registrations: registrations, notifications: notifications,
                              maxAcceptanceID: maxAcceptanceID, buckets: buckets, totals: totals,
                              fetchStates: fetchStates, fetchWindows: fetchWindows)
+    }
+
+    /// The highest acceptance id ever committed: the newest row's, or the one `meta` recorded
+    /// when that row was deleted.
+    static func maxAcceptanceID(_ db: Database) throws -> UInt64 {
+        let newestRow = try Int64.fetchOne(db, sql: "SELECT max(acceptance_id) FROM notifications") ?? 0
+        return max(UInt64(max(newestRow, 0)), try recordedMaxAcceptanceID(db))
+    }
+
+    private static func recordedMaxAcceptanceID(_ db: Database) throws -> UInt64 {
+        let recorded = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?",
+                                          arguments: [SQLiteSchema.maxAcceptanceIDKey]) ?? 0
+        return UInt64(max(recorded, 0))
     }
 }

@@ -151,6 +151,28 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("the highest acceptance id is written to meta only by the commit that deletes its row")
+    func maxAcceptanceIDWrittenOnDeletion() async throws {
+        try await withSQLiteStore { store, directory in
+            let reader = try DatabaseQueue(path: directory + "/pushgate.sqlite")
+            func recorded() throws -> Int64? {
+                try reader.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'max_acceptance_id'") }
+            }
+            try await store.commit([.createDevice(device("d"))])
+            for id in 1...5 {
+                try await store.commit([.enqueue(notification(UInt64(id), device: "d", seq: UInt64(id)))])
+            }
+            // Acks behind the newest row leave meta alone: that row says it.
+            try await store.commit([.ack(deviceID: "d", acceptanceIDs: [1, 2, 3])])
+            #expect(try recorded() == 0)
+            #expect(try store.load().maxAcceptanceID == 5)
+            try await store.commit([.ack(deviceID: "d", acceptanceIDs: [4, 5])])
+            #expect(try recorded() == 5)
+            #expect(try store.load().maxAcceptanceID == 5)
+            try reader.close()
+        }
+    }
+
     @Test("a reopened store keeps its settings")
     func reopenedSettings() async throws {
         let directory = try TempDirectory()

@@ -66,6 +66,33 @@ struct ConformanceGroupCommitTests {
         }
     }
 
+    @Test("maxAcceptanceID counts an id stored and deleted within one group", arguments: StoreBackendKind.allCases)
+    func maxAcceptanceIDWithinOneGroup(_ backend: StoreBackendKind) async throws {
+        try await withFixture(backend) { fixture in
+            var store = try fixture.open()
+            try await store.commit([.createDevice(device("d")), .enqueue(notification(7, device: "d", seq: 1))])
+            store.pauseWriter()
+            let outcomes = Outcomes()
+            outcomes.submit(store, 1, [.enqueue(notification(8, device: "d", seq: 2))])
+            outcomes.submit(store, 2, [.enqueue(notification(9, device: "d", seq: 3))])
+            // Refused (the device exists), so undone whole: its id must not count.
+            outcomes.submit(store, 3, [.enqueue(notification(20, device: "d")), .createDevice(device("d"))])
+            outcomes.submit(store, 4, [.ack(deviceID: "d", acceptanceIDs: [7, 8, 9])])
+            store.resumeWriter()
+            let results = await outcomes.collect(4)
+            #expect(results[1]?.isSuccess == true && results[2]?.isSuccess == true && results[4]?.isSuccess == true)
+            #expect(results[3]?.isSuccess == false)
+            #expect(try store.load().maxAcceptanceID == 9)
+            await store.close()
+
+            store = try fixture.open()
+            let snapshot = try store.load()
+            #expect(snapshot.notifications.isEmpty)
+            #expect(snapshot.maxAcceptanceID == 9)
+            await store.close()
+        }
+    }
+
     @Test("batches submitted while the writer is busy share one transaction", arguments: StoreBackendKind.allCases)
     func groupCommitGroups(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
