@@ -5,7 +5,8 @@
 # loop and of the other threads (the store's writer), by `perf stat` on the gateway over a
 # 10 s window in the middle of a `pushgate bench` run (1,000 devices acking 50 ms after each
 # event, as ../shared/bench's devices do). The gateway runs on CPU 1 and the bench on CPU 0, as
-# in ../shared/bench. Counts, not times: they hold up on a noisy machine better than CPU figures.
+# in ../shared/bench. Counts, not times: they hold up on a noisy machine better than CPU figures
+# (the CPU split by thread is a time: on these VMs one build's writer gave 47 and 73 us per push).
 #
 #   bash Benchmarks/counts.sh [RATE [serve flags...]]      (2,000 pushes/s by default)
 source "$(dirname "$0")/common.sh"
