@@ -85,6 +85,13 @@ public final class SQLiteBackend: StoreBackend {
             try? database.close()
             throw StoreError(.database, "cannot migrate the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))")
         }
+        let highest: UInt64
+        do {
+            highest = try database.read { db in try SQLiteSnapshot.maxAcceptanceID(db) }
+        } catch {
+            try? database.close()
+            throw StoreError(.database, "cannot read the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))")
+        }
         do {
             checkpointer = try Checkpointer(path: path, logger: logger)
         } catch {
@@ -92,14 +99,7 @@ public final class SQLiteBackend: StoreBackend {
             throw StoreError(.database, "cannot open a second connection to \(path) for WAL checkpoints: \(Self.describe(error))")
         }
         database.writeWithoutTransaction { db in checkpointer.install(on: db) }
-        do {
-            let highest = try database.read { db in try SQLiteSnapshot.maxAcceptanceID(db) }
-            committedMaxAcceptanceID.store(highest, ordering: .relaxed)
-        } catch {
-            checkpointer.close()
-            try? database.close()
-            throw StoreError(.database, "cannot read the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))")
-        }
+        committedMaxAcceptanceID.store(highest, ordering: .relaxed)
         opened = true
         // SQLite fsyncs the directory when it creates the WAL, not the database file itself.
         Directory.sync(directory)

@@ -366,20 +366,17 @@ final class NGHTTP2Session {
 
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2 enforces it once acknowledged).
     func submitMaxConcurrentStreams(_ value: UInt32) {
-        var entry = nghttp2_settings_entry(
-            settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
-            value: value
-        )
-        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1)
+        submitSetting(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, value)
     }
 
     /// Announces a new SETTINGS_HEADER_TABLE_SIZE: the most our HPACK decoder keeps of the
     /// peer's indexed fields (nghttp2 applies it, and evicts, once acknowledged).
     func submitHeaderTableSize(_ value: UInt32) {
-        var entry = nghttp2_settings_entry(
-            settings_id: Int32(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE.rawValue),
-            value: value
-        )
+        submitSetting(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, value)
+    }
+
+    private func submitSetting(_ id: nghttp2_settings_id, _ value: UInt32) {
+        var entry = nghttp2_settings_entry(settings_id: Int32(id.rawValue), value: value)
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1)
     }
 
