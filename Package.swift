@@ -265,6 +265,15 @@ let package = Package(
             dependencies: ["PushgateScheduler", "PushgateModel"],
             path: "Benchmarks/SchedulerBenchmark"
         ),
+        // Release-mode benchmark of the SQLite store alone, beside Benchmarks/store-floor.c.
+        .executableTarget(
+            name: "StoreBenchmark",
+            dependencies: [
+                "PushgateStoreSQLite", "PushgateStore", "PushgateModel",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/StoreBenchmark"
+        ),
 
         .testTarget(
             name: "PushgateTLSTests",

@@ -145,6 +145,10 @@ public final class SQLiteBackend: StoreBackend {
         try database.read { db in try String.fetchOne(db, sql: "PRAGMA \(name)") }
     }
 
+    /// The WAL's bound in frames, past which the writer's commit checkpoints itself.
+    @_spi(Testing)
+    public static var walBoundFrames: Int32 { Checkpointer.writerFrames }
+
     /// Returns once a checkpoint the writer asked for has run.
     @_spi(Testing)
     public func waitForCheckpoints() {

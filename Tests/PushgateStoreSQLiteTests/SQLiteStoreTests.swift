@@ -151,6 +151,34 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("commits back to back keep the WAL bounded: the writer copies what the background checkpoint has not")
+    func walBoundedUnderBackToBackCommits() throws {
+        let directory = try TempDirectory()
+        defer { directory.remove() }
+        // The backend itself, no group-commit queue: nothing pauses between commits, so the
+        // background checkpoint never catches up by itself (each commit lands while it copies).
+        let backend = try SQLiteBackend(directory: directory.path, logger: quietLogger)
+        defer { try? backend.close() }
+        let wal = directory.path + "/pushgate.sqlite-wal"
+        func walBytes() -> Int { (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0 }
+        _ = try backend.apply([[.createDevice(device("d"))]])
+        // A push of 3,000 bytes takes a page: 20 pages and more per commit, 8,000 in all, twice
+        // the frames past which the writer checkpoints.
+        let perCommit = 20
+        var largest = 0
+        for commit in 0..<400 {
+            let group: [[StoreCommand]] = (1...perCommit).map {
+                [.enqueue(notification(UInt64(commit * perCommit + $0), device: "d", payloadSize: 3000))]
+            }
+            for case .failure(let error) in try backend.apply(group) { Issue.record("a batch failed: \(error.message)") }
+            largest = max(largest, walBytes())
+        }
+        // A frame is a page and its 24-byte header; a commit may end a few frames past the bound.
+        let bound = (Int(SQLiteBackend.walBoundFrames) + 2 * perCommit) * (4096 + 24) + 32
+        #expect(largest <= bound, "the WAL reached \(largest) bytes (bound \(bound))")
+        #expect(try backend.load().notifications.count == 400 * perCommit)
+    }
+
     @Test("the highest acceptance id is written to meta only by the commit that deletes its row")
     func maxAcceptanceIDWrittenOnDeletion() async throws {
         try await withSQLiteStore { store, directory in
