@@ -163,7 +163,9 @@ public final class SQLiteBackend: StoreBackend {
                 // Left over by a failed ROLLBACK after an I/O error.
                 try db.rollback()
             }
-            try db.beginTransaction(.immediate)
+            // A cached statement: GRDB's `beginTransaction` and `commit` build and prepare
+            // their SQL again on every call.
+            try db.cachedStatement(sql: "BEGIN IMMEDIATE").execute()
         } catch {
             throw StoreError(Self.kind(of: error), "cannot begin a transaction in \(path): \(Self.describe(error))")
         }
@@ -192,7 +194,7 @@ public final class SQLiteBackend: StoreBackend {
             if highest.deleted {
                 try SQLiteCommands.raiseMaxAcceptanceID(to: highest.id, db)
             }
-            try db.commit()
+            try db.cachedStatement(sql: "COMMIT").execute()
         } catch {
             try? db.rollback()
             throw StoreError(Self.kind(of: error), "cannot commit to \(path): \(Self.describe(error))")
