@@ -263,6 +263,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
                 state.wait(until: until) { s in s.generation == generation }
                 justCommitted = false
             case .idle:
+                backend.writerIdle()
                 return
             case .closeBackend:
                 closeBackend()

@@ -19,4 +19,12 @@ public protocol StoreBackend: Sendable {
 
     /// Releases the database, once every group has been applied; no call follows.
     func close() throws(StoreError)
+
+    /// The writer has nothing left to apply, for now: a moment for housekeeping that must not
+    /// wait in a commit (SQLite copies its WAL back into the database then).
+    func writerIdle()
+}
+
+extension StoreBackend {
+    public func writerIdle() {}
 }

@@ -17,23 +17,30 @@ import Synchronization
 /// from its beginning. Commits back to back never leave the background checkpoint such a moment
 /// (each lands while it copies the one before): the WAL then grew without bound (41 MB after
 /// 30,000 pushes in StoreBenchmark), and every commit past the threshold asked for another
-/// checkpoint, an fsync of the database file each, doubling the fsyncs. So a checkpoint is asked
-/// for once per `thresholdFrames` new frames, and past `writerFrames` the writer's commit copies
-/// what is left itself (little: the background checkpoints have copied the rest), so that its
-/// next transaction restarts the WAL.
+/// checkpoint, an fsync of the database file each, doubling the fsyncs. So past the threshold a
+/// checkpoint is asked for once per `stepFrames` new frames, and whenever the writer pauses
+/// (`writerIdle`: the gateway's writer does, between commits, so its WAL starts over near the
+/// threshold as before); past `writerFrames` the writer's commit copies what is left itself
+/// (little: the background checkpoints have copied the rest), so that its next transaction
+/// restarts the WAL.
 final class Checkpointer: Sendable {
     /// SQLite's own default for the automatic checkpoint: about 4 MB of WAL.
     static let thresholdFrames: Int32 = 1000
     /// The WAL's bound, about 16 MB: one commit in a few thousand pays a checkpoint of the
     /// frames the background one has not copied yet, and only under load that never pauses.
     static let writerFrames: Int32 = 4 * thresholdFrames
+    /// New frames between two checkpoint requests past the threshold: with commits back to
+    /// back, one fsync of the database file per 125 frames instead of one per commit.
+    static let stepFrames: Int32 = thresholdFrames / 8
 
     private let connection: DatabaseQueue
     private let queue = DispatchQueue(label: "pushgate.store.checkpoint")
     private let scheduled = Atomic<Bool>(false)
     /// The WAL's size in frames when a checkpoint was last asked for (0: none since it
-    /// restarted). Only the writer's WAL hook uses it.
+    /// restarted), and after the last commit. Only the writer uses them (its WAL hook and
+    /// `writerIdle`).
     private let requestedAt = Atomic<Int32>(0)
+    private let walFrames = Atomic<Int32>(0)
     /// Whether the last checkpoint failed: logged when this changes, not per checkpoint (a full
     /// disk fails every one).
     private let failing = Atomic<Bool>(false)
@@ -69,6 +76,7 @@ final class Checkpointer: Sendable {
 
     /// After each of the writer's commits, with the frames now in the WAL.
     private func walGrew(to frames: Int32, _ writer: OpaquePointer?) {
+        walFrames.store(frames, ordering: .relaxed)
         var last = requestedAt.load(ordering: .relaxed)
         if frames < last {
             last = 0  // the WAL restarted
@@ -80,11 +88,22 @@ final class Checkpointer: Sendable {
             // commit tries again.
             sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             requestedAt.store(0, ordering: .relaxed)
-        } else if frames >= Self.thresholdFrames, frames >= last + Self.thresholdFrames {
+        } else if frames >= Self.thresholdFrames, frames >= last + Self.stepFrames {
             requestedAt.store(frames, ordering: .relaxed)
             request()
         }
     }
+
+    /// The writer has nothing to commit: what its last commits added past the threshold is
+    /// copied now, while no commit lands during the copy.
+    func writerIdle() {
+        let frames = walFrames.load(ordering: .relaxed)
+        guard frames >= Self.thresholdFrames, frames > requestedAt.load(ordering: .relaxed) else { return }
+        requestedAt.store(frames, ordering: .relaxed)
+        request()
+    }
+
+    var framesAfterLastCommit: Int32 { walFrames.load(ordering: .relaxed) }
 
     func uninstall(from db: Database) {
         sqlite3_wal_hook(db.sqliteConnection, nil, nil)

@@ -145,9 +145,20 @@ public final class SQLiteBackend: StoreBackend {
         try database.read { db in try String.fetchOne(db, sql: "PRAGMA \(name)") }
     }
 
+    /// A commit that found the WAL past its threshold asked for a checkpoint only every so many
+    /// frames; once the writer pauses, everything in it is copied, so that the next commit
+    /// starts it over.
+    public func writerIdle() {
+        checkpointer.writerIdle()
+    }
+
     /// The WAL's bound in frames, past which the writer's commit checkpoints itself.
     @_spi(Testing)
     public static var walBoundFrames: Int32 { Checkpointer.writerFrames }
+
+    /// Frames in the WAL after the last commit.
+    @_spi(Testing)
+    public var walFrames: Int32 { checkpointer.framesAfterLastCommit }
 
     /// Returns once a checkpoint the writer asked for has run.
     @_spi(Testing)

@@ -179,6 +179,32 @@ struct SQLiteStoreTests {
         #expect(try backend.load().notifications.count == 400 * perCommit)
     }
 
+    @Test("once the writer pauses past the threshold, the WAL is copied and the next commit starts it over")
+    func walStartsOverAfterThePause() throws {
+        let directory = try TempDirectory()
+        defer { directory.remove() }
+        let backend = try SQLiteBackend(directory: directory.path, logger: quietLogger)
+        defer { try? backend.close() }
+        _ = try backend.apply([[.createDevice(device("d"))]])
+        var next: UInt64 = 0
+        func commit(pushes: Int) throws {
+            let group: [[StoreCommand]] = (0..<pushes).map { _ in
+                next += 1
+                return [.enqueue(notification(next, device: "d", payloadSize: 3000))]
+            }
+            for case .failure(let error) in try backend.apply(group) { Issue.record("a batch failed: \(error.message)") }
+        }
+        // Past the threshold of 1,000 frames; whatever checkpoint those commits asked for has
+        // run, and the last commit asks for none (the next step is 125 frames on).
+        for _ in 0..<55 { try commit(pushes: 20) }
+        backend.waitForCheckpoints()
+        try commit(pushes: 1)
+        backend.writerIdle()
+        backend.waitForCheckpoints()
+        try commit(pushes: 1)
+        #expect(backend.walFrames < 10, "the WAL did not start over after the pause: \(backend.walFrames) frames")
+    }
+
     @Test("the highest acceptance id is written to meta only by the commit that deletes its row")
     func maxAcceptanceIDWrittenOnDeletion() async throws {
         try await withSQLiteStore { store, directory in

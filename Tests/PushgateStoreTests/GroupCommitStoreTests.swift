@@ -37,6 +37,36 @@ struct GroupCommitStoreTests {
         }
     }
 
+    /// Reports each pause of the writer (`writerIdle`), after the groups it applied.
+    final class IdleReportingBackend: StoreBackend {
+        let inner = InMemoryBackend()
+        let events: AsyncStream<String>
+        private let continuation: AsyncStream<String>.Continuation
+
+        init() { (events, continuation) = AsyncStream.makeStream(of: String.self) }
+        func load() -> StoreSnapshot { inner.load() }
+        func apply(_ group: [[StoreCommand]]) throws(StoreError) -> [Result<Void, StoreError>] {
+            continuation.yield("apply \(group.count)")
+            return inner.apply(group)
+        }
+        func writerIdle() { continuation.yield("idle") }
+        func close() { continuation.finish() }
+    }
+
+    @Test("the backend hears when the writer has nothing left to apply (SQLite copies its WAL then)", .timeLimit(.minutes(1)))
+    func writerIdleReported() async throws {
+        let backend = IdleReportingBackend()
+        let store = GroupCommitStore(backend: backend, logger: quietLogger)
+        try await store.commit([.createDevice(device("d"))])
+        var events = backend.events.makeAsyncIterator()
+        #expect(await events.next() == "apply 1")
+        #expect(await events.next() == "idle")
+        try await store.commit([.enqueue(notification(1, device: "d"))])
+        #expect(await events.next() == "apply 1")
+        #expect(await events.next() == "idle")
+        await store.close()
+    }
+
     @Test("a failing transaction fails every batch of its group, counted; the next group commits")
     func failingTransaction() async throws {
         let backend = RecordingBackend()
