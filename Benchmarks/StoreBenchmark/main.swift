@@ -6,14 +6,22 @@
 // the foreign key to devices). Prints CPU-seconds (user + system) per 100k pushes, as the C
 // floor does; compare the two in one session (`Benchmarks/store.sh` runs both).
 //
-//   swift run -c release StoreBenchmark DIR PUSHES GROUP ACKS_PER_PUSH
+// With `writer` the same batches go through the store the gateway uses (`SQLiteStore`: the
+// group-commit queue, its writer thread, completions on that thread), submitted one by one as
+// an event loop does and waited for, a group at a time: what the hand-off to the writer and
+// back costs on top of the backend's work. Pacing is `.immediate`: the caller waits for every
+// batch of a group, so none would arrive during a linger.
+//
+//   swift run -c release StoreBenchmark DIR PUSHES GROUP ACKS_PER_PUSH [writer]
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import Logging
 import PushgateModel
 import PushgateStore
 import PushgateStoreSQLite
+import Synchronization
 
 func cpuSeconds() -> Double {
     var usage = rusage()
@@ -28,24 +36,47 @@ func fail(_ message: String) -> Never {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let pushes = Int(arguments[2]), let group = Int(arguments[3]), let acksPerPush = Double(arguments[4]),
-    pushes > 0, group > 0, acksPerPush >= 0
+guard arguments.count == 5 || (arguments.count == 6 && arguments[5] == "writer"), let pushes = Int(arguments[2]),
+    let group = Int(arguments[3]), let acksPerPush = Double(arguments[4]), pushes > 0, group > 0, acksPerPush >= 0
 else {
-    fail("usage: StoreBenchmark DIR PUSHES GROUP ACKS_PER_PUSH")
+    fail("usage: StoreBenchmark DIR PUSHES GROUP ACKS_PER_PUSH [writer]")
 }
+let logger = Logger(label: "store-benchmark") { _ in SwiftLogNoOpLogHandler() }
 
-let backend: SQLiteBackend
-do {
-    backend = try SQLiteBackend(directory: arguments[1], logger: Logger(label: "store-benchmark"))
-} catch {
-    fail("cannot open the store: \(error.message)")
-}
-
-func apply(_ batches: [[StoreCommand]]) {
+let apply: ([[StoreCommand]]) -> Void
+if arguments.count == 6 {
+    let store: SQLiteStore
     do {
-        for case .failure(let error) in try backend.apply(batches) { fail("a batch failed: \(error.message)") }
+        store = try SQLiteStore(directory: arguments[1], pacing: .immediate, logger: logger)
     } catch {
-        fail("the group failed: \(error.message)")
+        fail("cannot open the store: \(error.message)")
+    }
+    // One wake-up of the caller per group, as the gateway's loop gets one per commit.
+    let done = DispatchSemaphore(value: 0)
+    let remaining = Atomic<Int>(0)
+    apply = { batches in
+        remaining.store(batches.count, ordering: .relaxed)
+        for batch in batches {
+            store.commit(batch, urgency: .prompt) { result in
+                if case .failure(let error) = result { fail("a batch failed: \(error.message)") }
+                if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.signal() }
+            }
+        }
+        done.wait()
+    }
+} else {
+    let backend: SQLiteBackend
+    do {
+        backend = try SQLiteBackend(directory: arguments[1], logger: logger)
+    } catch {
+        fail("cannot open the store: \(error.message)")
+    }
+    apply = { batches in
+        do throws(StoreError) {
+            for case .failure(let error) in try backend.apply(batches) { fail("a batch failed: \(error.message)") }
+        } catch {
+            fail("the group failed: \(error.message)")
+        }
     }
 }
 
