@@ -151,58 +151,56 @@ struct SQLiteStoreTests {
         }
     }
 
-    @Test("commits back to back keep the WAL bounded: the writer copies what the background checkpoint has not")
-    func walBoundedUnderBackToBackCommits() throws {
+    /// The backend itself, no group-commit queue (nothing pauses between its commits unless the
+    /// test does), holding device "d", in a directory of its own.
+    private func withBackend(_ body: (SQLiteBackend) throws -> Void) throws {
         let directory = try TempDirectory()
         defer { directory.remove() }
-        // The backend itself, no group-commit queue: nothing pauses between commits, so the
-        // background checkpoint never catches up by itself (each commit lands while it copies).
         let backend = try SQLiteBackend(directory: directory.path, logger: quietLogger)
         defer { try? backend.close() }
-        let wal = directory.path + "/pushgate.sqlite-wal"
-        func walBytes() -> Int { (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0 }
         _ = try backend.apply([[.createDevice(device("d"))]])
-        // A push of 3,000 bytes takes a page: 20 pages and more per commit, 8,000 in all, twice
-        // the frames past which the writer checkpoints.
-        let perCommit = 20
-        var largest = 0
-        for commit in 0..<400 {
-            let group: [[StoreCommand]] = (1...perCommit).map {
-                [.enqueue(notification(UInt64(commit * perCommit + $0), device: "d", payloadSize: 3000))]
+        try body(backend)
+    }
+
+    /// One transaction of pushes `ids` for device "d", each its own batch: 3,000 bytes, so a
+    /// page (a WAL frame) each.
+    private func commitPages(_ ids: ClosedRange<UInt64>, _ backend: SQLiteBackend) throws {
+        let group: [[StoreCommand]] = ids.map { [.enqueue(notification($0, device: "d", payloadSize: 3000))] }
+        for case .failure(let error) in try backend.apply(group) { Issue.record("a batch failed: \(error.message)") }
+    }
+
+    @Test("commits back to back keep the WAL bounded: the writer copies what the background checkpoint has not")
+    func walBoundedUnderBackToBackCommits() throws {
+        try withBackend { backend in
+            // Nothing pauses between these commits, so the background checkpoint never catches
+            // up by itself (each commit lands while it copies). 20 pages and more per commit,
+            // 8,000 in all: twice the frames past which the writer checkpoints.
+            let perCommit: UInt64 = 20
+            var largest = 0
+            for commit in UInt64(0)..<400 {
+                try commitPages(commit * perCommit + 1...(commit + 1) * perCommit, backend)
+                largest = max(largest, (try? FileManager.default.attributesOfItem(atPath: backend.path + "-wal")[.size] as? Int) ?? 0)
             }
-            for case .failure(let error) in try backend.apply(group) { Issue.record("a batch failed: \(error.message)") }
-            largest = max(largest, walBytes())
+            // A frame is a page and its 24-byte header; a commit may end a few frames past the bound.
+            let bound = (Int(SQLiteBackend.walBoundFrames) + 2 * Int(perCommit)) * (4096 + 24) + 32
+            #expect(largest <= bound, "the WAL reached \(largest) bytes (bound \(bound))")
+            #expect(try backend.load().notifications.count == 400 * Int(perCommit))
         }
-        // A frame is a page and its 24-byte header; a commit may end a few frames past the bound.
-        let bound = (Int(SQLiteBackend.walBoundFrames) + 2 * perCommit) * (4096 + 24) + 32
-        #expect(largest <= bound, "the WAL reached \(largest) bytes (bound \(bound))")
-        #expect(try backend.load().notifications.count == 400 * perCommit)
     }
 
     @Test("once the writer pauses past the threshold, the WAL is copied and the next commit starts it over")
     func walStartsOverAfterThePause() throws {
-        let directory = try TempDirectory()
-        defer { directory.remove() }
-        let backend = try SQLiteBackend(directory: directory.path, logger: quietLogger)
-        defer { try? backend.close() }
-        _ = try backend.apply([[.createDevice(device("d"))]])
-        var next: UInt64 = 0
-        func commit(pushes: Int) throws {
-            let group: [[StoreCommand]] = (0..<pushes).map { _ in
-                next += 1
-                return [.enqueue(notification(next, device: "d", payloadSize: 3000))]
-            }
-            for case .failure(let error) in try backend.apply(group) { Issue.record("a batch failed: \(error.message)") }
+        try withBackend { backend in
+            // Past the threshold of 1,000 frames; whatever checkpoint those commits asked for
+            // has run, and the last commit asks for none (the next step is 125 frames on).
+            for commit in UInt64(0)..<55 { try commitPages(commit * 20 + 1...(commit + 1) * 20, backend) }
+            backend.waitForCheckpoints()
+            try commitPages(1101...1101, backend)
+            backend.writerIdle()
+            backend.waitForCheckpoints()
+            try commitPages(1102...1102, backend)
+            #expect(backend.walFrames < 10, "the WAL did not start over after the pause: \(backend.walFrames) frames")
         }
-        // Past the threshold of 1,000 frames; whatever checkpoint those commits asked for has
-        // run, and the last commit asks for none (the next step is 125 frames on).
-        for _ in 0..<55 { try commit(pushes: 20) }
-        backend.waitForCheckpoints()
-        try commit(pushes: 1)
-        backend.writerIdle()
-        backend.waitForCheckpoints()
-        try commit(pushes: 1)
-        #expect(backend.walFrames < 10, "the WAL did not start over after the pause: \(backend.walFrames) frames")
     }
 
     @Test("the highest acceptance id is written to meta only by the commit that deletes its row")
