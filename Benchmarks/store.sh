@@ -11,6 +11,7 @@
 #   - Benchmarks/store-floor.c: the same rows and statements from C, no index.
 # and prints each in CPU-seconds per 100k pushes with the ratios: the store's own layers over
 # SQLite's work, and what the hand-off to the writer thread and back adds.
+PUSHGATE_BUILD=0  # the gateway itself does not run here: StoreBenchmark is built below
 source "$(dirname "$0")/common.sh"
 rounds=${1:-3} group=${2:-3} acks=${3:-1}
 if ! build_log=$(swift build -c release --product StoreBenchmark 2>&1); then echo "$build_log" >&2; exit 1; fi
@@ -20,7 +21,9 @@ if [ "$(id -u)" = 0 ]; then install -m 755 "$swift_bench" "$work/StoreBenchmark"
 run() {  # run BINARY [writer]: its CPU-seconds per 100k on a fresh directory
     rm -rf "$work/db"
     gateway_owns "$work/db"
-    "${as_gateway[@]}" "$1" "$work/db" 100000 "$group" "$acks" "${@:2}" 2>/dev/null | awk '/CPU-s per 100k/ {print $1}'
+    local out
+    out=$("${as_gateway[@]}" "$1" "$work/db" 100000 "$group" "$acks" "${@:2}" 2>&1) || { echo "$1 ${*:2} failed: $out" >&2; return 1; }
+    awk '/CPU-s per 100k/ {print $1}' <<<"$out"
 }
 for round in $(seq "$rounds"); do
     backend=$(run "$swift_bench")

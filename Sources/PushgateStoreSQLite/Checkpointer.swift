@@ -78,20 +78,18 @@ final class Checkpointer: Sendable {
     private func walGrew(to frames: Int32, _ writer: OpaquePointer?) {
         walFrames.store(frames, ordering: .relaxed)
         var last = requestedAt.load(ordering: .relaxed)
-        if frames < last {
-            last = 0  // the WAL restarted
-            requestedAt.store(0, ordering: .relaxed)
-        }
+        if frames < last { last = 0 }  // the WAL started over
         if frames >= Self.writerFrames {
             // SQLite's own automatic checkpoint runs here too (a WAL hook may checkpoint). If
             // the background one holds the checkpoint lock this copies nothing, and the next
             // commit tries again.
             sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-            requestedAt.store(0, ordering: .relaxed)
+            last = 0
         } else if frames >= Self.thresholdFrames, frames >= last + Self.stepFrames {
-            requestedAt.store(frames, ordering: .relaxed)
+            last = frames
             request()
         }
+        requestedAt.store(last, ordering: .relaxed)
     }
 
     /// The writer has nothing to commit: what its last commits added past the threshold is
