@@ -102,6 +102,48 @@ struct ShardTests {
         }
     }
 
+    @Test("unregistering an app drops its unsent pushes wherever the device's queue sits in its ring; the sent ones and other apps' stay")
+    func unregisterAcrossTheRingsWrap() async throws {
+        // A queue is a ring buffer whose start moves with every ack: round r first moves it by r,
+        // so that in some rounds the unsent part starts past the end of the ring's storage. That
+        // case trapped: the unsent part's indices were taken from a slice, whose own start
+        // decides how they compare, and used on the whole queue.
+        try await DeliveryHarness.run({ $0.unackedWindowBytes = 20 }) { h in
+            let device = try await h.device()
+            let kept = try await h.register(device, Self.topic)
+            let sink = try await h.connect(device)
+            var written: [UInt64] = []
+            func pushWritten(_ count: Int) async throws {
+                for _ in 0..<count { _ = try await h.push(kept, Self.topic) }
+                written = await sink.events(count: written.count + count).map(\.seq)
+            }
+            for round in 0..<16 {
+                for _ in 0..<round {
+                    try await pushWritten(1)
+                    try await h.core.ack(deviceID: device.id, secret: device.secret, upTo: written.last!).get()
+                }
+                try await pushWritten(2)  // the unacked window is full
+                let otherTopic = "com.example.round\(round)"
+                let other = try await h.register(device, otherTopic)
+                _ = try await h.push(kept, Self.topic)
+                _ = try await h.push(other, otherTopic)
+                _ = try await h.push(kept, Self.topic)
+                #expect(try await h.core.statistics().queued == 5, "round \(round)")
+                try await h.core.unregister(deviceID: device.id, secret: device.secret, token: other).get()
+                #expect(try await h.core.statistics().queued == 4, "round \(round)")
+                try await h.core.ack(deviceID: device.id, secret: device.secret, upTo: written.last!).get()
+                written = await sink.events(count: written.count + 2).map(\.seq)
+                try await h.core.ack(deviceID: device.id, secret: device.secret, upTo: written.last!).get()
+                #expect(try await h.core.statistics().queued == 0, "round \(round)")
+            }
+            // Every push to the kept app was written once, in order; none to the unregistered ones.
+            let pushes = (0..<16).reduce(0) { $0 + $1 + 4 }
+            #expect(written.count == pushes)
+            #expect(written == written.sorted() && Set(written).count == written.count)
+            #expect(h.core.counters.acknowledged == pushes)
+        }
+    }
+
     @Test("a push whose commit fails is refused with 503 ServiceUnavailable and never written")
     func failedCommit() async throws {
         try await DeliveryHarness.run { h in

@@ -191,10 +191,16 @@ class Soak:
         self.alive = False
         for event in self.warm:
             event.set()
-        os.kill(self.gateway.pid, signal.SIGKILL)
+        try:
+            os.kill(self.gateway.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # it ended on its own and was reaped: its status says how
         status = await self.gateway.wait()
         if status != -signal.SIGKILL:
-            self.history.violation("gateway", f"cycle {self.cycle}: pushgate serve ended with {status} before its kill")
+            name = os.path.join(self.work, f"gateway-{self.cycle - 1:02d}.log")
+            with open(name, errors="replace") as handle:
+                tail = handle.read()[-2000:]
+            self.history.violation("gateway", f"cycle {self.cycle}: pushgate serve ended with {status} before its kill; the end of {name}: {tail!r}")
 
     def check_store(self, when):
         """PRAGMA integrity_check on a copy of the store (database and WAL): opening the real

@@ -89,9 +89,13 @@ extension DeviceShard {
     func removeUndelivered(from device: DeviceState, where matches: (QueuedNotification) -> Bool) -> [AcceptedPush] {
         func removable(_ entry: QueuedNotification) -> Bool { !entry.sent && matches(entry) }
         // Most calls (every push with a collapse id, every device at each sweep) match nothing:
-        // the queue is copied only once one entry must go.
-        let unsent = device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)
-        guard let first = device.queue[unsent...].firstIndex(where: removable) else { return [] }
+        // the queue is copied only once one entry must go. The search walks the queue's own
+        // indices, not a slice's: a CircularBuffer's slice is a ring of its own whose indices
+        // order from where the slice starts, so one found in a slice and used on the queue
+        // trapped whenever the unsent part began past the end of the ring's storage.
+        var first = device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)
+        while first != device.queue.endIndex, !removable(device.queue[first]) { device.queue.formIndex(after: &first) }
+        guard first != device.queue.endIndex else { return [] }
         var kept = CircularBuffer<QueuedNotification>(initialCapacity: device.queue.count)
         kept.append(contentsOf: device.queue[..<first])
         var removed: [AcceptedPush] = []
