@@ -80,10 +80,15 @@ final class Checkpointer: Sendable {
         var last = requestedAt.load(ordering: .relaxed)
         if frames < last { last = 0 }  // the WAL started over
         if frames >= Self.writerFrames {
-            // SQLite's own automatic checkpoint runs here too (a WAL hook may checkpoint). If
-            // the background one holds the checkpoint lock this copies nothing, and the next
-            // commit tries again.
-            sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            // SQLite's own automatic checkpoint runs here too (a WAL hook may checkpoint).
+            // While the background one holds the checkpoint lock this one copies nothing: it
+            // waits for that one and copies what is left, or the WAL would grow by a commit for
+            // as long as a slow copy lasts (seen on a loaded machine: 34 frames past the bound).
+            // A passive checkpoint never waits for the writer, so this wait ends.
+            if sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_BUSY {
+                waitForCheckpoints()
+                sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            }
             last = 0
         } else if frames >= Self.thresholdFrames, frames >= last + Self.stepFrames {
             last = frames
