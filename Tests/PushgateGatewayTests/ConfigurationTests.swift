@@ -17,7 +17,8 @@ struct ConfigurationTests {
     }
 
     enum Fault: CaseIterable, Sendable {
-        case tlsWithoutFiles, filesWithoutTLS, requiredClientCertWithoutCA, logLevel, noThreads, noIdleTimeout, negativeShutdown
+        case tlsWithoutFiles, filesWithoutTLS, requiredClientCertWithoutCA, logLevel, noThreads, noIdleTimeout, idleTimeoutBeyondAYear
+        case unauthenticatedIdleTimeoutBeyondAYear, negativeShutdown
 
         func apply(to configuration: inout GatewayConfiguration) {
             switch self {
@@ -27,6 +28,9 @@ struct ConfigurationTests {
             case .logLevel: configuration.logLevel = "loud"
             case .noThreads: configuration.threads = 0
             case .noIdleTimeout: configuration.idleTimeoutSeconds = 0
+            // Meant as "never"; it trapped on the first connection (its timer's nanoseconds overflowed).
+            case .idleTimeoutBeyondAYear: configuration.idleTimeoutSeconds = 9_999_999_999
+            case .unauthenticatedIdleTimeoutBeyondAYear: configuration.unauthenticatedIdleTimeoutSeconds = 365 * 24 * 3600 + 1
             case .negativeShutdown: configuration.shutdownTimeoutSeconds = -1
             }
         }
@@ -38,7 +42,9 @@ struct ConfigurationTests {
             case .requiredClientCertWithoutCA: "--tls-require-client-cert needs --tls-client-ca"
             case .logLevel: "--log-level must be one of: trace, debug, info, notice, warning, error, critical"
             case .noThreads: "--threads must be at least 1"
-            case .noIdleTimeout: "--idle-timeout must be at least 1 second"
+            case .noIdleTimeout, .idleTimeoutBeyondAYear: "--idle-timeout must be between 1 and 31536000 seconds (365 days)"
+            case .unauthenticatedIdleTimeoutBeyondAYear:
+                "--unauthenticated-idle-timeout must be between 1 and 31536000 seconds (365 days)"
             case .negativeShutdown: "--shutdown-timeout cannot be negative"
             }
         }

@@ -161,7 +161,7 @@ struct SettingsTests {
     @Test("flags: unknown ones suggest the closest (their value, maybe a secret, is not echoed); a bad value names the flag or variable")
     func badFlags() {
         let problems = ResolvedSettings(
-            arguments: ["--lisen", "127.0.0.1:1", "--admin-tokn", "a-secret", "127.0.0.2:2", "--threads", "0"],
+            arguments: ["--lisen", "127.0.0.1:1", "--admin-tokn", "a-secret", "127.0.0.2:2", "--threads", "0", "--unauthenticated-idle-timeout", "9999999999"],
             environment: ["PUSHGATE_IDLE_TIMEOUT": "soon"]
         ).problems.map(\.description)
         #expect(problems == [
@@ -169,6 +169,8 @@ struct SettingsTests {
             "--admin-tokn: unknown flag; did you mean --admin-token?",
             "127.0.0.2:2: unexpected argument: every setting is a flag with a name (--listen HOST:PORT)",
             "PUSHGATE_IDLE_TIMEOUT: \"soon\" is not a whole number",
+            // Meant as "never", it trapped on the first connection: its timer's nanoseconds overflowed.
+            "--unauthenticated-idle-timeout: is 9999999999; must be 1 to 31536000",
             "--threads: is 0; must be at least 1",
         ])
     }

@@ -28,6 +28,10 @@ public struct GatewayConfiguration: Sendable {
     public var dataDirectory = "./pushgate-data"
     /// Seconds a connection with no open stream is kept.
     public var idleTimeoutSeconds = 300
+    /// The longest either idle timeout may be: a year, "never" for any connection. Larger
+    /// values overflowed the nanoseconds of each connection's jittered timer, and the first
+    /// connection trapped.
+    public static let maxIdleTimeoutSeconds = 365 * 24 * 3600
     /// Seconds an idle connection is kept until a request on it has proven who sent it (a provider
     /// token or certificate, a device secret, the registration or admin token).
     public var unauthenticatedIdleTimeoutSeconds = 15
@@ -150,7 +154,10 @@ public struct GatewayConfiguration: Sendable {
         if !(1...60_000).contains(commitIntervalMilliseconds) {
             throw GatewayConfigurationError("--commit-interval-ms must be between 1 and 60000")
         }
-        if idleTimeoutSeconds < 1 { throw GatewayConfigurationError("--idle-timeout must be at least 1 second") }
+        for (flag, seconds) in [("--idle-timeout", idleTimeoutSeconds), ("--unauthenticated-idle-timeout", unauthenticatedIdleTimeoutSeconds)]
+        where !(1...Self.maxIdleTimeoutSeconds).contains(seconds) {
+            throw GatewayConfigurationError("\(flag) must be between 1 and \(Self.maxIdleTimeoutSeconds) seconds (365 days)")
+        }
         if shutdownTimeoutSeconds < 0 { throw GatewayConfigurationError("--shutdown-timeout cannot be negative") }
         if adminOnlyOnAdminListener, adminListen.isEmpty {
             throw GatewayConfigurationError("--admin-only-on-admin-listener needs --admin-listen HOST:PORT")

@@ -43,13 +43,13 @@ public enum Settings {
         Setting("dataDir", .path, "DIR", default: "./pushgate-data", help: "The SQLite store's directory (created if missing; one gateway per directory).") {
             configuration, value throws(SettingError) in configuration.dataDirectory = try value.path()
         },
-        Setting("idleTimeout", .integer, "SECONDS", default: "300", help: "A connection with no open stream is sent GOAWAY and closed after this long.") {
-            configuration, value throws(SettingError) in configuration.idleTimeoutSeconds = try value.integer(in: 1...Int.max)
+        Setting("idleTimeout", .integer, "SECONDS", default: "300", help: "A connection with no open stream is sent GOAWAY and closed after this long (at most 31536000, a year).") {
+            configuration, value throws(SettingError) in configuration.idleTimeoutSeconds = try value.integer(in: 1...GatewayConfiguration.maxIdleTimeoutSeconds)
         },
         Setting(
             "unauthenticatedIdleTimeout", .integer, "SECONDS", default: "15",
             help: "Replaces idleTimeout until a request on the connection has proven who sent it (a provider token or certificate, a device secret, the registration secret, the admin token or a loopback operator): an idle connection that has proven nothing is closed after this long (at most idleTimeout)."
-        ) { configuration, value throws(SettingError) in configuration.unauthenticatedIdleTimeoutSeconds = try value.integer(in: 1...Int.max) },
+        ) { configuration, value throws(SettingError) in configuration.unauthenticatedIdleTimeoutSeconds = try value.integer(in: 1...GatewayConfiguration.maxIdleTimeoutSeconds) },
         Setting(
             "connectionSetupTimeout", .integer, "SECONDS", default: "10",
             help: "A new connection that has not finished its TLS handshake and shown its protocol (the HTTP/2 preface or an HTTP/1.1 request line) within this long is closed (counted in pushgate_timeouts_total{timeout=\"connection_setup\"})."
