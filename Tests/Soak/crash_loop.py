@@ -176,6 +176,11 @@ class Soak:
             *self.prefix, "serve", "--listen", "127.0.0.1:0", "--data-dir", self.data, "--config", self.config,
             "--log-level", "warning", "--drain-grace-seconds", "0", *self.args.serve_arg,
             stdout=asyncio.subprocess.PIPE, stderr=log,
+            # A trap ends the process at once: Swift's backtracer can hang here (as the
+            # unprivileged user), leaving a stopped gateway that holds its connections until the
+            # soak's hard timeout, and no summary. A failed precondition still writes its
+            # "Fatal error" line to the log; an overflow check leaves only the status (SIGILL, -4).
+            env=dict(os.environ, SWIFT_BACKTRACE="enable=no"),
         )
         log.close()
         line = await asyncio.wait_for(self.gateway.stdout.readline(), 60)
@@ -689,7 +694,13 @@ class Soak:
         for name in sorted(os.listdir(self.work)):
             if name.startswith("gateway-"):
                 with open(os.path.join(self.work, name), errors="replace") as handle:
-                    self.log_lines += [f"{name}: {line.strip()}" for line in handle if line.strip()]
+                    lines = [line.strip() for line in handle if line.strip()]
+                self.log_lines += [f"{name}: {line}" for line in lines]
+                # A trap that the kill interrupts (Swift's backtracer takes seconds) ends with
+                # the kill's status: only its log tells.
+                crash = [line for line in lines if any(marker in line for marker in CRASH_MARKERS)]
+                if crash:
+                    self.history.violation("gateway", f"{name}: the gateway crashed: {crash[:3]}")
         violations, figures = Checker(self.history, POLICY).run()
         figures["cycles"] = self.args.cycles
         figures["integrityChecks"] = self.integrity_checks
@@ -721,6 +732,10 @@ class Device:
         self.side_rng = side_rng
         self.ack_lock = asyncio.Lock()
         self.ack_busy = False
+
+
+# What the Swift runtime writes to stderr when the process traps or takes a fatal signal.
+CRASH_MARKERS = ("Fatal error:", "Swift runtime failure", "*** Signal ")
 
 
 class Down(Exception):
@@ -760,10 +775,16 @@ def main():
     signal.alarm(120 + 30 * args.cycles)
     try:
         violations, figures = asyncio.run(soak.run())
-    except SoakBroken as error:
+    except Exception as error:  # noqa: BLE001 - SoakBroken, or a request to a gateway that died
+        broken = str(error) if isinstance(error, SoakBroken) else f"{type(error).__name__}: {error}"
         if soak.gateway is not None and soak.gateway.returncode is None:
             soak.gateway.kill()
-        print(json.dumps({"ok": False, "seed": args.seed, "broken": str(error), "workDir": getattr(soak, "work", None)}))
+        elif soak.gateway is not None:
+            # It ended by itself (a trap, say, while the soak set up its devices): why is in its log.
+            name = max(n for n in os.listdir(soak.work) if n.startswith("gateway-"))
+            with open(os.path.join(soak.work, name), errors="replace") as handle:
+                broken += f"; pushgate serve had ended with {soak.gateway.returncode}; the end of {name}: {handle.read()[-2000:]!r}"
+        print(json.dumps({"ok": False, "seed": args.seed, "broken": broken, "workDir": getattr(soak, "work", None)}))
         return 2
     by_category = {}
     for category, message in violations:
