@@ -696,8 +696,8 @@ class Soak:
                 with open(os.path.join(self.work, name), errors="replace") as handle:
                     lines = [line.strip() for line in handle if line.strip()]
                 self.log_lines += [f"{name}: {line}" for line in lines]
-                # A trap that the kill interrupts (Swift's backtracer takes seconds) ends with
-                # the kill's status: only its log tells.
+                # A gateway that trapped as its kill came may end with the kill's status: only
+                # its log tells.
                 crash = [line for line in lines if any(marker in line for marker in CRASH_MARKERS)]
                 if crash:
                     self.history.violation("gateway", f"{name}: the gateway crashed: {crash[:3]}")
@@ -734,7 +734,8 @@ class Device:
         self.ack_busy = False
 
 
-# What the Swift runtime writes to stderr when the process traps or takes a fatal signal.
+# What the Swift runtime writes to stderr when a precondition fails (and, with its backtracer on,
+# on any trap or fatal signal).
 CRASH_MARKERS = ("Fatal error:", "Swift runtime failure", "*** Signal ")
 
 
