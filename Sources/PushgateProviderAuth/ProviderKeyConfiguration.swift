@@ -81,10 +81,30 @@ public struct ProviderKeyConfiguration: Decodable, Sendable, Equatable {
 
     private func read(_ path: String, field: String) throws(ProviderKeyConfigurationError) -> String {
         do {
-            return String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
+            return try Self.readKeyFile(path)
+        } catch let error as KeyFileTooLarge {
+            throw self.error(field: field, "\(path) holds more than \(error.limit) bytes; a PEM key is a few hundred: name the key file")
         } catch {
             throw self.error(field: field, "cannot read \(path): \(error.localizedDescription)")
         }
+    }
+
+    /// A PEM key is a few hundred bytes. A path to something else (a large file, `/dev/zero`) is
+    /// refused after this many instead of read whole: at start and at every reload, which must
+    /// refuse and keep serving.
+    public static let maxKeyFileBytes = 64 * 1024
+
+    public struct KeyFileTooLarge: Error {
+        public let limit: Int
+    }
+
+    /// The file's text, at most `maxKeyFileBytes` of it (`KeyFileTooLarge` beyond).
+    public static func readKeyFile(_ path: String) throws -> String {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        let data = try handle.read(upToCount: maxKeyFileBytes + 1) ?? Data()
+        guard data.count <= maxKeyFileBytes else { throw KeyFileTooLarge(limit: maxKeyFileBytes) }
+        return String(decoding: data, as: UTF8.self)
     }
 
     private func publicKeyPEM(_ pem: String, field: String, origin: String?) throws(ProviderKeyConfigurationError) -> ES256PublicKey {

@@ -69,7 +69,7 @@ struct ConfigCheckCLITests {
             ("{\n  \"threads\": \"4\"\n}", ":2:14: threads: must be a whole number, not a string"),
             ("{\n  \"scheduler\": {\n    \"topics\": {\"com.example.news\": {\"appBurst\": 0}}\n  }\n}",
              #":3:49: scheduler.topics.com.example.news.appBurst: scheduler policy for topic "com.example.news": appBurst is 0; allowed 1...1000"#),
-            ("{\n  \"idleTimeout\": 0\n}", ":2:18: idleTimeout: is 0; must be at least 1"),
+            ("{\n  \"idleTimeout\": 0\n}", ":2:18: idleTimeout: is 0; must be 1 to 31536000"),
             ("{\n  \"listen\": [\"0.0.0.0:2197\"]\n}", "refusing to listen on 0.0.0.0 (not loopback)"),
             ("{\"providerKeys\": [\n  {\"teamId\": \"TEAM000001\", \"keyId\": \"KEY0000001\", \"topics\": [\"a\"],\n   \"privateKeyFile\": \"missing.p8\"}\n]}",
              #":3:22: providerKeys[0].privateKeyFile: provider key "KEY0000001": privateKeyFile: cannot read"#),

@@ -131,7 +131,7 @@ struct ConfigurationReloaderTests {
 
     @Test("a settings problem on re-reading is refused with its words")
     func unreadableSettings() async throws {
-        struct Problem: Error, CustomStringConvertible { var description: String { "pushgate.json:3:5: threads: is 0; must be at least 1" } }
+        struct Problem: Error, CustomStringConvertible { var description: String { "pushgate.json:3:5: threads: is 0; must be 1 to 1024" } }
         try await World.run(running: try Self.running(), reread: { throw Problem() }) { world in
             guard case .failure(let failure) = await world.reloader.reload(trigger: "test") else {
                 Issue.record("a settings problem was not refused")

@@ -17,7 +17,8 @@ struct ConfigurationTests {
     }
 
     enum Fault: CaseIterable, Sendable {
-        case tlsWithoutFiles, filesWithoutTLS, requiredClientCertWithoutCA, logLevel, noThreads, noIdleTimeout, idleTimeoutBeyondAYear
+        case tlsWithoutFiles, filesWithoutTLS, requiredClientCertWithoutCA, logLevel, noThreads, tooManyThreads, noIdleTimeout
+        case idleTimeoutBeyondAYear
         case unauthenticatedIdleTimeoutBeyondAYear, negativeShutdown
 
         func apply(to configuration: inout GatewayConfiguration) {
@@ -27,6 +28,8 @@ struct ConfigurationTests {
             case .requiredClientCertWithoutCA: configuration.tlsRequireClientCertificate = true
             case .logLevel: configuration.logLevel = "loud"
             case .noThreads: configuration.threads = 0
+            // Past the process's thread or descriptor limits serve trapped at start.
+            case .tooManyThreads: configuration.threads = 100_000
             case .noIdleTimeout: configuration.idleTimeoutSeconds = 0
             // Meant as "never"; it trapped on the first connection (its timer's nanoseconds overflowed).
             case .idleTimeoutBeyondAYear: configuration.idleTimeoutSeconds = 9_999_999_999
@@ -41,7 +44,7 @@ struct ConfigurationTests {
             case .filesWithoutTLS: "--tls-cert, --tls-key and --tls-client-ca apply to TLS listeners; add --tls-listen HOST:PORT"
             case .requiredClientCertWithoutCA: "--tls-require-client-cert needs --tls-client-ca"
             case .logLevel: "--log-level must be one of: trace, debug, info, notice, warning, error, critical"
-            case .noThreads: "--threads must be at least 1"
+            case .noThreads, .tooManyThreads: "--threads must be between 1 and 1024"
             case .noIdleTimeout, .idleTimeoutBeyondAYear: "--idle-timeout must be between 1 and 31536000 seconds (365 days)"
             case .unauthenticatedIdleTimeoutBeyondAYear:
                 "--unauthenticated-idle-timeout must be between 1 and 31536000 seconds (365 days)"

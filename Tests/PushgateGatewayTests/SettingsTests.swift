@@ -171,7 +171,7 @@ struct SettingsTests {
             "PUSHGATE_IDLE_TIMEOUT: \"soon\" is not a whole number",
             // Meant as "never", it trapped on the first connection: its timer's nanoseconds overflowed.
             "--unauthenticated-idle-timeout: is 9999999999; must be 1 to 31536000",
-            "--threads: is 0; must be at least 1",
+            "--threads: is 0; must be 1 to 1024",
         ])
     }
 

@@ -84,6 +84,9 @@ final class KeyConfigurationTests {
             ),
             (configuration(privateKeyFile: "missing.p8"), "privateKeyFile", "cannot read \(tools.path("missing.p8"))"),
             (configuration(publicKeyFile: "missing.pub"), "publicKeyFile", "cannot read \(tools.path("missing.pub"))"),
+            // Not a key file: refused after 64 KiB (a file past 2 GiB was read whole, then trapped
+            // converting its length to Int32).
+            (configuration(privateKeyFile: "/dev/zero"), "privateKeyFile", "/dev/zero holds more than 65536 bytes"),
             (configuration(privateKeyFile: "p384.p8"), "privateKeyFile", "\(tools.path("p384.p8")): the EC key is on curve secp384r1"),
             (configuration(privateKeyFile: "KEY0000001.pub"), "privateKeyFile", "(this is a public key: name it in publicKeyFile)"),
             (configuration(publicKeyFile: "AuthKey_KEY0000001.p8"), "publicKeyFile", "(this is a private key: name it in privateKeyFile)"),

@@ -74,6 +74,9 @@ public struct GatewayConfiguration: Sendable {
     public var drainGraceSeconds = 5
     /// Event-loop threads.
     public var threads = availableCores()
+    /// More loops than any machine has cores for: each takes a thread and three descriptors,
+    /// and a value past the process's limits made serve trap at start.
+    public static let maxThreads = 1024
     /// When a 200 may be sent: after the fsync (the default), or at once with commits every
     /// `commitIntervalMilliseconds` (a crash loses up to an interval of accepted pushes and acks).
     public var durabilityMode = DurabilityMode.fsync
@@ -147,7 +150,7 @@ public struct GatewayConfiguration: Sendable {
         if Logger.Level(rawValue: logLevel) == nil {
             throw GatewayConfigurationError("--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        if threads < 1 { throw GatewayConfigurationError("--threads must be at least 1") }
+        if !(1...Self.maxThreads).contains(threads) { throw GatewayConfigurationError("--threads must be between 1 and \(Self.maxThreads)") }
         if !(0...100_000).contains(commitLingerMicroseconds) {
             throw GatewayConfigurationError("--commit-linger-us must be between 0 and 100000 (0.1 s)")
         }

@@ -40,7 +40,7 @@ extension SettingValue {
         }
         // Which half the file holds decides the field; a file that cannot be read is reported
         // by the key's own loading, naming it.
-        let contents = (try? String(contentsOfFile: parts[2], encoding: .utf8)) ?? ""
+        let contents = (try? ProviderKeyConfiguration.readKeyFile(parts[2])) ?? ""
         let isPublic = contents.contains("-----BEGIN PUBLIC KEY-----")
         return ProviderKeyConfiguration(
             teamID: parts[0],
