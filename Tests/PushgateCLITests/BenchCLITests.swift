@@ -91,6 +91,13 @@ struct BenchCLITests {
         #expect(!refused.stderr.contains("creating"), "refused before creating devices: \(refused.stderr)")
     }
 
+    @Test("--drain-seconds out of 0...86400 is refused before the bench starts", arguments: ["-1", "86401", "18446744074"])
+    func drainSeconds(value: String) throws {
+        let refused = try runPushgate(["bench", "--server", "http://127.0.0.1:1", "--drain-seconds=\(value)"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("--drain-seconds must be 0 to 86400"), "\(refused.stderr)")
+    }
+
     @Test("against a gateway with a registration secret, bench creates its devices with --registration-secret")
     func registrationSecret() throws {
         let directory = try scratchDirectory()

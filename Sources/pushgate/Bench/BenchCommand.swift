@@ -92,6 +92,8 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if !(0...60_000).contains(ackDelay) { throw ValidationError("--ack-delay must be 0 to 60000 milliseconds") }
         if !(0...100).contains(silentPercent) { throw ValidationError("--silent-percent must be 0 to 100") }
+        // Unchecked, -1 or a huge value trapped computing the deadline, after every push was sent.
+        if !(0...86_400).contains(drainSeconds) { throw ValidationError("--drain-seconds must be 0 to 86400") }
         if let serverPID {
             do { _ = try ProcessCPU.sample(pid: serverPID) } catch { throw ValidationError("--server-pid: \(error)") }
         }
