@@ -40,7 +40,7 @@ struct BackgroundFetchTests {
         #expect(SilentNotification(json: json) == nil)
     }
 
-    @Test("the deadline is the window from the arrival less a second (at most half the window); a window below 0 is over at once")
+    @Test("the deadline is the window from the arrival less a second (at most half the window); a window below 0 is over at once, one past 600 s ends at 600")
     func deadline() throws {
         let arrival = ContinuousClock.now
         let notification = try #require(SilentNotification(json: Self.silent))
@@ -51,6 +51,10 @@ struct BackgroundFetchTests {
         var negative = notification
         negative.fetchWindowSeconds = -5
         #expect(negative.deadline(receivedAt: arrival) == arrival)
+        // No gateway opens more than 600 s; a server that says more is taken at 600.
+        var endless = notification
+        endless.fetchWindowSeconds = .max
+        #expect(endless.deadline(receivedAt: arrival) == arrival + .seconds(599))
     }
 
     @Test("exit 0 is newData, 1 noData, any other end failed; a timeout is not reported", arguments: [
