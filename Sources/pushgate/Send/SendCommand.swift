@@ -44,8 +44,18 @@ struct SendCommand: AsyncParsableCommand {
     )
     var tokenCache: String?
 
+    @Option(
+        name: .customLong("request-timeout"),
+        help: "Seconds (1 to 3600) to wait for the gateway's answer before giving up (exit 1)."
+    )
+    var requestTimeout: Int = 30
+
     @Argument(help: "The JSON payload, or @FILE to read it from a file.")
     var payload: String
+
+    func validate() throws {
+        if !(1...3600).contains(requestTimeout) { throw ValidationError("--request-timeout must be 1 to 3600 seconds, got \(requestTimeout)") }
+    }
 
     func run() async throws {
         let body: ByteBuffer
@@ -79,10 +89,15 @@ struct SendCommand: AsyncParsableCommand {
             tls: try client.tlsContext(),
             group: group
         )
-        let response = try await connection.send(
-            client.server.request("POST", "/3/device/\(token)", headers: headers, body: body)
-        )
+        // A gateway that took the connection and went silent would otherwise keep send waiting
+        // until TCP gives up, or for ever behind a middlebox that acknowledges the bytes.
+        let request = client.server.request("POST", "/3/device/\(token)", headers: headers, body: body)
+        let answer = try await firstWithin(.seconds(requestTimeout), { try await connection.send(request) }, whenLate: { await connection.close() })
         await connection.close()
+        guard let response = answer else {
+            FileHandle.standardError.write(Data("pushgate send: no answer within \(requestTimeout) s (--request-timeout)\n".utf8))
+            throw ExitCode(1)
+        }
         var line = "status: \(response.status)\napns-id: \(response.headers.first(name: "apns-id") ?? "-")\n"
         if let disposition = response.headers.first(name: "pushgate-disposition") {
             line += "disposition: \(disposition)\n"
