@@ -333,6 +333,8 @@ let package = Package(
                 "PushgateOperator",
                 "PushgateDelivery",
                 "PushgateModel",
+                "PushgateStore",
+                "PushgateStoreTestKit",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

@@ -39,10 +39,15 @@ actor DurableTotals {
             counts["received"] = 0
         }
         guard !counts.isEmpty else { return }
+        // Claimed before the commit is awaited: another write meanwhile (the one at shutdown
+        // while the periodic one is on its way, or a periodic one behind a commit slower than
+        // its interval) writes only what came since, instead of the same counts again, which
+        // the store would keep for good once the process ends. Given back if the commit fails.
+        persisted = persisted + delta
         do {
             try await store.commit([.addTotals(counts)])
-            persisted = persisted + delta
         } catch {
+            persisted = persisted - delta
             // A storage fault is logged by the store as it begins and ends, not every 10 s.
             if error.kind != .unavailable {
                 logger.warning("durable totals not written; retried with the next write", metadata: ["error": "\(error)"])
