@@ -15,6 +15,16 @@ struct AgentRefusalTests {
         }
     }
 
+    @Test("--keepalive outside 0...86400 is refused before the agent connects", arguments: ["-1", "86401", "9223372036854775807"])
+    func keepaliveRange(value: String) throws {
+        let refused = try runPushgate([
+            "agent", "--server", "http://127.0.0.1:1", "--identity", "/nonexistent/device.json", "--topic", "com.example.app",
+            "--keepalive=\(value)",
+        ])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("--keepalive must be 0 to 86400 seconds, got \(value)"), "\(refused.stderr)")
+    }
+
     @Test("a 503 on registration makes the agent back off and register again, not exit")
     func registrationServerErrorIsRetried() async throws {
         try await withStandInGateway(registrationRefusals: [503]) { gateway, agent async throws in

@@ -60,7 +60,7 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(name: .customLong("app-state"), help: "An app's state to report, TOPIC=foreground|background|terminated. Repeatable.")
     var appStates: [String] = []
 
-    @Option(help: "Send a keep-alive (a wake event) every this many seconds; 0: never.")
+    @Option(help: "Send a keep-alive (a wake event) every this many seconds (at most 86400); 0: never.")
     var keepalive: Int = 0
 
     @Option(
@@ -91,7 +91,8 @@ struct AgentCommand: AsyncParsableCommand {
         for entry in appStates where Self.appState(entry) == nil {
             throw ValidationError("--app-state must be TOPIC=foreground|background|terminated, got \(entry)")
         }
-        if keepalive < 0 { throw ValidationError("--keepalive cannot be negative") }
+        // A day at most: far larger values overflowed the interval's Duration and trapped.
+        if !(0...86_400).contains(keepalive) { throw ValidationError("--keepalive must be 0 to 86400 seconds, got \(keepalive)") }
         if !(1...3600).contains(requestTimeout) { throw ValidationError("--request-timeout must be 1 to 3600 seconds, got \(requestTimeout)") }
     }
 
