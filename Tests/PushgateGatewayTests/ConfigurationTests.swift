@@ -31,7 +31,7 @@ struct ConfigurationTests {
             // Past the process's thread or descriptor limits serve trapped at start.
             case .tooManyThreads: configuration.threads = 100_000
             case .noIdleTimeout: configuration.idleTimeoutSeconds = 0
-            // Meant as "never"; it trapped on the first connection (its timer's nanoseconds overflowed).
+            // Written to mean "never": refused, naming the range.
             case .idleTimeoutBeyondAYear: configuration.idleTimeoutSeconds = 9_999_999_999
             case .unauthenticatedIdleTimeoutBeyondAYear: configuration.unauthenticatedIdleTimeoutSeconds = 365 * 24 * 3600 + 1
             case .negativeShutdown: configuration.shutdownTimeoutSeconds = -1

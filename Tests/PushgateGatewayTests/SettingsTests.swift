@@ -169,7 +169,7 @@ struct SettingsTests {
             "--admin-tokn: unknown flag; did you mean --admin-token?",
             "127.0.0.2:2: unexpected argument: every setting is a flag with a name (--listen HOST:PORT)",
             "PUSHGATE_IDLE_TIMEOUT: \"soon\" is not a whole number",
-            // Meant as "never", it trapped on the first connection: its timer's nanoseconds overflowed.
+            // Written to mean "never": refused, naming the range.
             "--unauthenticated-idle-timeout: is 9999999999; must be 1 to 31536000",
             "--threads: is 0; must be 1 to 1024",
         ])

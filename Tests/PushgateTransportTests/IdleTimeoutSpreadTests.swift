@@ -22,4 +22,17 @@ struct IdleTimeoutSpreadTests {
         }
         #expect(Set(drawn.map { $0.unauthenticated!.nanoseconds / 1_000_000 }).count > 100, "spread over the quarter, not one value")
     }
+
+    @Test("a timeout near TimeAmount's limit stretches to the limit instead of trapping the connection")
+    func nearTheLimit() {
+        var configuration = HTTP2ServerConfiguration()
+        configuration.idleTimeout = .nanoseconds(.max)
+        configuration.unauthenticatedIdleTimeout = .nanoseconds(Int64.max / 5 * 4)
+        configuration.idleTimeoutSpread = 0.25
+        for _ in 0..<100 {
+            let (idle, unauthenticated) = configuration.idleTimeoutsOfOneConnection()
+            #expect(idle == .nanoseconds(.max))
+            #expect(unauthenticated!.nanoseconds >= Int64.max / 5 * 4)
+        }
+    }
 }

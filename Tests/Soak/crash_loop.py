@@ -170,8 +170,17 @@ class Soak:
             self.prefix = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups", args.pushgate]
         self.provider_token = jwt.encode({"iss": TEAM_ID, "iat": int(time.time())}, self.signing_key, algorithm="ES256", headers={"kid": KEY_ID})
 
+    def log_path(self):
+        return os.path.join(self.work, f"gateway-{self.incarnation:02d}.log")
+
+    def log_end(self):
+        """The last lines of the running (or last) gateway's log: a trap's message, if any."""
+        with open(self.log_path(), errors="replace") as handle:
+            return f"the end of {self.log_path()}: {handle.read()[-2000:]!r}"
+
     async def start_gateway(self, incarnation):
-        log = open(os.path.join(self.work, f"gateway-{incarnation:02d}.log"), "wb")
+        self.incarnation = incarnation
+        log = open(self.log_path(), "wb")
         self.gateway = await asyncio.create_subprocess_exec(
             *self.prefix, "serve", "--listen", "127.0.0.1:0", "--data-dir", self.data, "--config", self.config,
             "--log-level", "warning", "--drain-grace-seconds", "0", *self.args.serve_arg,
@@ -202,10 +211,7 @@ class Soak:
             pass  # it ended on its own and was reaped: its status says how
         status = await self.gateway.wait()
         if status != -signal.SIGKILL:
-            name = os.path.join(self.work, f"gateway-{self.cycle - 1:02d}.log")
-            with open(name, errors="replace") as handle:
-                tail = handle.read()[-2000:]
-            self.history.violation("gateway", f"cycle {self.cycle}: pushgate serve ended with {status} before its kill; the end of {name}: {tail!r}")
+            self.history.violation("gateway", f"cycle {self.cycle}: pushgate serve ended with {status} before its kill; {self.log_end()}")
 
     def check_store(self, when):
         """PRAGMA integrity_check on a copy of the store (database and WAL): opening the real
@@ -782,9 +788,7 @@ def main():
             soak.gateway.kill()
         elif soak.gateway is not None:
             # It ended by itself (a trap, say, while the soak set up its devices): why is in its log.
-            name = max(n for n in os.listdir(soak.work) if n.startswith("gateway-"))
-            with open(os.path.join(soak.work, name), errors="replace") as handle:
-                broken += f"; pushgate serve had ended with {soak.gateway.returncode}; the end of {name}: {handle.read()[-2000:]!r}"
+            broken += f"; pushgate serve had ended with {soak.gateway.returncode}; {soak.log_end()}"
         print(json.dumps({"ok": False, "seed": args.seed, "broken": broken, "workDir": getattr(soak, "work", None)}))
         return 2
     by_category = {}

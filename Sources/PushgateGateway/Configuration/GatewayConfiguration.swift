@@ -28,9 +28,9 @@ public struct GatewayConfiguration: Sendable {
     public var dataDirectory = "./pushgate-data"
     /// Seconds a connection with no open stream is kept.
     public var idleTimeoutSeconds = 300
-    /// The longest either idle timeout may be: a year, "never" for any connection. Larger
-    /// values overflowed the nanoseconds of each connection's jittered timer, and the first
-    /// connection trapped.
+    /// The longest either idle timeout may be: a year, "never" for any connection. A value
+    /// past it (written to mean "never") is refused by name rather than capped without a word
+    /// by the connection's timer.
     public static let maxIdleTimeoutSeconds = 365 * 24 * 3600
     /// Seconds an idle connection is kept until a request on it has proven who sent it (a provider
     /// token or certificate, a device secret, the registration or admin token).

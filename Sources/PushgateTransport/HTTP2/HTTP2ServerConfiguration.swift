@@ -69,8 +69,10 @@ extension HTTP2ServerConfiguration {
     func idleTimeoutsOfOneConnection() -> (idle: TimeAmount?, unauthenticated: TimeAmount?) {
         guard idleTimeoutSpread > 0 else { return (idleTimeout, unauthenticatedIdleTimeout) }
         let stretch = 1 + Double.random(in: 0...idleTimeoutSpread)
+        // Saturating: a timeout near TimeAmount's limit (a configuration meaning "never") must
+        // not trap every connection in the conversion back from Double.
         func stretched(_ timeout: TimeAmount?) -> TimeAmount? {
-            timeout.map { .nanoseconds(Int64(Double($0.nanoseconds) * stretch)) }
+            timeout.map { .nanoseconds(Int64(exactly: (Double($0.nanoseconds) * stretch).rounded(.down)) ?? .max) }
         }
         return (stretched(idleTimeout), stretched(unauthenticatedIdleTimeout))
     }
