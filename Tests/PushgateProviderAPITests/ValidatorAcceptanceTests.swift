@@ -182,6 +182,19 @@ func inference(_ c: InferenceCase) {
     expectAccepted(base.adding("cookie", "a=1").adding("cookie", "b=2").validate())
 }
 
+/// Duplicates are looked for only when two names share a length and end bytes: names that do
+/// without being equal are not duplicates, and a real one among them is still found.
+@Test func namesAlikeInLengthAndEndsAreNotDuplicates() {
+    expectAccepted(base.adding("x-ab", "1").adding("x-cb", "2").adding("x-eb", "3").validate())
+    let outcome = base.adding("x-ab", "1").adding("x-cb", "2").adding("x-ab", "3").validate()
+    guard case .rejected(let refusal, _) = outcome else {
+        Issue.record("accepted a repeated x-ab")
+        return
+    }
+    #expect(refusal.reason == .duplicateHeaders)
+    #expect(refusal.detail.contains("\"x-ab\""))
+}
+
 @Test func unknownHeadersAndIdentityEncodingAreIgnored() {
     expectAccepted(base.adding("content-encoding", "identity").adding("x-anything", "?").adding("content-type", "application/json").validate())
     expectAccepted(base.adding("content-encoding", "IDENTITY").validate())

@@ -26,7 +26,11 @@ public enum ProviderRoute {
     ) {
         let admission = RouteAdmission(
             maxBodySize: ProviderRequestValidator.maxBodyBytes,
-            admits: { head, responder in authorize(head, responder, validator: validator, gate: gate, logger: logger) != nil },
+            admits: { head, responder in
+                // Two fields of the head: looked up where they lie, without copying the others.
+                let (authorization, topic) = (head.headers.first(name: "authorization"), head.headers.first(name: "apns-topic"))
+                return authorize(head, authorization: authorization, topic: topic, responder, validator: validator, gate: gate, logger: logger) != nil
+            },
             refuse: { head, refusal, responder in
                 var refusal = refusal
                 if refusal.reason == .payloadTooLarge {
@@ -54,18 +58,16 @@ public enum ProviderRoute {
     ) {
         // Checked again now that the body is in: a reload, a drain or the token's age may have
         // changed the verdict since the head (a token already seen costs a string compare).
-        guard let (state, provider) = authorize(request, responder, validator: validator, gate: gate, logger: logger) else { return }
+        // One pass over the fields for authentication and validation.
+        var fields = ProviderHeaderFields(request.headers)
+        guard let (state, provider) = authorize(
+            request, authorization: fields.authorization, topic: fields.topic, responder, validator: validator, gate: gate, logger: logger
+        ) else { return }
         let connection = request.connection
-        var headers = request.headers
         // A single-app certificate implies its topic when the request names none (APNs).
-        if headers.first(name: "apns-topic") == nil { headers.add(name: "apns-topic", value: provider.topic) }
+        if fields.topic == nil { fields.topic = provider.topic }
 
-        let outcome = validator.validate(
-            method: request.method,
-            path: request.path,
-            headers: headers,
-            body: request.body
-        )
+        let outcome = validator.validate(method: request.method, path: request.path, fields: fields, body: request.body)
         switch outcome {
         case .rejected(let refusal, let apnsID):
             answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
@@ -96,6 +98,8 @@ public enum ProviderRoute {
     /// connection's state, or nil once the refusal is answered.
     private static func authorize(
         _ request: HTTPServerRequest,
+        authorization: String?,
+        topic: String?,
         _ responder: HTTPResponder,
         validator: ProviderRequestValidator,
         gate: ProviderGate,
@@ -111,8 +115,8 @@ public enum ProviderRoute {
         }
         let authorized = state.authenticator.authorize(
             certificate: state.certificate,
-            authorization: request.headers.first(name: "authorization"),
-            topic: request.headers.first(name: "apns-topic"),
+            authorization: authorization,
+            topic: topic,
             connection: &state.auth,
             nowMillis: gate.nowMillis()
         )

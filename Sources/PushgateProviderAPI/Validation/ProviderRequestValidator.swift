@@ -114,20 +114,6 @@ public struct ProviderRequestValidator: Sendable {
         value.flatMap(FieldSyntax.canonicalUUID) ?? FieldSyntax.uuidV4(uuidBits())
     }
 
-    /// Fields with a meaning for the provider API, first occurrence of each.
-    private struct Fields {
-        var apnsID: String?
-        var apnsIDCount = 0
-        var topic: String?
-        var pushType: String?
-        var priority: String?
-        var expiration: String?
-        var collapseID: String?
-        var contentEncoding: String?
-        /// First header name, in arrival order, that had already occurred.
-        var duplicate: String?
-    }
-
     /// Validates one request.
     ///
     /// - Parameters:
@@ -141,29 +127,17 @@ public struct ProviderRequestValidator: Sendable {
         headers: Headers,
         body: ByteBuffer
     ) -> ValidationOutcome {
-        var fields = Fields()
-        for index in headers.indices {
-            let (name, value) = headers[index]
-            switch name {
-            case "apns-id":
-                fields.apnsIDCount += 1
-                if fields.apnsID == nil { fields.apnsID = value }
-            case "apns-topic": if fields.topic == nil { fields.topic = value }
-            case "apns-push-type": if fields.pushType == nil { fields.pushType = value }
-            case "apns-priority": if fields.priority == nil { fields.priority = value }
-            case "apns-expiration": if fields.expiration == nil { fields.expiration = value }
-            case "apns-collapse-id": if fields.collapseID == nil { fields.collapseID = value }
-            case "content-encoding": if fields.contentEncoding == nil { fields.contentEncoding = value }
-            default: break
-            }
-            if fields.duplicate == nil, name != "cookie" {
-                for earlier in headers[..<index] where earlier.name == name {
-                    fields.duplicate = name
-                    break
-                }
-            }
-        }
+        validate(method: method, path: path, fields: ProviderHeaderFields(headers), body: body)
+    }
 
+    /// Validates one request whose header fields were read already (the route reads them once
+    /// for authentication and validation).
+    public func validate(
+        method: String,
+        path: String,
+        fields: ProviderHeaderFields,
+        body: ByteBuffer
+    ) -> ValidationOutcome {
         // The apns-id the response will carry, whatever happens.
         let requestID: String? = fields.apnsIDCount == 1 ? fields.apnsID.flatMap(FieldSyntax.canonicalUUID) : nil
         func reject(_ refusal: Refusal) -> ValidationOutcome {
