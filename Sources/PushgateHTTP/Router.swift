@@ -115,6 +115,9 @@ public struct Router: HTTPServerHandler {
         case .none(let answer):
             responder.respond(answer)
             return .answered
+        case .refused(let route, let refusal):
+            answer(head, refusal, of: route, responder: responder)
+            return .answered
         case .route(let route):
             head.connection.classify(as: route.role)
             if let admits = route.admission.admits, !admits(head, responder) { return .answered }
@@ -125,6 +128,7 @@ public struct Router: HTTPServerHandler {
     public func handle(_ request: HTTPServerRequest, responder: HTTPResponder) {
         switch match(request) {
         case .none(let answer): responder.respond(answer)
+        case .refused(let route, let refusal): answer(request, refusal, of: route, responder: responder)
         case .route(let route): route.handler(request, responder)
         }
     }
@@ -132,15 +136,26 @@ public struct Router: HTTPServerHandler {
     /// The catalog's answer, in the one error format, or the route's own.
     public func refuse(_ head: HTTPServerRequest, _ refusal: TransportRefusal, responder: HTTPResponder) {
         let answer = Refusal(transport: refusal)
-        if case .route(let route) = match(head), let refuse = route.admission.refuse {
-            refuse(head, answer, responder)
+        switch match(head) {
+        case .route(let route), .refused(let route, _): self.answer(head, answer, of: route, responder: responder)
+        case .none: responder.respond(.refusal(answer))
+        }
+    }
+
+    /// A refusal answered by its route when the route answers its own (the provider API puts an
+    /// `apns-id` on every answer), else in the one error format.
+    private func answer(_ head: HTTPServerRequest, _ refusal: Refusal, of route: Route, responder: HTTPResponder) {
+        if let refuse = route.admission.refuse {
+            refuse(head, refusal, responder)
         } else {
-            responder.respond(.refusal(answer))
+            responder.respond(.refusal(refusal))
         }
     }
 
     private enum Match {
         case route(Route)
+        /// The route takes the request's path but refuses the request as it came.
+        case refused(Route, Refusal)
         /// No route takes the request: the answer.
         case none(HTTPServerResponse)
     }
@@ -155,8 +170,8 @@ public struct Router: HTTPServerHandler {
         let candidates = exact[path] ?? routes(byPrefixOf: path)
         let isHTTP1 = request.connection.httpVersion == .http1_1
 
-        if isHTTP1, candidates.contains(where: { $0.protocols == .http2Only }) {
-            return .none(.refusal(.http2Required(path)))
+        if isHTTP1, let route = candidates.first(where: { $0.protocols == .http2Only }) {
+            return .refused(route, .http2Required(path))
         }
         guard !candidates.isEmpty else {
             return .none(.refusal(Refusal(.notFound, "no route for \(path)")))

@@ -35,7 +35,7 @@ struct RouterTests {
         }
     }
 
-    @Test("HTTP/1.1 to the provider API and the device event stream gets 505 with a hint; operator and device JSON routes answer")
+    @Test("HTTP/1.1 to the provider API and the device event stream gets 505 with a hint (and the provider API its apns-id); operator and device JSON routes answer")
     func http1Routes() async throws {
         try await withGateway { gateway in
             for path in ["/3/device/abc", "/v1/devices/x/events"] {
@@ -44,6 +44,12 @@ struct RouterTests {
                 #expect(text.contains(#""reason":"HTTPVersionNotSupported""#))
                 #expect(text.contains("--http2-prior-knowledge"))
             }
+            // The provider API's answers all carry an apns-id, this one too: the request's own.
+            let provider = try await gateway.http1(
+                "POST /3/device/abc HTTP/1.1\r\nHost: x\r\napns-id: 123e4567-e89b-12d3-a456-4266554400a0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
+            #expect(provider.hasPrefix("HTTP/1.1 505"), "\(provider)")
+            #expect(provider.lowercased().contains("apns-id: 123e4567-e89b-12d3-a456-4266554400a0\r\n"), "\(provider)")
             // A device set up and acked over HTTP/1.1 (plain curl, provisioning scripts).
             let created = try await gateway.http1("POST /v1/devices HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             #expect(created.hasPrefix("HTTP/1.1 201"), "\(created)")
