@@ -142,6 +142,11 @@ public struct Router: HTTPServerHandler {
         }
     }
 
+    /// `400 BadRequest` in the one error format, for bytes that are not an HTTP/1.1 request.
+    public func malformedRequestResponse(detail: String) -> HTTPServerResponse {
+        .refusal(Refusal(.badRequest, detail))
+    }
+
     /// A refusal answered by its route when the route answers its own (the provider API puts an
     /// `apns-id` on every answer), else in the one error format.
     private func answer(_ head: HTTPServerRequest, _ refusal: Refusal, of route: Route, responder: HTTPResponder) {

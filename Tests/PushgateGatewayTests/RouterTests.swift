@@ -70,6 +70,11 @@ struct RouterTests {
                 "GET /v1/devices/\(id)/events HTTP/1.1\r\nHost: x\r\nAuthorization: bearer \(secret)\r\nConnection: close\r\n\r\n"
             )
             #expect(stream.hasPrefix("HTTP/1.1 505"), "\(stream)")
+            // Bytes that are not HTTP/1.1 get the 400 in the one error format, then the close.
+            let garbage = try await gateway.http1("GET / HTTP/9.9\r\nHost: x\r\n\r\n")
+            #expect(garbage.hasPrefix("HTTP/1.1 400"), "\(garbage)")
+            #expect(garbage.contains(#""reason":"BadRequest""#) && garbage.contains("not an HTTP/1.1 request"), "\(garbage)")
+            #expect(garbage.lowercased().contains("connection: close"), "\(garbage)")
             let health = try await gateway.http1("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             #expect(health.hasPrefix("HTTP/1.1 200 OK"))
             #expect(health.hasSuffix("ok\n"))

@@ -74,6 +74,10 @@ public protocol HTTPServerHandler: Sendable {
     /// Answers a request the transport refused before the application saw its body, in the
     /// application's own error format (by default, plain text).
     func refuse(_ head: HTTPServerRequest, _ refusal: TransportRefusal, responder: HTTPResponder)
+
+    /// The `400` for bytes that do not parse as an HTTP/1.1 request, in the application's own
+    /// error format (by default, plain text). Sent at once, before the connection is closed.
+    func malformedRequestResponse(detail: String) -> HTTPServerResponse
 }
 
 /// What the application decided from a request's head.
@@ -131,5 +135,9 @@ extension HTTPServerHandler {
         var headers = HTTPHeaders()
         if let seconds = refusal.retryAfterSeconds { headers.add(name: "retry-after", value: String(seconds)) }
         responder.respond(HTTPServerResponse(status: refusal.status, headers: headers, text: refusal.detail + "\n"))
+    }
+
+    public func malformedRequestResponse(detail: String) -> HTTPServerResponse {
+        HTTPServerResponse(status: 400, text: detail + "\n")
     }
 }

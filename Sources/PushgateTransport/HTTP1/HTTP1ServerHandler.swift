@@ -99,7 +99,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         writer.streamClosed(reason)
     }
 
-    /// Parse errors were already answered `400` by NIO's protocol error handler; any error ends
+    /// Parse errors were already answered `400` by `HTTP1MalformedRequestHandler`; any error ends
     /// the connection, since the byte stream can no longer be trusted.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         logger.debug("closing HTTP/1.1 connection on error", metadata: ["error": "\(error)"])

@@ -102,7 +102,7 @@ struct ServerConnectionPipeline {
             ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes), maximumBufferSize: 256 * 1024),
             HTTP1QuiesceObserver(handler),
             HTTPServerPipelineHandler(),
-            HTTPServerProtocolErrorHandler(),
+            HTTP1MalformedRequestHandler(application: application),
             handler,
         ]
     }
