@@ -63,14 +63,31 @@ public struct Router: HTTPServerHandler {
         /// What a connection whose first routed request is this one serves (a metric label).
         let role: ConnectionRole
         let admission: RouteAdmission
+        /// A GET route whose answer is sent whole: HEAD gets it too (the transport sends its head
+        /// alone), as load balancers and monitors probe with HEAD.
+        let answersHEAD: Bool
         let handler: RouteHandler
 
-        init(method: String?, protocols: RouteProtocols, role: ConnectionRole, admission: RouteAdmission, handler: @escaping RouteHandler) {
+        init(
+            method: String?, protocols: RouteProtocols, role: ConnectionRole, admission: RouteAdmission, answersHEAD: Bool = false,
+            handler: @escaping RouteHandler
+        ) {
             self.method = method
             self.protocols = protocols
             self.role = role
             self.admission = admission
+            self.answersHEAD = answersHEAD
             self.handler = handler
+        }
+
+        func takes(_ method: String) -> Bool {
+            self.method == nil || self.method == method || (method == "HEAD" && answersHEAD)
+        }
+
+        /// The methods it takes, for a 405's `allow`.
+        var methods: [String] {
+            guard let method else { return [] }
+            return answersHEAD ? [method, "HEAD"] : [method]
         }
     }
 
@@ -81,15 +98,18 @@ public struct Router: HTTPServerHandler {
 
     public init() {}
 
+    /// `answersHEAD`: a GET route whose answer is sent whole (not a stream) answers HEAD too.
     public mutating func add(
         _ method: String,
         _ path: String,
         protocols: RouteProtocols,
         role: ConnectionRole,
         admission: RouteAdmission = RouteAdmission(),
+        answersHEAD: Bool = false,
         handler: @escaping RouteHandler
     ) {
-        let route = Route(method: method, protocols: protocols, role: role, admission: admission, handler: handler)
+        precondition(!answersHEAD || method == "GET", "only a GET route answers HEAD")
+        let route = Route(method: method, protocols: protocols, role: role, admission: admission, answersHEAD: answersHEAD, handler: handler)
         exact[path, default: []].append(route)
     }
 
@@ -99,9 +119,11 @@ public struct Router: HTTPServerHandler {
         protocols: RouteProtocols,
         role: ConnectionRole,
         admission: RouteAdmission = RouteAdmission(),
+        answersHEAD: Bool = false,
         handler: @escaping RouteHandler
     ) {
-        let route = Route(method: method, protocols: protocols, role: role, admission: admission, handler: handler)
+        precondition(!answersHEAD || method == "GET", "only a GET route answers HEAD")
+        let route = Route(method: method, protocols: protocols, role: role, admission: admission, answersHEAD: answersHEAD, handler: handler)
         if let index = prefixes.firstIndex(where: { $0.prefix == prefix }) {
             prefixes[index].routes.append(route)
         } else {
@@ -181,8 +203,8 @@ public struct Router: HTTPServerHandler {
         guard !candidates.isEmpty else {
             return .none(.refusal(Refusal(.notFound, "no route for \(path)")))
         }
-        guard let route = candidates.first(where: { $0.method == nil || $0.method == request.method }) else {
-            return .none(.refusal(.methodNotAllowed(path, allowed: candidates.compactMap(\.method), not: request.method)))
+        guard let route = candidates.first(where: { $0.takes(request.method) }) else {
+            return .none(.refusal(.methodNotAllowed(path, allowed: candidates.flatMap(\.methods), not: request.method)))
         }
         return .route(route)
     }

@@ -106,15 +106,15 @@ public final class AdminConsole: Sendable {
     /// `/metrics`, `/v1/admin/stats`, `/v1/admin/devices/{id}`, `/v1/admin/events`, `/admin`.
     public func register(on router: inout Router) {
         let access = settings.access
-        router.add("GET", "/metrics", protocols: .http1AndHTTP2, role: .operator) { [self] request, responder in
+        router.add("GET", "/metrics", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) { [self] request, responder in
             guard Self.admitted(request, responder, access) else { return }
             Task { responder.respond(await self.metricsResponse()) }
         }
-        router.add("GET", "/v1/admin/stats", protocols: .http1AndHTTP2, role: .operator) { [self] request, responder in
+        router.add("GET", "/v1/admin/stats", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) { [self] request, responder in
             guard Self.admitted(request, responder, access) else { return }
             Task { responder.respond(await self.statsResponse()) }
         }
-        router.addPrefix("GET", "/v1/admin/devices/", protocols: .http1AndHTTP2, role: .operator) { [self] request, responder in
+        router.addPrefix("GET", "/v1/admin/devices/", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) { [self] request, responder in
             guard Self.admitted(request, responder, access) else { return }
             let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
             let deviceID = String(path.dropFirst("/v1/admin/devices/".count))
@@ -124,7 +124,7 @@ public final class AdminConsole: Sendable {
             guard Self.admitted(request, responder, access) else { return }
             self.openEventStream(responder)
         }
-        router.add("GET", "/admin", protocols: .http1AndHTTP2, role: .operator) { _, responder in
+        router.add("GET", "/admin", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) { _, responder in
             responder.respond(Self.dashboard)
         }
     }

@@ -35,6 +35,32 @@ struct RouterTests {
         }
     }
 
+    @Test("HEAD gets a GET route's head alone: a monitor's probe over either version leaves the connection usable")
+    func headRequests() async throws {
+        try await withGateway { gateway in
+            let connection = try await gateway.connect()
+            let head = try await connection.send(HTTPClientRequest(method: "HEAD", path: "/healthz"))
+            #expect(head.status == 200)
+            #expect(head.body.readableBytes == 0)
+            let health = try await connection.send(HTTPClientRequest(path: "/healthz"))
+            #expect(health.status == 200 && String(buffer: health.body) == "ok\n")
+            await connection.close()
+
+            // Over HTTP/1.1 on one connection: the GET's answer follows the HEAD's head directly.
+            let text = try await gateway.http1(
+                "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+            let answers = text.components(separatedBy: "\r\n\r\n")
+            #expect(answers.count == 3 && answers[0].hasPrefix("HTTP/1.1 200") && answers[0].lowercased().contains("content-length: 3"), "\(text)")
+            #expect(answers.count == 3 && answers[1].hasPrefix("HTTP/1.1 200") && answers[2] == "ok\n", "\(text)")
+            // A refusal to HEAD has no body either; and the allow of a GET route names HEAD.
+            let refused = try await gateway.http1("HEAD /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(refused.hasPrefix("HTTP/1.1 404") && refused.hasSuffix("\r\n\r\n"), "\(refused)")
+            let post = try await gateway.http1("POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            #expect(post.hasPrefix("HTTP/1.1 405") && post.lowercased().contains("allow: get, head"), "\(post)")
+        }
+    }
+
     @Test("HTTP/1.1 to the provider API and the device event stream gets 505 with a hint (and the provider API its apns-id); operator and device JSON routes answer")
     func http1Routes() async throws {
         try await withGateway { gateway in
@@ -92,7 +118,7 @@ struct RouterTests {
 
             let wrongMethod = try await connection.send(HTTPClientRequest(method: "POST", path: "/healthz"))
             #expect(wrongMethod.status == 405)
-            #expect(wrongMethod.headers.first(name: "allow") == "GET")
+            #expect(wrongMethod.headers.first(name: "allow") == "GET, HEAD")
             await connection.close()
         }
     }

@@ -42,10 +42,10 @@ public enum HealthRoutes {
     private static let storeFailing = HTTPServerResponse(status: 503, text: "not ready: store cannot commit\n")
 
     public static func register(on router: inout Router, readiness: Readiness) {
-        router.add("GET", "/healthz", protocols: .http1AndHTTP2, role: .operator) { _, responder in
+        router.add("GET", "/healthz", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) { _, responder in
             responder.respond(healthy)
         }
-        router.add("GET", "/readyz", protocols: .http1AndHTTP2, role: .operator) { _, responder in
+        router.add("GET", "/readyz", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) { _, responder in
             responder.respond(!readiness.isReady ? notReady : readiness.storeCannotCommit ? storeFailing : ready)
         }
     }

@@ -24,6 +24,8 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
     private var context: ChannelHandlerContext!
 
     private var head: HTTPRequestHead?
+    /// The request being answered is a HEAD (requests are answered one at a time, in order).
+    private var answeringHEAD = false
     private var body: ByteBuffer?
     /// What the application admitted the request's body with, within `maxBodySize`.
     private var bodyLimit = 0
@@ -113,6 +115,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
         case .head(let requestHead):
             armRequestTimer(context)
             head = requestHead
+            answeringHEAD = requestHead.method == .HEAD
             rejected = false
             requestID &+= 1
             answered = false
@@ -230,7 +233,8 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
             headers: headers
         )
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if let body = response.body, body.readableBytes > 0 {
+        // A HEAD answer is its head alone (its content-length says what GET would send).
+        if !answeringHEAD, let body = response.body, body.readableBytes > 0 {
             context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         }
         if keepAlive {

@@ -73,8 +73,9 @@ extension HTTP2ServerHandler {
         return body
     }
 
-    private func request(_ pending: PendingRequest, body: ByteBuffer) -> HTTPServerRequest {
-        HTTPServerRequest(
+    private func request(_ pending: PendingRequest, streamID: Int32, body: ByteBuffer) -> HTTPServerRequest {
+        if pending.method == "HEAD" { headStreams.insert(streamID) }
+        return HTTPServerRequest(
             method: pending.method,
             path: pending.path,
             authority: pending.authority,
@@ -91,7 +92,7 @@ extension HTTP2ServerHandler {
 
     /// The application judges the request on its head, before a byte of body is buffered.
     private func admit(_ pending: PendingRequest, streamID: Int32, endStream: Bool) {
-        switch application.admit(request(pending, body: ByteBuffer()), responder: responder(streamID: streamID)) {
+        switch application.admit(request(pending, streamID: streamID, body: ByteBuffer()), responder: responder(streamID: streamID)) {
         case .readBody(let limit):
             pending.maxBodySize = min(limit, configuration.maxRequestBodySize)
         case .answered:
@@ -105,14 +106,14 @@ extension HTTP2ServerHandler {
         reportIfNoRequestArriving()
         guard !pending.rejected else { return }
         let body = takeBody(of: pending) ?? ByteBuffer()
-        application.handle(request(pending, body: body), responder: responder(streamID: streamID))
+        application.handle(request(pending, streamID: streamID, body: body), responder: responder(streamID: streamID))
     }
 
     private func reject(_ pending: PendingRequest, streamID: Int32, _ refusal: TransportRefusal) {
         pending.rejected = true
         _ = takeBody(of: pending)
         earlyAnswers[streamID] = .answering
-        application.refuse(request(pending, body: ByteBuffer()), refusal, responder: responder(streamID: streamID))
+        application.refuse(request(pending, streamID: streamID, body: ByteBuffer()), refusal, responder: responder(streamID: streamID))
     }
 
     /// RST_STREAM REFUSED_STREAM: the request was not processed and may be retried as it is
@@ -245,6 +246,7 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
             reportIfNoRequestArriving()
         }
         if !earlyAnswers.isEmpty { earlyAnswers[streamID] = nil }
+        if !headStreams.isEmpty { headStreams.remove(streamID) }
         if let writer = writers.removeValue(forKey: streamID) {
             writer.streamClosed(errorCode == NGHTTP2_NO_ERROR.rawValue ? .finished : .reset(errorCode: errorCode))
         }

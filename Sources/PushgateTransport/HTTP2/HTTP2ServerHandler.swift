@@ -32,6 +32,8 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     var headerStreamID: Int32 = 0
     var headerRequest: PendingRequest?
     var writers: [Int32: ResponseBodyWriter] = [:]
+    /// Streams whose request is a HEAD, until answered or closed.
+    var headStreams: Set<Int32> = []
 
     private var readHeld = false
     /// Streams answered while their body was still arriving (a refusal on the head, a 413), by
@@ -326,12 +328,14 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
 
     func sendResponse(_ response: HTTPServerResponse, streamID: Int32) {
         guard !policy.isClosed, session.claimResponse(streamID: streamID) else { return }
+        // A HEAD answer is its head alone, ending the stream (a body would be a protocol error).
+        let answersHEAD = headStreams.remove(streamID) != nil
         do {
             try session.submitResponse(
                 streamID: streamID,
                 status: response.head.status,
                 headers: response.head.headers,
-                body: response.body,
+                body: answersHEAD ? nil : response.body,
                 streaming: false
             )
         } catch {
