@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import PushgateDelivery
 import PushgateModel
@@ -58,6 +59,22 @@ struct OperatorWordsTests {
         #expect(WaitWords.describe(.fetchInterval(seconds: 600, until: Self.now + 600_000), now: Self.now)
             == "its app's fetch interval is 600 s: the next budget release is allowed at 22:23:20 UTC")
         #expect(WaitWords.until(.fetchInterval(seconds: 600, until: Self.now + 600_000)) == Self.now + 600_000)
+    }
+
+    @Test("the next budget release a fetch interval allows: a time, or null both for now and for never")
+    func nextRelease() throws {
+        func document(_ interval: FetchInterval, readyAt: Int64?) throws -> Any? {
+            let fetch = DeviceInspection.Fetch(
+                score: 1, results: [], configuredRefillPerHour: 3, minRefillPerHour: 1,
+                penaltyUntil: nil, interval: interval, intervalReadyAt: readyAt, openWindows: []
+            )
+            let data = try JSONEncoder().encode(AdminDevice.Fetch(fetch, refillPerHour: 3, now: Self.now))
+            let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            return object["nextReleaseAllowedAt"]
+        }
+        #expect(try document(.seconds(600), readyAt: Self.now + 600_000) as? Int64 == Self.now + 600_000)
+        #expect(try document(.minimum, readyAt: nil) is NSNull)
+        #expect(try document(.never, readyAt: .max) is NSNull)
     }
 
     @Test("with a token: the exact token, as a bearer credential, from anywhere; without one: loopback only")

@@ -147,7 +147,8 @@ struct AdminDevice: Encodable {
             minRefillPerHour = fetch.minRefillPerHour
             penaltyUntil = fetch.penaltyUntil
             interval = Interval(value: fetch.interval)
-            nextReleaseAllowedAt = fetch.intervalReadyAt
+            // The scheduler's "never" (Int64.max) is null here, as for "now": `interval` says which.
+            nextReleaseAllowedAt = fetch.intervalReadyAt == .max ? nil : fetch.intervalReadyAt
             openWindows = fetch.openWindows.map { Window(seq: $0.seq, until: $0.until) }
             explanation = FetchWords.explain(fetch, refillPerHour: refillPerHour, now: now)
         }
