@@ -106,6 +106,23 @@ struct SettingsTests {
         ])
     }
 
+    @Test("an admin token no request could carry is refused, without showing it: a newline inside, a space, past 1024 bytes")
+    func unusableAdminTokens() throws {
+        let scratch = try Scratch("{}")
+        try scratch.write("two-lines.txt", "first-half\nsecond-half\n")
+        try scratch.write("long.txt", String(repeating: "x", count: 1025))
+        try scratch.write("fine.txt", "a-fine-token\n")
+        let tokenFile = { (name: String) in ResolvedSettings(arguments: ["--admin-token-file", scratch.directory + "/" + name], environment: [:]) }
+        let twoLines = tokenFile("two-lines.txt").problems.map(\.description)
+        #expect(twoLines.count == 1 && twoLines[0].contains("control or a non-ASCII character at byte 11 of 22"), "\(twoLines)")
+        #expect(!twoLines.joined().contains("half"))
+        #expect(tokenFile("long.txt").problems.map(\.description).first?.contains("is 1025 bytes; a token is at most 1024") == true)
+        #expect(tokenFile("fine.txt").problems.isEmpty)
+        #expect(try tokenFile("fine.txt").checked().adminToken == "a-fine-token")
+        let spaced = ResolvedSettings(arguments: [], environment: ["PUSHGATE_ADMIN_TOKEN": "two words"]).problems.map(\.description)
+        #expect(spaced.count == 1 && spaced[0].hasPrefix("PUSHGATE_ADMIN_TOKEN: has a space"), "\(spaced)")
+    }
+
     @Test("unknown keys anywhere are errors at their line, with the closest known key")
     func unknownKeys() throws {
         let scratch = try Scratch(

@@ -167,6 +167,23 @@ struct SettingValue: Sendable {
         SettingError(place: origin.place, problem: problem)
     }
 
+    /// The admin token: what a client can send as `authorization: bearer TOKEN`, else no
+    /// request could ever carry it and the operator would be locked out. The message never
+    /// shows the token.
+    func adminToken() throws(SettingError) -> String {
+        let token = try text()
+        let bytes = Array(token.utf8)
+        if bytes.count > Self.maxAdminTokenBytes {
+            throw problem("is \(bytes.count) bytes; a token is at most \(Self.maxAdminTokenBytes) (it is sent in a header)")
+        }
+        if let bad = bytes.firstIndex(where: { !(0x21...0x7E).contains($0) }) {
+            throw problem("has a space, a control or a non-ASCII character at byte \(bad + 1) of \(bytes.count); a token is visible ASCII only, as it is sent in `authorization: bearer TOKEN`")
+        }
+        return token
+    }
+
+    static let maxAdminTokenBytes = 1024
+
     func text() throws(SettingError) -> String {
         switch input {
         case .strings(let strings): return strings.last ?? ""

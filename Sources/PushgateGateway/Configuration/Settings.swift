@@ -120,7 +120,7 @@ public enum Settings {
         Setting(
             "adminToken", .text, "TOKEN", default: "none", secret: true,
             help: "Bearer token for /metrics and /v1/admin. Without one they answer loopback clients only. Prefer the file forms: a flag's value is visible in the process list."
-        ) { configuration, value throws(SettingError) in configuration.adminToken = try value.text() },
+        ) { configuration, value throws(SettingError) in configuration.adminToken = try value.adminToken() },
         Setting(
             "adminOnlyOnAdminListener", .toggle, default: "off",
             help: "Serve /metrics, /v1/admin and /admin on the admin listeners only (the main listeners keep /healthz and /readyz)."
