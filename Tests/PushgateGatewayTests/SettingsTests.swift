@@ -123,6 +123,15 @@ struct SettingsTests {
         #expect(spaced.count == 1 && spaced[0].hasPrefix("PUSHGATE_ADMIN_TOKEN: has a space"), "\(spaced)")
     }
 
+    @Test("a scheduler override keyed by something no topic can be is refused, saying why")
+    func overrideOfNoTopic() throws {
+        let scratch = try Scratch(#"{"scheduler": {"topics": {"com.example.ok": {"appBurst": 2}, "bad topic!": {"appBurst": 1}}}}"#)
+        let problems = ResolvedSettings(arguments: ["--config", scratch.config], environment: [:]).problems.map(\.description)
+        #expect(problems.count == 1 && problems[0].contains(#"scheduler.topics is keyed by topics, and the topic "bad topic!" may contain only letters"#), "\(problems)")
+        let fine = try Scratch(#"{"scheduler": {"topics": {"com.example.ok": {"appBurst": 2}}}}"#)
+        #expect(ResolvedSettings(arguments: ["--config", fine.config], environment: [:]).problems.isEmpty)
+    }
+
     @Test("unknown keys anywhere are errors at their line, with the closest known key")
     func unknownKeys() throws {
         let scratch = try Scratch(

@@ -1,3 +1,4 @@
+import PushgateModel
 import PushgateScheduler
 
 /// The scheduler's policy (PRODUCT.md section 4) as given, in seconds where the settings have
@@ -101,6 +102,10 @@ extension SettingValue {
         }
         var topics: [String: SchedulerSettings.TopicOverrides] = [:]
         for member in members {
+            // A key no topic can equal would override nothing, silently.
+            guard TopicRules.isValid(member.key) else {
+                throw problem("\(setting.key) is keyed by topics, and \(TopicRules.explain(member.key))")
+            }
             var object = try object(member.value, key: "\(setting.key).\(member.key)")
             topics[member.key] = SchedulerSettings.TopicOverrides(
                 appBurst: try object.integer("appBurst"),
