@@ -119,7 +119,7 @@ public enum Settings {
         ) { configuration, value throws(SettingError) in configuration.adminListen = try value.listenAddresses() },
         Setting(
             "adminToken", .text, "TOKEN", default: "none", secret: true,
-            help: "Bearer token for /metrics and /v1/admin. Without one they answer loopback clients only. Prefer the file forms: a flag's value is visible in the process list."
+            help: "Bearer token for /metrics and /v1/admin. Without one they answer loopback clients only. Prefer the file forms: a flag's value is visible in the process list. 1 to 1024 visible ASCII characters (it travels in `authorization: bearer TOKEN`): a file with a line break inside, a space or a control character is refused (surrounding blanks and the final newline are not part of it)."
         ) { configuration, value throws(SettingError) in configuration.adminToken = try value.adminToken() },
         Setting(
             "adminOnlyOnAdminListener", .toggle, default: "off",
