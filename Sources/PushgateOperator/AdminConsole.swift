@@ -184,7 +184,9 @@ public final class AdminConsole: Sendable {
     private func deviceResponse(_ deviceID: String) async -> HTTPServerResponse {
         do {
             guard let device = try await core.inspect(deviceID: deviceID) else {
-                return .refusal(Refusal(.notFound, "no device \(deviceID) on this gateway"))
+                // Echoed as far as an id goes (32 hex digits): a path of any length is not repeated whole.
+                let shown = deviceID.isEmpty ? "id (the path ends at /v1/admin/devices/)" : deviceID.count > 40 ? "\"\(deviceID.prefix(40))...\" (\(deviceID.utf8.count) bytes)" : deviceID
+                return .refusal(Refusal(.notFound, "no device \(shown) on this gateway"))
             }
             return .json(AdminJSON.encode(AdminDevice(device, now: clock.nowMillis())))
         } catch {

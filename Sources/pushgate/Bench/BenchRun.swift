@@ -320,7 +320,8 @@ struct BenchRun: Sendable {
         if let (total, loops) = cpu {
             rows.append(("server CPU-s per 100k delivered", String(format: "%.2f (event loops %.2f, other threads %.2f)", total, loops, total - loops)))
         }
-        for (name, value) in rows { print(name.padding(toLength: 38, withPad: " ", startingAt: 0) + value) }
+        let width = rows.map(\.0.count).max().map { $0 + 2 } ?? 0
+        for (name, value) in rows { print(name.padding(toLength: width, withPad: " ", startingAt: 0) + value) }
         let cpuJSON = cpu.map { String(format: ",\"serverCPUPer100k\":%.3f,\"serverLoopCPUPer100k\":%.3f", $0.0, $0.1) }
             ?? ",\"serverCPUPer100k\":null,\"serverLoopCPUPer100k\":null"
         let json = String(

@@ -163,6 +163,12 @@ struct AdminAPITests {
             #expect(unknown.status == 404)
             #expect(unknown.json["reason"] as? String == "NotFound")
             #expect(try await gateway.operatorGet("/v1/admin/devices/not-a-device-id").status == 404)
+            // A long path is not echoed whole, and an empty id is named as such.
+            let long = try await gateway.operatorGet("/v1/admin/devices/" + String(repeating: "a", count: 5_000))
+            #expect(long.status == 404 && long.body.utf8.count < 200, "\(long.body.utf8.count) bytes")
+            #expect((long.json["detail"] as? String)?.hasSuffix("...\" (5000 bytes) on this gateway") == true, "\(long.json)")
+            let empty = try await gateway.operatorGet("/v1/admin/devices/")
+            #expect(empty.json["detail"] as? String == "no device id (the path ends at /v1/admin/devices/) on this gateway")
             await api.close()
         }
     }
