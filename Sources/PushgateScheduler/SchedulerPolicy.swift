@@ -132,41 +132,55 @@ public struct SchedulerConfiguration: Sendable, Hashable {
     /// Checks every field of the global policy, then of each override (topics in sorted order, so
     /// the same file always reports the same first error).
     public func validate() throws(SchedulerConfigurationError) {
-        try Self.check(global, topic: nil)
-        try Self.field("topics", Int64(topics.count), SchedulerPolicy.Limits.topicOverrides, topic: nil)
-        // A topic's fields it does not override are the global ones, already checked.
-        for topic in topics.keys.sorted() {
-            try Self.check(policy(forTopic: topic), topic: topic)
-        }
+        if let first = problems().first { throw first }
     }
 
-    private static func check(_ policy: SchedulerPolicy, topic: String?) throws(SchedulerConfigurationError) {
+    /// Every field out of its range, in `validate()`'s order.
+    public func problems() -> [SchedulerConfigurationError] {
+        var found: [SchedulerConfigurationError] = []
+        Self.check(global, topic: nil, into: &found)
+        Self.field("topics", Int64(topics.count), SchedulerPolicy.Limits.topicOverrides, topic: nil, into: &found)
+        // A topic's fields it does not override are the global ones, checked already (and
+        // named once, for the global policy).
+        for topic in topics.keys.sorted() {
+            var ofTopic: [SchedulerConfigurationError] = []
+            Self.check(policy(forTopic: topic), topic: topic, into: &ofTopic)
+            found += ofTopic.filter { error in !found.contains { $0.topic == nil && $0.field == error.field } }
+        }
+        return found
+    }
+
+    private static func check(_ policy: SchedulerPolicy, topic: String?, into found: inout [SchedulerConfigurationError]) {
         typealias Limits = SchedulerPolicy.Limits
-        try field("appBurst", Int64(policy.appBurst), Limits.burst, topic: topic)
-        try field("appRefillPerHour", Int64(policy.appRefillPerHour), Limits.refillPerHour, topic: topic)
-        try field("deviceBurst", Int64(policy.deviceBurst), Limits.burst, topic: topic)
-        try field("deviceRefillPerHour", Int64(policy.deviceRefillPerHour), Limits.refillPerHour, topic: topic)
-        try field("maxHeldPerApp", Int64(policy.maxHeldPerApp), Limits.maxHeldPerApp, topic: topic)
-        try field("maxDeferralMillis", policy.maxDeferralMillis, Limits.maxDeferralMillis, topic: topic)
-        try field(
+        func field(_ name: String, _ value: Int64, _ allowed: ClosedRange<Int64>, topic: String?) {
+            Self.field(name, value, allowed, topic: topic, into: &found)
+        }
+        field("appBurst", Int64(policy.appBurst), Limits.burst, topic: topic)
+        field("appRefillPerHour", Int64(policy.appRefillPerHour), Limits.refillPerHour, topic: topic)
+        field("deviceBurst", Int64(policy.deviceBurst), Limits.burst, topic: topic)
+        field("deviceRefillPerHour", Int64(policy.deviceRefillPerHour), Limits.refillPerHour, topic: topic)
+        field("maxHeldPerApp", Int64(policy.maxHeldPerApp), Limits.maxHeldPerApp, topic: topic)
+        field("maxDeferralMillis", policy.maxDeferralMillis, Limits.maxDeferralMillis, topic: topic)
+        field(
             "defaultExpirationMillis",
             policy.defaultExpirationMillis,
             Limits.defaultExpirationMillis,
             topic: topic
         )
-        try field("fetchWindowMillis", policy.fetchWindowMillis, Limits.fetchWindowMillis, topic: topic)
-        try field("timeoutPenaltyMillis", policy.timeoutPenaltyMillis, Limits.timeoutPenaltyMillis, topic: topic)
-        try field("minRefillPerHour", Int64(policy.minRefillPerHour), Limits.minRefillPerHour, topic: topic)
+        field("fetchWindowMillis", policy.fetchWindowMillis, Limits.fetchWindowMillis, topic: topic)
+        field("timeoutPenaltyMillis", policy.timeoutPenaltyMillis, Limits.timeoutPenaltyMillis, topic: topic)
+        field("minRefillPerHour", Int64(policy.minRefillPerHour), Limits.minRefillPerHour, topic: topic)
     }
 
     private static func field(
         _ name: String,
         _ value: Int64,
         _ allowed: ClosedRange<Int64>,
-        topic: String?
-    ) throws(SchedulerConfigurationError) {
-        guard allowed.contains(value) else {
-            throw SchedulerConfigurationError(topic: topic, field: name, value: value, allowed: allowed)
+        topic: String?,
+        into found: inout [SchedulerConfigurationError]
+    ) {
+        if !allowed.contains(value) {
+            found.append(SchedulerConfigurationError(topic: topic, field: name, value: value, allowed: allowed))
         }
     }
 }

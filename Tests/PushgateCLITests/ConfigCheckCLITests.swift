@@ -84,6 +84,26 @@ struct ConfigCheckCLITests {
         #expect(check.stderr.contains(expected), "\(check.stderr)")
     }
 
+    @Test("config check names every error, each at its place: scheduler values out of range beside the others")
+    func everyError() throws {
+        let scratch = try Scratch("{\n  \"scheduler\": {\"appBurst\": -1, \"appRefillPerHour\": 0}\n}")
+        defer { scratch.remove() }
+        let check = try runPushgate(
+            ["config", "check", "--config", scratch.config, "--threads", "0"],
+            environment: ["PUSHGATE_SCHEDULER_DEVICE_BURST": "0"], timeout: .seconds(30)
+        )
+        #expect(check.status == 1, "\(check.stdout)\n\(check.stderr)")
+        let errors = check.stderr.split(separator: "\n").filter { $0.hasPrefix("error: ") }
+        #expect(errors.count == 4, "\(check.stderr)")
+        for expected in [
+            "--threads: ", "\(scratch.config):2:29: scheduler.appBurst: global scheduler policy: appBurst is -1",
+            "\(scratch.config):2:53: scheduler.appRefillPerHour: global scheduler policy: appRefillPerHour is 0",
+            "PUSHGATE_SCHEDULER_DEVICE_BURST: global scheduler policy: deviceBurst is 0",
+        ] {
+            #expect(errors.contains { $0.contains(expected) }, "\(expected) in \(check.stderr)")
+        }
+    }
+
     @Test("serve: the environment and a secret's _FILE variable set what no flag sets; a flag wins over both")
     func environment() throws {
         let scratch = try Scratch(#"{"adminListen": ["127.0.0.1:0"], "logLevel": "info"}"#)

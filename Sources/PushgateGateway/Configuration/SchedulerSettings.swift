@@ -31,6 +31,31 @@ public struct SchedulerSettings: Sendable {
     /// Validated: a wrong value names its topic, field and allowed range, in the file's own
     /// terms (seconds where the file has seconds).
     public func configuration() throws(SchedulerConfigurationError) -> SchedulerConfiguration {
+        let configuration = try assemble { field, seconds, allowed, topic throws(SchedulerConfigurationError) in
+            try Self.millis(field, seconds, allowed, topic: topic)
+        }
+        try configuration.validate()
+        return configuration
+    }
+
+    /// Every wrong value, in the order `configuration()` meets them, for `config check` to name
+    /// each (a seconds field out of range is left at its default for the checks after it).
+    public func problems() -> [SchedulerConfigurationError] {
+        var found: [SchedulerConfigurationError] = []
+        let configuration = assemble { field, seconds, allowed, topic in
+            do throws(SchedulerConfigurationError) {
+                return try Self.millis(field, seconds, allowed, topic: topic)
+            } catch {
+                found.append(error)
+                return nil
+            }
+        }
+        return found + configuration.problems()
+    }
+
+    private func assemble<E: Error>(
+        millis: (String, Int64?, ClosedRange<Int64>, String?) throws(E) -> Int64?
+    ) throws(E) -> SchedulerConfiguration {
         typealias Limits = SchedulerPolicy.Limits
         var global = SchedulerPolicy()
         if let appBurst { global.appBurst = appBurst }
@@ -38,16 +63,16 @@ public struct SchedulerSettings: Sendable {
         if let deviceBurst { global.deviceBurst = deviceBurst }
         if let deviceRefillPerHour { global.deviceRefillPerHour = deviceRefillPerHour }
         if let maxHeldPerApp { global.maxHeldPerApp = maxHeldPerApp }
-        if let millis = try Self.millis("maxDeferralSeconds", maxDeferralSeconds, Limits.maxDeferralMillis, topic: nil) {
+        if let millis = try millis("maxDeferralSeconds", maxDeferralSeconds, Limits.maxDeferralMillis, nil) {
             global.maxDeferralMillis = millis
         }
-        if let millis = try Self.millis("defaultExpirationSeconds", defaultExpirationSeconds, Limits.defaultExpirationMillis, topic: nil) {
+        if let millis = try millis("defaultExpirationSeconds", defaultExpirationSeconds, Limits.defaultExpirationMillis, nil) {
             global.defaultExpirationMillis = millis
         }
-        if let millis = try Self.millis("fetchWindowSeconds", fetchWindowSeconds, Limits.fetchWindowMillis, topic: nil) {
+        if let millis = try millis("fetchWindowSeconds", fetchWindowSeconds, Limits.fetchWindowMillis, nil) {
             global.fetchWindowMillis = millis
         }
-        if let millis = try Self.millis("timeoutPenaltySeconds", timeoutPenaltySeconds, Limits.timeoutPenaltyMillis, topic: nil) {
+        if let millis = try millis("timeoutPenaltySeconds", timeoutPenaltySeconds, Limits.timeoutPenaltyMillis, nil) {
             global.timeoutPenaltyMillis = millis
         }
         if let minRefillPerHour { global.minRefillPerHour = minRefillPerHour }
@@ -59,20 +84,14 @@ public struct SchedulerSettings: Sendable {
                 appBurst: section.appBurst,
                 appRefillPerHour: section.appRefillPerHour,
                 maxHeldPerApp: section.maxHeldPerApp,
-                maxDeferralMillis: try Self.millis("maxDeferralSeconds", section.maxDeferralSeconds, Limits.maxDeferralMillis, topic: topic),
-                defaultExpirationMillis: try Self.millis(
-                    "defaultExpirationSeconds", section.defaultExpirationSeconds, Limits.defaultExpirationMillis, topic: topic
-                ),
-                fetchWindowMillis: try Self.millis("fetchWindowSeconds", section.fetchWindowSeconds, Limits.fetchWindowMillis, topic: topic),
-                timeoutPenaltyMillis: try Self.millis(
-                    "timeoutPenaltySeconds", section.timeoutPenaltySeconds, Limits.timeoutPenaltyMillis, topic: topic
-                ),
+                maxDeferralMillis: try millis("maxDeferralSeconds", section.maxDeferralSeconds, Limits.maxDeferralMillis, topic),
+                defaultExpirationMillis: try millis("defaultExpirationSeconds", section.defaultExpirationSeconds, Limits.defaultExpirationMillis, topic),
+                fetchWindowMillis: try millis("fetchWindowSeconds", section.fetchWindowSeconds, Limits.fetchWindowMillis, topic),
+                timeoutPenaltyMillis: try millis("timeoutPenaltySeconds", section.timeoutPenaltySeconds, Limits.timeoutPenaltyMillis, topic),
                 minRefillPerHour: section.minRefillPerHour
             )
         }
-        let configuration = SchedulerConfiguration(global: global, topics: overrides)
-        try configuration.validate()
-        return configuration
+        return SchedulerConfiguration(global: global, topics: overrides)
     }
 
     /// The policy counts milliseconds, this file seconds: a seconds field is checked here, in

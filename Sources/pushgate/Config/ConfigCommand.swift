@@ -44,6 +44,8 @@ struct CheckCommand: ParsableCommand {
         let resolved = try SettingsArguments.settings(settings, for: Self.self)
         print(Self.table(resolved))
         var errors = resolved.problems.map(\.description)
+        // Every scheduler value out of range, not only the first (prepare stops at that one).
+        errors += resolved.configuration.policy.scheduler.problems().map(resolved.locate)
         if errors.isEmpty {
             var configuration = resolved.configuration
             do {
