@@ -123,6 +123,14 @@ struct SettingsTests {
         #expect(spaced.count == 1 && spaced[0].hasPrefix("PUSHGATE_ADMIN_TOKEN: has a space"), "\(spaced)")
     }
 
+    @Test("a key given twice in one object, anywhere in the file, is an error at the second")
+    func duplicateKeys() throws {
+        let scratch = try Scratch("{\n  \"scheduler\": {\"appBurst\": 3,\n    \"appBurst\": 5},\n  \"providerKeys\": [{\"teamId\": \"A\", \"teamId\": \"B\"}]\n}")
+        let problems = ResolvedSettings(arguments: ["--config", scratch.config], environment: [:]).problems.map(\.description)
+        #expect(problems.contains("\(scratch.config):3:5: scheduler.appBurst: given twice (first at line 2); give each key once"), "\(problems)")
+        #expect(problems.contains { $0.contains("providerKeys[0].teamId: given twice") }, "\(problems)")
+    }
+
     @Test("a scheduler override keyed by something no topic can be is refused, saying why")
     func overrideOfNoTopic() throws {
         let scratch = try Scratch(#"{"scheduler": {"topics": {"com.example.ok": {"appBurst": 2}, "bad topic!": {"appBurst": 1}}}}"#)

@@ -55,6 +55,36 @@ public struct ConfigurationFile: Sendable {
         .file(path: path, key: key, line: member.value.position.line, column: member.value.position.column)
     }
 
+    /// Keys given twice in one object, anywhere in the file: JSON leaves it to the reader which
+    /// one counts, and a second `appBurst` silently won over the first.
+    func duplicateKeys() -> [SettingError] {
+        var problems: [SettingError] = []
+        func walk(_ node: JSONNode, _ path: String) {
+            switch node.value {
+            case .object(let members):
+                var first: [String: TextPosition] = [:]
+                for member in members {
+                    let dotted = path.isEmpty ? member.key : path + "." + member.key
+                    if let earlier = first[member.key] {
+                        problems.append(SettingError(
+                            place: "\(self.path):\(member.keyPosition): \(dotted)",
+                            problem: "given twice (first at line \(earlier.line)); give each key once"
+                        ))
+                    } else {
+                        first[member.key] = member.keyPosition
+                    }
+                    walk(member.value, dotted)
+                }
+            case .array(let items):
+                for (index, item) in items.enumerated() { walk(item, "\(path)[\(index)]") }
+            default:
+                break
+            }
+        }
+        walk(JSONNode(value: .object(members), position: TextPosition(line: 1, column: 1)), "")
+        return problems
+    }
+
     /// Keys that no setting has, in the top-level object and in the objects that group settings
     /// (`scheduler`), each with the closest known key when one is close; and such an object
     /// given as something else.

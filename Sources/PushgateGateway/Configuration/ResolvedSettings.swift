@@ -51,7 +51,7 @@ public struct ResolvedSettings: Sendable {
                     self.file = file
                     sources.file = file
                     let known = Settings.all.flatMap { [$0.fileKey, $0.secretFileKey].compactMap { $0 } }
-                    problems += file.unknownKeys(known: known)
+                    problems += file.duplicateKeys() + file.unknownKeys(known: known)
                 } catch {
                     problems.append(error)
                 }
