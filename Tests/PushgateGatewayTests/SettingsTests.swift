@@ -123,6 +123,13 @@ struct SettingsTests {
         #expect(spaced.count == 1 && spaced[0].hasPrefix("PUSHGATE_ADMIN_TOKEN: has a space"), "\(spaced)")
     }
 
+    @Test("a required field of a provider key spelt wrong is named as the misspelling, not only as missing")
+    func misspeltRequiredField() throws {
+        let scratch = try Scratch("{\"providerKeys\": [\n  {\"teamId\": \"TEAM000001\", \"keyID\": \"KEY0000001\", \"privateKeyFile\": \"k.p8\", \"topics\": [\"a\"]}\n]}")
+        let problems = ResolvedSettings(arguments: ["--config", scratch.config], environment: [:]).problems.map(\.description)
+        #expect(problems == ["\(scratch.config):2:28: providerKeys[0].keyID: unknown key; did you mean \"keyId\"? (\"keyId\" is required)"], "\(problems)")
+    }
+
     @Test("a key given twice in one object, anywhere in the file, is an error at the second")
     func duplicateKeys() throws {
         let scratch = try Scratch("{\n  \"scheduler\": {\"appBurst\": 3,\n    \"appBurst\": 5},\n  \"providerKeys\": [{\"teamId\": \"A\", \"teamId\": \"B\"}]\n}")

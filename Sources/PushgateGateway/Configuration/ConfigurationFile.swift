@@ -182,6 +182,13 @@ struct FileObject {
     /// A required field: missing, it is an error at the object's place.
     mutating func required<T>(_ field: String, _ read: (inout FileObject, String) throws(SettingError) -> T?) throws(SettingError) -> T {
         guard let value = try read(&self, field) else {
+            // A key close to the field's name is most likely it, misspelt: say so.
+            let unread = members.map(\.key).filter { !self.read.contains($0) }
+            if let misspelt = unread.first(where: { closestName(to: $0, among: [field]) != nil }),
+               let member = members.first(where: { $0.key == misspelt })
+            {
+                throw SettingError(place: "\(file):\(member.keyPosition): \(key).\(misspelt)", problem: "unknown key; did you mean \"\(field)\"? (\"\(field)\" is required)")
+            }
             throw SettingError(place: "\(file):\(position): \(key)", problem: "missing \"\(field)\"")
         }
         return value
