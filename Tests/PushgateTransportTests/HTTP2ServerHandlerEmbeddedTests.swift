@@ -308,6 +308,28 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(statistics.floodClosures == 1)
     }
 
+    @Test("rapid reset: requests opened and reset at once; past nghttp2's limit (1,000, then 33 a second) it sends GOAWAY INTERNAL_ERROR, counted as a flood")
+    func rapidReset() throws {
+        let statistics = ConnectionStatistics()
+        let connection = try EmbeddedHTTP2Connection(statistics: statistics)
+        defer { connection.finish() }
+        try connection.handshake()
+        let openAndReset = { (index: Int) -> [WireFrame] in
+            let stream = UInt32(2 * index + 1)
+            return [
+                WireFrame(type: 1, flags: 0x4, streamID: stream, payload: Self.openPost.payload),
+                WireFrame(type: 3, flags: 0, streamID: stream, payload: [0, 0, 0, 8]),
+            ]
+        }
+        try connection.channel.writeInbound(ByteBuffer(bytes: (0..<900).flatMap(openAndReset).flatMap(\.bytes)))
+        #expect(try connection.serverFrames().compactMap(\.goAway).isEmpty)
+        #expect(statistics.floodClosures == 0)
+        try connection.channel.writeInbound(ByteBuffer(bytes: (900..<1200).flatMap(openAndReset).flatMap(\.bytes)))
+        connection.loop.run()
+        #expect(try connection.serverFrames().compactMap(\.goAway).map(\.errorCode) == [2])
+        #expect(statistics.floodClosures == 1)
+    }
+
     @Test("PINGs whose acks the peer does not read: past nghttp2's 1,000 queued acks the connection closes, counted as a flood")
     func pingFlood() throws {
         let statistics = ConnectionStatistics()

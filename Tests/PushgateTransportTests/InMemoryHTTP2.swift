@@ -97,6 +97,7 @@ final class InMemoryHTTP2Peer: NGHTTP2SessionDelegate {
     func sessionSettingsReceived() {}
     func sessionBodyDrained(streamID: Int32, remaining: Int) {}
     func sessionEndStreamSent(streamID: Int32) {}
+    func sessionGoAwaySent(errorCode: UInt32) {}
     func sessionWastedFrame() -> Bool { true }
 }
 

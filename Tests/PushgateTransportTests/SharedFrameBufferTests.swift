@@ -77,5 +77,6 @@ private final class SilentDelegate: NGHTTP2SessionDelegate, @unchecked Sendable 
     func sessionSettingsReceived() {}
     func sessionBodyDrained(streamID: Int32, remaining: Int) {}
     func sessionEndStreamSent(streamID: Int32) {}
+    func sessionGoAwaySent(errorCode: UInt32) {}
     func sessionWastedFrame() -> Bool { true }
 }

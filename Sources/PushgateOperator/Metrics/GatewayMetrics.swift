@@ -96,7 +96,7 @@ public final class GatewayMetrics: Sendable {
         }
         counter(
             "pushgate_http2_flood_closures_total",
-            "HTTP/2 connections closed for flooding: frames that do nothing (empty DATA frames not ending their stream, streams refused for a protocol error) past http2FloodBurst and http2FloodFramesPerSecond, 1,000 unread PING or SETTINGS acks, or 8 CONTINUATION frames."
+            "HTTP/2 connections closed for flooding: frames that do nothing (empty DATA frames not ending their stream, streams refused for a protocol error) past http2FloodBurst and http2FloodFramesPerSecond, 1,000 unread PING or SETTINGS acks, 8 CONTINUATION frames, or streams reset faster than nghttp2's rapid-reset limit."
         ) { Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.statistics.floodClosures } }) }
         let timeouts = name(
             "pushgate_timeouts_total",

@@ -390,6 +390,7 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
     func sessionBodyDrained(streamID: Int32, remaining: Int) {}
 
     func sessionEndStreamSent(streamID: Int32) {}
+    func sessionGoAwaySent(errorCode: UInt32) {}
     func sessionWastedFrame() -> Bool { true }
 }
 

@@ -279,4 +279,13 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
     func sessionEndStreamSent(streamID: Int32) {
         if earlyAnswers[streamID] != nil { earlyAnswers[streamID] = .answered }
     }
+
+    /// The gateway's own GOAWAYs carry NO_ERROR or ENHANCE_YOUR_CALM. INTERNAL_ERROR is
+    /// nghttp2's, which sends it by itself when a peer resets streams faster than its rapid-reset
+    /// limit (CVE-2023-44487) lets (or when it runs out of memory): a flood, counted as the others.
+    func sessionGoAwaySent(errorCode: UInt32) {
+        guard errorCode == NGHTTP2_INTERNAL_ERROR.rawValue, !rapidResetClosure else { return }
+        rapidResetClosure = true
+        connection.statistics?.floodClosed()
+    }
 }

@@ -45,6 +45,8 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     private let idleTimeouts: (idle: TimeAmount?, unauthenticated: TimeAmount?)
     /// The session failed because the peer sent more frames that do nothing than `floodLimit` lets.
     var floodLimitExceeded = false
+    /// nghttp2 ended the session for its rapid-reset limit (counted once).
+    var rapidResetClosure = false
 
     private var idleTimer: Scheduled<Void>?
     private var quiesceTimer: Scheduled<Void>?

@@ -124,6 +124,8 @@ extension NGHTTP2Session {
                header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
             {
                 NGHTTP2Session.from(userData).delegate.sessionEndStreamSent(streamID: header.stream_id)
+            } else if type == NGHTTP2_GOAWAY.rawValue {
+                NGHTTP2Session.from(userData).delegate.sessionGoAwaySent(errorCode: frame!.pointee.goaway.error_code)
             }
             return 0
         }

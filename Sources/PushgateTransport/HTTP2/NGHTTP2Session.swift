@@ -28,6 +28,8 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     func sessionBodyDrained(streamID: Int32, remaining: Int)
     /// A frame carrying END_STREAM for `streamID` was serialized: our side of it is done.
     func sessionEndStreamSent(streamID: Int32)
+    /// A GOAWAY was serialized, ours or one nghttp2 queued by itself.
+    func sessionGoAwaySent(errorCode: UInt32)
     /// A frame arrived that makes us work for nothing: an empty DATA frame not ending its stream,
     /// or one nghttp2 refused with a stream error. Return false to fail the session (after
     /// `terminate(errorCode:)`, so that a GOAWAY says why).
