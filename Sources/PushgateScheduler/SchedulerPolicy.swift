@@ -140,12 +140,12 @@ public struct SchedulerConfiguration: Sendable, Hashable {
         var found: [SchedulerConfigurationError] = []
         Self.check(global, topic: nil, into: &found)
         Self.field("topics", Int64(topics.count), SchedulerPolicy.Limits.topicOverrides, topic: nil, into: &found)
-        // A topic's fields it does not override are the global ones, checked already (and
-        // named once, for the global policy).
+        // A topic's fields it does not override are the global ones, named once already, for
+        // the global policy (an override of its own, even a wrong one, is named for the topic).
         for topic in topics.keys.sorted() {
             var ofTopic: [SchedulerConfigurationError] = []
             Self.check(policy(forTopic: topic), topic: topic, into: &ofTopic)
-            found += ofTopic.filter { error in !found.contains { $0.topic == nil && $0.field == error.field } }
+            found += ofTopic.filter { error in !found.contains { $0.topic == nil && $0.field == error.field && $0.value == error.value } }
         }
         return found
     }

@@ -50,6 +50,21 @@ import Testing
         #expect(error.description == "global scheduler policy: deviceRefillPerHour is 0; allowed 1...3600000")
     }
 
+    @Test("every field out of range is named once: a wrong global value not again for each topic inheriting it, a topic's own wrong value for the topic")
+    func everyProblemOnce() {
+        var configuration = SchedulerConfiguration(
+            topics: [
+                "com.example.inherits": TopicPolicyOverride(maxHeldPerApp: 5),
+                "com.example.own": TopicPolicyOverride(appBurst: 2000, maxHeldPerApp: 0),
+            ]
+        )
+        configuration.global.appBurst = 0
+        configuration.global.deviceBurst = 0
+        let named = configuration.problems().map { "\($0.topic ?? "global") \($0.field) \($0.value)" }
+        #expect(named == ["global appBurst 0", "global deviceBurst 0", "com.example.own appBurst 2000", "com.example.own maxHeldPerApp 0"])
+        #expect(throws: configuration.problems()[0]) { try configuration.validate() }
+    }
+
     @Test func topicErrorNamesTheTopic() throws {
         let configuration = SchedulerConfiguration(
             topics: [
