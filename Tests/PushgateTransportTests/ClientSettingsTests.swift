@@ -48,12 +48,26 @@ struct ClientSettingsTests {
         #expect(HTTP2ClientError.noSettings(within: .milliseconds(100)).description.contains("within 0.1 s"))
     }
 
-    @Test("a server that hangs up before its SETTINGS: the wait fails with connectionClosed")
+    @Test("a server that hangs up before its SETTINGS: the wait fails with closedBeforeSettings, which names the likely causes")
     func closingServer() async throws {
         try await Self.withRawServer(closeAtOnce: true) { port, group in
             let connection = try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: port, group: group)
-            await #expect(throws: HTTP2ClientError.connectionClosed) {
+            await #expect(throws: HTTP2ClientError.closedBeforeSettings) {
                 try await connection.waitForServerSettings()
+            }
+        }
+        #expect(HTTP2ClientError.closedBeforeSettings.description.contains("TLS port spoken to in cleartext (use https://)"))
+    }
+
+    @Test("a TLS server whose certificate the client does not trust: the wait fails with the handshake's own error, not a bare close")
+    func untrustedServer() async throws {
+        try await withTestServer(tls: [try Fixtures.serverContext()], cleartext: false) { server in
+            let connection = try await server.connect(tls: try Fixtures.clientContext(trustRoots: "other-ca.pem"))
+            do {
+                try await connection.waitForServerSettings()
+                Issue.record("the client trusted a certificate of another CA")
+            } catch {
+                #expect("\(error)".contains("certificate verify failed"), "\(error)")
             }
         }
     }

@@ -21,10 +21,10 @@ enum Fixtures {
         )
     }
 
-    static func clientContext(certificate: String? = nil, alpn: [String] = ["h2"]) throws -> TLSContext {
+    static func clientContext(certificate: String? = nil, alpn: [String] = ["h2"], trustRoots: String = "ca.pem") throws -> TLSContext {
         try TLSContext.client(
             TLSClientConfiguration(
-                trustRootsPath: tls("ca.pem"),
+                trustRootsPath: tls(trustRoots),
                 certificateChainPath: certificate.map { tls("\($0).pem") },
                 privateKeyPath: certificate.map { tls("\($0)-key.pem") },
                 serverName: "localhost",

@@ -45,6 +45,10 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     private var streams: [Int32: Stream] = [:]
     private var closed = false
+    /// The first error the pipeline reported before the close (a TLS handshake that failed, and
+    /// why): what the requests still open fail with, rather than a bare "closed", which said
+    /// nothing of an untrusted certificate or a cleartext port.
+    private var closingError: (any Error)?
     private let goAway: EventLoopPromise<HTTP2GoAway>
     private var goAwayCompleted = false
     private let settings: EventLoopPromise<Void>
@@ -97,19 +101,26 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         context.fireChannelActive()
     }
 
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if closingError == nil { closingError = error }
+        context.fireErrorCaught(error)
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         output?.tearDown()
-        failAll(HTTP2ClientError.connectionClosed)
-        completeGoAway(.failure(HTTP2ClientError.connectionClosed))
-        completeSettings(.failure(HTTP2ClientError.connectionClosed))
+        let error = closingError ?? (settingsCompleted ? HTTP2ClientError.connectionClosed : HTTP2ClientError.closedBeforeSettings)
+        failAll(error)
+        completeGoAway(.failure(error))
+        completeSettings(.failure(error))
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         output?.tearDown()
-        failAll(HTTP2ClientError.connectionClosed)
-        completeGoAway(.failure(HTTP2ClientError.connectionClosed))
-        completeSettings(.failure(HTTP2ClientError.connectionClosed))
+        let error = closingError ?? (settingsCompleted ? HTTP2ClientError.connectionClosed : HTTP2ClientError.closedBeforeSettings)
+        failAll(error)
+        completeGoAway(.failure(error))
+        completeSettings(.failure(error))
         self.context = nil
     }
 

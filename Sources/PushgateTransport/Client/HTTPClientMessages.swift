@@ -120,12 +120,17 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
     case responseTooLarge(limit: Int)
     /// The server sent no HTTP/2 SETTINGS in time (not an HTTP/2 server, or a stalled one).
     case noSettings(within: TimeAmount)
+    /// The connection closed before the server's HTTP/2 SETTINGS: not an HTTP/2 server, a TLS
+    /// port spoken to in cleartext, or a server refusing the connection.
+    case closedBeforeSettings
     /// The server ended the stream after an informational (1xx) head, with no final response.
     case noFinalResponse
 
     public var description: String {
         switch self {
         case .connectionClosed: return "the HTTP/2 connection closed before the response was complete"
+        case .closedBeforeSettings:
+            return "the server closed the connection before its HTTP/2 SETTINGS: not an HTTP/2 server, a TLS port spoken to in cleartext (use https://), or a server refusing connections (its connection limits)"
         case .streamReset(let code): return "the server reset the stream (HTTP/2 error code \(code))"
         case .refused: return "the server refused the stream without processing it (going away or over a limit); retry it"
         case .submitFailed(let reason): return "the request could not be sent: \(reason)"
