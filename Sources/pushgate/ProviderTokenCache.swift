@@ -1,6 +1,6 @@
-import ArgumentParser
 import Foundation
 import PushgateCrypto
+import PushgateDeviceClient
 import PushgateProviderAuth
 
 /// A provider token kept in a file between `send` runs: APNs wants one token reused for its
@@ -40,12 +40,12 @@ struct ProviderTokenCache {
 
     private static func signer(keyFile: String, keyID: String, teamID: String, reusing previous: (token: String, issuedAt: Int64)?) throws -> ProviderTokenSigner {
         guard let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
-            throw ValidationError("cannot read the signing key \(keyFile)")
+            throw ClientFailure(description: "cannot read the signing key \(keyFile) (missing, or not readable by this user)")
         }
         do {
             return ProviderTokenSigner(privateKey: try ES256PrivateKey(pem: pem), keyID: keyID, teamID: teamID, reusing: previous)
         } catch {
-            throw ValidationError("\(keyFile): \(error)")
+            throw ClientFailure(description: "\(keyFile): \(error)")
         }
     }
 }

@@ -34,6 +34,30 @@ struct SendCLITests {
     }
 }
 
+/// `pushgate send` that cannot read what it was given: it ran and failed (exit 1, as its help
+/// says for anything but a 200), not a usage error (64, with the usage).
+@Suite("pushgate send: unreadable files", .timeLimit(.minutes(1)))
+struct SendFileCLITests {
+    @Test("a payload file or a signing key that cannot be read ends send with exit 1 and says which")
+    func unreadableFiles() throws {
+        let token = String(repeating: "ab", count: 32)
+        let payload = try runPushgate(
+            ["send", "--server", "http://127.0.0.1:1", "--token", token, "--topic", "com.example.app", "@/nonexistent/payload.json"],
+            timeout: .seconds(30)
+        )
+        #expect(payload.status == 1, "\(payload.stderr)")
+        #expect(payload.stderr.contains("cannot read the payload file /nonexistent/payload.json"), "\(payload.stderr)")
+        #expect(!payload.stderr.contains("Usage:"), "\(payload.stderr)")
+        let key = try runPushgate(
+            ["send", "--server", "http://127.0.0.1:1", "--token", token, "--key", "/nonexistent/AuthKey.p8", "--key-id", "KEY0000001", "--team-id", "TEAM000001",
+             "--topic", "com.example.app", #"{"aps":{"alert":"hi"}}"#],
+            timeout: .seconds(30)
+        )
+        #expect(key.status == 1, "\(key.stderr)")
+        #expect(key.stderr.contains("cannot read the signing key /nonexistent/AuthKey.p8"), "\(key.stderr)")
+    }
+}
+
 /// Takes every request and answers none; keeps the responders so that none is answered for it.
 final class SilentGateway: HTTPServerHandler {
     private let held = NIOLockedValueBox<[HTTPResponder]>([])

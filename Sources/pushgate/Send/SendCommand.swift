@@ -62,7 +62,8 @@ struct SendCommand: AsyncParsableCommand {
         if payload.hasPrefix("@") {
             let path = String(payload.dropFirst())
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw ValidationError("cannot read the payload file \(path)")
+                // Not a usage error (exit 64 with the usage): the command ran and failed (exit 1).
+                throw ClientFailure(description: "cannot read the payload file \(path) (missing, or not readable by this user)")
             }
             body = ByteBuffer(bytes: data)
         } else {
