@@ -59,6 +59,17 @@ struct ClientSettingsTests {
         #expect(HTTP2ClientError.closedBeforeSettings.description.contains("TLS port spoken to in cleartext (use https://)"))
     }
 
+    @Test("nothing listening: the connect fails with the host, the port and the reason, not NIO's nested text")
+    func nothingListening() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        await #expect(throws: HTTP2ClientError.cannotConnect(host: "127.0.0.1", port: 1, reason: "connection refused")) {
+            _ = try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: 1, group: group)
+        }
+        #expect(HTTP2ClientError.cannotConnect(host: "127.0.0.1", port: 1, reason: "connection refused").description
+            == "cannot connect to 127.0.0.1:1: connection refused")
+        try await group.shutdownGracefully()
+    }
+
     @Test("a TLS server whose certificate the client does not trust: the wait fails with the handshake's own error, not a bare close")
     func untrustedServer() async throws {
         try await withTestServer(tls: [try Fixtures.serverContext()], cleartext: false) { server in

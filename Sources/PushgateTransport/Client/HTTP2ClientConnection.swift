@@ -31,6 +31,35 @@ public final class HTTP2ClientConnection: Sendable {
         settingsTimeout: TimeAmount = .seconds(10),
         group: any EventLoopGroup
     ) async throws -> HTTP2ClientConnection {
+        do {
+            return try await bootstrap(host: host, port: port, tls: tls, serverName: serverName, limits: limits,
+                                       maxResponseBodySize: maxResponseBodySize, settingsTimeout: settingsTimeout, group: group)
+        } catch let error as NIOConnectionError {
+            // NIO's own text nests every attempt's error ("SingleConnectionFailure(target: ...")
+            // and calls a refusal a reset: the person running a client wants the cause.
+            throw HTTP2ClientError.cannotConnect(host: host, port: port, reason: Self.reason(error))
+        }
+    }
+
+    private static func reason(_ error: NIOConnectionError) -> String {
+        if let failure = error.connectionErrors.last {
+            if let io = failure.error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
+            return "\(failure.error)"
+        }
+        if let resolution = error.dnsAAAAError ?? error.dnsAError { return "the name did not resolve (\(resolution))" }
+        return "\(error)"
+    }
+
+    private static func bootstrap(
+        host: String,
+        port: Int,
+        tls: TLSContext?,
+        serverName: String?,
+        limits: HTTP2SessionLimits,
+        maxResponseBodySize: Int,
+        settingsTimeout: TimeAmount,
+        group: any EventLoopGroup
+    ) async throws -> HTTP2ClientConnection {
         try await ClientBootstrap(group: group)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connect(host: host, port: port) { channel in

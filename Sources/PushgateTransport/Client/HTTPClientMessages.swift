@@ -123,12 +123,15 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
     /// The connection closed before the server's HTTP/2 SETTINGS: not an HTTP/2 server, a TLS
     /// port spoken to in cleartext, or a server refusing the connection.
     case closedBeforeSettings
+    /// No TCP connection could be made.
+    case cannotConnect(host: String, port: Int, reason: String)
     /// The server ended the stream after an informational (1xx) head, with no final response.
     case noFinalResponse
 
     public var description: String {
         switch self {
         case .connectionClosed: return "the HTTP/2 connection closed before the response was complete"
+        case .cannotConnect(let host, let port, let reason): return "cannot connect to \(host):\(port): \(reason)"
         case .closedBeforeSettings:
             return "the server closed the connection before its HTTP/2 SETTINGS: not an HTTP/2 server, a TLS port spoken to in cleartext (use https://), or a server refusing connections (its connection limits)"
         case .streamReset(let code): return "the server reset the stream (HTTP/2 error code \(code))"
