@@ -26,6 +26,13 @@ public struct ClientFailure: Error, CustomStringConvertible {
     }
 }
 
+/// The gateway answered 401 to the device's own secret: it no longer has the device (deleted,
+/// or a store that was started over), and asking again will not change that.
+public struct UnknownDevice: Error, CustomStringConvertible {
+    public init() {}
+    public var description: String { "the gateway does not know this device or its secret (401)" }
+}
+
 /// The gateway, or a proxy in front of it, answered 429 or a 5xx: it is starting, draining or
 /// overloaded, or the proxy cannot reach it. Unlike other refusals, worth another try after a
 /// back-off.
@@ -172,6 +179,7 @@ public enum DeviceSetup {
     public static func register(_ topic: String, _ device: DeviceRequests, on connection: HTTP2ClientConnection) async throws -> String {
         struct Registered: Decodable { var token: String }
         let response = try await connection.send(device.registration(topic: topic))
+        if response.status == 401 { throw UnknownDevice() }
         guard response.status == 201 else {
             throw RetryableRefusal.refusal(
                 of: "registering \(topic)", status: response.status, body: String(buffer: response.body), failure: "registering \(topic) failed"

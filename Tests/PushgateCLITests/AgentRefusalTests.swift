@@ -49,6 +49,17 @@ struct AgentRefusalTests {
         }
     }
 
+    @Test("a 401 on registration (the gateway no longer has the identity file's device) ends the agent saying to delete the file, as a 401 on the stream does")
+    func unknownDeviceOnRegistration() async throws {
+        try await withStandInGateway(registrationRefusals: [401], capturingErrors: true) { gateway, agent async throws in
+            #expect(throws: AgentProcess.AgentExited.self) { try agent.next(timeout: .seconds(20)) }
+            let messages = agent.exitMessages()
+            #expect(messages.contains("the gateway does not know this device or its secret (401); delete "), "\(messages)")
+            #expect(messages.contains("to start as a new device"), "\(messages)")
+            #expect(gateway.registrations == 1)
+        }
+    }
+
     @Test("a 404 on the event stream ends the agent with the status and the gateway's detail")
     func clientErrorEndsTheAgent() async throws {
         try await withStandInGateway(streamRefusals: [404], capturingErrors: true) { gateway, agent async throws in

@@ -103,8 +103,18 @@ final class Agent: Sendable {
         return identity
     }
 
+    private var unknownDevice: ClientFailure {
+        ClientFailure(description: "the gateway does not know this device or its secret (401); delete \(identityPath) to start as a new device")
+    }
+
     private func register(_ topic: String, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
-        let token = try await answer("registering \(topic)", on: connection) { try await DeviceSetup.register(topic, device, on: connection) }
+        let token: String
+        do {
+            token = try await answer("registering \(topic)", on: connection) { try await DeviceSetup.register(topic, device, on: connection) }
+        } catch is UnknownDevice {
+            // The same words as on the event stream: the identity file names a device the gateway no longer has.
+            throw unknownDevice
+        }
         emit("{\"type\":\"registered\",\"deviceId\":\(JSONText.quote(device.identity.deviceId)),\"topic\":\(JSONText.quote(topic)),\"token\":\(JSONText.quote(token))}")
     }
 
@@ -116,9 +126,7 @@ final class Agent: Sendable {
     ) async throws {
         let request = device.events(lastEventID: lastSeq)
         let response = try await answer("the event stream request", on: connection) { try await connection.stream(request) }
-        if response.status == 401 {
-            throw ClientFailure(description: "the gateway does not know this device or its secret (401); delete \(identityPath) to start as a new device")
-        }
+        if response.status == 401 { throw unknownDevice }
         guard response.status == 200 else {
             let body = await Self.start(of: response.body)
             throw RetryableRefusal.refusal(of: "the event stream", status: response.status, body: body, failure: "event stream refused")
