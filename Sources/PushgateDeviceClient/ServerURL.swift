@@ -2,7 +2,8 @@ import NIOCore
 import NIOHTTP1
 import PushgateTransport
 
-/// `http://HOST:PORT` (h2c, prior knowledge) or `https://HOST:PORT` (TLS, ALPN h2).
+/// `http://HOST:PORT` (h2c, prior knowledge) or `https://HOST:PORT` (TLS, ALPN h2), with no path
+/// but an optional trailing slash.
 public struct ServerURL: Sendable, CustomStringConvertible {
     public let isTLS: Bool
     public let host: String
@@ -21,7 +22,11 @@ public struct ServerURL: Sendable, CustomStringConvertible {
         } else {
             return nil
         }
-        let authority = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let parts = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        let authority = parts.first ?? ""
+        // The gateway is reached at its root (the provider API is /3/... as at APNs): a path
+        // would be dropped silently, so it is refused. A trailing slash is no path.
+        guard parts.count < 2 || parts[1].isEmpty else { return nil }
         guard let address = ListenAddress(String(authority)) ?? (authority.isEmpty ? nil : ListenAddress("\(authority):\(isTLS ? 443 : 2197)"))
         else { return nil }
         host = address.host

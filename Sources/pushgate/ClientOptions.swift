@@ -6,7 +6,7 @@ import PushgateTransport
 
 /// Options every client command shares.
 struct ClientOptions: ParsableArguments {
-    @Option(help: "Gateway URL: http://HOST:PORT (h2c) or https://HOST:PORT (TLS).")
+    @Option(help: "Gateway URL: http://HOST:PORT (h2c) or https://HOST:PORT (TLS), no path (the gateway is reached at its root).")
     var server: ServerURL = ServerURL("http://127.0.0.1:2197")!
 
     @Option(name: .customLong("cacert"), help: "PEM CA file to verify the gateway's certificate (https).")

@@ -14,7 +14,7 @@ struct DeviceRequestsTests {
         ("http://127.0.0.1:2197", false, "127.0.0.1", 2197),
         ("https://gw.example.com", true, "gw.example.com", 443),
         ("http://gw.example.com", false, "gw.example.com", 2197),
-        ("https://[::1]:8443/ignored/path", true, "::1", 8443),
+        ("https://[::1]:8443/", true, "::1", 8443),
     ])
     func urls(text: String, tls: Bool, host: String, port: Int) throws {
         let url = try #require(ServerURL(text))
@@ -23,7 +23,9 @@ struct DeviceRequestsTests {
         #expect(url.port == port)
     }
 
-    @Test("not a gateway URL", arguments: ["127.0.0.1:2197", "ftp://x:1", "http://", "http://[::1", "http://x:99999"])
+    @Test("not a gateway URL (a path would be dropped: the gateway is reached at its root)", arguments: [
+        "127.0.0.1:2197", "ftp://x:1", "http://", "http://[::1", "http://x:99999", "https://[::1]:8443/some/prefix", "http://x:1/3/device",
+    ])
     func badURLs(text: String) {
         #expect(ServerURL(text) == nil)
     }
