@@ -98,7 +98,11 @@ final class Agent: Sendable {
         }
         let data = try JSONEncoder().encode(identity)
         guard FileManager.default.createFile(atPath: identityPath, contents: data, attributes: [.posixPermissions: 0o600]) else {
-            throw ClientFailure(description: "cannot write the identity file \(identityPath)")
+            let directory = (identityPath as NSString).deletingLastPathComponent
+            let place = directory.isEmpty ? "." : directory
+            let why = !FileManager.default.fileExists(atPath: place) ? "\(place) does not exist"
+                : !FileManager.default.isWritableFile(atPath: place) ? "\(place) is not writable by this user" : "the file system refused it"
+            throw ClientFailure(description: "cannot write the identity file \(identityPath): \(why)")
         }
         return identity
     }
