@@ -58,6 +58,22 @@ struct SendFileCLITests {
     }
 }
 
+/// `pushgate send` against a real gateway that refuses the push: the refusal's reason and detail,
+/// as its help says, and exit 1.
+@Suite("pushgate send: a refusal", .timeLimit(.minutes(1)))
+struct SendRefusalCLITests {
+    @Test("a refused push prints its reason and detail, and send exits 1")
+    func refusal() throws {
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
+        let token = String(repeating: "ab", count: 32)
+        let sent = try runPushgate(["send", "--server", gateway.urls[0], "--token", token, "--topic", "com.example.app", #"{"aps":{"alert":"hi"}}"#])
+        #expect(sent.status == 1)
+        #expect(sent.stdout.hasPrefix("status: 400\napns-id: "), "\(sent.stdout)")
+        #expect(sent.stdout.contains("\nreason: BadDeviceToken\ndetail: no device has the token \(token)\n"), "\(sent.stdout)")
+        #expect(gateway.stop() == 0)
+    }
+}
+
 /// Takes every request and answers none; keeps the responders so that none is answered for it.
 final class SilentGateway: HTTPServerHandler {
     private let held = NIOLockedValueBox<[HTTPResponder]>([])

@@ -103,7 +103,17 @@ struct SendCommand: AsyncParsableCommand {
         if let disposition = response.headers.first(name: "pushgate-disposition") {
             line += "disposition: \(disposition)\n"
         }
-        if response.body.readableBytes > 0 { line += "body: \(String(buffer: response.body))\n" }
+        if response.body.readableBytes > 0 {
+            // A refusal in APNs' format prints as its reason and detail, as the help says;
+            // anything else (a proxy's page) as it came.
+            struct Refusal: Decodable { var reason: String; var detail: String? }
+            if let refusal = try? JSONDecoder().decode(Refusal.self, from: Data(response.body.readableBytesView)) {
+                line += "reason: \(refusal.reason)\n"
+                if let detail = refusal.detail { line += "detail: \(detail)\n" }
+            } else {
+                line += "body: \(String(buffer: response.body))\n"
+            }
+        }
         print(line, terminator: "")
         if response.status != 200 { throw ExitCode(1) }
     }
