@@ -49,7 +49,13 @@ public struct ProviderAuthenticator: Sendable {
             return certificate.authorize(topic: topic)
         }
         if !keyring.isEmpty {
-            return connection.authorize(authorization: authorization, topic: topic, nowMillis: nowMillis)
+            let verdict = connection.authorize(authorization: authorization, topic: topic, nowMillis: nowMillis)
+            // Where certificates are accepted too, a provider without a token may have meant to use one.
+            if authorization == nil, acceptsClientCertificates, case .failure(var refusal) = verdict, refusal.reason == .missingProviderToken {
+                refusal.detail += ", or connect over TLS with a client certificate from the operator's CA"
+                return .failure(refusal)
+            }
+            return verdict
         }
         if acceptsClientCertificates {
             return .failure(Refusal(.missingProviderToken, "this gateway accepts providers by client certificate only; connect over TLS with a certificate from the operator's CA"))

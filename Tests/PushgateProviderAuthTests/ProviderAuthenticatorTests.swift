@@ -37,6 +37,12 @@ struct ProviderAuthenticatorTests {
         #expect(authenticator.requiresToken(certificate: nil))
         let missing = authenticator.authorize(certificate: nil, authorization: nil, topic: "com.example.app", connection: &connection, nowMillis: TestWorld.now)
         #expect(missing.refusal?.reason == .missingProviderToken)
+        // Certificates are accepted too: the detail names both ways in.
+        #expect(missing.refusal?.detail.hasSuffix("or connect over TLS with a client certificate from the operator's CA") == true, "\(String(describing: missing.refusal?.detail))")
+        var tokensOnly = ProviderAuthenticator(keyring: world.keyring, acceptsClientCertificates: false).makeConnectionState()
+        let missingTokenOnly = ProviderAuthenticator(keyring: world.keyring, acceptsClientCertificates: false)
+            .authorize(certificate: nil, authorization: nil, topic: "com.example.app", connection: &tokensOnly, nowMillis: TestWorld.now)
+        #expect(missingTokenOnly.refusal?.detail.contains("client certificate") == false)
         let good = authenticator.authorize(
             certificate: nil,
             authorization: world.bearer(),
