@@ -10,11 +10,6 @@ import PushgateModel
 public struct SilentNotification: Sendable, Hashable {
     /// The window when a notification does not say: iOS gives a woken app about 30 seconds.
     public static let defaultFetchWindowSeconds = 30
-    /// The longest window a gateway opens (its fetchWindowSeconds setting's limit). A larger
-    /// figure, which only a broken or hostile server sends, is taken as this: unbounded, the
-    /// agent trapped once its deadline passed what a clock instant can hold.
-    public static let maxFetchWindowSeconds = 600
-
     public var seq: UInt64
     public var topic: String
     public var apnsID: String
@@ -48,7 +43,10 @@ public struct SilentNotification: Sendable, Hashable {
     /// window when it sent the notification, a little earlier, and the report still has to
     /// reach it: a command that ran to the window's very end would be counted as a timeout.
     public func deadline(receivedAt: ContinuousClock.Instant) -> ContinuousClock.Instant {
-        let window = Duration.seconds(min(max(0, fetchWindowSeconds), Self.maxFetchWindowSeconds))
+        // A larger figure, which only a broken or hostile server sends, is taken as the longest
+        // window a gateway opens: unbounded, the agent trapped once its deadline passed what a
+        // clock instant can hold.
+        let window = Duration.seconds(min(max(0, fetchWindowSeconds), FetchWindow.maxSeconds))
         return receivedAt + window - min(.seconds(1), window / 2)
     }
 

@@ -10,6 +10,13 @@ public enum FetchResult: String, Sendable, Hashable, CaseIterable {
     public static let reportable: [FetchResult] = [.newData, .noData, .failed]
 }
 
+/// The longest fetch window a gateway opens (iOS gives about 30 seconds; ten minutes covers any
+/// fetch a device would run): the scheduler's setting is bounded by it, and an agent takes any
+/// larger figure a server sends as it.
+public enum FetchWindow {
+    public static let maxSeconds = 600
+}
+
 /// How often an app wants budget releases of its silent pushes, as iOS's
 /// `setMinimumBackgroundFetchInterval` says it: as often as the budget allows, at most once per
 /// so many seconds, or never (its silent pushes then wait for a wake event).

@@ -1,3 +1,5 @@
+import PushgateModel
+
 /// The scheduler's rules. The global policy also sets the device bucket, which every app on a device
 /// shares; a topic override changes only what belongs to one app.
 public struct SchedulerPolicy: Sendable, Hashable {
@@ -58,8 +60,7 @@ public struct SchedulerPolicy: Sendable, Hashable {
         public static let maxHeldPerApp: ClosedRange<Int64> = 1...1000
         public static let maxDeferralMillis: ClosedRange<Int64> = 1...(24 * 3600 * 1000)
         public static let defaultExpirationMillis: ClosedRange<Int64> = 1...(30 * 24 * 3600 * 1000)
-        /// iOS gives about 30 seconds; ten minutes covers any fetch a device would run.
-        public static let fetchWindowMillis: ClosedRange<Int64> = 1000...(10 * 60 * 1000)
+        public static let fetchWindowMillis: ClosedRange<Int64> = 1000...(Int64(FetchWindow.maxSeconds) * 1000)
         public static let timeoutPenaltyMillis: ClosedRange<Int64> = 0...(30 * 24 * 3600 * 1000)
         public static let minRefillPerHour: ClosedRange<Int64> = 1...3_600_000
         /// Topics with an override: a policy index is a `UInt16` in every app's record.

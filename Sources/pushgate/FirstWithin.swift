@@ -1,3 +1,5 @@
+import ArgumentParser
+
 /// `work`'s result, or nil when `limit` passes first. `work` is then cancelled and waited for:
 /// `whenLate` runs before that wait, to end work that ignores cancellation.
 func firstWithin<T: Sendable>(
@@ -21,4 +23,11 @@ func firstWithin<T: Sendable>(
 private enum Outcome<T: Sendable>: Sendable {
     case done(T)
     case late
+}
+
+/// `--request-timeout`, which the agent and send share: a second to an hour.
+enum RequestTimeout {
+    static func check(_ seconds: Int) throws {
+        if !(1...3600).contains(seconds) { throw ValidationError("--request-timeout must be 1 to 3600 seconds, got \(seconds)") }
+    }
 }

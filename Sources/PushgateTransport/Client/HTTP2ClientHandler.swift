@@ -107,21 +107,22 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        output?.tearDown()
-        let error = closingError ?? (settingsCompleted ? HTTP2ClientError.connectionClosed : HTTP2ClientError.closedBeforeSettings)
-        failAll(error)
-        completeGoAway(.failure(error))
-        completeSettings(.failure(error))
+        endEverything()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        endEverything()
+        self.context = nil
+    }
+
+    /// The connection is gone: whatever still waits fails with why.
+    private func endEverything() {
         output?.tearDown()
         let error = closingError ?? (settingsCompleted ? HTTP2ClientError.connectionClosed : HTTP2ClientError.closedBeforeSettings)
         failAll(error)
         completeGoAway(.failure(error))
         completeSettings(.failure(error))
-        self.context = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

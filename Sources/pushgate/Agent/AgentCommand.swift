@@ -93,7 +93,7 @@ struct AgentCommand: AsyncParsableCommand {
         }
         // A day at most: far larger values overflowed the interval's Duration and trapped.
         if !(0...86_400).contains(keepalive) { throw ValidationError("--keepalive must be 0 to 86400 seconds, got \(keepalive)") }
-        if !(1...3600).contains(requestTimeout) { throw ValidationError("--request-timeout must be 1 to 3600 seconds, got \(requestTimeout)") }
+        try RequestTimeout.check(requestTimeout)
     }
 
     func run() async throws {

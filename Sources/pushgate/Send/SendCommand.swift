@@ -54,7 +54,7 @@ struct SendCommand: AsyncParsableCommand {
     var payload: String
 
     func validate() throws {
-        if !(1...3600).contains(requestTimeout) { throw ValidationError("--request-timeout must be 1 to 3600 seconds, got \(requestTimeout)") }
+        try RequestTimeout.check(requestTimeout)
     }
 
     func run() async throws {
@@ -106,8 +106,8 @@ struct SendCommand: AsyncParsableCommand {
         if response.body.readableBytes > 0 {
             // A refusal in APNs' format prints as its reason and detail, as the help says;
             // anything else (a proxy's page) as it came.
-            struct Refusal: Decodable { var reason: String; var detail: String? }
-            if let refusal = try? JSONDecoder().decode(Refusal.self, from: Data(response.body.readableBytesView)) {
+            struct ErrorBody: Decodable { var reason: String; var detail: String? }
+            if let refusal = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body.readableBytesView)) {
                 line += "reason: \(refusal.reason)\n"
                 if let detail = refusal.detail { line += "detail: \(detail)\n" }
             } else {
