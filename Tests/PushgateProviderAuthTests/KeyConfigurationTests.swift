@@ -18,6 +18,7 @@ final class KeyConfigurationTests {
         try tools.openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "AuthKey_KEY0000001.p8")
         try tools.openssl("pkey", "-in", "AuthKey_KEY0000001.p8", "-pubout", "-out", "KEY0000001.pub")
         try tools.openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", "p384.p8")
+        FileManager.default.createFile(atPath: tools.path("big.p8"), contents: Data(count: 100_000))
     }
 
     private func configuration(
@@ -82,11 +83,12 @@ final class KeyConfigurationTests {
                 configuration(publicKeyFile: "KEY0000001.pub", privateKeyFile: "AuthKey_KEY0000001.p8"),
                 "publicKeyFile/privateKeyFile/publicKey", "publicKeyFile and privateKeyFile given"
             ),
-            (configuration(privateKeyFile: "missing.p8"), "privateKeyFile", "cannot read \(tools.path("missing.p8"))"),
-            (configuration(publicKeyFile: "missing.pub"), "publicKeyFile", "cannot read \(tools.path("missing.pub"))"),
-            // Not a key file: refused after 64 KiB (a file past 2 GiB was read whole, then trapped
-            // converting its length to Int32).
-            (configuration(privateKeyFile: "/dev/zero"), "privateKeyFile", "/dev/zero holds more than 65536 bytes"),
+            (configuration(privateKeyFile: "missing.p8"), "privateKeyFile", "\(tools.path("missing.p8")) cannot be read: No such file or directory"),
+            (configuration(publicKeyFile: "missing.pub"), "publicKeyFile", "\(tools.path("missing.pub")) cannot be read: No such file or directory"),
+            // Not a key file: refused beyond 64 KiB (a file past 2 GiB was read whole, then trapped
+            // converting its length to Int32), and when not a regular file.
+            (configuration(privateKeyFile: "big.p8"), "privateKeyFile", "big.p8 holds more than 65536 bytes"),
+            (configuration(privateKeyFile: "/dev/zero"), "privateKeyFile", "/dev/zero is not a regular file"),
             (configuration(privateKeyFile: "p384.p8"), "privateKeyFile", "\(tools.path("p384.p8")): the EC key is on curve secp384r1"),
             (configuration(privateKeyFile: "KEY0000001.pub"), "privateKeyFile", "(this is a public key: name it in publicKeyFile)"),
             (configuration(publicKeyFile: "AuthKey_KEY0000001.p8"), "publicKeyFile", "(this is a private key: name it in privateKeyFile)"),

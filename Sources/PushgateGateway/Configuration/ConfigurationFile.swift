@@ -24,13 +24,19 @@ public struct ConfigurationFile: Sendable {
     let directory: String
     let members: [JSONNode.Member]
 
+    /// Far more than any configuration needs (a topic's settings are a few lines).
+    static let maxBytes = 1 << 20
+
     public static func load(path: String) throws(SettingError) -> ConfigurationFile {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw SettingError(place: path, problem: "cannot be read (missing, or not readable by this user)")
+        let data: [UInt8]
+        do {
+            data = try BoundedFile.read(path, limit: maxBytes)
+        } catch {
+            throw SettingError(place: path, problem: "\(error)")
         }
         let root: JSONNode
         do {
-            root = try JSONDocument(Array(data)).root
+            root = try JSONDocument(data).root
         } catch {
             throw SettingError(place: "\(path):\(error.position)", problem: "not valid JSON: \(error.problem)")
         }

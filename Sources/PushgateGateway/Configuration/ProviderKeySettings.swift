@@ -1,4 +1,5 @@
 import Foundation
+import PushgateModel
 import PushgateProviderAuth
 
 extension SettingValue {
@@ -40,7 +41,7 @@ extension SettingValue {
         }
         // Which half the file holds decides the field; a file that cannot be read is reported
         // by the key's own loading, naming it.
-        let contents = (try? ProviderKeyConfiguration.readKeyFile(parts[2])) ?? ""
+        let contents = (try? BoundedFile.read(parts[2], limit: ProviderKeyConfiguration.maxKeyFileBytes)).map { String(decoding: $0, as: UTF8.self) } ?? ""
         let isPublic = contents.contains("-----BEGIN PUBLIC KEY-----")
         return ProviderKeyConfiguration(
             teamID: parts[0],

@@ -204,9 +204,15 @@ private struct Sources {
 
     /// A secret read from the file `path`, as platforms deliver them (Docker and Kubernetes
     /// secrets, systemd credentials): surrounding blanks and the final newline are not part of it.
+    /// A token or a secret is at most a few hundred bytes; a file of more is not one.
+    static let maxSecretFileBytes = 64 * 1024
+
     private func secret(_ setting: Setting, fromFile path: String, namedBy: SettingOrigin) throws(SettingError) -> SettingValue {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw SettingError(place: namedBy.place, problem: "\(path) cannot be read (missing, or not readable by this user)")
+        let data: [UInt8]
+        do {
+            data = try BoundedFile.read(path, limit: Self.maxSecretFileBytes)
+        } catch {
+            throw SettingError(place: namedBy.place, problem: "\(path) \(error)")
         }
         let secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if secret.isEmpty { throw SettingError(place: namedBy.place, problem: "\(path) is empty") }
