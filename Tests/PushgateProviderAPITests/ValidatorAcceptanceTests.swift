@@ -263,3 +263,25 @@ func inference(_ c: InferenceCase) {
 func properSuffix(_ topic: String, _ suffix: String, _ expected: Bool) {
     #expect(FieldSyntax.hasProperSuffix(topic, suffix) == expected)
 }
+
+/// `isHex` is arithmetic: every byte against the digits spelled out, and the device path's fast
+/// check (which lowers as it goes) against the bytes either side of each range.
+@Test func hexDigits() {
+    let digits = Set("0123456789abcdefABCDEF".utf8)
+    for byte in UInt8.min...UInt8.max {
+        #expect(FieldSyntax.isHex(byte) == digits.contains(byte), "byte \(byte)")
+    }
+    let token = String(repeating: "0", count: 63)
+    for neighbour in ["/", ":", "@", "G", "`", "g", "\u{7f}"] {
+        guard case .failure(let refusal) = ProviderRequestValidator.parsePath("/3/device/" + token + neighbour) else {
+            Issue.record("\(neighbour) taken for a hex digit")
+            continue
+        }
+        #expect(refusal.reason == .badDeviceToken || refusal.reason == .badPath, "\(neighbour): \(refusal)")
+    }
+    guard case .token(let lowered) = ProviderRequestValidator.parsePath("/3/device/" + token + "F") else {
+        Issue.record("an uppercase digit refused")
+        return
+    }
+    #expect(lowered == token + "f")
+}

@@ -8,15 +8,11 @@ import PushgateModel
 enum FieldSyntax {
     // MARK: hex, tokens, UUIDs
 
+    /// Arithmetic rather than range patterns: the patterns went through `ClosedRange.contains`
+    /// per byte, unspecialized, a call for each of a token's 64 digits on every push.
     @inline(__always)
     static func isHex(_ b: UInt8) -> Bool {
-        switch b {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
-            UInt8(ascii: "A")...UInt8(ascii: "F"):
-            return true
-        default:
-            return false
-        }
+        b &- UInt8(ascii: "0") < 10 || (b | 0x20) &- UInt8(ascii: "a") < 6
     }
 
     @inline(__always)

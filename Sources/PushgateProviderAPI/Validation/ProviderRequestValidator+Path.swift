@@ -44,13 +44,25 @@ extension ProviderRequestValidator {
     /// `/3/device/` and 64 hex digits gives the lowercased token; anything else `nil`, and the
     /// rules above find what is wrong.
     private static func wellFormedToken(_ path: UnsafeBufferPointer<UInt8>) -> String? {
-        let prefixCount = devicePrefix.utf8.count + 1
+        let prefix: StaticString = "/3/device/"
+        let prefixCount = prefix.utf8CodeUnitCount
         guard path.count == prefixCount + 64,
-              path.prefix(prefixCount - 1).elementsEqual(devicePrefix.utf8),
-              path[prefixCount - 1] == UInt8(ascii: "/")
+              UnsafeBufferPointer(rebasing: path[..<prefixCount])
+                .elementsEqual(UnsafeBufferPointer(start: prefix.utf8Start, count: prefixCount))
         else { return nil }
-        let token = UnsafeBufferPointer(rebasing: path[prefixCount...])
-        guard token.allSatisfy(FieldSyntax.isHex) else { return nil }
-        return FieldSyntax.lowercasingHex(token)
+        // Checked and lowered in one pass; nil (and the partial string dropped) at a non-digit.
+        var wellFormed = true
+        let token = String(unsafeUninitializedCapacity: 64) { buffer in
+            for i in 0..<64 {
+                let byte = path[prefixCount + i]
+                guard FieldSyntax.isHex(byte) else {
+                    wellFormed = false
+                    return 0
+                }
+                buffer[i] = FieldSyntax.isUpperHex(byte) ? byte | 0x20 : byte
+            }
+            return 64
+        }
+        return wellFormed ? token : nil
     }
 }
