@@ -34,8 +34,13 @@ public enum SQLiteBackup {
     public static func backup(directory: String, to destination: String) throws(StoreError) -> StoreFileSummary {
         let source = Directory.join(directory, SQLiteSchema.databaseFileName)
         guard access(source, F_OK) == 0 else {
+            let code = errno
+            guard code == ENOENT else {
+                throw StoreError(.database, "cannot back up \(source): \(String(cString: strerror(code))) (run the backup as the gateway's user, or as root)")
+            }
             throw StoreError(.database, "no store to back up in \(directory): \(source) does not exist")
         }
+        try checkDestination(destination, storeDirectory: directory)
         let partial = destination + ".partial"
         defer { unlink(partial) }
         try copy(source, to: partial) { "cannot back up \(source) to \(destination): \($0)" }
@@ -143,6 +148,31 @@ public enum SQLiteBackup {
     }
 
     // MARK: - Helpers
+
+    /// The store's own files, by name in its directory: a backup renamed over one of them
+    /// replaced the running gateway's database (or its WAL) under it, and pushes it had
+    /// answered 200 were gone after its restart.
+    private static let storeFileNames: Set<String> = {
+        let database = SQLiteSchema.databaseFileName
+        return [database, database + "-wal", database + "-shm", database + "-journal", DirectoryLock.fileName]
+    }()
+
+    private static func checkDestination(_ destination: String, storeDirectory: String) throws(StoreError) {
+        var info = stat()
+        if stat(destination, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            throw StoreError(.database, "\(destination) is a directory; name the backup file to write, e.g. \(Directory.join(destination, "pushgate-backup.sqlite"))")
+        }
+        let name = destination.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? destination
+        guard storeFileNames.contains(name) else { return }
+        let parent = destination.contains("/") ? String(destination[..<destination.lastIndex(of: "/")!]) : "."
+        var parentInfo = stat()
+        var directoryInfo = stat()
+        // The same directory by identity (device and inode), whatever path names it.
+        guard stat(parent.isEmpty ? "/" : parent, &parentInfo) == 0, stat(storeDirectory, &directoryInfo) == 0,
+              parentInfo.st_dev == directoryInfo.st_dev, parentInfo.st_ino == directoryInfo.st_ino
+        else { return }
+        throw StoreError(.database, "\(destination) is the gateway's own \(name) in \(storeDirectory); write the backup outside the data directory")
+    }
 
     private static var readOnly: Configuration {
         var configuration = Configuration()

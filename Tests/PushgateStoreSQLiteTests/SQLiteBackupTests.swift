@@ -42,6 +42,39 @@ struct SQLiteBackupTests {
         await reopened.close()
     }
 
+    @Test("a backup is never written over the store's own files, by any path naming its directory, nor onto a directory")
+    func backupDestinationRefusals() async throws {
+        let root = try TempDirectory()
+        defer { root.remove() }
+        let live = root.path + "/live"
+        let store = try openStore(live)
+        try await store.commit([.createDevice(device("d"))])
+        try await store.commit((1...5).map { .enqueue(notification($0, device: "d", seq: $0)) })
+        try FileManager.default.createSymbolicLink(atPath: root.path + "/link", withDestinationPath: live)
+        func refusal(_ destination: String) -> String {
+            do {
+                _ = try SQLiteBackup.backup(directory: live, to: destination)
+                return "accepted"
+            } catch {
+                return error.message
+            }
+        }
+        for name in ["pushgate.sqlite", "pushgate.sqlite-wal", "pushgate.sqlite-shm", "pushgate.lock"] {
+            for directory in [live, root.path + "/link", live + "/."] {
+                #expect(
+                    refusal(directory + "/" + name)
+                        == "\(directory)/\(name) is the gateway's own \(name) in \(live); write the backup outside the data directory"
+                )
+            }
+        }
+        #expect(refusal(root.path) == "\(root.path) is a directory; name the backup file to write, e.g. \(root.path)/pushgate-backup.sqlite")
+        // Another name in the data directory is only a file there.
+        #expect(refusal(live + "/copy.sqlite") == "accepted")
+        #expect(try store.load().notifications.count == 5)
+        await store.close()
+        #expect(try await openStoreAndLoad(live).notifications.count == 5)
+    }
+
     @Test("a restore is refused while a store is open on the directory, and over a store unless replacing; the replaced one is kept whole")
     func restoreRefusals() async throws {
         let root = try TempDirectory()
