@@ -103,13 +103,26 @@ public enum DeviceRoutes {
     private static func route(_ request: HTTPServerRequest, _ responder: HTTPResponder, core: DeliveryCore) {
         guard let (path, deviceID, action, secret) = target(of: request, responder) else { return }
         let method = request.method
+        // A body the route cannot use is refused once the secret is proven, and only then does
+        // the answer say what is wrong with it: a request with a wrong secret gets its 401, as
+        // one without any does, and learns nothing from its body. The secret lives on the
+        // device's shard, so only a refused body pays for this hop; a good one goes straight to
+        // its operation, which checks the secret itself.
+        let refuse = { @Sendable (refusal: Refusal) in
+            core.authenticate(deviceID: deviceID, secret: secret).whenComplete { result in
+                switch result {
+                case .success: responder.respond(.refusal(refusal))
+                case .failure(let error): responder.respond(.refusal(for: error))
+                }
+            }
+        }
         switch (method, action) {
         case ("DELETE", .device):
             complete(core.deleteDevice(deviceID: deviceID, secret: secret), request, responder) { .init(status: 204) }
         case ("POST", .registrations):
-            guard let topic = decode(TopicBody.self, request, responder)?.topic else { return }
+            guard let topic = decode(TopicBody.self, request, refuse)?.topic else { return }
             guard TopicRules.isValid(topic) else {
-                responder.respond(.refusal(Refusal(.badTopic, TopicRules.explain(topic))))
+                refuse(Refusal(.badTopic, TopicRules.explain(topic)))
                 return
             }
             complete(core.register(deviceID: deviceID, secret: secret, topic: topic), request, responder) { token in
@@ -119,9 +132,9 @@ public enum DeviceRoutes {
             complete(core.unregister(deviceID: deviceID, secret: secret, token: token), request, responder) { .init(status: 204) }
         case ("POST", .ack):
             // Acks come with every delivery: the usual `{"upTo":N}` skips Foundation's decoder.
-            guard let upTo = AckBody.fastUpTo(request.body) ?? decode(AckBody.self, request, responder)?.upTo else { return }
+            guard let upTo = AckBody.fastUpTo(request.body) ?? decode(AckBody.self, request, refuse)?.upTo else { return }
             guard SequenceNumbers.checked(upTo) != nil else {
-                responder.respond(.refusal(Refusal(.badRequest, "upTo must be \(SequenceNumbers.range) (a sequence number), got \(upTo)")))
+                refuse(Refusal(.badRequest, "upTo must be \(SequenceNumbers.range) (a sequence number), got \(upTo)"))
                 return
             }
             complete(core.ack(deviceID: deviceID, secret: secret, upTo: upTo), request, responder) { .init(status: 204) }
@@ -131,12 +144,12 @@ public enum DeviceRoutes {
                 return HTTPServerResponse(status: 200, headers: ["content-type": "application/json"], body: body)
             }
         case ("PUT", .state):
-            guard let body = decode(StateBody.self, request, responder) else { return }
+            guard let body = decode(StateBody.self, request, refuse) else { return }
             var power: DevicePower?
             if let name = body.power {
                 guard let parsed = DevicePower(rawValue: name) else {
-                    responder.respond(
-                        .refusal(Refusal(.badState, "power must be awake, idle or lowPower, got \"\(name.prefix(40))\""))
+                    refuse(
+                        Refusal(.badState, "power must be awake, idle or lowPower, got \"\(name.prefix(40))\"")
                     )
                     return
                 }
@@ -145,8 +158,8 @@ public enum DeviceRoutes {
             var apps: [(topic: String, state: AppState)] = []
             for (topic, name) in (body.apps ?? [:]).sorted(by: { $0.key < $1.key }) {
                 guard let state = AppState(rawValue: name) else {
-                    responder.respond(
-                        .refusal(Refusal(.badState, "apps.\(topic.prefix(100)) must be foreground, background or terminated, got \"\(name.prefix(40))\""))
+                    refuse(
+                        Refusal(.badState, "apps.\(topic.prefix(100)) must be foreground, background or terminated, got \"\(name.prefix(40))\"")
                     )
                     return
                 }
@@ -155,8 +168,8 @@ public enum DeviceRoutes {
             var intervals: [(topic: String, interval: FetchInterval)] = []
             for (topic, value) in (body.fetchIntervals ?? [:]).sorted(by: { $0.key < $1.key }) {
                 guard let interval = value.interval else {
-                    responder.respond(
-                        .refusal(Refusal(.badState, "fetchIntervals.\(topic.prefix(100)) must be \"minimum\", \"never\" or whole seconds from 1 to \(FetchInterval.maxSeconds)"))
+                    refuse(
+                        Refusal(.badState, "fetchIntervals.\(topic.prefix(100)) must be \"minimum\", \"never\" or whole seconds from 1 to \(FetchInterval.maxSeconds)")
                     )
                     return
                 }
@@ -165,23 +178,23 @@ public enum DeviceRoutes {
             let state = core.setState(deviceID: deviceID, secret: secret, power: power, apps: apps, fetchIntervals: intervals)
             complete(state, request, responder) { .init(status: 204) }
         case ("POST", .fetchResults):
-            guard let body = decode(FetchResultsBody.self, request, responder) else { return }
+            guard let body = decode(FetchResultsBody.self, request, refuse) else { return }
             var results: [(seq: UInt64, result: FetchResult)] = []
             for item in body.results {
                 guard SequenceNumbers.checked(item.seq) != nil else {
-                    responder.respond(.refusal(Refusal(.badRequest, "seq must be \(SequenceNumbers.range) (a sequence number), got \(item.seq)")))
+                    refuse(Refusal(.badRequest, "seq must be \(SequenceNumbers.range) (a sequence number), got \(item.seq)"))
                     return
                 }
                 guard let result = FetchResult(rawValue: item.result), FetchResult.reportable.contains(result) else {
-                    responder.respond(
-                        .refusal(Refusal(.badRequest, "result of seq \(item.seq) must be newData, noData or failed, got \"\(item.result.prefix(40))\""))
+                    refuse(
+                        Refusal(.badRequest, "result of seq \(item.seq) must be newData, noData or failed, got \"\(item.result.prefix(40))\"")
                     )
                     return
                 }
                 results.append((item.seq, result))
             }
             guard results.count <= Self.maxFetchResults else {
-                responder.respond(.refusal(Refusal(.badRequest, "at most \(Self.maxFetchResults) results per request, got \(results.count)")))
+                refuse(Refusal(.badRequest, "at most \(Self.maxFetchResults) results per request, got \(results.count)"))
                 return
             }
             complete(core.reportFetchResults(deviceID: deviceID, secret: secret, results: results), request, responder) {
@@ -366,13 +379,13 @@ public enum DeviceRoutes {
         var results: [Item]
     }
 
-    private static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPServerRequest, _ responder: HTTPResponder) -> T? {
+    private static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPServerRequest, _ refuse: (Refusal) -> Void) -> T? {
         do {
             return try JSONDecoder().decode(T.self, from: Data(request.body.readableBytesView))
         } catch {
             // Only a refused body is copied again, to say what is wrong with it.
             let bytes = Array(request.body.readableBytesView)
-            responder.respond(.refusal(Refusal(.badRequest, "request body is not the expected JSON: \(describe(error, bytes))")))
+            refuse(Refusal(.badRequest, "request body is not the expected JSON: \(describe(error, bytes))"))
             return nil
         }
     }

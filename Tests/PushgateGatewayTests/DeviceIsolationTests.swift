@@ -41,6 +41,41 @@ struct DeviceIsolationTests {
         }
     }
 
+    /// A body each route refuses from its own device (400), to show that the secret is judged first.
+    static func badBody(for path: String) -> String? {
+        switch path.split(separator: "/").last.map(String.init) {
+        case "ack": #"{"upTo":-1}"#
+        case "registrations": "{}"
+        case "state": #"{"power":"zzz"}"#
+        case "fetch-results": #"{"results":[{"seq":1,"result":"maybe"}]}"#
+        default: nil
+        }
+    }
+
+    @Test("a body the route refuses, with a wrong secret: 401, never what is wrong with the body; with the right secret, the 400")
+    func wrongSecretBeforeBadBody() async throws {
+        let operations = try Self.deviceOperations().filter { Self.badBody(for: $0.path) != nil }
+        #expect(operations.count == 4, "\(operations)")
+        try await withGateway { gateway in
+            let api = try await API(gateway)
+            let (device, _) = try await api.registeredDevice(topic: Self.topic)
+            let (intruder, _) = try await api.registeredDevice(topic: Self.topic)
+            for (method, template) in operations {
+                for deviceID in [device.id, String(repeating: "f", count: 32)] {
+                    let path = template.replacingOccurrences(of: "{deviceId}", with: deviceID)
+                    for secret in [intruder.secret, String(repeating: "0", count: 64)] {
+                        let reply = try await api.send(method, path, headers: [("authorization", "bearer \(secret)")], body: Self.badBody(for: template))
+                        #expect(reply.status == 401, "\(method) \(path): \(reply.status) \(reply.text)")
+                        #expect(reply.json["reason"] as? String == "Unauthorized")
+                    }
+                }
+                let path = template.replacingOccurrences(of: "{deviceId}", with: device.id)
+                let own = try await api.send(method, path, headers: [("authorization", "bearer \(device.secret)")], body: Self.badBody(for: template))
+                #expect(own.status == 400, "\(method) \(path) with its own secret: \(own.status) \(own.text)")
+            }
+        }
+    }
+
     @Test("another device's secret, a wrong one or none: the same 401 on every route for an existing and an unknown device, and the device's data is untouched")
     func wrongSecretOnEveryRoute() async throws {
         let operations = try Self.deviceOperations()
