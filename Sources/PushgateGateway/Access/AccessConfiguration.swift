@@ -39,7 +39,7 @@ public struct AccessConfiguration: Sendable {
         }
         if registrationSecret == nil {
             missing.append(
-                "a device registration secret (registrationSecret in the config file, or the PUSHGATE_REGISTRATION_SECRET environment variable)"
+                "a device registration secret (--registration-secret-file, PUSHGATE_REGISTRATION_SECRET_FILE or registrationSecretFile in the config file; or the secret itself: --registration-secret, PUSHGATE_REGISTRATION_SECRET, registrationSecret)"
             )
         }
         guard !missing.isEmpty else { return }
