@@ -71,7 +71,7 @@ extension DeviceShard {
                 orphans.append(record.acceptanceID)
                 continue
             }
-            device.queue.append(QueuedNotification(record: record, committed: true, delivery: .stored))
+            device.queue.append(QueuedNotification(record: record, committed: true, delivery: .stored, loaded: true))
             enteredMemory(record)
             withQueue[device.id] = device
         }

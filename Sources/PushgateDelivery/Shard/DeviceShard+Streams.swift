@@ -95,16 +95,18 @@ extension DeviceShard {
     /// first uncommitted one; an ack beyond anything assigned is clamped.
     /// `onlySent`: an ack (`POST .../ack`) may name a seq from a keep-alive response, below which
     /// older pushes may not have been sent yet, so it stops below the first one never sent. A
-    /// `Last-Event-ID` names an event of a stream, and a stream sends every seq below its events
-    /// (or they went in keep-alive responses), so it acks all of them, also after a restart.
+    /// `Last-Event-ID` stops below the first one this process accepted and never sent too (an
+    /// agent may resume with a keep-alive's seq, newer than a stored push still waiting: that
+    /// push was deleted unseen), but acks those read from the store at start, which an earlier
+    /// process may have sent on the stream being resumed.
     private func acknowledge(_ device: DeviceState, upTo requested: UInt64, onlySent: Bool, promise: EventLoopPromise<Void>?) {
         var upTo = min(requested, device.nextSeq - 1)
-        if onlySent {
-            // Everything before `deliveredCount` went out on this stream or in a keep-alive.
-            var index = device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)
-            while index != device.queue.endIndex, device.queue[index].sent { index = device.queue.index(after: index) }
-            if index != device.queue.endIndex { upTo = min(upTo, device.queue[index].seq - 1) }
+        // Everything before `deliveredCount` went out on this stream or in a keep-alive.
+        var index = device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)
+        while index != device.queue.endIndex, device.queue[index].sent || (!onlySent && device.queue[index].loaded) {
+            index = device.queue.index(after: index)
         }
+        if index != device.queue.endIndex { upTo = min(upTo, device.queue[index].seq - 1) }
         guard upTo > device.ackedSeq || !device.uncommittedAcks.isEmpty else {
             // Nothing more to delete; the ack that deleted it may still be on its way to the disk.
             promise?.completeWith(EventLoopFuture.andAllSucceed(device.ackCommitsInFlight, on: eventLoop))

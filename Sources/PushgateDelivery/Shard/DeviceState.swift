@@ -25,14 +25,19 @@ final class QueuedNotification {
     /// process loaded or accepted it. An ack stops below the first entry never sent, so acking a
     /// keep-alive release cannot delete older pushes still waiting in the queue.
     var sent = false
+    /// Read from the store at start: whether an earlier process sent it is not known, so a
+    /// stream's `Last-Event-ID` above it acks it (that process may have sent it on the stream
+    /// the device resumes). One accepted by this process and never sent stops that ack.
+    let loaded: Bool
     /// A silent push whose fetch window was opened (in this process or, from the store, an
     /// earlier one): written again, it opens none.
     var windowOpened = false
 
     var seq: UInt64 { record.seq ?? 0 }
 
-    init(record: AcceptedPush, committed: Bool, delivery: DeliveryKind, carrier: String? = nil) {
+    init(record: AcceptedPush, committed: Bool, delivery: DeliveryKind, carrier: String? = nil, loaded: Bool = false) {
         self.record = record
+        self.loaded = loaded
         self.committed = committed
         self.delivery = delivery
         self.carrier = carrier
