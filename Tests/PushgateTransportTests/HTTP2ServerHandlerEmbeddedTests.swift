@@ -330,6 +330,22 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(statistics.floodClosures == 1)
     }
 
+    @Test("a connection nghttp2 ends on a protocol error takes its open streams off the streams gauge")
+    func streamsGaugeAfterProtocolError() throws {
+        let statistics = ConnectionStatistics()
+        let connection = try EmbeddedHTTP2Connection(statistics: statistics)
+        defer { connection.finish() }
+        try connection.handshake()
+        let heads = (0..<3).map { WireFrame(type: 1, flags: 0x4, streamID: UInt32(2 * $0 + 1), payload: Self.openPost.payload) }
+        try connection.channel.writeInbound(ByteBuffer(bytes: heads.flatMap(\.bytes)))
+        #expect(statistics.openStreams == 3)
+        // DATA on stream 0: a connection error (PROTOCOL_ERROR).
+        try connection.channel.writeInbound(ByteBuffer(bytes: WireFrame(type: 0, flags: 0, streamID: 0, payload: [0]).bytes))
+        connection.loop.run()
+        #expect(!connection.channel.isActive)
+        #expect(statistics.openStreams == 0)
+    }
+
     @Test("PINGs whose acks the peer does not read: past nghttp2's 1,000 queued acks the connection closes, counted as a flood")
     func pingFlood() throws {
         let statistics = ConnectionStatistics()

@@ -36,6 +36,8 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     var headStreams: Set<Int32> = []
 
     private var readHeld = false
+    /// The streams still open have been taken off `pushgate_http2_streams` (at the teardown).
+    private var streamsUncounted = false
     /// Streams answered while their body was still arriving (a refusal on the head, a 413), by
     /// whether the answer is out yet. See `sessionDataFrame(streamID:endStream:)`.
     var earlyAnswers: [Int32: EarlyAnswer] = [:]
@@ -188,9 +190,13 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
 
     private func tearDown() {
         output?.tearDown()
-        // Streams still open end with the connection (once: a handler removed after its
-        // channel went inactive tears down twice).
-        if !policy.isClosed { connection.statistics?.addStreams(-policy.openStreams) }
+        // Streams still open end with the connection, once (a handler removed after its channel
+        // went inactive tears down twice). Not decided by the policy's state: a protocol error
+        // closes the policy before the teardown, and the gauge kept that connection's streams.
+        if !streamsUncounted {
+            streamsUncounted = true
+            connection.statistics?.addStreams(-policy.openStreams)
+        }
         perform(policy.connectionClosed())
         let open = writers
         writers = [:]
