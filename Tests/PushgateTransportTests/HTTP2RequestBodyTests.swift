@@ -117,6 +117,9 @@ struct HTTP2RequestBodyTests {
         }
         try hog.handshake()
         try other.handshake()
+        // Proven: the whole budget is theirs (see unauthenticatedPart for the others).
+        hog.info.markAuthenticated()
+        other.info.markAuthenticated()
 
         // 16 KiB of a 64 KiB body arrive and wait for the rest.
         let held = try hog.client.post("/upload", body: ByteBuffer(repeating: 0x41, count: 64 * 1024))
@@ -148,6 +151,40 @@ struct HTTP2RequestBodyTests {
         #expect(other.client.responses[retried] == .init(status: 200, body: "8192 bytes", complete: true))
         #expect(budget.heldBytes == 0)
         #expect(other.application.paths == ["/hello", "/upload"])
+    }
+
+    @Test("connections that have proven nothing hold a quarter of the budget at most: past it their bodies are refused, a proven connection's still fit")
+    func unauthenticatedPart() throws {
+        let budget = RequestBodyBudget(limit: 80 * 1024)
+        #expect(budget.unauthenticatedLimit == 20 * 1024)
+        let window: (inout HTTP2ServerConfiguration) -> Void = { $0.session.initialStreamWindowSize = 16 * 1024 }
+        let hog = try EmbeddedHTTP2Connection(bodyBudget: budget, configure: window)
+        let stranger = try EmbeddedHTTP2Connection(bodyBudget: budget, configure: window)
+        let provider = try EmbeddedHTTP2Connection(bodyBudget: budget, configure: window)
+        defer {
+            hog.finish()
+            stranger.finish()
+            provider.finish()
+        }
+        for connection in [hog, stranger, provider] { try connection.handshake() }
+        provider.info.markAuthenticated()
+
+        _ = try hog.client.post("/upload", body: ByteBuffer(repeating: 0x41, count: 64 * 1024))
+        try hog.sendClientBytes()
+        _ = try hog.serverFrames()
+        #expect(budget.heldBytes == 16 * 1024)
+
+        let refused = try stranger.client.post("/upload", body: ByteBuffer(repeating: 0x42, count: 8 * 1024))
+        try stranger.sendClientBytes()
+        let frames = try stranger.serverFrames().filter { $0.streamID == UInt32(refused) && $0.kind != .windowUpdate }
+        #expect(frames.first?.resetErrorCode == Self.refusedStream)
+        #expect(budget.refusedBodies == 1)
+
+        let accepted = try provider.client.post("/upload", body: ByteBuffer(repeating: 0x43, count: 8 * 1024))
+        try provider.sendClientBytes()
+        _ = try provider.serverFrames()
+        #expect(provider.client.responses[accepted] == .init(status: 200, body: "8192 bytes", complete: true))
+        #expect(budget.refusedBodies == 1)
     }
 
     @Test("a connection that closes with bodies half received gives their bytes back to the budget")

@@ -91,7 +91,7 @@ public enum Settings {
         ) { configuration, value throws(SettingError) in configuration.drainGraceSeconds = try value.integer(in: 0...3600) },
         Setting(
             "requestBodyBudgetBytes", .integer, "BYTES", default: "\(RequestBodyBudget.defaultLimit) (\(RequestBodyBudget.defaultLimit >> 20) MiB)",
-            help: "Request body bytes held at once, all connections together, while their requests arrive. A body that does not fit is refused: over HTTP/2 with RST_STREAM REFUSED_STREAM (not processed; clients retry it), over HTTP/1.1 with 503 and retry-after. At least \(Router.defaultMaxBodySize), the body a device or operator request may have."
+            help: "Request body bytes held at once, all connections together, while their requests arrive. A body that does not fit is refused: over HTTP/2 with RST_STREAM REFUSED_STREAM (not processed; clients retry it), over HTTP/1.1 with 503 and retry-after. Connections that have proven nothing (no valid token, certificate, secret) hold a quarter of it at most. At least \(Router.defaultMaxBodySize), the body a device or operator request may have."
         ) { configuration, value throws(SettingError) in configuration.requestBodyBudgetBytes = try value.integer(in: Router.defaultMaxBodySize...Int.max) },
         Setting("threads", .integer, "N", default: "one per core it may run on", help: "Event-loop threads (the default counts the cores of the process's CPU affinity and cgroup; at most 1024).") {
             configuration, value throws(SettingError) in configuration.threads = try value.integer(in: 1...GatewayConfiguration.maxThreads)

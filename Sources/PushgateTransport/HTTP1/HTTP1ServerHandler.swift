@@ -133,7 +133,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
             guard !rejected, let requestHead = head else { return }
             if (body?.readableBytes ?? 0) + chunk.readableBytes > bodyLimit {
                 refuse(requestHead, .bodyTooLarge(limit: bodyLimit), context: context)
-            } else if !bodyBudget.take(chunk.readableBytes) {
+            } else if !bodyBudget.take(chunk.readableBytes, authenticated: connection.isAuthenticated) {
                 refuse(requestHead, .bodyBudgetExhausted, context: context)
             } else if body == nil {
                 body = chunk

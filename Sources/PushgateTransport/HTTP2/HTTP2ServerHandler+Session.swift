@@ -205,7 +205,7 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
             refuseStream(pending, streamID: streamID, because: "the connection holds too many request bytes")
             return true
         }
-        guard bodyBudget.take(bytes.count) else {
+        guard bodyBudget.take(bytes.count, authenticated: connection.isAuthenticated) else {
             refuseStream(pending, streamID: streamID, because: "the server's request body budget is spent")
             return true
         }

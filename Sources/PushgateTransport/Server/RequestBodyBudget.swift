@@ -27,11 +27,19 @@ public final class RequestBodyBudget: Sendable {
     /// Request bodies refused because they did not fit, since the start.
     public var refusedBodies: Int { refusals.load(ordering: .relaxed) }
 
-    /// Takes `bytes` for a body; false, taking nothing and counting a refusal, when they do not fit.
-    func take(_ bytes: Int) -> Bool {
+    /// The part of the budget bodies on connections that have proven nothing may hold all
+    /// together: a quarter. Device routes read their body before the secret is checked (on the
+    /// device's shard), so requests with a made-up secret filled the whole budget (64 KiB per
+    /// stream, held until the request timeout) and real providers' pushes were refused.
+    public var unauthenticatedLimit: Int { limit / 4 }
+
+    /// Takes `bytes` for a body; false, taking nothing and counting a refusal, when they do not
+    /// fit: in the whole budget, or, for a connection that has not authenticated, in its part.
+    func take(_ bytes: Int, authenticated: Bool) -> Bool {
+        let ceiling = authenticated ? limit : unauthenticatedLimit
         var current = held.load(ordering: .relaxed)
         while true {
-            guard current + bytes <= limit else {
+            guard current + bytes <= ceiling else {
                 refusals.add(1, ordering: .relaxed)
                 return false
             }
