@@ -60,7 +60,7 @@ public enum Settings {
         ) { configuration, value throws(SettingError) in configuration.requestTimeoutSeconds = try value.integer(in: 1...3600) },
         Setting(
             "writeStallTimeout", .integer, "SECONDS", default: "60",
-            help: "An HTTP/2 connection whose peer reads nothing for this long while answers or pushes wait to be written is closed (counted in pushgate_timeouts_total{timeout=\"stalled_reader\"}); its unacked pushes are delivered again on its next stream."
+            help: "An HTTP/2 connection whose socket stays unwritable for this long (its peer reads nothing while bytes wait to be sent) is closed (counted in pushgate_timeouts_total{timeout=\"stalled_reader\"}); its unacked pushes are delivered again on its next stream. A peer that stops reading while its flow-control window holds what was sent leaves the socket writable and is not cut: its pushes wait, within the device limits, for its next stream."
         ) { configuration, value throws(SettingError) in configuration.writeStallTimeoutSeconds = try value.integer(in: 1...3600) },
         Setting(
             "heartbeatInterval", .integer, "SECONDS", default: "\(DeliveryConfiguration().heartbeatIntervalMillis / 1000)",
