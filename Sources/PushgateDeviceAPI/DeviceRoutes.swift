@@ -103,19 +103,7 @@ public enum DeviceRoutes {
     private static func route(_ request: HTTPServerRequest, _ responder: HTTPResponder, core: DeliveryCore) {
         guard let (path, deviceID, action, secret) = target(of: request, responder) else { return }
         let method = request.method
-        // A body the route cannot use is refused once the secret is proven, and only then does
-        // the answer say what is wrong with it: a request with a wrong secret gets its 401, as
-        // one without any does, and learns nothing from its body. The secret lives on the
-        // device's shard, so only a refused body pays for this hop; a good one goes straight to
-        // its operation, which checks the secret itself.
-        let refuse = { @Sendable (refusal: Refusal) in
-            core.authenticate(deviceID: deviceID, secret: secret).whenComplete { result in
-                switch result {
-                case .success: responder.respond(.refusal(refusal))
-                case .failure(let error): responder.respond(.refusal(for: error))
-                }
-            }
-        }
+        let refuse = BodyRefusal(core: core, deviceID: deviceID, secret: secret, responder: responder)
         switch (method, action) {
         case ("DELETE", .device):
             complete(core.deleteDevice(deviceID: deviceID, secret: secret), request, responder) { .init(status: 204) }
@@ -379,7 +367,30 @@ public enum DeviceRoutes {
         var results: [Item]
     }
 
-    private static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPServerRequest, _ refuse: (Refusal) -> Void) -> T? {
+    /// Refuses a body the route cannot use once the secret is proven, and only then says what is
+    /// wrong with it: a request with a wrong secret gets its 401, as one without any does, and
+    /// learns nothing from its body. The secret lives on the device's shard, so only a refused
+    /// body pays for this hop; a good one goes straight to its operation, which checks the
+    /// secret itself. A value rather than a capturing closure: one is built for every request,
+    /// acks among them, and a value needs no context on the heap.
+    private struct BodyRefusal {
+        let core: DeliveryCore
+        let deviceID: String
+        let secret: String
+        let responder: HTTPResponder
+
+        func callAsFunction(_ refusal: Refusal) {
+            let responder = responder
+            core.authenticate(deviceID: deviceID, secret: secret).whenComplete { result in
+                switch result {
+                case .success: responder.respond(.refusal(refusal))
+                case .failure(let error): responder.respond(.refusal(for: error))
+                }
+            }
+        }
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPServerRequest, _ refuse: BodyRefusal) -> T? {
         do {
             return try JSONDecoder().decode(T.self, from: Data(request.body.readableBytesView))
         } catch {
