@@ -21,6 +21,8 @@ public enum Gateway {
     /// then the admin listeners.
     /// `reread` resolves the settings again from their sources, for reloads (SIGHUP,
     /// `POST /v1/admin/reload`); without it a reload reads the same files again.
+    /// Throws `GatewayConfigurationError` for settings that cannot run, before anything is
+    /// opened or bound; other errors come from the machine (the store, a port).
     public static func run(
         _ configuration: GatewayConfiguration,
         logger: Logger,
@@ -29,7 +31,16 @@ public enum Gateway {
     ) async throws {
         let given = configuration
         var configuration = configuration
-        let listeners = try configuration.prepare(logger: logger)
+        let listeners: [ListenerConfiguration]
+        do {
+            listeners = try configuration.prepare(logger: logger)
+        } catch let error as GatewayConfigurationError {
+            throw error
+        } catch {
+            // A TLS file, a provider key or the exposure check: settings that cannot run, like
+            // the rest, so that `serve` exits with the one code supervisors do not restart on.
+            throw GatewayConfigurationError("\(error)")
+        }
         configuration.warnAboutAdminAccess(hasToken: configuration.adminToken != nil, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads)
         let metrics = GatewayMetrics(version: PushgateVersion.current)

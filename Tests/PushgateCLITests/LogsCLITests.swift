@@ -86,6 +86,27 @@ struct LogsCLITests {
         }
     }
 
+    @Test("a gateway that cannot start says why in its log format: settings that cannot run exit 64 (the unit does not restart on it), a store it cannot create exits 1")
+    func startRefusals() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Data().write(to: URL(fileURLWithPath: directory + "/file"))
+        // Refused before binding: 192.0.2.1 (TEST-NET-1) could not be bound anyway, so a
+        // regression fails with a bind error rather than serving.
+        let exposed = ["serve", "--listen", "192.0.2.1:0", "--data-dir", directory + "/data"]
+        let noStore = ["serve", "--listen", "127.0.0.1:0", "--data-dir", directory + "/file/data"]
+        for (arguments, status, reason) in [(exposed, Int32(64), "refusing to listen on 192.0.2.1"), (noStore, 1, "cannot use \(directory)/file/data as the store directory")] {
+            let text = try runPushgate(arguments, timeout: .seconds(30))
+            #expect(text.status == status && text.stderr.contains("Error: \(reason)"), "\(arguments): \(text.status) \(text.stderr)")
+            let json = try runPushgate(arguments + ["--log-format", "json"], timeout: .seconds(30))
+            #expect(json.status == status, "\(arguments): \(json.status) \(json.stderr)")
+            let lines = json.stderr.split(separator: "\n")
+            #expect(lines.allSatisfy { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) != nil }, "not all JSON: \(json.stderr)")
+            let last = try #require(lines.last.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+            #expect(last["level"] as? String == "critical" && (last["message"] as? String)?.contains(reason) == true, "\(last)")
+        }
+    }
+
     /// A secret's file, readable by the gateway's user only.
     static func secretFile(_ path: String, _ secret: String) throws -> String {
         try Data((secret + "\n").utf8).write(to: URL(fileURLWithPath: path))

@@ -114,4 +114,17 @@ if inside journalctl -u pushgate --no-pager | grep -Ei 'is configured, but|opera
     deploy_fail "the journal shows the sandbox refusing something (above)"
 fi
 deploy_log "systemctl stop: Result=success, exit status 0"
+
+# Settings that cannot run (a listener off loopback with no authentication) exit 64, and the
+# unit leaves it failed instead of restarting into the same refusal.
+inside sh -c 'printf "[Service]\nExecStart=\nExecStart=/usr/local/bin/pushgate serve --listen 0.0.0.0:2197 --data-dir /var/lib/pushgate\n" > /etc/systemd/system/pushgate.service.d/port443.conf'
+inside systemctl daemon-reload
+inside systemctl start pushgate || true
+failed() { [[ $(inside systemctl show -P ActiveState pushgate) == failed ]]; }
+deploy_wait_for 30 "the refused unit to fail" failed || deploy_fail "the unit is $(inside systemctl show -P ActiveState pushgate), not failed"
+status=$(inside systemctl show -P ExecMainStatus pushgate)
+restarts=$(inside systemctl show -P NRestarts pushgate)
+[[ $status == 64 && $restarts == 0 ]] || { inside journalctl -u pushgate --no-pager -n 20 >&2; deploy_fail "refused settings: ExecMainStatus=$status NRestarts=$restarts, expected 64 and 0"; }
+inside journalctl -u pushgate --no-pager -n 20 | grep -q 'refusing to listen on 0.0.0.0' || deploy_fail "the journal does not say why the unit failed"
+deploy_log "refused settings: exit 64, not restarted, the reason in the journal"
 echo "systemd-boot: passed"

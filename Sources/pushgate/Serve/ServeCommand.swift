@@ -49,9 +49,16 @@ struct ServeCommand: AsyncParsableCommand {
                 for address in listeners.admin { print("admin listening \(url(address, tls: false))") }
                 fflush(nil)  // all streams: `stdout` itself is not concurrency-safe to name
             }
-        } catch let error as GatewayConfigurationError {
-            // A setting that cannot run is a usage error, as the flags' own checks are.
-            throw ValidationError(error.description)
+        } catch {
+            // A setting that cannot run is a usage error (64), as the flags' own checks are, and
+            // the systemd unit does not restart on it; the rest (the store, a port) exit 1.
+            let refused = error is GatewayConfigurationError
+            guard configuration.logFormat == .json else {
+                throw refused ? ValidationError("\(error)") : error
+            }
+            // Log collectors get the reason as the last line of the same format, not as text.
+            Logger(label: "pushgate").critical("cannot start: \(error)")
+            throw refused ? ExitCode.validationFailure : ExitCode.failure
         }
     }
 }
