@@ -58,6 +58,38 @@ struct BackupCLITests {
         #expect(gateway.stop() == 0)
     }
 
+    @Test("backup and restore find the data directory where serve does: the configuration file's dataDir, by --config or PUSHGATE_CONFIG; a flag still wins")
+    func dataDirectoryFromTheConfigurationFile() throws {
+        let scratch = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        func configuration(_ name: String, dataDir: String) throws -> String {
+            let path = scratch + "/" + name
+            try Data(#"{"dataDir": "\#(dataDir)"}"#.utf8).write(to: URL(fileURLWithPath: path))
+            try Unprivileged.handOver(path)
+            return path
+        }
+        let live = scratch + "/live"
+        let restored = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: restored) }
+        let served = try configuration("serve.json", dataDir: live)
+        let gateway = try GatewayProcess(arguments: ["--data-dir", live, "--listen", "127.0.0.1:0"], listeners: 1)
+        _ = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], Self.topic])
+        #expect(gateway.stop() == 0)
+
+        let file = scratch + "/backup.sqlite"
+        let backup = try runPushgate(["backup", "--config", served, file])
+        #expect(backup.status == 0 && backup.stdout.contains("backed up \(live) to \(file)") && backup.stdout.contains(" 1 devices"), "\(backup.stdout) \(backup.stderr)")
+        let target = try configuration("restore.json", dataDir: scratch + "/not-this-one")
+        let flagWins = try runPushgate(["restore", "--data-dir", restored, file], environment: ["PUSHGATE_CONFIG": target])
+        #expect(flagWins.status == 0 && flagWins.stdout.contains("restored \(file) as \(restored)/pushgate.sqlite"), "\(flagWins.stdout) \(flagWins.stderr)")
+        let fromEnvironment = try runPushgate(["restore", "--replace", file], environment: ["PUSHGATE_CONFIG": try configuration("again.json", dataDir: restored)])
+        #expect(fromEnvironment.status == 0 && fromEnvironment.stdout.contains("restored \(file) as \(restored)/pushgate.sqlite"), "\(fromEnvironment.stdout) \(fromEnvironment.stderr)")
+        // A file serve would refuse is refused here too, rather than guessing a directory.
+        let broken = try configuration("broken.json", dataDir: live).replacingOccurrences(of: "broken.json", with: "missing.json")
+        let refused = try runPushgate(["backup", "--config", broken, file])
+        #expect(refused.status == 64 && refused.stderr.contains(broken), "\(refused.status) \(refused.stderr)")
+    }
+
     @Test("serve on a store that is damaged or another program's fails at start, naming the file and what to do")
     func badStoreAtStart() throws {
         let damaged = try scratchDirectory()

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushgateGateway
 import PushgateStore
 import PushgateStoreSQLite
 
@@ -23,8 +24,9 @@ struct BackupCommand: ParsableCommand {
 
     func run() throws {
         let started = ContinuousClock.now
-        let summary = try reportingStoreErrors { () throws(StoreError) in try SQLiteBackup.backup(directory: store.dataDir, to: output) }
-        print("backed up \(store.dataDir) to \(describe(summary)) in \((ContinuousClock.now - started).formatted(.units(allowed: [.seconds, .milliseconds], width: .narrow)))")
+        let dataDir = try store.dataDir()
+        let summary = try reportingStoreErrors { () throws(StoreError) in try SQLiteBackup.backup(directory: dataDir, to: output) }
+        print("backed up \(dataDir) to \(describe(summary)) in \((ContinuousClock.now - started).formatted(.units(allowed: [.seconds, .milliseconds], width: .narrow)))")
     }
 }
 
@@ -37,7 +39,8 @@ struct RestoreCommand: ParsableCommand {
             The file must pass SQLite's integrity check and hold a Pushgate store this version can \
             open. No gateway may be using the data directory. A store already there is kept \
             beside it as pushgate.sqlite.replaced-<time> when --replace is given; without it the \
-            restore is refused.
+            restore is refused. Run as root, the installed file goes to the directory's owner, and \
+            the directory must exist (root would create it root's, which the gateway's user cannot use).
             """
     )
 
@@ -50,8 +53,9 @@ struct RestoreCommand: ParsableCommand {
     var file: String
 
     func run() throws {
+        let dataDir = try store.dataDir()
         let (installed, replaced) = try reportingStoreErrors { () throws(StoreError) in
-            try SQLiteBackup.restore(file: file, into: store.dataDir, replacing: replace, now: Self.timestamp)
+            try SQLiteBackup.restore(file: file, into: dataDir, replacing: replace, now: Self.timestamp)
         }
         print("restored \(file) as \(describe(installed))")
         if let replaced { print("the store it replaced is kept as \(replaced)") }
@@ -67,12 +71,27 @@ struct RestoreCommand: ParsableCommand {
     }
 }
 
+/// The data directory `serve` would use, from the same sources: `--data-dir`, then
+/// `PUSHGATE_DATA_DIR`, then the configuration file's `dataDir` (`--config` or
+/// `PUSHGATE_CONFIG`), then `./pushgate-data`.
 struct StoreDirectoryOption: ParsableArguments {
-    @Option(name: .customLong("data-dir"), help: "The gateway's data directory (serve's --data-dir; default: $PUSHGATE_DATA_DIR or ./pushgate-data).")
+    @Option(name: .customLong("data-dir"), help: "The gateway's data directory (serve's --data-dir; default: $PUSHGATE_DATA_DIR, else the configuration file's dataDir, else ./pushgate-data).")
     var dataDirOption: String?
 
-    var dataDir: String {
-        dataDirOption ?? ProcessInfo.processInfo.environment["PUSHGATE_DATA_DIR"] ?? "./pushgate-data"
+    @Option(name: .customLong("config"), help: "serve's configuration file, for its dataDir (default: $PUSHGATE_CONFIG).")
+    var config: String?
+
+    /// Settings that cannot be read stop here, as they would stop `serve`: a directory guessed
+    /// past a broken file could be the wrong store.
+    func dataDir() throws -> String {
+        var arguments: [String] = []
+        if let config { arguments += ["--config", config] }
+        if let dataDirOption { arguments += ["--data-dir", dataDirOption] }
+        do {
+            return try ResolvedSettings(arguments: arguments, environment: ProcessInfo.processInfo.environment).checked().dataDirectory
+        } catch {
+            throw ValidationError("\(error)")
+        }
     }
 }
 
