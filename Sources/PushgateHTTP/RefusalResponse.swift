@@ -36,6 +36,8 @@ extension Refusal {
         switch refusal {
         case .bodyTooLarge: self.init(.payloadTooLarge, refusal.detail)
         case .bodyBudgetExhausted: self.init(.serviceUnavailable, refusal.detail, retryAfterSeconds: refusal.retryAfterSeconds)
+        case .headerListTooLarge: self.init(.requestHeaderFieldsTooLarge, refusal.detail)
+        case .malformed: self.init(.badRequest, refusal.detail)
         }
     }
 }

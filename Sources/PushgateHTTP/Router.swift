@@ -164,9 +164,9 @@ public struct Router: HTTPServerHandler {
         }
     }
 
-    /// `400 BadRequest` in the one error format, for bytes that are not an HTTP/1.1 request.
-    public func malformedRequestResponse(detail: String) -> HTTPServerResponse {
-        .refusal(Refusal(.badRequest, detail))
+    /// HTTP/1.1 bytes that cannot be taken as a request, in the one error format.
+    public func headlessRefusal(_ refusal: TransportRefusal) -> HTTPServerResponse {
+        .refusal(Refusal(transport: refusal))
     }
 
     /// A refusal answered by its route when the route answers its own (the provider API puts an

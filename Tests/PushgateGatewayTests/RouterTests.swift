@@ -107,6 +107,30 @@ struct RouterTests {
         }
     }
 
+    @Test("header fields larger than the gateway reads get 431 RequestHeaderFieldsTooLarge as JSON: over HTTP/2 on that stream (a provider's with its apns-id), over HTTP/1.1 before the close")
+    func headerFieldsTooLarge() async throws {
+        try await withGateway { gateway in
+            let connection = try await gateway.connect()
+            let apnsID = "9b3a1a4e-0b5c-4f43-9d5e-6a1f2b3c4d5e"
+            let huge = String(repeating: "a", count: 40 * 1024)
+            let push = try await connection.send(
+                HTTPClientRequest(method: "POST", path: "/3/device/" + String(repeating: "a", count: 64), headers: ["apns-id": apnsID, "apns-topic": "com.example.app", "x-huge": huge], body: ByteBuffer(string: "{}"))
+            )
+            #expect(push.status == 431)
+            #expect(push.headers.first(name: "apns-id") == apnsID, "\(push.headers)")
+            #expect(String(buffer: push.body) == #"{"reason":"RequestHeaderFieldsTooLarge","detail":"the request's header fields come to more than 32768 bytes"}"#)
+            let device = try await connection.send(HTTPClientRequest(method: "POST", path: "/v1/devices", headers: ["x-huge": huge], body: ByteBuffer(string: "{}")))
+            #expect(device.status == 431 && String(buffer: device.body).contains(#""reason":"RequestHeaderFieldsTooLarge""#))
+            #expect(try await connection.send(HTTPClientRequest(path: "/healthz")).status == 200)
+            await connection.close()
+
+            let http1 = try await gateway.http1("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Huge: \(String(repeating: "a", count: 100 * 1024))\r\n\r\n")
+            #expect(http1.hasPrefix("HTTP/1.1 431"), "\(http1.prefix(200))")
+            #expect(http1.contains(#"{"reason":"RequestHeaderFieldsTooLarge","detail":"the request's header fields come to more than 81920 bytes"}"#), "\(http1)")
+            #expect(http1.lowercased().contains("connection: close"), "\(http1)")
+        }
+    }
+
     @Test("unknown route 404 and wrong method 405, as JSON with reason and detail")
     func unknownRouteAndMethod() async throws {
         try await withGateway { gateway in

@@ -23,7 +23,7 @@ struct RefusalCatalogTests {
         (.topicDisallowed, "TopicDisallowed", 400), (.tooManyProviderTokenUpdates, "TooManyProviderTokenUpdates", 429),
         (.unauthorized, "Unauthorized", 401), (.forbidden, "Forbidden", 403), (.configurationRefused, "ConfigurationRefused", 422), (.badRequest, "BadRequest", 400), (.badState, "BadState", 400),
         (.badLastEventId, "BadLastEventId", 400), (.badFetchResult, "BadFetchResult", 400), (.notFound, "NotFound", 404),
-        (.tooManyRegistrations, "TooManyRegistrations", 409),
+        (.tooManyRegistrations, "TooManyRegistrations", 409), (.requestHeaderFieldsTooLarge, "RequestHeaderFieldsTooLarge", 431),
         (.httpVersionNotSupported, "HTTPVersionNotSupported", 505), (.serviceUnavailable, "ServiceUnavailable", 503),
         (.internalServerError, "InternalServerError", 500),
     ]

@@ -78,6 +78,8 @@ extension Refusal {
         // MARK: Any route
 
         case notFound = "NotFound"
+        /// The header fields are larger than the gateway reads (32 KiB over HTTP/2).
+        case requestHeaderFieldsTooLarge = "RequestHeaderFieldsTooLarge"
         /// The route is HTTP/2 only.
         case httpVersionNotSupported = "HTTPVersionNotSupported"
         /// The store cannot take or commit the change now (overloaded, disk full, I/O error):
@@ -107,6 +109,7 @@ extension Refusal {
             case .tooManyRegistrations: 409
             case .configurationRefused: 422
             case .payloadTooLarge: 413
+            case .requestHeaderFieldsTooLarge: 431
             case .tooManyRequests, .tooManyProviderTokenUpdates: 429
             case .internalServerError: 500
             case .shutdown, .serviceUnavailable: 503

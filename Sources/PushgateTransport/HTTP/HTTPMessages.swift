@@ -75,9 +75,10 @@ public protocol HTTPServerHandler: Sendable {
     /// application's own error format (by default, plain text).
     func refuse(_ head: HTTPServerRequest, _ refusal: TransportRefusal, responder: HTTPResponder)
 
-    /// The `400` for bytes that do not parse as an HTTP/1.1 request, in the application's own
-    /// error format (by default, plain text). Sent at once, before the connection is closed.
-    func malformedRequestResponse(detail: String) -> HTTPServerResponse
+    /// The answer to HTTP/1.1 bytes that cannot be taken as a request (`.malformed`,
+    /// `.headerListTooLarge`), in the application's own error format (by default, plain text):
+    /// there is no head to route. Sent at once, before the connection is closed.
+    func headlessRefusal(_ refusal: TransportRefusal) -> HTTPServerResponse
 }
 
 /// What the application decided from a request's head.
@@ -102,11 +103,18 @@ public enum TransportRefusal: Sendable, Equatable {
     /// (`RequestBodyBudget`). Only HTTP/1.1 answers this: HTTP/2 resets the stream with
     /// REFUSED_STREAM instead, which clients retry by themselves.
     case bodyBudgetExhausted
+    /// The header fields, counted as RFC 9113 section 6.5.2 counts them (name, value and 32
+    /// bytes each) over HTTP/2, as raw bytes over HTTP/1.1, come to more than `limit`.
+    case headerListTooLarge(limit: Int)
+    /// HTTP/1.1 bytes that are not a request; `detail` says what the parser saw.
+    case malformed(detail: String)
 
     public var status: Int {
         switch self {
         case .bodyTooLarge: 413
         case .bodyBudgetExhausted: 503
+        case .headerListTooLarge: 431
+        case .malformed: 400
         }
     }
 
@@ -114,14 +122,16 @@ public enum TransportRefusal: Sendable, Equatable {
         switch self {
         case .bodyTooLarge(let limit): "request body larger than \(limit) bytes"
         case .bodyBudgetExhausted: "the server holds as many request bodies as it may; retry in a moment"
+        case .headerListTooLarge(let limit): "the request's header fields come to more than \(limit) bytes"
+        case .malformed(let detail): detail
         }
     }
 
     /// Seconds after which a retry may succeed (a `retry-after` header); nil when it would not.
     public var retryAfterSeconds: Int? {
         switch self {
-        case .bodyTooLarge: nil
         case .bodyBudgetExhausted: 1
+        case .bodyTooLarge, .headerListTooLarge, .malformed: nil
         }
     }
 }
@@ -137,7 +147,7 @@ extension HTTPServerHandler {
         responder.respond(HTTPServerResponse(status: refusal.status, headers: headers, text: refusal.detail + "\n"))
     }
 
-    public func malformedRequestResponse(detail: String) -> HTTPServerResponse {
-        HTTPServerResponse(status: 400, text: detail + "\n")
+    public func headlessRefusal(_ refusal: TransportRefusal) -> HTTPServerResponse {
+        HTTPServerResponse(status: refusal.status, text: refusal.detail + "\n")
     }
 }

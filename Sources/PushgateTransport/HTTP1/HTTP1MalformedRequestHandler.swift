@@ -2,14 +2,18 @@ import NIOCore
 import NIOHTTP1
 
 /// Answers bytes that do not parse as an HTTP/1.1 request with the application's `400` (its
-/// error format, with a body saying what was wrong), as NIO's `HTTPServerProtocolErrorHandler`
-/// does with an empty one, and only when no response has begun. The decoder closes the
+/// error format, with a body saying what was wrong; `431` for too many header bytes), as NIO's
+/// `HTTPServerProtocolErrorHandler` does with an empty one, and only when no response has begun. The decoder closes the
 /// connection right after: the byte stream can no longer be trusted.
 final class HTTP1MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
+
+    /// NIO's `HTTPDecoder` limit on a request's header bytes, past which it reports
+    /// `headerOverflow`.
+    static let maxHeaderBytes = 80 * 1024
 
     private let application: any HTTPServerHandler
     private var responseUnfinished = false
@@ -25,7 +29,11 @@ final class HTTP1MalformedRequestHandler: ChannelDuplexHandler, RemovableChannel
         }
         if !responseUnfinished {
             // Written now: the decoder closes the channel once this returns.
-            let response = application.malformedRequestResponse(detail: "the bytes received are not an HTTP/1.1 request (\(parseError)); the connection is closed")
+            let response = application.headlessRefusal(
+                parseError == .headerOverflow
+                    ? .headerListTooLarge(limit: Self.maxHeaderBytes)
+                    : .malformed(detail: "the bytes received are not an HTTP/1.1 request (\(parseError)); the connection is closed")
+            )
             var headers = response.head.headers
             headers.replaceOrAdd(name: "connection", value: "close")
             headers.replaceOrAdd(name: "content-length", value: String(response.body?.readableBytes ?? 0))

@@ -21,6 +21,9 @@ extension HTTP2ServerHandler {
             return headers
         }()
         var headerListSize = 0
+        /// Past `maxHeaderListSize`: the rest of the block is decoded (HPACK state is the
+        /// connection's) but not kept, and the request is answered 431 when the block ends.
+        var headerListTooLarge = false
         var body: ByteBuffer?
         /// Set when the application admits the request on its head.
         var maxBodySize = 0
@@ -165,8 +168,12 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
         } else {
             return true
         }
+        guard !pending.headerListTooLarge else { return true }
         pending.headerListSize += name.count + value.count + 32
-        if pending.headerListSize > configuration.session.maxHeaderListSize { return false }
+        if pending.headerListSize > configuration.session.maxHeaderListSize {
+            pending.headerListTooLarge = true
+            return true
+        }
         if name.first == UInt8(ascii: ":") {
             let text = String(decoding: value, as: UTF8.self)
             if name.elementsEqual(Self.methodName) {
@@ -187,7 +194,11 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
     func sessionHeadersComplete(streamID: Int32, category: nghttp2_headers_category, endStream: Bool) {
         // Trailers (another category) follow an admitted head.
         if category == NGHTTP2_HCAT_REQUEST, let pending = streamID == headerStreamID ? headerRequest : requests[streamID] {
-            admit(pending, streamID: streamID, endStream: endStream)
+            if pending.headerListTooLarge {
+                reject(pending, streamID: streamID, .headerListTooLarge(limit: configuration.session.maxHeaderListSize))
+            } else {
+                admit(pending, streamID: streamID, endStream: endStream)
+            }
         }
         headerRequest = nil
         headerStreamID = 0
