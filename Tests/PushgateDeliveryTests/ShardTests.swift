@@ -324,6 +324,24 @@ struct ShardTests {
         }
     }
 
+    @Test("deleting a device counts as dropped what it never received, not what it received and did not ack")
+    func deletionCountsUndelivered() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let generation = try await h.core.openStream(deviceID: device.id, secret: device.secret, lastEventID: nil).get()
+            let sink = RecordingSink()
+            h.core.bindStream(deviceID: device.id, generation: generation, sink: sink)
+            #expect(try await h.push(token, Self.topic) == .delivered)
+            #expect(await sink.events(count: 1).count == 1)
+            h.core.closeStream(deviceID: device.id, generation: generation)
+            #expect(try await h.push(token, Self.topic) == .stored)
+            #expect(try await h.push(token, Self.topic) == .stored)
+            try await h.core.deleteDevice(deviceID: device.id, secret: device.secret).get()
+            #expect(h.core.counters.drops[.unregistered] == 2)
+        }
+    }
+
     @Test("apns-expiration is honoured up to maxExpirationMillis after acceptance, not beyond")
     func expirationClamp() async throws {
         try await DeliveryHarness.run({ $0.maxExpirationMillis = 60_000 }) { h in

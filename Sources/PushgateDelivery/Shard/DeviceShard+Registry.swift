@@ -138,7 +138,9 @@ extension DeviceShard {
         // Every notification of the device goes, held ones included.
         let acceptanceIDs = device.queue.map(\.record.acceptanceID) + forgetHeld(scheduler.removeDevice(device.handle)).map(\.acceptanceID)
         deviceIDs[device.handle] = nil
-        counters.recordDrop(.unregistered, count: device.queue.count)
+        // Dropped undelivered: one sent (on a stream or in a keep-alive's response) reached the
+        // device and only its ack is missing.
+        counters.recordDrop(.unregistered, count: device.queue.count { !$0.sent })
         for entry in device.queue { leftMemory(entry.record) }
         devices[deviceID] = nil
         withQueue[deviceID] = nil
