@@ -81,7 +81,8 @@ struct ReloadCLITests {
             try Data(#"{"providerKeys": [\#(entries.joined(separator: ", "))]}"#.utf8).write(to: URL(fileURLWithPath: config))
         }
         try writeConfig([("KEYFIRST01", first)])
-        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--config", config], listeners: 1)
+        // Info: the access lines.
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--config", config, "--log-level", "info"], listeners: 1)
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], topic])
         func send(signedWith key: String, keyID: String) throws -> ToolRun {
             try runPushgate([
@@ -100,7 +101,14 @@ struct ReloadCLITests {
         #expect(after.status == 0 && after.stdout.contains("status: 200"), "\(after.stdout) \(after.stderr)")
         let still = try send(signedWith: first, keyID: "KEYFIRST01")
         #expect(still.status == 0, "the first key still works: \(still.stdout) \(still.stderr)")
+
+        // Refused after the keys were read: the log's access line is for what runs, so none.
+        try writeConfig([])
+        let refused = try curl(["-X", "POST", gateway.urls[0] + "/v1/admin/reload"])
+        #expect(refused.status == 422 && refused.body.contains("would leave no provider key"), "\(refused)")
         #expect(gateway.stop() == 0)
+        let access = gateway.logged.split(separator: "\n").filter { $0.hasSuffix(" access") }
+        #expect(access.count == 2 && access.last?.contains("KEYSECOND1") == true, "an access line at start and one for the reload that took effect: \(access)")
     }
 
     // MARK: Files and clients

@@ -18,7 +18,7 @@ import Testing
 struct ConfigurationReloaderTests {
     static func running() throws -> GatewayConfiguration {
         var configuration = GatewayConfiguration()
-        try configuration.readPolicy(logger: Logger(label: "test"))
+        try configuration.readPolicy()
         return configuration
     }
 

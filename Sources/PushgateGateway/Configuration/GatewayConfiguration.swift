@@ -180,9 +180,10 @@ public struct GatewayConfiguration: Sendable {
             logger.info("raised the open-file limit to its hard limit", metadata: ["limit.before": "\(before)", "limit.now": "\(after)"])
         }
         let listeners = try listenerConfigurations()
-        try readPolicy(logger: logger)
+        try readPolicy()
         try checkExposure()
         try checkCleartext()
+        logger.info("access", metadata: access.logMetadata)
         return listeners
     }
 
@@ -230,10 +231,10 @@ public struct GatewayConfiguration: Sendable {
         )
     }
 
-    /// Reads `policy` into `access` and the scheduler's policy; logs who may use the gateway.
-    mutating func readPolicy(logger: Logger) throws {
+    /// Reads `policy` into `access` and the scheduler's policy. Who may use the gateway is
+    /// logged by the caller once every check has passed: a refused start or reload never ran it.
+    mutating func readPolicy() throws {
         access = try AccessConfiguration.load(policy, acceptsClientCertificates: tlsClientCA != nil)
-        logger.info("access", metadata: access.logMetadata)
         delivery.scheduler = try policy.scheduler.configuration()
     }
 

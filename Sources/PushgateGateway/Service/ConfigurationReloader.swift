@@ -81,6 +81,7 @@ public final class ConfigurationReloader: Sendable {
         metrics.countReload(succeeded: (try? result.get()) != nil)
         switch result {
         case .success(let outcome):
+            logger.info("access", metadata: current.withLockedValue { $0.access.logMetadata })
             var metadata: Logger.Metadata = ["reload.trigger": "\(trigger)", "reload.reloaded": "\(outcome.reloaded.joined(separator: ", "))"]
             if !outcome.needsRestart.isEmpty {
                 metadata["reload.needs_restart"] = "\(outcome.needsRestart.joined(separator: ", "))"
@@ -108,7 +109,7 @@ public final class ConfigurationReloader: Sendable {
         next.policy.environment = fresh.policy.environment
         next.policy.scheduler = fresh.policy.scheduler
         let context = try next.tlsContext()
-        try next.readPolicy(logger: logger)
+        try next.readPolicy()
         // Whether providers authenticate at all decides connection rules and exposure at start.
         if next.access.providers.isUnauthenticated != running.access.providers.isUnauthenticated {
             throw GatewayConfigurationError(
