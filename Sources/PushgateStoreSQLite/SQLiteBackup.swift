@@ -108,25 +108,14 @@ public enum SQLiteBackup {
     /// Checks `file` (`inspect`) and installs it as the store of `directory`, which no gateway
     /// may be using. A store already there is kept, renamed `pushgate.sqlite.replaced-<time>`
     /// (with its `-wal`), when `replacing`; otherwise the restore is refused. Returns what was
-    /// installed and the name the replaced store was given. `asRoot` (this process's effective
-    /// user is root, by default): a missing directory is refused rather than created.
+    /// installed and the name the replaced store was given.
     public static func restore(
         file: String,
         into directory: String,
         replacing: Bool,
-        now: () -> String,
-        asRoot: Bool = geteuid() == 0
+        now: () -> String
     ) throws(StoreError) -> (installed: StoreFileSummary, replaced: String?) {
         let checked = try inspect(file: file)
-        // Root would create it root's, and a gateway running as its own user could not open the
-        // store; which user that is, only the operator knows.
-        if asRoot, access(directory, F_OK) != 0 {
-            throw StoreError(.database, """
-                \(directory) does not exist, and created by root it would be root's, where a gateway \
-                running as its own user cannot open the store: create it for that user first \
-                (install -d -o pushgate -g pushgate -m 0700 \(directory)), or run the restore as that user
-                """)
-        }
         try Directory.create(directory)
         let lock = try DirectoryLock(directory: directory, purpose: "restore into \(directory)")
         defer { lock.release() }

@@ -84,6 +84,12 @@ struct BackupCLITests {
         #expect(flagWins.status == 0 && flagWins.stdout.contains("restored \(file) as \(restored)/pushgate.sqlite"), "\(flagWins.stdout) \(flagWins.stderr)")
         let fromEnvironment = try runPushgate(["restore", "--replace", file], environment: ["PUSHGATE_CONFIG": try configuration("again.json", dataDir: restored)])
         #expect(fromEnvironment.status == 0 && fromEnvironment.stdout.contains("restored \(file) as \(restored)/pushgate.sqlite"), "\(fromEnvironment.stdout) \(fromEnvironment.stderr)")
+        // The operator (root, when the tests run as root) restoring into a directory that is not
+        // there yet is told the directory is root's.
+        let fresh = scratch + "/fresh/data"
+        let created = try run(executable: GatewayProcess.executable, ["restore", "--data-dir", fresh, file])
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(created.stdout.contains("created \(fresh) owned by root: for a gateway that runs as its own user, chown -R") == (geteuid() == 0), "\(created.stdout)")
         // A file serve would refuse is refused here too, rather than guessing a directory.
         let broken = try configuration("broken.json", dataDir: live).replacingOccurrences(of: "broken.json", with: "missing.json")
         let refused = try runPushgate(["backup", "--config", broken, file])

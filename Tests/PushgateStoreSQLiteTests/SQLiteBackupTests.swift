@@ -33,7 +33,7 @@ struct SQLiteBackupTests {
         try await store.commit([.enqueue(notification(51, device: "d", seq: 51))])
         await store.close()
 
-        let restored = try SQLiteBackup.restore(file: file, into: root.path + "/restored", replacing: false, now: { "T" }, asRoot: false)
+        let restored = try SQLiteBackup.restore(file: file, into: root.path + "/restored", replacing: false, now: { "T" })
         #expect(restored.installed.path == root.path + "/restored/pushgate.sqlite")
         #expect(restored.replaced == nil)
         let reopened = try openStore(root.path + "/restored")
@@ -102,17 +102,7 @@ struct SQLiteBackupTests {
         }
         #expect(try await openStoreAndLoad(target).devices.map(\.id) == ["already-there"], "a refused restore changes nothing")
 
-        // As root, into a directory that is not there: root's directory would lock the gateway's
-        // user out of the store, so nothing is created.
-        let missing = root.path + "/missing/data"
-        #expect {
-            _ = try SQLiteBackup.restore(file: file, into: missing, replacing: false, now: { "T" }, asRoot: true)
-        } throws: { error in
-            (error as? StoreError)?.message.contains("\(missing) does not exist, and created by root it would be root's") == true
-        }
-        #expect(!FileManager.default.fileExists(atPath: root.path + "/missing"))
-
-        let restored = try SQLiteBackup.restore(file: file, into: target, replacing: true, now: { "20261126T000000Z" }, asRoot: true)
+        let restored = try SQLiteBackup.restore(file: file, into: target, replacing: true, now: { "20261126T000000Z" })
         let aside = target + "/pushgate.sqlite.replaced-20261126T000000Z"
         #expect(restored.replaced == aside)
         #expect(try await openStoreAndLoad(target).devices.map(\.id) == ["from-backup"])

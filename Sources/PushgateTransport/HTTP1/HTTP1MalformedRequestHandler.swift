@@ -3,8 +3,9 @@ import NIOHTTP1
 
 /// Answers bytes that do not parse as an HTTP/1.1 request with the application's `400` (its
 /// error format, with a body saying what was wrong; `431` for too many header bytes), as NIO's
-/// `HTTPServerProtocolErrorHandler` does with an empty one, and only when no response has begun. The decoder closes the
-/// connection right after: the byte stream can no longer be trusted.
+/// `HTTPServerProtocolErrorHandler` does with an empty one, and only when no response has
+/// begun. The decoder closes the connection right after: the byte stream can no longer be
+/// trusted.
 final class HTTP1MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart

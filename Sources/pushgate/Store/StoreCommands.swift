@@ -39,8 +39,9 @@ struct RestoreCommand: ParsableCommand {
             The file must pass SQLite's integrity check and hold a Pushgate store this version can \
             open. No gateway may be using the data directory. A store already there is kept \
             beside it as pushgate.sqlite.replaced-<time> when --replace is given; without it the \
-            restore is refused. Run as root, the installed file goes to the directory's owner, and \
-            the directory must exist (root would create it root's, which the gateway's user cannot use).
+            restore is refused. Run as root, the installed file goes to the directory's owner; a \
+            directory it has to create is root's, and the restore says how to give it to the \
+            gateway's user.
             """
     )
 
@@ -54,11 +55,17 @@ struct RestoreCommand: ParsableCommand {
 
     func run() throws {
         let dataDir = try store.dataDir()
+        let createdByRoot = geteuid() == 0 && !FileManager.default.fileExists(atPath: dataDir)
         let (installed, replaced) = try reportingStoreErrors { () throws(StoreError) in
             try SQLiteBackup.restore(file: file, into: dataDir, replacing: replace, now: Self.timestamp)
         }
         print("restored \(file) as \(describe(installed))")
         if let replaced { print("the store it replaced is kept as \(replaced)") }
+        if createdByRoot {
+            // Which user the gateway runs as, only the operator knows; a gateway that is not root
+            // cannot open a store in root's directory.
+            print("created \(dataDir) owned by root: for a gateway that runs as its own user, chown -R pushgate:pushgate \(dataDir)")
+        }
     }
 
     /// UTC, compact and sortable: 20261126T161747Z.
