@@ -21,7 +21,7 @@ struct ProviderAuthCLITests {
         return path
     }
 
-    @Test("aioapns with token auth over TLS: alert and background pushes 200, BadDeviceToken, Unregistered with timestamp")
+    @Test("aioapns with token auth over TLS: alert and background pushes 200, BadDeviceToken, Unregistered with timestamp; the 100th refusal in a row and a push beside it both answered before the GOAWAY")
     func aioapns() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -51,6 +51,10 @@ struct ProviderAuthCLITests {
         #expect(results.unregistered.status == "410", "\(results.unregistered)")
         #expect(results.unregistered.reason == "Unregistered", "\(results.unregistered)")
         #expect((results.unregistered.timestamp ?? 0) > 1_600_000_000_000, "410 carries the unregistration time in ms: \(results.unregistered)")
+        // The 100th refusal in a row ends the connection, with a push still being stored: both
+        // answers reach aioapns, so it has nothing to send again.
+        #expect(results.hundredth.status == "400" && results.hundredth.reason == "BadDeviceToken", "\(results.hundredth)")
+        #expect(results.during.status == "200", "\(results.during)")
         #expect(gateway.stop() == 0)
     }
 
@@ -220,4 +224,6 @@ struct AioapnsResults: Decodable {
     var background: AioapnsResult
     var unknown: AioapnsResult
     var unregistered: AioapnsResult
+    var during: AioapnsResult
+    var hundredth: AioapnsResult
 }

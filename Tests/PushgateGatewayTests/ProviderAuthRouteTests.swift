@@ -170,6 +170,29 @@ struct ProviderAuthRouteTests {
         }
     }
 
+    @Test("a push admitted on its head before the drain began is in flight: its body arriving during the drain is stored and answered 200")
+    func inFlightThroughTheDrain() async throws {
+        try await withGateway { gateway in
+            let token = try await Self.deviceToken(gateway)
+            let client = try await RawHTTP2Client.connect(port: gateway.port, group: gateway.group)
+            let head: [(String, String)] = [
+                (":method", "POST"), (":scheme", "http"), (":path", "/3/device/\(token)"), (":authority", "localhost"), ("apns-topic", Self.topic),
+            ]
+            try await client.sendHeaders(streamID: 1, head, endStream: false)
+            try await client.sendPing()
+            // The PING's ack comes after the head has been admitted.
+            _ = try await client.frames { $0.contains { $0.kind == .ping && $0.ack } }
+            gateway.readiness.beginDraining()
+            try await client.sendData(streamID: 1, Array(#"{"aps":{"alert":"in flight"}}"#.utf8), endStream: true)
+            let frames = try await client.frames { $0.answered(1) }.filter { $0.streamID == 1 }
+            // After the encoder's table size update to 0 (0x20), HPACK's static index 8:
+            // `:status: 200`.
+            let status = frames.first { $0.kind == .headers }.map { $0.payload.drop { $0 == 0x20 }.first }
+            #expect(status == 0x88, "\(frames)")
+            await client.close()
+        }
+    }
+
     @Test("too many errors in a row end the connection with GOAWAY {\"reason\": ...}; 410s and a full device queue's 429s do not count")
     func tooManyErrors() async throws {
         let keys = Keys()

@@ -98,6 +98,11 @@ public final class RawHTTP2Client: Sendable {
         try await send(WireFrame(type: 1, flags: 0x4 | (endStream ? 0x1 : 0), streamID: streamID, payload: block).bytes)
     }
 
+    /// A PING: its ack says the server has handled every frame sent before it.
+    public func sendPing() async throws {
+        try await send(WireFrame(type: 6, flags: 0, streamID: 0, payload: Array(repeating: 0, count: 8)).bytes)
+    }
+
     public func sendData(streamID: UInt32, _ bytes: [UInt8], endStream: Bool) async throws {
         try await send(WireFrame(type: 0, flags: endStream ? 0x1 : 0, streamID: streamID, payload: bytes).bytes)
     }

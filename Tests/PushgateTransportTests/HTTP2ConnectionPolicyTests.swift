@@ -68,63 +68,54 @@ struct HTTP2ConnectionPolicyTests {
 
     // MARK: Graceful shutdown
 
-    @Test("quiesce with no stream open: the final GOAWAY at once, the idle timer cancelled")
+    @Test("quiesce with no stream open: the GOAWAY at once, the idle timer cancelled")
     func quiesceWithoutStreams() {
         var policy = policy()
         #expect(
             policy.quiesceRequested()
                 == Actions(cancel: .idle, submit: .goAway(.shutdown))
         )
-        #expect(policy.isShuttingDown)
+        #expect(policy.isShuttingDown && !policy.refusesNewStreams)
         #expect(policy.quiesceRequested() == .none)
-        #expect(policy.pingAckReceived() == .none)
+        #expect(policy.finishTimerFired() == .none)
     }
 
-    @Test("quiesce with streams open: shutdown notice and PING, streamed responses told, quiesce timer armed")
+    @Test("quiesce with streams open: no GOAWAY yet (h2 clients take any GOAWAY as the end), streamed responses told, new streams refused, the finish timer armed")
     func quiesceWithStreams() {
         var policy = policy(streams: 2)
-        #expect(
-            policy.quiesceRequested()
-                == Actions(submit: .shutdownNoticeAndPing, notifyShutdown: true, arm: .quiesce)
-        )
-        #expect(policy.isShuttingDown)
+        #expect(policy.quiesceRequested() == Actions(notifyShutdown: true, arm: .finish))
+        #expect(policy.isShuttingDown && policy.refusesNewStreams)
         #expect(policy.quiesceRequested() == .none)
-        // Streams closing while quiescing wait for the final GOAWAY, not for idleness.
+        // Streams opened meanwhile (to be refused) count until they close.
+        #expect(policy.streamOpened() == .none)
+        #expect(policy.streamClosed() == .none)
         #expect(policy.streamClosed() == .none)
     }
 
-    @Test("the PING ack brings the final GOAWAY and cancels the quiesce timer; a late timer does nothing")
-    func quiescePingAck() {
-        var policy = policy(streams: 1)
+    @Test("the last open stream answered brings the GOAWAY and cancels the finish timer; a late timer does nothing")
+    func quiesceLastStreamClosed() {
+        var policy = policy(streams: 2)
         _ = policy.quiesceRequested()
-        #expect(
-            policy.pingAckReceived()
-                == Actions(cancel: .quiesce, submit: .goAway(.shutdown))
-        )
-        #expect(policy.quiesceTimerFired() == .none)
-        #expect(policy.pingAckReceived() == .none)
+        #expect(policy.streamClosed() == .none)
+        #expect(policy.streamClosed() == Actions(cancel: .finish, submit: .goAway(.shutdown)))
+        #expect(!policy.refusesNewStreams)
+        #expect(policy.finishTimerFired() == .none)
+        #expect(policy.streamOpened() == .none)
         #expect(policy.streamClosed() == .none)
     }
 
-    @Test("without a PING ack the quiesce timer sends the final GOAWAY; a late ack does nothing")
+    @Test("streams still open when the finish timer fires: the GOAWAY goes anyway, once")
     func quiesceTimeout() {
         var policy = policy(streams: 1)
         _ = policy.quiesceRequested()
-        #expect(policy.quiesceTimerFired() == Actions(submit: .goAway(.shutdown)))
-        #expect(policy.pingAckReceived() == .none)
-        #expect(policy.quiesceTimerFired() == .none)
-    }
-
-    @Test("a PING ack while active is not a shutdown's")
-    func pingAckWhileActive() {
-        var policy = policy(streams: 1)
-        #expect(policy.pingAckReceived() == .none)
-        #expect(!policy.isShuttingDown)
+        #expect(policy.finishTimerFired() == Actions(submit: .goAway(.shutdown)))
+        #expect(policy.finishTimerFired() == .none)
+        #expect(policy.streamClosed() == .none)
     }
 
     // MARK: GOAWAY from the application
 
-    @Test("goAway while active: GOAWAY with the application's debug data, the idle timer cancelled")
+    @Test("goAway with no stream open: GOAWAY with the application's debug data at once, the idle timer cancelled")
     func goAwayWhileActive() {
         var policy = policy()
         #expect(policy.goAwayRequested() == Actions(cancel: .idle, submit: .goAway(.application)))
@@ -132,13 +123,21 @@ struct HTTP2ConnectionPolicyTests {
         #expect(policy.idleTimerFired() == .none)
     }
 
-    @Test("goAway while quiescing replaces the final GOAWAY: its debug data, the quiesce timer cancelled")
-    func goAwayWhileQuiescing() {
+    @Test("goAway with the deciding stream still open: its GOAWAY once that stream's answer is out, never before")
+    func goAwayAfterTheAnswers() {
+        var policy = policy(streams: 1)
+        #expect(policy.goAwayRequested() == Actions(arm: .finish))
+        #expect(policy.refusesNewStreams)
+        #expect(policy.streamClosed() == Actions(cancel: .finish, submit: .goAway(.application)))
+    }
+
+    @Test("goAway while a shutdown's GOAWAY waits replaces it: the application's debug data goes")
+    func goAwayWhileFinishingShutdown() {
         var policy = policy(streams: 1)
         _ = policy.quiesceRequested()
-        #expect(policy.goAwayRequested() == Actions(cancel: .quiesce, submit: .goAway(.application)))
-        #expect(policy.pingAckReceived() == .none)
-        #expect(policy.quiesceTimerFired() == .none)
+        #expect(policy.goAwayRequested() == .none)
+        #expect(policy.finishTimerFired() == Actions(submit: .goAway(.application)))
+        #expect(policy.quiesceRequested() == .none)
     }
 
     // MARK: Authentication
@@ -211,7 +210,7 @@ struct HTTP2ConnectionPolicyTests {
         _ = policy.requestsArriving()
         _ = policy.quiesceRequested()
         _ = policy.writabilityChanged(isWritable: false)
-        #expect(policy.stallTimerFired() == Actions(cancel: [.quiesce, .request], close: true))
+        #expect(policy.stallTimerFired() == Actions(cancel: [.finish, .request], close: true))
         #expect(policy.isClosed)
         #expect(policy.writabilityChanged(isWritable: false) == .none)
     }

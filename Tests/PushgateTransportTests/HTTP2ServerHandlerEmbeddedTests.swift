@@ -12,7 +12,6 @@ import Testing
 @Suite("HTTP/2 server handler without sockets")
 struct HTTP2ServerHandlerEmbeddedTests {
     private static let settingsMaxConcurrentStreams: UInt16 = 3
-    private static let shutdownNoticeLastStreamID: UInt32 = 0x7FFF_FFFF
 
     @Test("the server's SETTINGS come first; a request built by nghttp2 gets HEADERS and DATA with END_STREAM")
     func requestAndResponse() throws {
@@ -119,8 +118,8 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(connection.channel.isActive)
     }
 
-    @Test("graceful shutdown with a stream open: PING and shutdown notice; the ack brings the final GOAWAY; the stream finishes, then the channel closes")
-    func gracefulShutdownOnPingAck() throws {
+    @Test("graceful shutdown with a stream open: no GOAWAY while it is unanswered (h2 clients fail on frames after one); a stream opened meanwhile is refused; the answer, then the GOAWAY naming it, then the close")
+    func gracefulShutdownAfterTheAnswer() throws {
         let connection = try EmbeddedHTTP2Connection()
         defer { connection.finish() }
         try connection.handshake()
@@ -129,31 +128,25 @@ struct HTTP2ServerHandlerEmbeddedTests {
         _ = try connection.serverFrames()
 
         connection.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
-        // nghttp2 sends the PING first: it queues PINGs ahead of GOAWAY.
-        let notice = try connection.serverFrames()
-        #expect(notice.map(\.kind) == [.ping, .goAway])
-        #expect(notice.first?.ack == false)
-        #expect(notice.last?.goAway?.lastStreamID == Self.shutdownNoticeLastStreamID)
-        #expect(notice.last?.goAway?.debugData == "")
-
-        // The client's PING ack (sent by nghttp2 on its own).
+        #expect(try connection.serverFrames().isEmpty)
+        let late = try connection.client.request("/hello")
         try connection.sendClientBytes()
-        let final = try connection.serverFrames()
-        #expect(final.map(\.kind) == [.goAway])
-        #expect(final.first?.goAway?.lastStreamID == UInt32(stream))
-        #expect(final.first?.goAway?.debugData == #"{"reason":"Shutdown"}"#)
-        #expect(connection.channel.isActive)
+        let refused = try connection.serverFrames()
+        #expect(refused.map(\.kind) == [.rstStream] && refused.first?.streamID == UInt32(late), "\(refused)")
+        #expect(connection.application.paths == ["/slow"])
 
         connection.application.releaseAll()
-        let response = try connection.serverFrames()
-        #expect(response.map(\.kind) == [.headers, .data])
+        let frames = try connection.serverFrames()
+        #expect(frames.map(\.kind) == [.headers, .data, .goAway])
+        #expect(frames.last?.goAway?.lastStreamID == UInt32(late))
+        #expect(frames.last?.goAway?.debugData == #"{"reason":"Shutdown"}"#)
         #expect(connection.client.responses[stream] == .init(status: 200, body: "slow done", complete: true))
         #expect(!connection.channel.isActive)
     }
 
-    @Test("graceful shutdown whose PING goes unanswered: the final GOAWAY after the shutdown notice timeout")
+    @Test("graceful shutdown whose open stream stays unanswered: the GOAWAY after goAwayFinishTimeout, the stream still answered after it")
     func gracefulShutdownOnTimeout() throws {
-        let connection = try EmbeddedHTTP2Connection { $0.shutdownNoticeTimeout = .seconds(2) }
+        let connection = try EmbeddedHTTP2Connection { $0.goAwayFinishTimeout = .seconds(2) }
         defer { connection.finish() }
         try connection.handshake()
         let stream = try connection.client.request("/slow")
@@ -161,7 +154,6 @@ struct HTTP2ServerHandlerEmbeddedTests {
         _ = try connection.serverFrames()
 
         connection.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
-        #expect(try connection.serverFrames().map(\.kind) == [.ping, .goAway])
         connection.advance(by: .milliseconds(1999))
         #expect(try connection.serverFrames().isEmpty)
         connection.advance(by: .milliseconds(1))
@@ -169,11 +161,9 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(final.map(\.lastStreamID) == [UInt32(stream)])
         #expect(final.first?.debugData == #"{"reason":"Shutdown"}"#)
 
-        // The ack arriving late changes nothing.
-        try connection.sendClientBytes()
-        #expect(try connection.serverFrames().compactMap(\.goAway).isEmpty)
         connection.application.releaseAll()
-        _ = try connection.serverFrames()
+        #expect(try connection.serverFrames().map(\.kind) == [.headers, .data])
+        #expect(connection.client.responses[stream] == .init(status: 200, body: "slow done", complete: true))
         #expect(!connection.channel.isActive)
     }
 
@@ -190,8 +180,8 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(!connection.channel.isActive)
     }
 
-    @Test("the application's GOAWAY while quiescing carries its debug data and replaces the Shutdown one")
-    func applicationGoAwayWhileQuiescing() throws {
+    @Test("the application's GOAWAY waits for the open stream's answer (HEADERS, DATA, then GOAWAY), carries its debug data and replaces a shutdown's")
+    func applicationGoAwayAfterTheAnswer() throws {
         let connection = try EmbeddedHTTP2Connection()
         defer { connection.finish() }
         try connection.handshake()
@@ -200,12 +190,13 @@ struct HTTP2ServerHandlerEmbeddedTests {
         _ = try connection.serverFrames()
 
         connection.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
-        _ = try connection.serverFrames()
         connection.info.goAway(debugData: Array("TooManyErrors".utf8))
-        #expect(try connection.serverFrames().compactMap(\.goAway).map(\.debugData) == ["TooManyErrors"])
-        // Neither the PING ack nor the timer sends another.
-        try connection.sendClientBytes()
-        connection.advance(by: .seconds(5))
+        #expect(try connection.serverFrames().isEmpty)
+        connection.application.releaseAll()
+        let frames = try connection.serverFrames()
+        #expect(frames.map(\.kind) == [.headers, .data, .goAway])
+        #expect(frames.compactMap(\.goAway).map(\.debugData) == ["TooManyErrors"])
+        connection.advance(by: .seconds(10))
         #expect(try connection.serverFrames().compactMap(\.goAway).isEmpty)
     }
 

@@ -29,7 +29,7 @@ public enum ProviderRoute {
             admits: { head, responder in
                 // Two fields of the head: looked up where they lie, without copying the others.
                 let (authorization, topic) = (head.headers.first(name: "authorization"), head.headers.first(name: "apns-topic"))
-                return authorize(head, authorization: authorization, topic: topic, responder, validator: validator, gate: gate, logger: logger) != nil
+                return authorize(head, authorization: authorization, topic: topic, draining: gate.isDraining(), responder, validator: validator, gate: gate, logger: logger) != nil
             },
             refuse: { head, refusal, responder in
                 var refusal = refusal
@@ -56,12 +56,13 @@ public enum ProviderRoute {
         gate: ProviderGate,
         logger: Logger
     ) {
-        // Checked again now that the body is in: a reload, a drain or the token's age may have
-        // changed the verdict since the head (a token already seen costs a string compare).
+        // Checked again now that the body is in: a reload or the token's age may have changed the
+        // verdict since the head (a token already seen costs a string compare). Not a drain: a
+        // request admitted before it is in flight, and in-flight requests are finished.
         // One pass over the fields for authentication and validation.
         var fields = ProviderHeaderFields(request.headers)
         guard let (state, provider) = authorize(
-            request, authorization: fields.authorization, topic: fields.topic, responder, validator: validator, gate: gate, logger: logger
+            request, authorization: fields.authorization, topic: fields.topic, draining: false, responder, validator: validator, gate: gate, logger: logger
         ) else { return }
         let connection = request.connection
         // A single-app certificate implies its topic when the request names none (APNs).
@@ -100,6 +101,7 @@ public enum ProviderRoute {
         _ request: HTTPServerRequest,
         authorization: String?,
         topic: String?,
+        draining: Bool,
         _ responder: HTTPResponder,
         validator: ProviderRequestValidator,
         gate: ProviderGate,
@@ -107,7 +109,7 @@ public enum ProviderRoute {
     ) -> (ProviderConnectionState, AuthorizedProvider)? {
         let connection = request.connection
         let state = state(of: connection, gate)
-        if gate.isDraining() {
+        if draining {
             let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
             responder.respond(.refusal(Refusal(.shutdown, "the gateway is shutting down; retry on a new connection"), apnsID: apnsID))
             gate.counters.rejected.add(.shutdown)

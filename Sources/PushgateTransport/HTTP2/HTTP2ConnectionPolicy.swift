@@ -4,9 +4,17 @@
 /// closing). Kept apart from the handler so that every transition can be tested without a socket
 /// or an event loop (the model is swift-nio-http2's server connection management state machine).
 ///
-/// A connection is active, then possibly quiescing (shutdown notice and PING sent, the final
-/// GOAWAY waits for the PING's ack or the quiesce timer), then going away (final GOAWAY sent:
-/// nghttp2 finishes the open streams and the connection closes when it is done), then closed.
+/// A connection is active, then possibly finishing (a GOAWAY is decided and waits until every
+/// open stream has been answered, or for the finish timer), then going away (GOAWAY sent:
+/// nghttp2 finishes what is still open and the connection closes when it is done), then closed.
+///
+/// The GOAWAY waits because clients built on Python's `h2` (aioapns, httpx) take any GOAWAY as
+/// the connection's end and fail on the frames after it: a response sent after the GOAWAY was
+/// lost to them, and aioapns sent an accepted push again on a new connection. A stream a client
+/// opens meanwhile is refused (REFUSED_STREAM: not processed, safe to retry), so that the open
+/// ones run out; a stream opened after the GOAWAY is past its last stream ID, also unprocessed.
+/// RFC 9113's shutdown notice (a first GOAWAY naming the highest stream ID) is not sent for the
+/// same reason.
 struct HTTP2ConnectionPolicy: Sendable {
     /// The connection's timers. Each runs at most once at a time; arming one that runs restarts it.
     struct Timers: OptionSet, Sendable, Hashable {
@@ -14,8 +22,8 @@ struct HTTP2ConnectionPolicy: Sendable {
 
         /// No stream has been open for `idleTimeout`: GOAWAY.
         static let idle = Timers(rawValue: 1 << 0)
-        /// The PING after a shutdown notice has gone unanswered for `shutdownNoticeTimeout`.
-        static let quiesce = Timers(rawValue: 1 << 1)
+        /// A decided GOAWAY has waited `finishTimeout` for the open streams: it goes anyway.
+        static let finish = Timers(rawValue: 1 << 1)
         /// The channel has been unwritable (the peer reads nothing) for `writeStallTimeout`.
         static let stall = Timers(rawValue: 1 << 2)
         /// The oldest request still arriving is `requestTimeout` old.
@@ -24,10 +32,7 @@ struct HTTP2ConnectionPolicy: Sendable {
 
     /// A frame (or frames) for the handler to submit to nghttp2 and flush.
     enum Submission: Equatable, Sendable {
-        /// nghttp2's shutdown notice (a GOAWAY naming the highest stream ID) and a PING whose
-        /// ack tells that the peer has seen it.
-        case shutdownNoticeAndPing
-        /// The connection's last GOAWAY: NO_ERROR, the last stream processed, the reason's
+        /// The connection's GOAWAY: NO_ERROR, the last stream processed, the reason's
         /// debug data.
         case goAway(GoAwayReason)
         /// SETTINGS lifting SETTINGS_MAX_CONCURRENT_STREAMS to the configured maximum.
@@ -60,9 +65,9 @@ struct HTTP2ConnectionPolicy: Sendable {
         static var none: Actions { Actions() }
     }
 
-    private enum State: Sendable {
+    private enum State: Equatable, Sendable {
         case active
-        case quiescing
+        case finishing(GoAwayReason)
         case goingAway
         case closed
     }
@@ -90,8 +95,13 @@ struct HTTP2ConnectionPolicy: Sendable {
     }
 
     var isClosed: Bool { state == .closed }
-    /// Quiescing or going away: a streamed response started now should end soon.
-    var isShuttingDown: Bool { state == .quiescing || state == .goingAway }
+    /// Finishing or going away: a streamed response started now should end soon.
+    var isShuttingDown: Bool { state != .active && state != .closed }
+    /// A GOAWAY waits for the open streams: a stream opened now is refused.
+    var refusesNewStreams: Bool {
+        if case .finishing = state { return true }
+        return false
+    }
 
     // MARK: Connection
 
@@ -118,9 +128,10 @@ struct HTTP2ConnectionPolicy: Sendable {
         // nghttp2 also closes streams that never got as far as a request (e.g. refused ones):
         // those were not counted.
         openStreams = max(0, openStreams - 1)
-        // Going away, the connection closes once nghttp2 is done with its streams; quiescing,
-        // the final GOAWAY is still to come: neither waits for idleness.
-        guard openStreams == 0, state == .active else { return .none }
+        guard openStreams == 0 else { return .none }
+        // Finishing, the last answer is out: the GOAWAY follows it. Going away, the connection
+        // closes once nghttp2 is done: no idleness to wait for.
+        if case .finishing(let reason) = state { return goAway(reason) }
         return armIdleTimer()
     }
 
@@ -131,36 +142,32 @@ struct HTTP2ConnectionPolicy: Sendable {
 
     // MARK: Shutdown
 
-    /// Graceful shutdown: with streams open, the shutdown notice and a PING go first, so that
-    /// the client stops opening streams before the final GOAWAY names the last one processed
-    /// and none already in flight is lost.
+    /// Graceful shutdown: streamed responses are told to end, and the GOAWAY waits until every
+    /// open stream has been answered (or for the finish timer).
     mutating func quiesceRequested() -> Actions {
         guard state == .active else { return .none }
         if openStreams == 0 { return goAway(.shutdown) }
-        state = .quiescing
-        var actions = cancel(.idle)
-        actions.submit = .shutdownNoticeAndPing
+        var actions = finish(.shutdown)
         actions.notifyShutdown = true
-        actions.arm = .quiesce
-        armed.insert(.quiesce)
         return actions
     }
 
-    /// The peer acknowledged a PING: while quiescing, that is the shutdown notice's.
-    mutating func pingAckReceived() -> Actions {
-        guard state == .quiescing else { return .none }
-        return goAway(.shutdown)
+    mutating func finishTimerFired() -> Actions {
+        guard fired(.finish), case .finishing(let reason) = state else { return .none }
+        return goAway(reason)
     }
 
-    mutating func quiesceTimerFired() -> Actions {
-        guard fired(.quiesce), state == .quiescing else { return .none }
-        return goAway(.shutdown)
-    }
-
-    /// The application ends the connection (`ConnectionInfo.goAway(debugData:)`).
+    /// The application ends the connection (`ConnectionInfo.goAway(debugData:)`): its GOAWAY,
+    /// with its debug data, once the open streams (the one whose answer decided it among them)
+    /// have been answered. It replaces a shutdown's GOAWAY still waiting.
     mutating func goAwayRequested() -> Actions {
-        guard state == .active || state == .quiescing else { return .none }
-        return goAway(.application)
+        switch state {
+        case .active: return finish(.application)
+        case .finishing:
+            state = .finishing(.application)
+            return .none
+        case .goingAway, .closed: return .none
+        }
     }
 
     // MARK: Authentication
@@ -231,10 +238,20 @@ struct HTTP2ConnectionPolicy: Sendable {
 
     // MARK: Transitions
 
+    /// A GOAWAY is decided: at once with no stream open, else once they have been answered.
+    private mutating func finish(_ reason: GoAwayReason) -> Actions {
+        if openStreams == 0 { return goAway(reason) }
+        state = .finishing(reason)
+        var actions = cancel(.idle)
+        actions.arm = .finish
+        armed.insert(.finish)
+        return actions
+    }
+
     /// The connection's last GOAWAY: no timer of the connection may fire after it.
     private mutating func goAway(_ reason: GoAwayReason) -> Actions {
         state = .goingAway
-        var actions = cancel([.idle, .quiesce])
+        var actions = cancel([.idle, .finish])
         actions.submit = .goAway(reason)
         return actions
     }

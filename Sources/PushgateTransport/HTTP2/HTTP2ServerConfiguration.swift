@@ -36,9 +36,9 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// Serialized frames are handed to the channel in chunks of at most this many bytes; the
     /// channel's writability then stops further serialization, which bounds output memory.
     public var outputChunkSize = 64 * 1024
-    /// During graceful shutdown: how long to wait for the PING that follows the shutdown notice
-    /// before sending the final GOAWAY anyway.
-    public var shutdownNoticeTimeout: TimeAmount = .seconds(1)
+    /// How long a decided GOAWAY (graceful shutdown, the application's) waits for the open
+    /// streams to be answered before it is sent anyway; nghttp2 still finishes those streams.
+    public var goAwayFinishTimeout: TimeAmount = .seconds(5)
     /// When set, a new connection may have only this many streams open until the application
     /// calls `ConnectionInfo.markAuthenticated()`; then SETTINGS raise the limit to
     /// `session.maxConcurrentStreams`. APNs allows one stream until a valid provider token has

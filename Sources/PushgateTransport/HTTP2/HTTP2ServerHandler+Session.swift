@@ -194,7 +194,9 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
     func sessionHeadersComplete(streamID: Int32, category: nghttp2_headers_category, endStream: Bool) {
         // Trailers (another category) follow an admitted head.
         if category == NGHTTP2_HCAT_REQUEST, let pending = streamID == headerStreamID ? headerRequest : requests[streamID] {
-            if pending.headerListTooLarge {
+            if policy.refusesNewStreams {
+                refuseStream(pending, streamID: streamID, because: "its GOAWAY waits for the open streams")
+            } else if pending.headerListTooLarge {
                 reject(pending, streamID: streamID, .headerListTooLarge(limit: configuration.session.maxHeaderListSize))
             } else {
                 admit(pending, streamID: streamID, endStream: endStream)
@@ -270,9 +272,6 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
 
     func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer) {}
 
-    func sessionPingAckReceived() {
-        perform(policy.pingAckReceived())
-    }
 
     func sessionSettingsReceived() {}
 

@@ -51,7 +51,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     var rapidResetClosure = false
 
     private var idleTimer: Scheduled<Void>?
-    private var quiesceTimer: Scheduled<Void>?
+    private var finishTimer: Scheduled<Void>?
+    /// The application's GOAWAY debug data, kept while its GOAWAY waits for the open streams.
+    private var goAwayDebugData: [UInt8] = []
     private var stallTimer: Scheduled<Void>?
     var requestTimer: Scheduled<Void>?
 
@@ -210,9 +212,9 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     /// Does what the connection policy decided, in the order its actions are listed. Inlined:
     /// most events (a stream opening or closing) decide nothing, and then this costs a few tests.
     @inline(__always)
-    func perform(_ actions: HTTP2ConnectionPolicy.Actions, applicationDebugData: [UInt8] = []) {
+    func perform(_ actions: HTTP2ConnectionPolicy.Actions) {
         if !actions.cancel.isEmpty { cancel(actions.cancel) }
-        if let submission = actions.submit { submit(submission, applicationDebugData: applicationDebugData) }
+        if let submission = actions.submit { submit(submission) }
         if actions.notifyShutdown {
             for writer in writers.values { writer.shutdownRequested() }
         }
@@ -220,17 +222,14 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         if actions.close { context?.close(promise: nil) }
     }
 
-    private func submit(_ submission: HTTP2ConnectionPolicy.Submission, applicationDebugData: [UInt8]) {
+    private func submit(_ submission: HTTP2ConnectionPolicy.Submission) {
         switch submission {
-        case .shutdownNoticeAndPing:
-            session.submitShutdownNotice()
-            session.submitPing()
         case .goAway(let reason):
             let debugData: [UInt8]
             switch reason {
             case .idleTimeout: debugData = Self.idleTimeoutDebugData
             case .shutdown: debugData = Self.shutdownDebugData
-            case .application: debugData = applicationDebugData
+            case .application: debugData = goAwayDebugData
             }
             session.submitGoAway(
                 lastStreamID: session.lastProcessedStreamID,
@@ -242,14 +241,14 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         case .noHeaderTable:
             session.submitHeaderTableSize(0)
         }
-        // Submissions come from nghttp2's callbacks (a PING ack) and from timers alike: the
+        // Submissions come from nghttp2's callbacks (a stream closing) and from timers alike: the
         // next flush sends them, and with nothing left to do closes the connection.
         output?.scheduleFlush()
     }
 
     private func cancel(_ timers: HTTP2ConnectionPolicy.Timers) {
         if timers.contains(.idle) { idleTimer?.cancel(); idleTimer = nil }
-        if timers.contains(.quiesce) { quiesceTimer?.cancel(); quiesceTimer = nil }
+        if timers.contains(.finish) { finishTimer?.cancel(); finishTimer = nil }
         if timers.contains(.stall) { stallTimer?.cancel(); stallTimer = nil }
         if timers.contains(.request) { requestTimer?.cancel(); requestTimer = nil }
     }
@@ -263,10 +262,10 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
             idleTimer?.cancel()
             idleTimer = eventLoop.scheduleTask(in: timeout) { loopBound.value.idleTimerFired() }
         }
-        if timers.contains(.quiesce) {
-            quiesceTimer?.cancel()
-            quiesceTimer = eventLoop.scheduleTask(in: configuration.shutdownNoticeTimeout) {
-                loopBound.value.quiesceTimerFired()
+        if timers.contains(.finish) {
+            finishTimer?.cancel()
+            finishTimer = eventLoop.scheduleTask(in: configuration.goAwayFinishTimeout) {
+                loopBound.value.finishTimerFired()
             }
         }
         if timers.contains(.stall) {
@@ -292,9 +291,13 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         perform(actions)
     }
 
-    private func quiesceTimerFired() {
-        quiesceTimer = nil
-        perform(policy.quiesceTimerFired())
+    private func finishTimerFired() {
+        finishTimer = nil
+        let actions = policy.finishTimerFired()
+        if actions.submit != nil {
+            logger.debug("sending GOAWAY with streams still open", metadata: ["h2.open_streams": "\(policy.openStreams)"])
+        }
+        perform(actions)
     }
 
     private func stallTimerFired() {
@@ -321,11 +324,10 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
 
     func goAway(debugData: [UInt8]) {
         guard session != nil else { return }
-        let actions = policy.goAwayRequested()
-        if actions.submit != nil {
-            logger.debug("closing HTTP/2 connection", metadata: ["h2.goaway_debug_data": "\(String(decoding: debugData, as: UTF8.self))"])
-        }
-        perform(actions, applicationDebugData: debugData)
+        guard !policy.isClosed else { return }
+        logger.debug("closing HTTP/2 connection", metadata: ["h2.goaway_debug_data": "\(String(decoding: debugData, as: UTF8.self))"])
+        goAwayDebugData = debugData
+        perform(policy.goAwayRequested())
     }
 
     /// APNs' GOAWAY debug data for the transport's own reasons.

@@ -104,8 +104,6 @@ extension NGHTTP2Session {
                     errorCode: frame.goaway.error_code,
                     debugData: UnsafeRawBufferPointer(start: frame.goaway.opaque_data, count: frame.goaway.opaque_data_len)
                 )
-            case NGHTTP2_PING.rawValue:
-                if frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { delegate.sessionPingAckReceived() }
             case NGHTTP2_SETTINGS.rawValue:
                 if frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { delegate.sessionSettingsReceived() }
             default:

@@ -21,7 +21,6 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     func sessionDataFrame(streamID: Int32, endStream: Bool)
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32)
     func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer)
-    func sessionPingAckReceived()
     /// The peer's SETTINGS (not an acknowledgement of ours) were received and applied.
     func sessionSettingsReceived()
     /// nghttp2 took bytes of a streamed body into DATA frames; `remaining` are still queued here.
@@ -343,11 +342,6 @@ final class NGHTTP2Session {
         _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode)
     }
 
-    /// First half of a graceful shutdown: tells the client no new streams will be accepted soon.
-    func submitShutdownNotice() {
-        _ = nghttp2_submit_shutdown_notice(session)
-    }
-
     func submitGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8] = []) {
         _ = debugData.withUnsafeBufferPointer { data in
             nghttp2_submit_goaway(
@@ -380,10 +374,6 @@ final class NGHTTP2Session {
     private func submitSetting(_ id: nghttp2_settings_id, _ value: UInt32) {
         var entry = nghttp2_settings_entry(settings_id: Int32(id.rawValue), value: value)
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1)
-    }
-
-    func submitPing() {
-        _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
     }
 
     /// Acknowledges `count` received body bytes to the peer (only meaningful with manual window

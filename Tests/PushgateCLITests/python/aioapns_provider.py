@@ -3,8 +3,11 @@
 authentication. Only its host, port and trusted CA change: the library itself is used unchanged.
 
 usage: aioapns_provider.py HOST PORT CAFILE KEYFILE KEY_ID TEAM_ID TOPIC TOKEN UNREGISTERED_TOKEN
-prints: {"alert": {...}, "background": {...}, "unknown": {...}, "unregistered": {...}}
-        each {"status", "description", "timestamp", "id"} as aioapns reports it.
+prints: {"alert": {...}, "background": {...}, "unknown": {...}, "unregistered": {...},
+         "hundredth": {...}, "during": {...}}
+        each {"status", "description", "timestamp", "id"} as aioapns reports it ("exception" and
+        the exception when the call raised). "hundredth" is the 100th refused push in a row, sent
+        together with a good one ("during"): the gateway ends the connection after it.
 """
 
 import asyncio
@@ -70,6 +73,23 @@ async def run(host, port, cafile, keyfile, key_id, team_id, topic, token, gone):
         await client.send_notification(
             NotificationRequest(device_token=gone, message={"aps": {"alert": "gone"}}, push_type=PushType.ALERT)
         )
+    )
+    # 100 refused in a row end the connection (as APNs does); the GOAWAY must come after every
+    # answer, or h2 (aioapns' HTTP/2) loses those after it and aioapns sends the push again.
+    for _ in range(98):
+        await client.send_notification(
+            NotificationRequest(device_token="ab" * 32, message={"aps": {"alert": "nobody"}}, push_type=PushType.ALERT)
+        )
+
+    async def outcome(request):
+        try:
+            return result(await client.send_notification(request))
+        except Exception as error:  # noqa: BLE001 - reported for the test to judge
+            return {"status": "exception", "description": repr(error), "timestamp": None, "id": None}
+
+    out["during"], out["hundredth"] = await asyncio.gather(
+        outcome(NotificationRequest(device_token=token, message={"aps": {"alert": "while refused"}}, push_type=PushType.ALERT)),
+        outcome(NotificationRequest(device_token="ab" * 32, message={"aps": {"alert": "nobody"}}, push_type=PushType.ALERT)),
     )
     client.pool.close()
     return out
