@@ -13,7 +13,8 @@ extension Scheduler {
     ///   waiting (`never`, or less than its interval since its last budget release: a release at
     ///   once takes budget like any other). Never at once in `lowPower`: the budget no
     ///   longer decides there, only wake events release (Low Power Mode pauses background work on
-    ///   a real device). Otherwise held (`nowOrNever`: discarded).
+    ///   a real device). Otherwise held (`nowOrNever`: discarded). At priority 1 never at once,
+    ///   nor on budget: held until a wake event.
     /// - Regular, device not connected: `stored` (`nowOrNever`: discarded).
     /// - Priority 10: released at once, and a wake event: everything held for the device rides
     ///   along as `piggyback`: this push is their carrier.
@@ -35,7 +36,7 @@ extension Scheduler {
         guard apps[a].state != .terminated else { return Acceptance.discarded(.appTerminated) }
         let d = Int(apps[a].device)
         var emptyBudget: BudgetScope?
-        if devices[d].connected, devices[d].power != .lowPower, apps[a].silent.count == 0, intervalReady(a) <= now {
+        if push.waitsForBudget, devices[d].connected, devices[d].power != .lowPower, apps[a].silent.count == 0, intervalReady(a) <= now {
             emptyBudget = takeTokens(app: a, device: d, now: now)
             if emptyBudget == nil {
                 rescheduleBudget(device: d)

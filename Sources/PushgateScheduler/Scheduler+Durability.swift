@@ -97,7 +97,7 @@ extension Scheduler {
     @discardableResult
     public func restoreHeld(_ push: SchedulerPush, acceptedAt: Int64) -> Bool {
         guard let a = index(of: push.app) else { return false }
-        let silent = push.pushClass == .silent
+        let silent = push.waitsForBudget
         let deadline =
             !silent && push.priority == .normal ? acceptedAt + policy(ofApp: a).policy.maxDeferralMillis : .max
         insertHeld(

@@ -9,7 +9,7 @@ extension Scheduler {
     /// been. Above the app's `maxHeldPerApp` silent pushes the oldest go (`overflow`).
     /// Returns the id of the replaced push, if any.
     func hold(_ push: SchedulerPush, app a: Int, deadline: Int64, drops: inout [Drop]) -> UInt64? {
-        let silent = push.pushClass == .silent
+        let silent = push.waitsForBudget
         var deadline = deadline
         var replaced: UInt64?
         if let collapseID = push.collapseID {

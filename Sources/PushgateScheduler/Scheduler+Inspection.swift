@@ -37,7 +37,9 @@ extension Scheduler {
     /// A held push as the admin device view explains it.
     public struct HeldPush: Sendable, Equatable {
         public var id: UInt64
-        public var pushClass: PushClass
+        /// In its app's silent queue, released by budget; else it waits for a wake event (or
+        /// its deferral end). See `SchedulerPush.waitsForBudget`.
+        public var waitsForBudget: Bool
         /// A priority-5 push's deferral end: released then as `budget` if the device is
         /// connected. Nil for the others.
         public var deferredUntil: Int64?
@@ -58,7 +60,7 @@ extension Scheduler {
                 result.append(
                     HeldPush(
                         id: record.id,
-                        pushClass: record.isSilent ? .silent : .regular,
+                        waitsForBudget: record.isSilent,
                         deferredUntil: record.deadline == .max ? nil : record.deadline,
                         ahead: ahead
                     )

@@ -14,6 +14,11 @@ public struct SchedulerPush: Sendable, Hashable {
     /// `apns-expiration: 0`: delivered now or discarded, never held or stored.
     public var nowOrNever: Bool
 
+    /// Held, it waits in its app's silent queue for budget (or a wake event). A silent push at
+    /// priority 1 never wakes the device (PRODUCT.md section 4): it waits, as a regular one at
+    /// priority 1 does, for a wake event only, and takes no budget.
+    var waitsForBudget: Bool { pushClass == .silent && priority != .low }
+
     public init(
         id: UInt64,
         app: AppHandle,

@@ -51,7 +51,7 @@ import Testing
         let low = harness.regular(app, .low, now: t0).id
         let held = try #require(harness.scheduler.heldPushes(app: app))
         #expect(held.map(\.id) == [first, second, normal, low])
-        #expect(held.map(\.pushClass) == [.silent, .silent, .regular, .regular])
+        #expect(held.map(\.waitsForBudget) == [true, true, false, false])
         #expect(held.map(\.ahead) == [0, 1, 0, 1])
         #expect(held.map(\.deferredUntil) == [nil, nil, t0 + 15 * minute, nil])
     }

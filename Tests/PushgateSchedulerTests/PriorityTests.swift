@@ -69,6 +69,21 @@ import Testing
         #expect(output.releases == [Release(id: push.id, device: harness.device, app: app, kind: .keepalive)])
     }
 
+    @Test("a silent push at priority 1 never wakes the device: held with budget left, not released by budget, taking none; the next wake event brings it")
+    func silentPriority1WaitsForAWakeEvent() throws {
+        let harness = try Harness()
+        let app = harness.app()
+        let push = harness.push(app, .silent, priority: .low, now: t0)
+        #expect(push.acceptance.disposition == .held)
+        #expect(harness.scheduler.heldPushes(app: app)?.map(\.waitsForBudget) == [false])
+        #expect(harness.scheduler.advance(now: t0 + 29 * day).isEmpty)
+        // Its app's budget is whole: the silent pushes after it go at once, around it.
+        let next = harness.silent(app, now: t0 + 29 * day)
+        #expect(next.acceptance.releases.ids == [next.id])
+        let output = harness.scheduler.keepalive(harness.device, now: t0 + 29 * day)
+        #expect(output.releases == [Release(id: push.id, device: harness.device, app: app, kind: .keepalive)])
+    }
+
     @Test(arguments: [PushPriority.high, .normal, .low])
     func regularPushesForAnOfflineDeviceAreStored(priority: PushPriority) throws {
         let harness = try Harness(connected: false)

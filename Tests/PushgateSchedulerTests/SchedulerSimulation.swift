@@ -246,7 +246,7 @@ final class SchedulerSimulation {
     }
 
     private func heldSilent(of app: AppHandle) -> Int {
-        (scheduler.heldIDs(app: app) ?? []).filter { pushes[$0]?.push.pushClass == .silent }.count
+        (scheduler.heldIDs(app: app) ?? []).filter { pushes[$0]?.push.waitsForBudget == true }.count
     }
 
     // MARK: Rules
@@ -271,6 +271,7 @@ final class SchedulerSimulation {
         let expected: Outcome
         switch (push.pushClass, push.priority) {
         case (.silent, _) where appStates[push.app] == .terminated: expected = .discarded(.appTerminated)
+        case (.silent, .low): expected = waits
         case (.silent, _) where device.connected && device.power != .lowPower && before.heldSilent == 0 && before.tokens:
             expected = .delivered
         case (.silent, _): expected = waits
@@ -307,6 +308,7 @@ final class SchedulerSimulation {
             guard pushed.push.pushClass == .silent, release.kind == .immediate || release.kind == .budget else {
                 continue
             }
+            if pushed.push.priority == .low { violations.append("\(here): priority 1 released without a wake event") }
             let device = devices.compactMap { $0 }.first { $0.handle == pushed.device }
             if device?.connected != true { violations.append("\(here) while the device is not connected") }
             if device?.power == .lowPower { violations.append("\(here) in lowPower") }

@@ -132,7 +132,7 @@ extension DeviceShard {
                 let reason: DeviceInspection.WaitReason
                 if !connected {
                     reason = .offline(since: device.offlineSince)
-                } else if push.pushClass == .regular {
+                } else if !push.waitsForBudget {
                     reason = push.deferredUntil.map { .deferred(until: $0) } ?? .waitsForWake
                 } else if power == .lowPower {
                     reason = .lowPower
