@@ -4,9 +4,9 @@ import PushgateModel
 
 extension Scheduler {
     /// Holds `push` in its app's list. A held push of the same app and class with the same collapse
-    /// id is replaced (and reported as `coalesced`); the replacement keeps the earlier deferral
-    /// deadline, so a collapse group is never deferred longer than its first member would have
-    /// been. Above the app's `maxHeldPerApp` silent pushes the oldest go (`overflow`).
+    /// id is replaced (and reported as `coalesced`); a regular replacement keeps the earlier
+    /// deferral deadline, so a collapse group is never deferred longer than its first member
+    /// would have been. Above the app's `maxHeldPerApp` silent pushes the oldest go (`overflow`).
     /// Returns the id of the replaced push, if any.
     func hold(_ push: SchedulerPush, app a: Int, deadline: Int64, drops: inout [Drop]) -> UInt64? {
         let silent = push.waitsForBudget
@@ -18,7 +18,9 @@ extension Scheduler {
             if slot != noSlot {
                 let old = removeHeld(slot)
                 replaced = old.id
-                deadline = min(deadline, old.deadline)
+                // A silent push at priority 1, held with the regular ones, waits for a wake
+                // event whatever it replaced: it never wakes the device.
+                if push.pushClass == .regular { deadline = min(deadline, old.deadline) }
                 drops.append(drop(old, reason: .coalesced))
             }
         }

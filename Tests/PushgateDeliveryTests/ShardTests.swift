@@ -342,6 +342,28 @@ struct ShardTests {
         }
     }
 
+    @Test("a collapse id replaces a stored push never written, not one an earlier stream sent that waits for its ack: that push is stored beside it")
+    func collapseSparesWhatWasSent() async throws {
+        try await DeliveryHarness.run { h in
+            let device = try await h.device()
+            let token = try await h.register(device, Self.topic)
+            let generation = try await h.core.openStream(deviceID: device.id, secret: device.secret, lastEventID: nil).get()
+            let sink = RecordingSink()
+            h.core.bindStream(deviceID: device.id, generation: generation, sink: sink)
+            let sent = UUIDs.next()
+            #expect(try await h.push(token, Self.topic, apnsID: sent, collapseID: "d") == .delivered)
+            #expect(await sink.events(count: 1).count == 1)
+            h.core.closeStream(deviceID: device.id, generation: generation)
+            let stored = UUIDs.next()
+            #expect(try await h.push(token, Self.topic, apnsID: stored, collapseID: "d") == .stored)
+            let newest = UUIDs.next()
+            #expect(try await h.push(token, Self.topic, apnsID: newest, collapseID: "d") == .coalesced)
+            #expect(h.core.counters.drops[.coalesced] == 1)
+            let again = try await h.connect(device)
+            #expect(await again.events(count: 2).map(\.apnsID) == [sent, newest])
+        }
+    }
+
     @Test("apns-expiration is honoured up to maxExpirationMillis after acceptance, not beyond")
     func expirationClamp() async throws {
         try await DeliveryHarness.run({ $0.maxExpirationMillis = 60_000 }) { h in

@@ -100,8 +100,11 @@ extension DeviceShard {
         case .stored:
             if let collapseID = record.push.collapseID {
                 // The newest push with a collapse id replaces the stored one (APNs keeps one).
+                // Only one never written: one sent on an earlier stream waits for its ack, and
+                // the device may be handling it (a review saw `coalesced` answered while both
+                // were redelivered and nothing was counted).
                 let unsent = device.queue.dropFirst(device.deliveredCount)
-                for entry in unsent where entry.committed && entry.record.push.deviceToken == record.push.deviceToken
+                for entry in unsent where !entry.sent && entry.committed && entry.record.push.deviceToken == record.push.deviceToken
                     && entry.record.push.collapseID == collapseID {
                     replacing.insert(entry.record.acceptanceID)
                 }
