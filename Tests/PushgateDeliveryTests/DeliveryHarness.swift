@@ -66,10 +66,15 @@ struct DeliveryHarness {
 
     /// Opens the device's stream and binds a recording sink to it.
     func connect(_ device: Device, lastEventID: UInt64? = nil) async throws -> RecordingSink {
+        try await stream(device, lastEventID: lastEventID).sink
+    }
+
+    /// `connect`, with the stream's generation for `closeStream`.
+    func stream(_ device: Device, lastEventID: UInt64? = nil) async throws -> (sink: RecordingSink, generation: UInt64) {
         let generation = try await core.openStream(deviceID: device.id, secret: device.secret, lastEventID: lastEventID).get()
         let sink = RecordingSink()
         core.bindStream(deviceID: device.id, generation: generation, sink: sink)
-        return sink
+        return (sink, generation)
     }
 
     func push(

@@ -329,9 +329,7 @@ struct ShardTests {
         try await DeliveryHarness.run { h in
             let device = try await h.device()
             let token = try await h.register(device, Self.topic)
-            let generation = try await h.core.openStream(deviceID: device.id, secret: device.secret, lastEventID: nil).get()
-            let sink = RecordingSink()
-            h.core.bindStream(deviceID: device.id, generation: generation, sink: sink)
+            let (sink, generation) = try await h.stream(device)
             #expect(try await h.push(token, Self.topic) == .delivered)
             #expect(await sink.events(count: 1).count == 1)
             h.core.closeStream(deviceID: device.id, generation: generation)
@@ -347,9 +345,7 @@ struct ShardTests {
         try await DeliveryHarness.run { h in
             let device = try await h.device()
             let token = try await h.register(device, Self.topic)
-            let generation = try await h.core.openStream(deviceID: device.id, secret: device.secret, lastEventID: nil).get()
-            let sink = RecordingSink()
-            h.core.bindStream(deviceID: device.id, generation: generation, sink: sink)
+            let (sink, generation) = try await h.stream(device)
             let sent = UUIDs.next()
             #expect(try await h.push(token, Self.topic, apnsID: sent, collapseID: "d") == .delivered)
             #expect(await sink.events(count: 1).count == 1)

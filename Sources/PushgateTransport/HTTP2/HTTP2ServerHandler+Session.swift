@@ -272,7 +272,6 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
 
     func sessionGoAwayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeRawBufferPointer) {}
 
-
     func sessionSettingsReceived() {}
 
     func sessionBodyDrained(streamID: Int32, remaining: Int) {
