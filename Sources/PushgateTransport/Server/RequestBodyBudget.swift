@@ -27,10 +27,11 @@ public final class RequestBodyBudget: Sendable {
     /// Request bodies refused because they did not fit, since the start.
     public var refusedBodies: Int { refusals.load(ordering: .relaxed) }
 
-    /// The part of the budget bodies on connections that have proven nothing may hold all
-    /// together: a quarter. Device routes read their body before the secret is checked (on the
-    /// device's shard), so requests with a made-up secret filled the whole budget (64 KiB per
-    /// stream, held until the request timeout) and real providers' pushes were refused.
+    /// How full the budget may be (all bodies together, proven connections' included) for a
+    /// body on a connection that has proven nothing to be taken: a quarter. Device routes read
+    /// their body before the secret is checked (on the device's shard), so requests with a
+    /// made-up secret filled the whole budget (64 KiB per stream, held until the request
+    /// timeout) and real providers' pushes were refused.
     public var unauthenticatedLimit: Int { limit / 4 }
 
     /// Takes `bytes` for a body; false, taking nothing and counting a refusal, when they do not
