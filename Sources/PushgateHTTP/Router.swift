@@ -92,6 +92,9 @@ public struct Router: HTTPServerHandler {
     }
 
     private var exact: [String: [Route]] = [:]
+    /// The longest exact path in bytes: a longer path (a provider's `/3/device/<token>`, every
+    /// push) goes to the prefixes without hashing it for the dictionary.
+    private var longestExact = 0
     /// Routes by prefix, longest prefix first: a path goes to the routes of the longest prefix
     /// it starts with (found without building a list per request).
     private var prefixes: [(prefix: String, routes: [Route])] = []
@@ -111,6 +114,7 @@ public struct Router: HTTPServerHandler {
         precondition(!answersHEAD || method == "GET", "only a GET route answers HEAD")
         let route = Route(method: method, protocols: protocols, role: role, admission: admission, answersHEAD: answersHEAD, handler: handler)
         exact[path, default: []].append(route)
+        longestExact = max(longestExact, path.utf8.count)
     }
 
     public mutating func addPrefix(
@@ -194,7 +198,7 @@ public struct Router: HTTPServerHandler {
         } else {
             path = request.path
         }
-        let candidates = exact[path] ?? routes(byPrefixOf: path)
+        let candidates = (path.utf8.count <= longestExact ? exact[path] : nil) ?? routes(byPrefixOf: path)
         let isHTTP1 = request.connection.httpVersion == .http1_1
 
         if isHTTP1, let route = candidates.first(where: { $0.protocols == .http2Only }) {

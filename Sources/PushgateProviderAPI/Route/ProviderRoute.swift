@@ -41,57 +41,71 @@ public enum ProviderRoute {
             }
         )
         // Any method: a wrong one is answered in APNs' own terms (405 MethodNotAllowed).
+        let context = Context(core: core, validator: validator, gate: gate, logger: logger)
         router.addPrefix(nil, "/3/", protocols: .http2Only, role: .provider, admission: admission) { request, responder in
-            handle(request, responder, core: core, validator: validator, gate: gate, logger: logger)
+            handle(request, responder, context)
         }
     }
 
     /// Authentication, then validation, then the push's shard: a provider that has not proven
     /// who it is learns nothing about tokens (not even whether one exists).
-    static func handle(
-        _ request: HTTPServerRequest,
-        _ responder: HTTPResponder,
-        core: DeliveryCore,
-        validator: ProviderRequestValidator,
-        gate: ProviderGate,
-        logger: Logger
-    ) {
+    static func handle(_ request: HTTPServerRequest, _ responder: HTTPResponder, _ context: Context) {
         // Checked again now that the body is in: a reload or the token's age may have changed the
         // verdict since the head (a token already seen costs a string compare). Not a drain: a
         // request admitted before it is in flight, and in-flight requests are finished.
         // One pass over the fields for authentication and validation.
         var fields = ProviderHeaderFields(request.headers)
         guard let (state, provider) = authorize(
-            request, authorization: fields.authorization, topic: fields.topic, draining: false, responder, validator: validator, gate: gate, logger: logger
+            request, authorization: fields.authorization, topic: fields.topic, draining: false, responder, validator: context.validator, gate: context.gate,
+            logger: context.logger
         ) else { return }
         let connection = request.connection
         // A single-app certificate implies its topic when the request names none (APNs).
         if fields.topic == nil { fields.topic = provider.topic }
 
-        let outcome = validator.validate(method: request.method, path: request.path, fields: fields, body: request.body)
+        let outcome = context.validator.validate(method: request.method, path: request.path, fields: fields, body: request.body)
         switch outcome {
         case .rejected(let refusal, let apnsID):
-            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
+            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: context.gate, responder: responder, logger: context.logger)
         case .accepted(let push, let expiration):
             let boundState = NIOLoopBound(state, eventLoop: connection.eventLoop)
             // The answer needs two of the push's fields: captured alone, not the whole push
             // (each of its strings and its payload retained and released again per request).
             let apnsID = push.apnsID
             let pushType = push.pushType
-            core.accept(push, expiration: expiration).hop(to: connection.eventLoop).whenComplete { result in
+            context.core.accept(push, expiration: expiration).hop(to: connection.eventLoop).whenComplete { result in
                 let state = boundState.value
                 switch result {
                 case .success(let disposition):
-                    gate.counters.received.add(pushType)
+                    context.gate.counters.received.add(pushType)
                     state.consecutiveErrors = 0
                     var headers = HTTPHeaders()
                     headers.add(name: "apns-id", value: apnsID)
                     headers.add(name: "pushgate-disposition", value: disposition.rawValue)
                     responder.respond(HTTPServerResponse(status: 200, headers: headers))
                 case .failure(let error):
-                    answer(refusal: Refusal(error), apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
+                    answer(
+                        refusal: Refusal(error), apnsID: apnsID, state: state, connection: connection, gate: context.gate, responder: responder,
+                        logger: context.logger)
                 }
             }
+        }
+    }
+
+    /// What handling a request needs, behind one reference: the closure that answers each push
+    /// retains this object instead of the dozen references the gate and the logger hold (each
+    /// retained and released per push, often from the shard's thread).
+    final class Context: Sendable {
+        let core: DeliveryCore
+        let validator: ProviderRequestValidator
+        let gate: ProviderGate
+        let logger: Logger
+
+        init(core: DeliveryCore, validator: ProviderRequestValidator, gate: ProviderGate, logger: Logger) {
+            self.core = core
+            self.validator = validator
+            self.gate = gate
+            self.logger = logger
         }
     }
 
