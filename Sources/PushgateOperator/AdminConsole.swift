@@ -138,7 +138,8 @@ public final class AdminConsole: Sendable {
     private static func admitted(_ request: HTTPServerRequest, _ responder: HTTPResponder, _ access: AdminAccess) -> Bool {
         guard let refusal = access.refusal(
             authorization: request.headers.first(name: "authorization"),
-            peer: request.connection.remoteAddress
+            peer: request.connection.remoteAddress,
+            forwardedBy: AdminAccess.forwardingFields.first { request.headers.contains(name: $0) }
         ) else {
             request.connection.markAuthenticated()
             return true

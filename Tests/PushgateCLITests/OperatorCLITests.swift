@@ -112,6 +112,24 @@ struct OperatorCLITests {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent(".build/test-screenshots")
 
+    @Test("without an admin token, what a proxy forwards is refused though the proxy is a loopback peer; a loopback client's own request is answered")
+    func forwardedWithoutToken() throws {
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
+        defer { _ = gateway.stop() }
+        func status(_ path: String, _ headers: [String]) throws -> (code: String, body: String) {
+            let result = try run("curl", ["-sS", "-w", "\n%{http_code}"] + headers.flatMap { ["-H", $0] } + [gateway.urls[0] + path])
+            let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+            return (String(lines.last ?? ""), lines.dropLast().joined(separator: "\n"))
+        }
+        #expect(try status("/v1/admin/stats", []).code == "200")
+        #expect(try status("/metrics", []).code == "200")
+        for (path, header) in [("/v1/admin/stats", "x-forwarded-for: 192.0.2.9"), ("/metrics", "Via: 1.1 proxy"), ("/v1/admin/stats", "forwarded: for=192.0.2.9")] {
+            let refused = try status(path, [header])
+            #expect(refused.code == "403", "\(path) \(header): \(refused)")
+            #expect(refused.body.contains("came through a proxy"), "\(refused.body)")
+        }
+    }
+
     @Test("serve warns when operator routes listen off loopback without a token; token settings that cannot work are usage errors")
     func adminFlags() throws {
         let directory = try scratchDirectory()

@@ -91,6 +91,11 @@ struct OperatorWordsTests {
         #expect(open.refusal(authorization: nil, peer: local) == nil)
         #expect(open.refusal(authorization: "bearer anything", peer: remote)?.reason == .forbidden)
         #expect(open.refusal(authorization: nil, peer: nil)?.reason == .forbidden, "a peer of unknown address is not loopback")
+        // A proxy on the machine is a loopback peer: what it forwards is refused without a token.
+        let forwarded = open.refusal(authorization: nil, peer: local, forwardedBy: "x-forwarded-for")
+        #expect(forwarded?.reason == .forbidden)
+        #expect(forwarded?.detail.contains("through a proxy (it carries x-forwarded-for)") == true)
+        #expect(guarded.refusal(authorization: "bearer s3cret", peer: local, forwardedBy: "via") == nil, "with the token it may come through a proxy")
     }
 
     @Test("totals as the store keeps them: by name, unknown names ignored, only nonzero ones written")

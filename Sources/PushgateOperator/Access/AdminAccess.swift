@@ -6,7 +6,8 @@ import PushgateTransport
 /// Who may read the operator routes (`/metrics`, `/v1/admin/...`). With an admin token:
 /// whoever sends `authorization: bearer <token>`, compared in constant time with its SHA-256
 /// (the token itself is not kept). Without one: loopback peers only, so that a gateway that
-/// listens on the network does not show its devices to it by default.
+/// listens on the network does not show its devices to it by default, and of those only
+/// requests no proxy forwarded (a proxy on the machine is a loopback peer for all its clients).
 public struct AdminAccess: Sendable {
     private let tokenHash: [UInt8]?
 
@@ -16,14 +17,28 @@ public struct AdminAccess: Sendable {
 
     public var hasToken: Bool { tokenHash != nil }
 
-    /// Nil when the request may go on; otherwise the refusal to answer with.
-    public func refusal(authorization: String?, peer: SocketAddress?) -> Refusal? {
+    /// Header fields a proxy adds to what it forwards. A request carrying one came through a
+    /// proxy, so its loopback peer is the proxy and its client may be anywhere: a proxy on the
+    /// same machine would otherwise open the operator routes to everyone it serves.
+    public static let forwardingFields = ["forwarded", "x-forwarded-for", "x-real-ip", "via"]
+
+    /// Nil when the request may go on; otherwise the refusal to answer with. `forwardedBy`: the
+    /// first of ``forwardingFields`` the request carries.
+    public func refusal(authorization: String?, peer: SocketAddress?, forwardedBy: String? = nil) -> Refusal? {
         guard let tokenHash else {
-            if let peer, ClientAddress(peer)?.isLoopback == true { return nil }
+            guard let peer, ClientAddress(peer)?.isLoopback == true else {
+                return Refusal(
+                    .forbidden,
+                    "this gateway has no admin token, so its operator routes answer loopback clients only; "
+                        + "set one (--admin-token-file FILE, --admin-token or PUSHGATE_ADMIN_TOKEN) and send it as authorization: bearer <token>"
+                )
+            }
+            guard let forwardedBy else { return nil }
             return Refusal(
                 .forbidden,
-                "this gateway has no admin token, so its operator routes answer loopback clients only; "
-                    + "set one (--admin-token-file FILE, --admin-token or PUSHGATE_ADMIN_TOKEN) and send it as authorization: bearer <token>"
+                "this gateway has no admin token, so its operator routes answer loopback clients only, and this request came "
+                    + "through a proxy (it carries \(forwardedBy)): its client is not known to be on this machine; "
+                    + "set an admin token (--admin-token-file FILE, --admin-token or PUSHGATE_ADMIN_TOKEN) and send it as authorization: bearer <token>"
             )
         }
         guard let given = BearerCredential.credential(in: authorization),
