@@ -57,6 +57,24 @@ enum Directory {
             """)
     }
 
+    /// Keeps the store's files owner-only (0600), whatever the umask and the directory's mode:
+    /// they hold device secrets' hashes and every queued payload. Creates `database` (empty, a
+    /// valid SQLite database) with that mode when it does not exist, since SQLite gives its
+    /// -wal and -shm files the database's mode; narrows those of the files that exist (a store
+    /// made under a umask of 022, or restored by another tool). Returns the files it could not
+    /// narrow (another user's, say).
+    static func keepPrivate(database: String, companions: [String]) -> [String] {
+        let created = open(database, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if created >= 0 { _ = close(created) }
+        var widened: [String] = []
+        for file in [database] + companions {
+            var info = stat()
+            guard stat(file, &info) == 0, info.st_mode & 0o077 != 0 else { continue }
+            if chmod(file, info.st_mode & 0o700) != 0 { widened.append(file) }
+        }
+        return widened
+    }
+
     /// fsyncs a directory so that entries created in it survive a power loss. Best effort.
     static func sync(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY)

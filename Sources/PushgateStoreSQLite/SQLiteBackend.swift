@@ -32,6 +32,12 @@ public final class SQLiteBackend: StoreBackend {
         let lock = try DirectoryLock(directory: directory, purpose: "open the store")
         var opened = false
         defer { if !opened { lock.release() } }
+        let exposed = Directory.keepPrivate(database: path, companions: [path + "-wal", path + "-shm"])
+        if !exposed.isEmpty {
+            logger.warning(
+                "store files readable by other users could not be made owner-only (chmod 600 them, as their owner)",
+                metadata: ["files": "\(exposed.joined(separator: ", "))"])
+        }
         self.path = path
         self.lock = lock
         self.logger = logger

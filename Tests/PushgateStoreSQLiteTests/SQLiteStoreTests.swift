@@ -22,6 +22,34 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("the store's files are owner-only whatever the umask and the directory: new ones made so, older ones narrowed")
+    func privateFiles() throws {
+        let directory = try TempDirectory()
+        defer { directory.remove() }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+        func mode(_ name: String) throws -> Int {
+            try (FileManager.default.attributesOfItem(atPath: directory.path + "/" + name)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+        }
+        let files = ["pushgate.sqlite", "pushgate.sqlite-wal", "pushgate.sqlite-shm"]
+        do {
+            let backend = try SQLiteBackend(directory: directory.path, logger: quietLogger)
+            defer { try? backend.close() }
+            _ = try backend.apply([[.createDevice(device("d"))]])
+            for name in files { #expect(try mode(name) == 0o600, "\(name)") }
+        }
+        // A store made under a umask of 022 (as before): its files are narrowed when it opens.
+        for name in files where FileManager.default.fileExists(atPath: directory.path + "/" + name) {
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: directory.path + "/" + name)
+        }
+        let reopened = try SQLiteBackend(directory: directory.path, logger: quietLogger)
+        defer { try? reopened.close() }
+        #expect(try mode("pushgate.sqlite") == 0o600)
+        #expect(try reopened.load().devices.count == 1)
+        for name in files.dropFirst() where FileManager.default.fileExists(atPath: directory.path + "/" + name) {
+            #expect(try mode(name) == 0o600, "\(name)")
+        }
+    }
+
     @Test("creates missing parent directories")
     func createsDirectories() async throws {
         let root = try TempDirectory()
