@@ -82,6 +82,24 @@ struct ProviderAuthRouteTests {
         }
     }
 
+    @Test("a method other than POST is 405 MethodNotAllowed on its head, before credentials and topic are asked for")
+    func wrongMethodFirst() async throws {
+        let keys = Keys()
+        try await withGateway(clock: TestClock(Self.start), access: try keys.access()) { gateway in
+            let token = try await Self.deviceToken(gateway)
+            let provider = try await API(gateway)
+            let id = "8a5c3ea8-6e0c-4f45-a9a1-2e4b0b4b3f11"
+            for (method, path, body) in [("GET", "/3/device/\(token)", nil), ("PUT", "/3/device/\(token)", "{}"), ("GET", "/3/device/zz", nil)] {
+                let reply = try await provider.send(method, path, headers: [("apns-id", id)], body: body)
+                #expect(reply.status == 405, "\(method) \(path): \(reply.text)")
+                #expect(reply.json["reason"] as? String == "MethodNotAllowed", "\(method) \(path)")
+                #expect(reply.apnsID == id)
+                #expect(reply.headers.first(name: "allow") == "POST")
+            }
+            await provider.close()
+        }
+    }
+
     @Test("APNs' token reasons reach the client: expired, topic not allowed, too many updates, unrelated key")
     func reasons() async throws {
         let keys = Keys()

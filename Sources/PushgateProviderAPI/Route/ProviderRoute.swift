@@ -9,7 +9,7 @@ import PushgateTransport
 
 /// `POST /3/device/{token}`: APNs' provider endpoint (PRODUCT.md section 2), HTTP/2 only.
 ///
-/// Draining and authentication are decided on the request's head, before its body is read: a
+/// Draining, the method and authentication are decided on the request's head, before its body is read: a
 /// client without valid credentials cannot make the gateway hold a byte of body, and a body
 /// larger than any push may carry is refused while it arrives. Validation is pure and runs on
 /// the connection's event loop once the body is in; the push then goes to its device's shard,
@@ -27,9 +27,15 @@ public enum ProviderRoute {
         let admission = RouteAdmission(
             maxBodySize: ProviderRequestValidator.maxBodyBytes,
             admits: { head, responder in
+                let draining = gate.isDraining()
+                if !draining, let refusal = ProviderRequestValidator.methodRefusal(head.method) {
+                    let apnsID = validator.responseAPNsID(requestHeader: head.headers.first(name: "apns-id"))
+                    answer(refusal: refusal, apnsID: apnsID, state: state(of: head.connection, gate), connection: head.connection, gate: gate, responder: responder, logger: logger)
+                    return false
+                }
                 // Two fields of the head: looked up where they lie, without copying the others.
                 let (authorization, topic) = (head.headers.first(name: "authorization"), head.headers.first(name: "apns-topic"))
-                return authorize(head, authorization: authorization, topic: topic, draining: gate.isDraining(), responder, validator: validator, gate: gate, logger: logger) != nil
+                return authorize(head, authorization: authorization, topic: topic, draining: draining, responder, validator: validator, gate: gate, logger: logger) != nil
             },
             refuse: { head, refusal, responder in
                 var refusal = refusal

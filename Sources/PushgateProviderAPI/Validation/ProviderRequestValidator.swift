@@ -108,6 +108,13 @@ public struct ProviderRequestValidator: Sendable {
         self.uuidBits = uuidGenerator
     }
 
+    /// Rule 1 alone: the refusal of any method but POST. The route checks it on a request's head,
+    /// before the credentials, so that a wrong method is answered 405 whoever sends it (it says
+    /// nothing about tokens), not `MissingTopic` or 403 for what a POST would have needed.
+    public static func methodRefusal(_ method: String) -> Refusal? {
+        method == "POST" ? nil : Refusal(.methodNotAllowed, ":method must be POST, got \(Detail.quote(method))", allowedMethods: ["POST"])
+    }
+
     /// The `apns-id` of a response to a request refused before validation: the request's own
     /// when it is a valid UUID, else a new one (every APNs response carries one).
     public func responseAPNsID(requestHeader value: String?) -> String {
@@ -148,9 +155,7 @@ public struct ProviderRequestValidator: Sendable {
         }
 
         // 1. Method.
-        guard method == "POST" else {
-            return reject(Refusal(.methodNotAllowed, ":method must be POST, got \(Detail.quote(method))", allowedMethods: ["POST"]))
-        }
+        if let refusal = Self.methodRefusal(method) { return reject(refusal) }
 
         // 2. Path and device token.
         let deviceToken: String
