@@ -59,6 +59,23 @@ struct ListenerTests {
         }
     }
 
+    @Test("HTTP/1.1 targets in absolute form are served as their origin form, their authority taking Host's place (RFC 9112 3.2.2)")
+    func http1AbsoluteForm() async throws {
+        try await withTestServer { server in
+            for (target, expected) in [
+                ("http://example.com:8080/target?x=1", "path=/target?x=1 authority=example.com:8080"),
+                ("HTTPS://example.com/target", "path=/target authority=example.com"),
+                ("/target", "path=/target authority=localhost"),
+            ] {
+                let raw = try await RawConnection.connect(port: server.port, group: server.group)
+                try await raw.send("GET \(target) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                let text = String(buffer: try await raw.receiveUntilClosed())
+                #expect(text.hasPrefix("HTTP/1.1 200"), "\(target): \(text)")
+                #expect(text.hasSuffix(expected), "\(target): \(text)")
+            }
+        }
+    }
+
     @Test("garbage bytes get a 400 and a closed connection; others are unaffected")
     func garbageClosesOnlyThatConnection() async throws {
         try await withTestServer { server in

@@ -109,6 +109,8 @@ struct TestApplication: HTTPServerHandler {
         case ("GET", "/bytes"):
             let count = Int(query.dropFirst(2)) ?? 0
             responder.respond(HTTPServerResponse(status: 200, body: Self.pattern(count)))
+        case ("GET", "/target"):
+            responder.respond(HTTPServerResponse(status: 200, text: "path=\(request.path) authority=\(request.authority ?? "none")"))
         case ("GET", "/conn"):
             let info = request.connection
             let text = "version=\(info.httpVersion.rawValue) tls=\(info.isTLS) alpn=\(info.negotiatedProtocol ?? "none") uid=\(info.peerCertificate?.userID ?? "none")"

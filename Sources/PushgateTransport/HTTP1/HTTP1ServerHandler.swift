@@ -169,12 +169,13 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
 
     private func request(_ requestHead: HTTPRequestHead, body: ByteBuffer) -> HTTPServerRequest {
         var headers = requestHead.headers
-        let authority = headers.first(name: "host")
+        let host = headers.first(name: "host")
         headers.remove(name: "host")
+        let absolute = AbsoluteFormTarget.split(requestHead.uri)
         return HTTPServerRequest(
             method: requestHead.method.rawValue,
-            path: requestHead.uri,
-            authority: authority,
+            path: absolute?.path ?? requestHead.uri,
+            authority: absolute?.authority ?? host,
             scheme: connection.isTLS ? "https" : "http",
             headers: headers,
             body: body,
