@@ -204,7 +204,7 @@ public enum Settings {
             integer("deviceBurst", "N", policy.deviceBurst, "Silent pushes a device may receive at once, all apps together.", \.deviceBurst),
             integer("deviceRefillPerHour", "N", policy.deviceRefillPerHour, "Silent pushes a device's bucket regains per hour.", \.deviceRefillPerHour),
             integer("maxHeldPerApp", "N", policy.maxHeldPerApp, "Held silent pushes kept per app; the oldest is dropped beyond.", \.maxHeldPerApp),
-            seconds("maxDeferralSeconds", policy.maxDeferralMillis, "The longest a priority-5 push is held.", \.maxDeferralSeconds),
+            seconds("maxDeferralSeconds", policy.maxDeferralMillis, "The longest a regular (not silent) priority-5 push is held: silent pushes wait for their budget or a wake event.", \.maxDeferralSeconds),
             seconds(
                 "defaultExpirationSeconds", policy.defaultExpirationMillis, "How long a push without apns-expiration is kept.", \.defaultExpirationSeconds
             ),

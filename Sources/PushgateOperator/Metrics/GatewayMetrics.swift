@@ -137,7 +137,7 @@ public final class GatewayMetrics: Sendable {
             oldestHeldAge: gauge("pushgate_held_oldest_age_seconds", "Age of the oldest held notification, in seconds; 0 when none is held."),
             oldestDeferredAge: gauge(
                 "pushgate_deferred_oldest_age_seconds",
-                "Age of the oldest held priority-5 notification, in seconds (released after at most its maximum deferral); 0 when none is held."
+                "Age of the oldest held regular (not silent) priority-5 notification, in seconds (released after at most its maximum deferral); 0 when none is held."
             ),
             refillScaled: gauge(
                 "pushgate_silent_refill_scaled",
