@@ -95,7 +95,12 @@ struct LogsCLITests {
         // regression fails with a bind error rather than serving.
         let exposed = ["serve", "--listen", "192.0.2.1:0", "--data-dir", directory + "/data"]
         let noStore = ["serve", "--listen", "127.0.0.1:0", "--data-dir", directory + "/file/data"]
-        for (arguments, status, reason) in [(exposed, Int32(64), "refusing to listen on 192.0.2.1"), (noStore, 1, "cannot use \(directory)/file/data as the store directory")] {
+        // A value the flags' own checks refuse, before anything else is looked at.
+        let badValue = ["serve", "--listen", "127.0.0.1:0", "--data-dir", directory + "/data", "--threads", "0"]
+        for (arguments, status, reason) in [
+            (exposed, Int32(64), "refusing to listen on 192.0.2.1"), (noStore, 1, "cannot use \(directory)/file/data as the store directory"),
+            (badValue, 64, "--threads: is 0; must be 1 to 1024"),
+        ] {
             let text = try runPushgate(arguments, timeout: .seconds(30))
             #expect(text.status == status && text.stderr.contains("Error: \(reason)"), "\(arguments): \(text.status) \(text.stderr)")
             let json = try runPushgate(arguments + ["--log-format", "json"], timeout: .seconds(30))

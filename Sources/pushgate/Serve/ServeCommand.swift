@@ -25,9 +25,18 @@ struct ServeCommand: AsyncParsableCommand {
     var settings: [String] = []
 
     /// Settings that cannot be used stop `serve` here, so that their errors come with serve's
-    /// usage; `run` resolves them again (the file and secret files are small).
+    /// usage; `run` resolves them again (the file and secret files are small). With
+    /// `--log-format json` (from any source) the reason is a `critical` JSON line instead, as
+    /// for a refusal found later: a log collector's last line is then the reason, not the usage.
     func validate() throws {
-        _ = try SettingsArguments.resolve(settings, for: Self.self)
+        let resolved = try SettingsArguments.settings(settings, for: Self.self)
+        do {
+            _ = try SettingsArguments.checked(resolved)
+        } catch let error as ValidationError where resolved.configuration.logFormat == .json {
+            LoggingSystem.bootstrap(format: .json, level: .info)
+            Logger(label: "pushgate").critical("cannot start: \(error.message)")
+            throw ExitCode.validationFailure
+        }
     }
 
     func run() async throws {
@@ -68,7 +77,11 @@ enum SettingsArguments {
     /// The configuration the settings resolve to (with this process's environment and the
     /// configuration file they name), or a usage error listing every problem.
     static func resolve(_ arguments: [String], for command: any ParsableCommand.Type) throws -> GatewayConfiguration {
-        let resolved = try settings(arguments, for: command)
+        try checked(settings(arguments, for: command))
+    }
+
+    /// The configuration `resolved` settings make, or a usage error listing every problem.
+    static func checked(_ resolved: ResolvedSettings) throws -> GatewayConfiguration {
         do {
             let configuration = try resolved.checked()
             try configuration.validate()
