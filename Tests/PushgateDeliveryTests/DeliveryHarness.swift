@@ -23,6 +23,7 @@ struct DeliveryHarness {
         storage: InMemoryStorage = InMemoryStorage(),
         clock: TestClock = TestClock(start),
         logger: Logger? = nil,
+        observer: (any DeliveryObserver)? = nil,
         _ configure: (inout DeliveryConfiguration) -> Void = { _ in },
         _ body: (DeliveryHarness) async throws -> Void
     ) async throws {
@@ -35,7 +36,7 @@ struct DeliveryHarness {
             return logger
         }()
         let store = FaultyStore(wrapping: GroupCommitStore(backend: InMemoryBackend(storage: storage), logger: logger))
-        let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: configuration, logger: logger)
+        let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: configuration, observer: observer, logger: logger)
         try await core.restore()
         // The store is closed at the end, which waits for its last batches: a commit nobody
         // awaits (the sweep's) must be on `storage` before a second run reads it as a restart.

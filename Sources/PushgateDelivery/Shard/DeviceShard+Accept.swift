@@ -117,6 +117,7 @@ extension DeviceShard {
         case .held, .coalesced:
             commands.append(.enqueue(record))
             held[record.acceptanceID] = record
+            heldUnannounced[record.acceptanceID] = (record, acceptance.emptyBudget)
             enteredMemory(record)
             device.heldCount += 1
             disposition = acceptance.disposition
@@ -148,11 +149,10 @@ extension DeviceShard {
                 }
                 counters.recordDisposition(disposition)
                 if let emptyBudget { counters.budgetExhausted.add(emptyBudget) }
-                if disposition == .held || disposition == .coalesced, let record = held[acceptanceID] {
-                    notable(.held, record, Self.holdDetail(record, emptyBudget: emptyBudget))
-                }
+                announceHeld(acceptanceID)
                 promise.succeed(disposition)
             case .failure(let error):
+                heldUnannounced[acceptanceID] = nil
                 if let record = held.removeValue(forKey: acceptanceID) {
                     leftMemory(record)
                     device.heldCount -= 1

@@ -54,6 +54,11 @@ final class DeviceShard {
     let scheduler: Scheduler
     /// Records of the pushes the scheduler holds, by acceptance id.
     var held: [UInt64: AcceptedPush] = [:]
+    /// Held pushes whose commit has not completed, and the budget found empty when they were
+    /// held: their `held` event goes out with the commit, or just before their `dropped` event
+    /// when a later push drops them first (an operator review counted `dropped` events with no
+    /// `held` before them, and a release taking one out of `held` silenced it the same way).
+    var heldUnannounced: [UInt64: (record: AcceptedPush, emptyBudget: BudgetScope?)] = [:]
     /// Who the scheduler's handles are, for bucket keys and drops.
     var deviceIDs: [DeviceHandle: String] = [:]
     var appTokens: [AppHandle: String] = [:]
@@ -105,6 +110,7 @@ final class DeviceShard {
     /// A push that leaves undelivered (the caller counts it): told to the observer, and logged
     /// by apns-id and device.
     func dropped(_ record: AcceptedPush, _ reason: DropReason) {
+        announceHeld(record.acceptanceID)
         notable(.dropped, record, reason.rawValue)
         logger.debug(
             "push dropped",
@@ -112,6 +118,12 @@ final class DeviceShard {
                 LogMetadataKey.apnsID: "\(record.push.apnsID)", LogMetadataKey.device: "\(record.deviceID)", "push.drop_reason": "\(reason.rawValue)",
             ]
         )
+    }
+
+    /// The `held` event of a push whose commit was waited for, once.
+    func announceHeld(_ acceptanceID: UInt64) {
+        guard let waiting = heldUnannounced.removeValue(forKey: acceptanceID) else { return }
+        notable(.held, waiting.record, Self.holdDetail(waiting.record, emptyBudget: waiting.emptyBudget))
     }
 
     /// A line about one device (debug: per request, not per push).
