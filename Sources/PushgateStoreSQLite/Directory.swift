@@ -66,13 +66,13 @@ enum Directory {
     static func keepPrivate(database: String, companions: [String]) -> [String] {
         let created = open(database, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if created >= 0 { _ = close(created) }
-        var widened: [String] = []
+        var exposed: [String] = []
         for file in [database] + companions {
             var info = stat()
             guard stat(file, &info) == 0, info.st_mode & 0o077 != 0 else { continue }
-            if chmod(file, info.st_mode & 0o700) != 0 { widened.append(file) }
+            if chmod(file, info.st_mode & 0o700) != 0 { exposed.append(file) }
         }
-        return widened
+        return exposed
     }
 
     /// fsyncs a directory so that entries created in it survive a power loss. Best effort.
