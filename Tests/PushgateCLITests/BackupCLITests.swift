@@ -79,8 +79,9 @@ struct BackupCLITests {
         let file = scratch + "/backup.sqlite"
         let backup = try runPushgate(["backup", "--config", served, file])
         #expect(backup.status == 0 && backup.stdout.contains("backed up \(live) to \(file)") && backup.stdout.contains(" 1 devices"), "\(backup.stdout) \(backup.stderr)")
-        let target = try configuration("restore.json", dataDir: scratch + "/not-this-one")
-        let flagWins = try runPushgate(["restore", "--data-dir", restored, file], environment: ["PUSHGATE_CONFIG": target])
+        // Named by the flag, the directory needs no file: PUSHGATE_CONFIG is not read (the image
+        // sets it for serve's file, which a restore container does not mount).
+        let flagWins = try runPushgate(["restore", "--data-dir", restored, file], environment: ["PUSHGATE_CONFIG": scratch + "/not-mounted.json"])
         #expect(flagWins.status == 0 && flagWins.stdout.contains("restored \(file) as \(restored)/pushgate.sqlite"), "\(flagWins.stdout) \(flagWins.stderr)")
         let fromEnvironment = try runPushgate(["restore", "--replace", file], environment: ["PUSHGATE_CONFIG": try configuration("again.json", dataDir: restored)])
         #expect(fromEnvironment.status == 0 && fromEnvironment.stdout.contains("restored \(file) as \(restored)/pushgate.sqlite"), "\(fromEnvironment.stdout) \(fromEnvironment.stderr)")

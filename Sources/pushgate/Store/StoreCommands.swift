@@ -82,20 +82,25 @@ struct RestoreCommand: ParsableCommand {
 /// `PUSHGATE_DATA_DIR`, then the configuration file's `dataDir` (`--config` or
 /// `PUSHGATE_CONFIG`), then `./pushgate-data`.
 struct StoreDirectoryOption: ParsableArguments {
-    @Option(name: .customLong("data-dir"), help: "The gateway's data directory (serve's --data-dir; default: $PUSHGATE_DATA_DIR, else the configuration file's dataDir, else ./pushgate-data).")
+    @Option(name: .customLong("data-dir"), help: "The gateway's data directory (serve's --data-dir; default: $PUSHGATE_DATA_DIR, else the configuration file's dataDir, else ./pushgate-data). Given, $PUSHGATE_CONFIG is not read.")
     var dataDirOption: String?
 
     @Option(name: .customLong("config"), help: "serve's configuration file, for its dataDir (default: $PUSHGATE_CONFIG).")
     var config: String?
 
     /// Settings that cannot be read stop here, as they would stop `serve`: a directory guessed
-    /// past a broken file could be the wrong store.
+    /// past a broken file could be the wrong store. A directory named with `--data-dir` needs no
+    /// file, so `PUSHGATE_CONFIG` is then left unread: the image sets it for serve's file, which
+    /// a pod mounts elsewhere and a `restore` container does not mount at all (an operator
+    /// review's `kubectl exec ... backup --data-dir ...` stopped at the missing file).
     func dataDir() throws -> String {
         var arguments: [String] = []
         if let config { arguments += ["--config", config] }
         if let dataDirOption { arguments += ["--data-dir", dataDirOption] }
+        var environment = ProcessInfo.processInfo.environment
+        if dataDirOption != nil, config == nil { environment["PUSHGATE_CONFIG"] = nil }
         do {
-            return try ResolvedSettings(arguments: arguments, environment: ProcessInfo.processInfo.environment).checked().dataDirectory
+            return try ResolvedSettings(arguments: arguments, environment: environment).checked().dataDirectory
         } catch {
             throw ValidationError("\(error)")
         }
