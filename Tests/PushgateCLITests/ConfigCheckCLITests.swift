@@ -71,6 +71,9 @@ struct ConfigCheckCLITests {
              #":3:49: scheduler.topics.com.example.news.appBurst: scheduler policy for topic "com.example.news": appBurst is 0; allowed 1...1000"#),
             ("{\n  \"idleTimeout\": 0\n}", ":2:18: idleTimeout: is 0; must be 1 to 31536000"),
             ("{\n  \"listen\": [\"0.0.0.0:2197\"]\n}", "refusing to listen on 0.0.0.0 (not loopback)"),
+            // The shipped Secret's placeholders are long enough to pass as secrets, and public.
+            ("{\"registrationSecret\": \"REPLACE-WITH-A-LONG-RANDOM-STRING\"}", "the registration secret is still the placeholder of Deploy/kubernetes/secret.yaml"),
+            ("{\"adminToken\": \"REPLACE-WITH-A-LONG-RANDOM-TOKEN\"}", "the admin token is still the placeholder of Deploy/kubernetes/secret.yaml"),
             ("{\"providerKeys\": [\n  {\"teamId\": \"TEAM000001\", \"keyId\": \"KEY0000001\", \"topics\": [\"a\"],\n   \"privateKeyFile\": \"missing.p8\"}\n]}",
              #":3:22: providerKeys[0].privateKeyFile: provider key "KEY0000001": privateKeyFile: "#),
         ]

@@ -168,7 +168,18 @@ public struct GatewayConfiguration: Sendable {
         if let adminToken, adminToken.isEmpty {
             throw GatewayConfigurationError("the admin token is empty (--admin-token, PUSHGATE_ADMIN_TOKEN or adminToken)")
         }
+        // Deploy/kubernetes/secret.yaml's values are public: long enough to pass as secrets,
+        // they would let anyone create devices or read the admin API.
+        for (name, value) in [("the admin token", adminToken), ("the registration secret", policy.registrationSecret)]
+        where value?.hasPrefix(Self.placeholderPrefix) == true {
+            throw GatewayConfigurationError(
+                "\(name) is still the placeholder of Deploy/kubernetes/secret.yaml (\(Self.placeholderPrefix)...); put a long random one there, e.g. from openssl rand -base64 32"
+            )
+        }
     }
+
+    /// How the placeholders of the shipped Secret begin.
+    static let placeholderPrefix = "REPLACE-WITH-"
 
     /// Everything that can stop the gateway before it binds, in the order a person is told
     /// first: the settings together, the TLS files, the policy (keys, secret, scheduler),
