@@ -117,7 +117,7 @@ extension DeviceShard {
         case .held, .coalesced:
             commands.append(.enqueue(record))
             held[record.acceptanceID] = record
-            heldUnannounced[record.acceptanceID] = (record, acceptance.emptyBudget)
+            if let observer, observer.isListening { heldUnannounced[record.acceptanceID] = (record, acceptance.emptyBudget) }
             enteredMemory(record)
             device.heldCount += 1
             disposition = acceptance.disposition
@@ -149,7 +149,7 @@ extension DeviceShard {
                 }
                 counters.recordDisposition(disposition)
                 if let emptyBudget { counters.budgetExhausted.add(emptyBudget) }
-                announceHeld(acceptanceID)
+                if disposition == .held || disposition == .coalesced { announceHeld(acceptanceID) }
                 promise.succeed(disposition)
             case .failure(let error):
                 heldUnannounced[acceptanceID] = nil

@@ -58,6 +58,8 @@ final class DeviceShard {
     /// held: their `held` event goes out with the commit, or just before their `dropped` event
     /// when a later push drops them first (an operator review counted `dropped` events with no
     /// `held` before them, and a release taking one out of `held` silenced it the same way).
+    /// Kept only while someone listens: a listener that arrives between a push's acceptance and
+    /// its commit sees no `held` event for it.
     var heldUnannounced: [UInt64: (record: AcceptedPush, emptyBudget: BudgetScope?)] = [:]
     /// Who the scheduler's handles are, for bucket keys and drops.
     var deviceIDs: [DeviceHandle: String] = [:]

@@ -9,13 +9,13 @@ import PushgateTransport
 
 /// `POST /3/device/{token}`: APNs' provider endpoint (PRODUCT.md section 2), HTTP/2 only.
 ///
-/// Draining, the method and authentication are decided on the request's head, before its body is read: a
-/// client without valid credentials cannot make the gateway hold a byte of body, and a body
-/// larger than any push may carry is refused while it arrives. Validation is pure and runs on
-/// the connection's event loop once the body is in; the push then goes to its device's shard,
-/// and the 200 is sent only once the store has committed it. Every response, error or not,
-/// carries `apns-id`, as APNs' does: some client libraries wait for it. A refusal is logged
-/// (debug) with its `apns-id`; an accepted push is not (the hot path logs nothing).
+/// Draining, the method and authentication are decided on the request's head, before its body
+/// is read: a client without valid credentials cannot make the gateway hold a byte of body,
+/// and a body larger than any push may carry is refused while it arrives. Validation is pure
+/// and runs on the connection's event loop once the body is in; the push then goes to its
+/// device's shard, and the 200 is sent only once the store has committed it. Every response,
+/// error or not, carries `apns-id`, as APNs' does: some client libraries wait for it. A refusal
+/// is logged (debug) with its `apns-id`; an accepted push is not (the hot path logs nothing).
 public enum ProviderRoute {
     public static func register(
         on router: inout Router,
@@ -29,8 +29,7 @@ public enum ProviderRoute {
             admits: { head, responder in
                 let draining = gate.isDraining()
                 if !draining, let refusal = ProviderRequestValidator.methodRefusal(head.method) {
-                    let apnsID = validator.responseAPNsID(requestHeader: head.headers.first(name: "apns-id"))
-                    answer(refusal: refusal, apnsID: apnsID, state: state(of: head.connection, gate), connection: head.connection, gate: gate, responder: responder, logger: logger)
+                    refuseHead(head, refusal, responder, validator: validator, gate: gate, logger: logger)
                     return false
                 }
                 // Two fields of the head: looked up where they lie, without copying the others.
@@ -42,8 +41,7 @@ public enum ProviderRoute {
                 if refusal.reason == .payloadTooLarge {
                     refusal.detail = "the payload is larger than \(ProviderRequestValidator.maxBodyBytes) bytes, the limit of voip pushes (\(ProviderRequestValidator.defaultMaxPayloadBytes) for the others)"
                 }
-                let apnsID = validator.responseAPNsID(requestHeader: head.headers.first(name: "apns-id"))
-                answer(refusal: refusal, apnsID: apnsID, state: state(of: head.connection, gate), connection: head.connection, gate: gate, responder: responder, logger: logger)
+                refuseHead(head, refusal, responder, validator: validator, gate: gate, logger: logger)
             }
         )
         // Any method: a wrong one is answered in APNs' own terms (405 MethodNotAllowed).
@@ -155,6 +153,20 @@ public enum ProviderRoute {
         case .success(let provider):
             return (state, provider)
         }
+    }
+
+    /// A refusal decided on the request's head: with the request's apns-id (or a new one),
+    /// counted and logged as every refusal is.
+    private static func refuseHead(
+        _ head: HTTPServerRequest,
+        _ refusal: Refusal,
+        _ responder: HTTPResponder,
+        validator: ProviderRequestValidator,
+        gate: ProviderGate,
+        logger: Logger
+    ) {
+        let apnsID = validator.responseAPNsID(requestHeader: head.headers.first(name: "apns-id"))
+        answer(refusal: refusal, apnsID: apnsID, state: state(of: head.connection, gate), connection: head.connection, gate: gate, responder: responder, logger: logger)
     }
 
     /// The connection's provider state, following the keys in force.

@@ -384,7 +384,6 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
         )
     }
 
-
     func sessionSettingsReceived() {
         completeSettings(.success(()))
     }

@@ -91,7 +91,7 @@ struct StoreDirectoryOption: ParsableArguments {
     /// Settings that cannot be read stop here, as they would stop `serve`: a directory guessed
     /// past a broken file could be the wrong store. A directory named with `--data-dir` needs no
     /// file, so `PUSHGATE_CONFIG` is then left unread: the image sets it for serve's file, which
-    /// a pod mounts elsewhere and a `restore` container does not mount at all (an operator
+    /// a pod mounts elsewhere and a `restore` container does not mount at all (a deployment
     /// review's `kubectl exec ... backup --data-dir ...` stopped at the missing file).
     func dataDir() throws -> String {
         var arguments: [String] = []
