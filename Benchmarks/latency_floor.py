@@ -13,7 +13,9 @@ write), so its percentiles are what this disk alone allows at that rate:
           the DELETE of the previous commit's pushes (their acks) in one transaction, the WAL
           checkpointed by SQLite whenever it passes 1,000 pages (the gateway checkpoints from
           another thread instead, so this mode is a little above the gateway's floor).
-Prints one JSON line: percentiles in ms, commits, pushes per commit, the sync's own percentiles.
+Prints one JSON line: the pushes' percentiles in ms, commits, pushes per commit, and the
+percentiles of the commits' own durations (what the disk took; a push waits longer when it
+arrives during the commit before its own).
 """
 import json
 import os
@@ -27,6 +29,8 @@ def quantile(values, q):
 
 
 def main():
+    if len(sys.argv) not in (4, 5):
+        sys.exit("usage: python3 Benchmarks/latency_floor.py DIRECTORY RATE SECONDS [file|sqlite]")
     directory, rate, seconds = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
     mode = sys.argv[4] if len(sys.argv) > 4 else "file"
     total = int(rate * seconds)
@@ -56,7 +60,7 @@ def main():
     else:
         sys.exit(f"latency_floor.py: mode is file or sqlite, not {mode}")
 
-    latencies, syncs, start = [], [], time.monotonic()
+    latencies, commits, start = [], [], time.monotonic()
     done = 0
     while done < total:
         now = time.monotonic()
@@ -67,7 +71,7 @@ def main():
         began = time.monotonic()
         commit(done, due)
         ended = time.monotonic()
-        syncs.append((ended - began) * 1000)
+        commits.append((ended - began) * 1000)
         latencies.extend((ended - (start + i / rate)) * 1000 for i in range(done, due))
         done = due
     os.unlink(path)
@@ -75,14 +79,14 @@ def main():
         if os.path.exists(path + suffix):
             os.unlink(path + suffix)
     latencies.sort()
-    syncs.sort()
+    commits.sort()
     print(json.dumps({
-        "mode": mode, "rate": rate, "pushes": total, "commits": len(syncs),
-        "pushesPerCommit": round(total / len(syncs), 2),
+        "mode": mode, "rate": rate, "pushes": total, "commits": len(commits),
+        "pushesPerCommit": round(total / len(commits), 2),
         "p50Ms": round(quantile(latencies, 0.5), 3), "p99Ms": round(quantile(latencies, 0.99), 3),
         "p999Ms": round(quantile(latencies, 0.999), 3), "maxMs": round(latencies[-1], 3),
-        "syncP50Ms": round(quantile(syncs, 0.5), 3), "syncP99Ms": round(quantile(syncs, 0.99), 3),
-        "syncP999Ms": round(quantile(syncs, 0.999), 3), "syncMaxMs": round(syncs[-1], 3),
+        "commitP50Ms": round(quantile(commits, 0.5), 3), "commitP99Ms": round(quantile(commits, 0.99), 3),
+        "commitP999Ms": round(quantile(commits, 0.999), 3), "commitMaxMs": round(commits[-1], 3),
     }))
 
 
