@@ -42,6 +42,8 @@ def main():
         def commit(first, last):
             os.write(fd, record * (last - first))
             os.fdatasync(fd)
+
+        close = lambda: os.close(fd)
     elif mode == "sqlite":
         db = sqlite3.connect(path, isolation_level=None)
         db.execute("PRAGMA journal_mode = WAL")
@@ -57,6 +59,8 @@ def main():
             db.executemany("DELETE FROM notifications WHERE acceptance_id = ?", ((i,) for i in acked))
             db.execute("COMMIT")
             acked[:] = range(first, last)
+
+        close = db.close
     else:
         sys.exit(f"latency_floor.py: mode is file or sqlite, not {mode}")
 
@@ -74,6 +78,7 @@ def main():
         commits.append((ended - began) * 1000)
         latencies.extend((ended - (start + i / rate)) * 1000 for i in range(done, due))
         done = due
+    close()
     os.unlink(path)
     for suffix in ("-wal", "-shm"):
         if os.path.exists(path + suffix):
