@@ -21,6 +21,14 @@ extension Scheduler {
     /// - Priority 5: released at once when the device is `awake`, else held until a wake event or
     ///   `maxDeferralMillis` after acceptance, whichever comes first.
     /// - Priority 1: held until a wake event.
+    /// - Collapse ids: a held push replaces the held push of its app and class (silent or
+    ///   regular, whatever their priorities) with the same collapse id (disposition
+    ///   `coalesced`). A silent push delivered at once replaces a held one too (the older is
+    ///   dropped as `coalesced`; the disposition stays `delivered`). A regular one does not: a
+    ///   wake event delivers what was held along with it, as APNs delivers both to a device that
+    ///   is online, and the device shows the newest.
+    /// - Silent pushes at priority 1 count among their app's held silent pushes for
+    ///   `maxHeldPerApp` and are dropped with them when the app is `terminated`.
     ///
     /// Returns nil for an unknown app handle; nothing is recorded then.
     public func accept(_ push: SchedulerPush, now: Int64) -> Acceptance? {
@@ -39,8 +47,12 @@ extension Scheduler {
         if push.waitsForBudget, devices[d].connected, devices[d].power != .lowPower, apps[a].silent.count == 0, intervalReady(a) <= now {
             emptyBudget = takeTokens(app: a, device: d, now: now)
             if emptyBudget == nil {
+                // Its app holds no silent push that waits for budget, but may hold one at
+                // priority 1 with its collapse id: replaced, not delivered later after it.
+                var drops: [Drop] = []
+                _ = coalesceHeld(app: a, with: push, drops: &drops)
                 rescheduleBudget(device: d)
-                return Acceptance(disposition: .delivered, releases: [immediate(push, device: d)])
+                return Acceptance(disposition: .delivered, releases: [immediate(push, device: d)], drops: drops)
             }
         }
         guard !push.nowOrNever else { return Acceptance.discarded(.undeliverableNow) }

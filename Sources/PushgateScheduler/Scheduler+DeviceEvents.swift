@@ -59,7 +59,7 @@ extension Scheduler {
         switch state {
         case .terminated:
             apps[a].state = .terminated
-            dropAll(of: a, silent: true, reason: .appTerminated, into: &drops)
+            dropSilent(of: a, reason: .appTerminated, into: &drops)
             rescheduleBudget(device: Int(apps[a].device))
         case .background:
             if apps[a].state != .terminated { apps[a].state = .background }

@@ -104,6 +104,7 @@ extension Scheduler {
             id: push.id,
             app: a,
             silent: silent,
+            silentClass: push.pushClass == .silent,
             collapseID: push.collapseID,
             expiresAt: push.expiresAt,
             deadline: deadline

@@ -9,41 +9,87 @@ extension Scheduler {
     /// would have been. Above the app's `maxHeldPerApp` silent pushes the oldest go (`overflow`).
     /// Returns the id of the replaced push, if any.
     func hold(_ push: SchedulerPush, app a: Int, deadline: Int64, drops: inout [Drop]) -> UInt64? {
-        let silent = push.waitsForBudget
+        let silentClass = push.pushClass == .silent
         var deadline = deadline
-        var replaced: UInt64?
-        if let collapseID = push.collapseID {
-            var slot = silent ? apps[a].silent.head : apps[a].regular.head
-            while slot != noSlot, held[Int(slot)].collapseID != collapseID { slot = held[Int(slot)].next }
-            if slot != noSlot {
-                let old = removeHeld(slot)
-                replaced = old.id
-                // A silent push at priority 1, held with the regular ones, waits for a wake
-                // event whatever it replaced: it never wakes the device.
-                if push.pushClass == .regular { deadline = min(deadline, old.deadline) }
-                drops.append(drop(old, reason: .coalesced))
-            }
-        }
+        let replaced = coalesceHeld(app: a, with: push, drops: &drops)
+        // A silent push at priority 1, held with the regular ones, waits for a wake event
+        // whatever it replaced: it never wakes the device.
+        if let replaced, !silentClass { deadline = min(deadline, replaced.deadline) }
         insertHeld(
             id: push.id,
             app: a,
-            silent: silent,
+            silent: push.waitsForBudget,
+            silentClass: silentClass,
             collapseID: push.collapseID,
             expiresAt: push.expiresAt,
             deadline: deadline
         )
-        if silent {
-            let maxHeld = policy(ofApp: a).maxHeld
-            while apps[a].silent.count > maxHeld {
-                drops.append(drop(removeHeld(apps[a].silent.head), reason: .overflow))
-            }
+        if silentClass { capHeldSilent(of: a, drops: &drops) }
+        return replaced?.id
+    }
+
+    /// Drops the held push of `push`'s app and class with `push`'s collapse id, if there is one
+    /// (`coalesced`), and returns it: `push` replaces it.
+    func coalesceHeld(app a: Int, with push: SchedulerPush, drops: inout [Drop]) -> HeldSlot? {
+        guard let collapseID = push.collapseID else { return nil }
+        let silentClass = push.pushClass == .silent
+        var slot = silentClass ? heldSlot(in: apps[a].silent, silentClass: true, collapseID: collapseID) : noSlot
+        if slot == noSlot { slot = heldSlot(in: apps[a].regular, silentClass: silentClass, collapseID: collapseID) }
+        guard slot != noSlot else { return nil }
+        let old = removeHeld(slot)
+        drops.append(drop(old, reason: .coalesced))
+        return old
+    }
+
+    private func heldSlot(in list: HeldList, silentClass: Bool, collapseID: String) -> UInt32 {
+        var slot = list.head
+        while slot != noSlot, held[Int(slot)].isSilentClass != silentClass || held[Int(slot)].collapseID != collapseID {
+            slot = held[Int(slot)].next
         }
-        return replaced
+        return slot
+    }
+
+    /// Above the app's `maxHeldPerApp` held silent pushes, the oldest go (`overflow`), whichever
+    /// list holds them: those at priority 1 wait in the regular list (usually empty), counted by
+    /// a walk of it.
+    private func capHeldSilent(of a: Int, drops: inout [Drop]) {
+        let maxHeld = policy(ofApp: a).maxHeld
+        var waitingForWake = firstSilentClass(from: apps[a].regular.head)
+        var waitingCount = silentClassCount(from: waitingForWake)
+        while apps[a].silent.count + waitingCount > maxHeld {
+            let head = apps[a].silent.head
+            let slot: UInt32
+            if waitingForWake != noSlot, head == noSlot || held[Int(waitingForWake)].id < held[Int(head)].id {
+                slot = waitingForWake
+                waitingForWake = firstSilentClass(from: held[Int(slot)].next)
+                waitingCount -= 1
+            } else {
+                slot = head
+            }
+            drops.append(drop(removeHeld(slot), reason: .overflow))
+        }
+    }
+
+    /// The first silent push from `slot` on in a regular list, or `noSlot`.
+    private func firstSilentClass(from slot: UInt32) -> UInt32 {
+        var slot = slot
+        while slot != noSlot, !held[Int(slot)].isSilentClass { slot = held[Int(slot)].next }
+        return slot
+    }
+
+    private func silentClassCount(from slot: UInt32) -> UInt32 {
+        var count: UInt32 = 0
+        var slot = slot
+        while slot != noSlot {
+            if held[Int(slot)].isSilentClass { count += 1 }
+            slot = held[Int(slot)].next
+        }
+        return count
     }
 
     /// Adds a held record at its place by id (the tail, for pushes arriving in acceptance order)
     /// and sets its timer.
-    func insertHeld(id: UInt64, app a: Int, silent: Bool, collapseID: String?, expiresAt: Int64, deadline: Int64) {
+    func insertHeld(id: UInt64, app a: Int, silent: Bool, silentClass: Bool, collapseID: String?, expiresAt: Int64, deadline: Int64) {
         let slot: UInt32
         if let free = freeHeld.popLast() {
             slot = free
@@ -54,6 +100,7 @@ extension Scheduler {
             held[s].collapseID = collapseID
             held[s].app = UInt32(a)
             held[s].isSilent = silent
+            held[s].isSilentClass = silentClass
             held[s].isLive = true
         } else {
             slot = UInt32(held.count)
@@ -68,6 +115,7 @@ extension Scheduler {
                     next: noSlot,
                     generation: 0,
                     isSilent: silent,
+                    isSilentClass: silentClass,
                     isLive: true
                 )
             )
@@ -120,6 +168,18 @@ extension Scheduler {
         var slot = silent ? apps[a].silent.head : apps[a].regular.head
         while slot != noSlot {
             let next = held[Int(slot)].next
+            drops.append(drop(removeHeld(slot), reason: reason))
+            slot = next
+        }
+    }
+
+    /// Drops every held silent push of an app: its silent list, and those at priority 1 in its
+    /// regular list.
+    func dropSilent(of a: Int, reason: DropReason, into drops: inout [Drop]) {
+        dropAll(of: a, silent: true, reason: reason, into: &drops)
+        var slot = firstSilentClass(from: apps[a].regular.head)
+        while slot != noSlot {
+            let next = firstSilentClass(from: held[Int(slot)].next)
             drops.append(drop(removeHeld(slot), reason: reason))
             slot = next
         }

@@ -94,7 +94,12 @@ struct HeldSlot {
     var prev: UInt32
     var next: UInt32
     var generation: UInt32
+    /// In the app's silent list: waits for budget.
     var isSilent: Bool
+    /// A silent push, whichever list holds it: one at priority 1 waits in the regular list for a
+    /// wake event, yet counts among its app's silent pushes for collapse ids, `maxHeldPerApp`
+    /// and `terminated`.
+    var isSilentClass: Bool
     var isLive: Bool
 
     /// When this record's timer is due: its deferral end or its expiry, whichever is first.

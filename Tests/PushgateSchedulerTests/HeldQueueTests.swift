@@ -133,6 +133,56 @@ import Testing
         #expect(harness.silent(app, now: t0 + hour).acceptance.disposition == .delivered)
     }
 
+    // A silent push at priority 1 waits for a wake event in its app's regular list, yet it is
+    // one of the app's silent pushes (a black-box review found all three rules skipping it).
+
+    @Test func silentPushesAtPriority1CountTowardsMaxHeldPerApp() throws {
+        let harness = try Harness(connected: false)
+        let app = harness.app()
+        let waiting = (0..<4).map { _ in harness.push(app, .silent, priority: .low, now: t0).id }
+        let budgeted = (0..<4).map { _ in harness.silent(app, now: t0).id }
+        let ninth = harness.silent(app, now: t0 + 1)
+        #expect(ninth.acceptance.drops == [Drop(id: waiting[0], device: harness.device, app: app, reason: .overflow)])
+        let tenth = harness.push(app, .silent, priority: .low, now: t0 + 2)
+        #expect(tenth.acceptance.drops.ids == [waiting[1]])
+        #expect(Set(harness.scheduler.heldIDs(app: app) ?? []) == Set(waiting[2...] + budgeted + [ninth.id, tenth.id]))
+    }
+
+    @Test(arguments: [(PushPriority.normal, PushPriority.low), (.low, .normal)])
+    func collapseReplacesAcrossSilentPriorities(first: PushPriority, second: PushPriority) throws {
+        let harness = try Harness(connected: false)
+        let app = harness.app()
+        let older = harness.push(app, .silent, priority: first, collapse: "c", now: t0).id
+        let newer = harness.push(app, .silent, priority: second, collapse: "c", now: t0 + 1)
+        #expect(newer.acceptance.replaced == older)
+        #expect(newer.acceptance.drops == [Drop(id: older, device: harness.device, app: app, reason: .coalesced)])
+        #expect(harness.scheduler.heldIDs(app: app) == [newer.id])
+    }
+
+    @Test func aSilentPushDeliveredAtOnceReplacesTheHeldOneWithItsCollapseID() throws {
+        let harness = try Harness()
+        let app = harness.app()
+        let waiting = harness.push(app, .silent, priority: .low, collapse: "c", now: t0).id
+        let newer = harness.silent(app, collapse: "c", now: t0 + 1)
+        #expect(newer.acceptance.disposition == .delivered)
+        #expect(newer.acceptance.releases.ids == [newer.id])
+        #expect(newer.acceptance.drops == [Drop(id: waiting, device: harness.device, app: app, reason: .coalesced)])
+        #expect(harness.scheduler.heldIDs(app: app) == [])
+    }
+
+    @Test func terminatedDropsHeldSilentPushesAtPriority1() throws {
+        let harness = try Harness()
+        let app = harness.app()
+        _ = harness.scheduler.setPower(harness.device, .lowPower, now: t0)
+        let budgeted = harness.silent(app, now: t0).id
+        let waiting = harness.push(app, .silent, priority: .low, now: t0).id
+        let regular = harness.regular(app, .low, now: t0).id
+        let drops = harness.scheduler.setAppState(app, .terminated)
+        #expect(Set(drops.ids) == [budgeted, waiting])
+        #expect(drops.allSatisfy { $0.reason == .appTerminated })
+        #expect(harness.scheduler.heldIDs(app: app) == [regular])
+    }
+
     @Test func terminatedAppStillGetsRegularPushes() throws {
         let harness = try Harness()
         let app = harness.app()
