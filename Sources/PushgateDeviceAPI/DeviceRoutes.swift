@@ -229,7 +229,8 @@ public enum DeviceRoutes {
             let prefix = "registrations/"
             if tail.hasPrefix(prefix) {
                 let token = tail.dropFirst(prefix.count)
-                if !token.contains("/") { return (deviceID, .registration(String(token))) }
+                // Hex in either case, as the provider path takes it (tokens are stored lowercase).
+                if !token.contains("/") { return (deviceID, .registration(token.lowercased())) }
             }
             return (deviceID, .unknown)
         }

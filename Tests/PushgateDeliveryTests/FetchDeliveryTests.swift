@@ -58,7 +58,7 @@ struct FetchDeliveryTests {
             #expect(again?.reason == .badFetchResult)
             #expect(again?.detail.contains("already reported (newData)") == true)
             let alert = await refusal { try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(2, .newData)]).get() }
-            #expect(alert?.detail.contains("is a alert push") == true)
+            #expect(alert?.detail.contains("is not a silent push (its push type is alert)") == true)
             let unknown = await refusal { try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(9, .newData)]).get() }
             #expect(unknown?.detail.contains("never sent") == true)
             #expect(h.core.counters.fetchResults[.newData] == 1, "refused results count nothing")

@@ -49,7 +49,8 @@ struct DeliveryTests {
             #expect(ok.disposition == "stored")
 
             clock.set(Self.start + 5_000)
-            let unregistered = try await api.unregister(device, token: token)
+            // In capitals: a token is hex in either case, here as on the provider path.
+            let unregistered = try await api.unregister(device, token: token.uppercased())
             #expect(unregistered.status == 204)
 
             clock.set(Self.start + 12_000)

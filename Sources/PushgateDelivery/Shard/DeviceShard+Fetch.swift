@@ -120,7 +120,7 @@ extension DeviceShard {
             if let queued = device.queue.first(where: { $0.seq == seq }), queued.record.push.pushType.pushClass != .silent {
                 return .failure(Refusal(
                     .badFetchResult,
-                    "seq \(seq) is a \(queued.record.push.pushType.rawValue) push: only silent (background) pushes open a fetch window"
+                    "seq \(seq) is not a silent push (its push type is \(queued.record.push.pushType.rawValue)): only silent (background) pushes open a fetch window"
                 ))
             }
             return .failure(Refusal(
