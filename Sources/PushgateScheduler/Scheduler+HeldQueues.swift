@@ -12,8 +12,8 @@ extension Scheduler {
         let silentClass = push.pushClass == .silent
         var deadline = deadline
         let replaced = coalesceHeld(app: a, with: push, drops: &drops)
-        // A silent push at priority 1, held with the regular ones, waits for a wake event
-        // whatever it replaced: it never wakes the device.
+        // Only a regular replacement inherits a deferral deadline: a silent push has none, at
+        // priority 5 it waits for budget and at priority 1 for a wake event, whatever it replaced.
         if let replaced, !silentClass { deadline = min(deadline, replaced.deadline) }
         insertHeld(
             id: push.id,
