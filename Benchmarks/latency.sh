@@ -25,9 +25,18 @@ shift 2 || shift $#
 [[ $rounds =~ ^[1-9][0-9]*$ && $rate =~ ^[1-9][0-9]*$ ]] || { echo "latency.sh: ROUNDS and RATE are whole numbers" >&2; exit 1; }
 as_gateway=(taskset -c 1 "${as_gateway[@]}")
 
-# Cumulative count of the commits that took at most $1 seconds (a bucket edge), and of all.
-commits_within() { curl -s "$url/metrics" | awk -v le="le=\"$1\"" '$1 ~ /^pushgate_store_commit_duration_seconds_bucket/ && index($1, le) {print int($2)}'; }
-commits_all() { curl -s "$url/metrics" | awk '$1 ~ /^pushgate_store_commit_duration_seconds_count/ {print int($2)}'; }
+# From the gateway's commit-duration histogram, read once after its run: "commits, over 10 ms,
+# over 25 ms, over 100 ms" (a bucket counts the commits that took at most its edge).
+slow_commits() {
+    curl -s "$url/metrics" | awk '
+        $1 ~ /^pushgate_store_commit_duration_seconds_count/ { all = $2 }
+        $1 ~ /^pushgate_store_commit_duration_seconds_bucket/ {
+            if (index($1, "le=\"0.01\"")) within10 = $2
+            if (index($1, "le=\"0.025\"")) within25 = $2
+            if (index($1, "le=\"0.1\"")) within100 = $2
+        }
+        END { printf "%d %d %d %d\n", all, all - within10, all - within25, all - within100 }'
+}
 
 for round in $(seq "$rounds"); do
     mkdir -p "$work/floor"
@@ -36,10 +45,9 @@ for round in $(seq "$rounds"); do
     taskset -c 0 "$BIN" bench --server "$url" --devices 1000 --providers 2 --rate "$rate" --ack-delay 50 \
         --pushes $((rate * 20)) --server-pid "$server" > "$work/bench.out" 2> "$work/bench.err" \
         || { cat "$work/bench.err" >&2; exit 1; }
-    all=$(commits_all)
-    slow="$((all - $(commits_within 0.01))) $((all - $(commits_within 0.025))) $((all - $(commits_within 0.1)))"
+    slow=$(slow_commits)
     stop_server
-    python3 - "$round" "$floor" "$(tail -1 "$work/bench.out")" "$all" $slow <<'PY'
+    python3 - "$round" "$floor" "$(tail -1 "$work/bench.out")" $slow <<'PY'
 import json, sys
 round_, floor, bench = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 commits, over10, over25, over100 = map(int, sys.argv[4:8])

@@ -100,15 +100,7 @@ extension Scheduler {
         let silent = push.waitsForBudget
         let deadline =
             !silent && push.priority == .normal ? acceptedAt + policy(ofApp: a).policy.maxDeferralMillis : .max
-        insertHeld(
-            id: push.id,
-            app: a,
-            silent: silent,
-            silentClass: push.pushClass == .silent,
-            collapseID: push.collapseID,
-            expiresAt: push.expiresAt,
-            deadline: deadline
-        )
+        insertHeld(push, app: a, deadline: deadline)
         if silent { rescheduleBudget(device: Int(apps[a].device)) }
         return true
     }

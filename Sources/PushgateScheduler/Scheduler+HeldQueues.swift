@@ -15,15 +15,7 @@ extension Scheduler {
         // Only a regular replacement inherits a deferral deadline: a silent push has none, at
         // priority 5 it waits for budget and at priority 1 for a wake event, whatever it replaced.
         if let replaced, !silentClass { deadline = min(deadline, replaced.deadline) }
-        insertHeld(
-            id: push.id,
-            app: a,
-            silent: push.waitsForBudget,
-            silentClass: silentClass,
-            collapseID: push.collapseID,
-            expiresAt: push.expiresAt,
-            deadline: deadline
-        )
+        insertHeld(push, app: a, deadline: deadline)
         if silentClass { capHeldSilent(of: a, drops: &drops) }
         return replaced?.id
     }
@@ -89,40 +81,41 @@ extension Scheduler {
 
     /// Adds a held record at its place by id (the tail, for pushes arriving in acceptance order)
     /// and sets its timer.
-    func insertHeld(id: UInt64, app a: Int, silent: Bool, silentClass: Bool, collapseID: String?, expiresAt: Int64, deadline: Int64) {
+    func insertHeld(_ push: SchedulerPush, app a: Int, deadline: Int64) {
+        let silent = push.waitsForBudget
         let slot: UInt32
         if let free = freeHeld.popLast() {
             slot = free
             let s = Int(slot)
-            held[s].id = id
-            held[s].expiresAt = expiresAt
+            held[s].id = push.id
+            held[s].expiresAt = push.expiresAt
             held[s].deadline = deadline
-            held[s].collapseID = collapseID
+            held[s].collapseID = push.collapseID
             held[s].app = UInt32(a)
             held[s].isSilent = silent
-            held[s].isSilentClass = silentClass
+            held[s].isSilentClass = push.pushClass == .silent
             held[s].isLive = true
         } else {
             slot = UInt32(held.count)
             held.append(
                 HeldSlot(
-                    id: id,
-                    expiresAt: expiresAt,
+                    id: push.id,
+                    expiresAt: push.expiresAt,
                     deadline: deadline,
-                    collapseID: collapseID,
+                    collapseID: push.collapseID,
                     app: UInt32(a),
                     prev: noSlot,
                     next: noSlot,
                     generation: 0,
                     isSilent: silent,
-                    isSilentClass: silentClass,
+                    isSilentClass: push.pushClass == .silent,
                     isLive: true
                 )
             )
         }
         var list = silent ? apps[a].silent : apps[a].regular
         var after = list.tail
-        while after != noSlot, held[Int(after)].id > id { after = held[Int(after)].prev }
+        while after != noSlot, held[Int(after)].id > push.id { after = held[Int(after)].prev }
         let before = after == noSlot ? list.head : held[Int(after)].next
         held[Int(slot)].prev = after
         held[Int(slot)].next = before

@@ -82,15 +82,15 @@ struct OperatorWordsTests {
         let remote = try SocketAddress(ipAddress: "192.0.2.2", port: 1)
         let local = try SocketAddress(ipAddress: "127.0.0.1", port: 1)
         let guarded = AdminAccess(token: "s3cret")
-        #expect(guarded.refusal(authorization: "bearer s3cret", peer: remote) == nil)
-        #expect(guarded.refusal(authorization: "Bearer s3cret", peer: remote) == nil)
+        #expect(guarded.refusal(authorization: "bearer s3cret", peer: remote, forwardedBy: nil) == nil)
+        #expect(guarded.refusal(authorization: "Bearer s3cret", peer: remote, forwardedBy: nil) == nil)
         for header in [nil, "", "bearer", "bearer s3cre", "bearer s3cret2", "basic s3cret", "s3cret"] {
-            #expect(guarded.refusal(authorization: header, peer: local)?.reason == .unauthorized, "\(header ?? "none")")
+            #expect(guarded.refusal(authorization: header, peer: local, forwardedBy: nil)?.reason == .unauthorized, "\(header ?? "none")")
         }
         let open = AdminAccess(token: nil)
-        #expect(open.refusal(authorization: nil, peer: local) == nil)
-        #expect(open.refusal(authorization: "bearer anything", peer: remote)?.reason == .forbidden)
-        #expect(open.refusal(authorization: nil, peer: nil)?.reason == .forbidden, "a peer of unknown address is not loopback")
+        #expect(open.refusal(authorization: nil, peer: local, forwardedBy: nil) == nil)
+        #expect(open.refusal(authorization: "bearer anything", peer: remote, forwardedBy: nil)?.reason == .forbidden)
+        #expect(open.refusal(authorization: nil, peer: nil, forwardedBy: nil)?.reason == .forbidden, "a peer of unknown address is not loopback")
         // A proxy on the machine is a loopback peer: what it forwards is refused without a token.
         let forwarded = open.refusal(authorization: nil, peer: local, forwardedBy: "x-forwarded-for")
         #expect(forwarded?.reason == .forbidden)

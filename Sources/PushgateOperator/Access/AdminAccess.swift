@@ -24,21 +24,15 @@ public struct AdminAccess: Sendable {
 
     /// Nil when the request may go on; otherwise the refusal to answer with. `forwardedBy`: the
     /// first of ``forwardingFields`` the request carries.
-    public func refusal(authorization: String?, peer: SocketAddress?, forwardedBy: String? = nil) -> Refusal? {
+    public func refusal(authorization: String?, peer: SocketAddress?, forwardedBy: String?) -> Refusal? {
         guard let tokenHash else {
-            guard let peer, ClientAddress(peer)?.isLoopback == true else {
-                return Refusal(
-                    .forbidden,
-                    "this gateway has no admin token, so its operator routes answer loopback clients only; "
-                        + "set one (--admin-token-file FILE, --admin-token or PUSHGATE_ADMIN_TOKEN) and send it as authorization: bearer <token>"
-                )
-            }
+            let loopbackOnly = "this gateway has no admin token, so its operator routes answer loopback clients only"
+            let advice = "set one (--admin-token-file FILE, --admin-token or PUSHGATE_ADMIN_TOKEN) and send it as authorization: bearer <token>"
+            guard let peer, ClientAddress(peer)?.isLoopback == true else { return Refusal(.forbidden, "\(loopbackOnly); \(advice)") }
             guard let forwardedBy else { return nil }
             return Refusal(
                 .forbidden,
-                "this gateway has no admin token, so its operator routes answer loopback clients only, and this request came "
-                    + "through a proxy (it carries \(forwardedBy)): its client is not known to be on this machine; "
-                    + "set an admin token (--admin-token-file FILE, --admin-token or PUSHGATE_ADMIN_TOKEN) and send it as authorization: bearer <token>"
+                "\(loopbackOnly), and this request came through a proxy (it carries \(forwardedBy)): its client is not known to be on this machine; \(advice)"
             )
         }
         guard let given = BearerCredential.credential(in: authorization),
