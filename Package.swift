@@ -82,7 +82,9 @@ let package = Package(
         // per-connection token state. Pure and clock-injected; no I/O.
         .target(
             name: "PushgateProviderAuth",
-            dependencies: ["PushgateCrypto", "PushgateModel", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+            dependencies: [
+                "PushgateCrypto", "PushgateModel", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
         // The power-aware scheduler: silent budgets, held queues, wake events. A pure state
         // machine, one instance per shard; no I/O, no locks, injected time.
@@ -493,7 +495,8 @@ if let sanitizer {
         target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=\(compiled)"])]
         if target.type == .executable || target.type == .test {
             // lld: gold warns about every ASan symbol it cannot export.
-            target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(["-sanitize=\(linked)", "-use-ld=lld"])]
+            target.linkerSettings =
+                (target.linkerSettings ?? []) + [.unsafeFlags(["-sanitize=\(linked)", "-use-ld=lld"])]
         }
     }
 }

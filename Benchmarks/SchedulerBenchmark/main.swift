@@ -2,11 +2,12 @@
 // for a random mix of everything a shard feeds it. Run in release:
 //   swift run -c release SchedulerBenchmark [devices] [events]
 
+import PushgateModel
+import PushgateScheduler
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import PushgateModel
-import PushgateScheduler
 
 /// xorshift64*: deterministic, so runs are comparable.
 struct Random {
@@ -113,7 +114,12 @@ struct Workload {
             case 62..<65:
                 let window = windows[Int(roll >> 8) % windows.count]
                 let result = FetchResult.reportable[Int(roll >> 20) % 3]
-                _ = scheduler.reportFetchResult(device: devices[window.index], seq: window.seq, result: result, now: now)
+                _ = scheduler.reportFetchResult(
+                    device: devices[window.index],
+                    seq: window.seq,
+                    result: result,
+                    now: now
+                )
             case 65..<70:
                 released += scheduler.connect(devices[index], now: now).releases.count
             case 70..<75:

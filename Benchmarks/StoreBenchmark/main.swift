@@ -1,3 +1,10 @@
+import Dispatch
+import Logging
+import PushgateModel
+import PushgateStore
+import PushgateStoreSQLite
+import Synchronization
+
 // The gateway's SQLite store alone (no network, no event loop), in the shape of
 // Benchmarks/store-floor.c:
 // GROUP pushes per transaction, each its own batch (`enqueue`), with the acks of the group
@@ -19,12 +26,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
-import Logging
-import PushgateModel
-import PushgateStore
-import PushgateStoreSQLite
-import Synchronization
 
 func cpuSeconds() -> Double {
     var usage = rusage()
@@ -88,19 +89,36 @@ func deviceID(_ n: Int) -> String {
     let digits = String(n % 1000)
     return "device-" + String(repeating: "0", count: 8 - digits.count) + digits + "-aaaaaaaaaaaa"
 }
-apply((0..<1000).map { [.createDevice(DeviceRecord(id: deviceID($0), secretHash: [UInt8](repeating: 1, count: 32), createdAt: 0))] })
+apply(
+    (0..<1000).map {
+        [.createDevice(DeviceRecord(id: deviceID($0), secretHash: [UInt8](repeating: 1, count: 32), createdAt: 0))]
+    }
+)
 let payload = [UInt8](repeating: UInt8(ascii: "x"), count: 122)
 func push(_ n: Int) -> AcceptedPush {
     let digits = String(n % 1000)
     let token = String(repeating: "0", count: 64 - digits.count) + digits
     let hex = String(n, radix: 16, uppercase: true)
-    let apnsID = String(repeating: "0", count: max(0, 8 - hex.count)) + hex + "-0000-4000-8000-" + String(repeating: "0", count: max(0, 12 - hex.count)) + hex
+    let apnsID =
+        String(repeating: "0", count: max(0, 8 - hex.count)) + hex + "-0000-4000-8000-"
+        + String(repeating: "0", count: max(0, 12 - hex.count)) + hex
     let push = Push(
-        deviceToken: token, apnsID: apnsID, topic: "com.example.bench", pushType: .alert, priority: .high,
-        collapseID: nil, payload: payload)
+        deviceToken: token,
+        apnsID: apnsID,
+        topic: "com.example.bench",
+        pushType: .alert,
+        priority: .high,
+        collapseID: nil,
+        payload: payload
+    )
     return AcceptedPush(
-        acceptanceID: UInt64(n), deviceID: deviceID(n), push: push, acceptedAt: 1_700_000_000_000,
-        expiresAt: 1_702_592_000_000, seq: UInt64(n / 1000 + 1))
+        acceptanceID: UInt64(n),
+        deviceID: deviceID(n),
+        push: push,
+        acceptedAt: 1_700_000_000_000,
+        expiresAt: 1_702_592_000_000,
+        seq: UInt64(n / 1000 + 1)
+    )
 }
 
 // Built before the clock starts, as the C floor formats each row in its loop (a few

@@ -26,7 +26,8 @@ public enum ES256KeyError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notP256(let curve):
             return "the EC key is on curve \(curve), but ES256 needs P-256 (prime256v1)"
         case .openSSL(let operation, let errors):
-            return "OpenSSL failed to \(operation): \(errors.isEmpty ? "no error recorded" : errors.joined(separator: "; "))"
+            return
+                "OpenSSL failed to \(operation): \(errors.isEmpty ? "no error recorded" : errors.joined(separator: "; "))"
         }
     }
 }

@@ -4,7 +4,9 @@ import NIOPosix
 /// Cryptographically secure random bytes from OpenSSL's CSPRNG (seeded by the kernel).
 public enum SecureRandom {
     public struct Failure: Error, CustomStringConvertible {
-        public var description: String { "OpenSSL's random generator failed (RAND_bytes); the system has no usable entropy source" }
+        public var description: String {
+            "OpenSSL's random generator failed (RAND_bytes); the system has no usable entropy source"
+        }
     }
 
     public static func bytes(_ count: Int) throws(Failure) -> [UInt8] {
@@ -42,7 +44,9 @@ final class IdentifierPool: @unchecked Sendable {  // confined to its thread (se
             guard SecureRandom.fill(bytes) else { throw SecureRandom.Failure() }
             offset = 0
         }
-        let pair = (bytes.load(fromByteOffset: offset, as: UInt64.self), bytes.load(fromByteOffset: offset + 8, as: UInt64.self))
+        let pair = (
+            bytes.load(fromByteOffset: offset, as: UInt64.self), bytes.load(fromByteOffset: offset + 8, as: UInt64.self)
+        )
         // Used bits are wiped: no identifier's bits stay in memory after it was handed out.
         (bytes.baseAddress! + offset).initializeMemory(as: UInt8.self, repeating: 0, count: 16)
         offset += 16

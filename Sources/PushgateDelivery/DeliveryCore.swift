@@ -1,8 +1,8 @@
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import PushgateModel
 import PushgateCrypto
+import PushgateModel
 import PushgateScheduler
 import PushgateStore
 import Synchronization
@@ -72,10 +72,16 @@ public final class DeliveryCore: Sendable {
         var fetchStates = Array(repeating: [FetchStateRecord](), count: shards.count)
         var fetchWindows = Array(repeating: [FetchWindowRecord](), count: shards.count)
         for record in snapshot.fetchStates { if let i = shardIndex(of: record.token) { fetchStates[i].append(record) } }
-        for record in snapshot.fetchWindows { if let i = shardIndex(of: record.deviceID) { fetchWindows[i].append(record) } }
+        for record in snapshot.fetchWindows {
+            if let i = shardIndex(of: record.deviceID) { fetchWindows[i].append(record) }
+        }
         for record in snapshot.devices { if let i = shardIndex(of: record.id) { devices[i].append(record) } }
-        for record in snapshot.registrations { if let i = shardIndex(of: record.token) { registrations[i].append(record) } }
-        for record in snapshot.notifications { if let i = shardIndex(of: record.deviceID) { notifications[i].append(record) } }
+        for record in snapshot.registrations {
+            if let i = shardIndex(of: record.token) { registrations[i].append(record) }
+        }
+        for record in snapshot.notifications {
+            if let i = shardIndex(of: record.deviceID) { notifications[i].append(record) }
+        }
         for (index, shard) in shards.enumerated() {
             let (d, r, n, b) = (devices[index], registrations[index], notifications[index], buckets[index])
             let (f, w) = (fetchStates[index], fetchWindows[index])
@@ -134,7 +140,9 @@ public final class DeliveryCore: Sendable {
     /// behind the work already there: the delivery path takes no lock for it. What it does to
     /// the state already there is `Scheduler.reconfigure`'s. Throws, changing nothing, when the
     /// configuration is not valid; the future succeeds once every shard runs it.
-    public func reconfigure(scheduler configuration: SchedulerConfiguration) throws(SchedulerConfigurationError) -> EventLoopFuture<Void> {
+    public func reconfigure(
+        scheduler configuration: SchedulerConfiguration
+    ) throws(SchedulerConfigurationError) -> EventLoopFuture<Void> {
         try configuration.validate()
         let applied = shards.map { shard in shard.submit { try $0.reconfigure(scheduler: configuration) } }
         return EventLoopFuture.andAllSucceed(applied, on: shards[0].eventLoop)
@@ -233,10 +241,19 @@ public final class DeliveryCore: Sendable {
 
     /// Fetch results an agent reports for silent pushes it received: all count, once on disk,
     /// or none does (`BadFetchResult` names the first seq with no open window).
-    public func reportFetchResults(deviceID: String, secret: String, results: [(seq: UInt64, result: FetchResult)]) -> EventLoopFuture<Void> {
+    public func reportFetchResults(
+        deviceID: String,
+        secret: String,
+        results: [(seq: UInt64, result: FetchResult)]
+    ) -> EventLoopFuture<Void> {
         let reports = results.map { FetchResultReport(seq: $0.seq, result: $0.result) }
         return onShard(of: deviceID, Void.self) { shard, promise in
-            shard.reportFetchResults(deviceID: deviceID, secret: secret, results: reports.map { ($0.seq, $0.result) }, promise: promise)
+            shard.reportFetchResults(
+                deviceID: deviceID,
+                secret: secret,
+                results: reports.map { ($0.seq, $0.result) },
+                promise: promise
+            )
         }
     }
 

@@ -15,7 +15,13 @@ public protocol EventSink: Sendable {
     /// Appends the event of `notification` (which has its seq) to `events`. The bytes appended
     /// count against the device's window of sent, unacknowledged events. `fetchWindowSeconds`:
     /// for a silent push, the time its app has to report its fetch result.
-    func encode(_ notification: AcceptedPush, delivery: DeliveryKind, carrier: String?, fetchWindowSeconds: Int?, into events: inout ByteBuffer)
+    func encode(
+        _ notification: AcceptedPush,
+        delivery: DeliveryKind,
+        carrier: String?,
+        fetchWindowSeconds: Int?,
+        into events: inout ByteBuffer
+    )
 
     /// Sends a batch that `encode` filled.
     func send(_ events: ByteBuffer)

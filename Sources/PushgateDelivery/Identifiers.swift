@@ -23,7 +23,9 @@ enum Identifiers {
     /// The virtual shard named by the first byte of a hex id or token; nil if it is not hex.
     static func virtualShard(ofHex text: String) -> Int? {
         var iterator = text.utf8.makeIterator()
-        guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+        guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+            return nil
+        }
         return Int(high << 4 | low)
     }
 

@@ -15,12 +15,20 @@ extension Refusal {
     static let storeOverloadedRetryAfterSeconds = 1
 
     static func storeFailed(_ error: StoreError) -> Refusal {
-        Refusal(.serviceUnavailable, "could not persist the change: \(error); retry", retryAfterSeconds: retryAfter(error))
+        Refusal(
+            .serviceUnavailable,
+            "could not persist the change: \(error); retry",
+            retryAfterSeconds: retryAfter(error)
+        )
     }
 
     /// A push's own words, as a provider has always been told them.
     static func notificationNotStored(_ error: StoreError) -> Refusal {
-        Refusal(.serviceUnavailable, "the notification could not be stored: \(error); retry", retryAfterSeconds: retryAfter(error))
+        Refusal(
+            .serviceUnavailable,
+            "the notification could not be stored: \(error); retry",
+            retryAfterSeconds: retryAfter(error)
+        )
     }
 
     private static func retryAfter(_ error: StoreError) -> Int? {

@@ -1,10 +1,10 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
-import PushgateModel
 import PushgateCrypto
 import PushgateDelivery
 import PushgateHTTP
+import PushgateModel
 import PushgateTransport
 
 /// The device agents' API (PRODUCT.md section 3). The event stream is HTTP/2 only: a device
@@ -40,11 +40,19 @@ public enum DeviceRoutes {
         let expectedSecret = registrationSecret.map { SHA256.hash($0.utf8) }
         let creation = RouteAdmission(admits: { head, responder in
             if let expectedSecret {
-                guard let given = BearerCredential.credential(in: head.headers.first(name: "authorization")).map(String.init),
-                      constantTimeEquals(SHA256.hash(given.utf8), expectedSecret)
+                guard
+                    let given = BearerCredential.credential(in: head.headers.first(name: "authorization")).map(
+                        String.init
+                    ),
+                    constantTimeEquals(SHA256.hash(given.utf8), expectedSecret)
                 else {
                     responder.respond(
-                        .refusal(Refusal(.unauthorized, "creating a device needs authorization: bearer <registration secret>, as configured on the gateway"))
+                        .refusal(
+                            Refusal(
+                                .unauthorized,
+                                "creating a device needs authorization: bearer <registration secret>, as configured on the gateway"
+                            )
+                        )
                     )
                     return false
                 }
@@ -56,7 +64,9 @@ public enum DeviceRoutes {
             }
             return true
         })
-        router.add("POST", "/v1/devices", protocols: .http1AndHTTP2, role: .device, admission: creation) { _, responder in
+        router.add("POST", "/v1/devices", protocols: .http1AndHTTP2, role: .device, admission: creation) {
+            _,
+            responder in
             core.createDevice().whenComplete { result in
                 switch result {
                 case .success(let created):
@@ -69,7 +79,9 @@ public enum DeviceRoutes {
             }
         }
         let device = RouteAdmission(admits: { head, responder in target(of: head, responder) != nil })
-        router.addPrefix(nil, devicePrefix, protocols: .http1AndHTTP2, role: .device, admission: device) { request, responder in
+        router.addPrefix(nil, devicePrefix, protocols: .http1AndHTTP2, role: .device, admission: device) {
+            request,
+            responder in
             route(request, responder, core: core)
         }
     }
@@ -93,7 +105,9 @@ public enum DeviceRoutes {
             responder.respond(.refusal(.http2Required(path)))
             return nil
         }
-        guard let secret = BearerCredential.credential(in: request.headers.first(name: "authorization")).map(String.init) else {
+        guard
+            let secret = BearerCredential.credential(in: request.headers.first(name: "authorization")).map(String.init)
+        else {
             responder.respond(.refusal(Refusal.unauthorized))
             return nil
         }
@@ -117,15 +131,21 @@ public enum DeviceRoutes {
                 .json(status: 201, JSONText.object(["token": token, "topic": topic]))
             }
         case ("DELETE", .registration(let token)):
-            complete(core.unregister(deviceID: deviceID, secret: secret, token: token), request, responder) { .init(status: 204) }
+            complete(core.unregister(deviceID: deviceID, secret: secret, token: token), request, responder) {
+                .init(status: 204)
+            }
         case ("POST", .ack):
             // Acks come with every delivery: the usual `{"upTo":N}` skips Foundation's decoder.
-            guard let upTo = AckBody.fastUpTo(request.body) ?? decode(AckBody.self, request, refuse)?.upTo else { return }
+            guard let upTo = AckBody.fastUpTo(request.body) ?? decode(AckBody.self, request, refuse)?.upTo else {
+                return
+            }
             guard SequenceNumbers.checked(upTo) != nil else {
                 refuse(Refusal(.badRequest, "upTo must be \(SequenceNumbers.range) (a sequence number), got \(upTo)"))
                 return
             }
-            complete(core.ack(deviceID: deviceID, secret: secret, upTo: upTo), request, responder) { .init(status: 204) }
+            complete(core.ack(deviceID: deviceID, secret: secret, upTo: upTo), request, responder) {
+                .init(status: 204)
+            }
         case ("POST", .keepalive):
             complete(core.keepalive(deviceID: deviceID, secret: secret), request, responder) { released in
                 let body = EventStreamEncoder.keepaliveBody(released)
@@ -147,7 +167,10 @@ public enum DeviceRoutes {
             for (topic, name) in (body.apps ?? [:]).sorted(by: { $0.key < $1.key }) {
                 guard let state = AppState(rawValue: name) else {
                     refuse(
-                        Refusal(.badState, "apps.\(topic.prefix(100)) must be foreground, background or terminated, got \"\(name.prefix(40))\"")
+                        Refusal(
+                            .badState,
+                            "apps.\(topic.prefix(100)) must be foreground, background or terminated, got \"\(name.prefix(40))\""
+                        )
                     )
                     return
                 }
@@ -157,35 +180,55 @@ public enum DeviceRoutes {
             for (topic, value) in (body.fetchIntervals ?? [:]).sorted(by: { $0.key < $1.key }) {
                 guard let interval = value.interval else {
                     refuse(
-                        Refusal(.badState, "fetchIntervals.\(topic.prefix(100)) must be \"minimum\", \"never\" or whole seconds from 1 to \(FetchInterval.maxSeconds)")
+                        Refusal(
+                            .badState,
+                            "fetchIntervals.\(topic.prefix(100)) must be \"minimum\", \"never\" or whole seconds from 1 to \(FetchInterval.maxSeconds)"
+                        )
                     )
                     return
                 }
                 intervals.append((topic, interval))
             }
-            let state = core.setState(deviceID: deviceID, secret: secret, power: power, apps: apps, fetchIntervals: intervals)
+            let state = core.setState(
+                deviceID: deviceID,
+                secret: secret,
+                power: power,
+                apps: apps,
+                fetchIntervals: intervals
+            )
             complete(state, request, responder) { .init(status: 204) }
         case ("POST", .fetchResults):
             guard let body = decode(FetchResultsBody.self, request, refuse) else { return }
             var results: [(seq: UInt64, result: FetchResult)] = []
             for item in body.results {
                 guard SequenceNumbers.checked(item.seq) != nil else {
-                    refuse(Refusal(.badRequest, "seq must be \(SequenceNumbers.range) (a sequence number), got \(item.seq)"))
+                    refuse(
+                        Refusal(
+                            .badRequest,
+                            "seq must be \(SequenceNumbers.range) (a sequence number), got \(item.seq)"
+                        )
+                    )
                     return
                 }
                 guard let result = FetchResult(rawValue: item.result), FetchResult.reportable.contains(result) else {
                     refuse(
-                        Refusal(.badRequest, "result of seq \(item.seq) must be newData, noData or failed, got \"\(item.result.prefix(40))\"")
+                        Refusal(
+                            .badRequest,
+                            "result of seq \(item.seq) must be newData, noData or failed, got \"\(item.result.prefix(40))\""
+                        )
                     )
                     return
                 }
                 results.append((item.seq, result))
             }
             guard results.count <= Self.maxFetchResults else {
-                refuse(Refusal(.badRequest, "at most \(Self.maxFetchResults) results per request, got \(results.count)"))
+                refuse(
+                    Refusal(.badRequest, "at most \(Self.maxFetchResults) results per request, got \(results.count)")
+                )
                 return
             }
-            complete(core.reportFetchResults(deviceID: deviceID, secret: secret, results: results), request, responder) {
+            complete(core.reportFetchResults(deviceID: deviceID, secret: secret, results: results), request, responder)
+            {
                 .init(status: 204)
             }
         case ("GET", .events):
@@ -200,7 +243,9 @@ public enum DeviceRoutes {
     /// What follows `/v1/devices/{id}`. Parsed without splitting the path into arrays of
     /// strings: acks come with every delivered push.
     enum Action: Equatable {
-        case device, registrations, registration(String), ack, keepalive, state, events, fetchResults, unknown
+        case device, registrations
+        case registration(String)
+        case ack, keepalive, state, events, fetchResults, unknown
 
         /// What `route` serves for it; none for an unknown path.
         var methods: [String] {
@@ -245,9 +290,15 @@ public enum DeviceRoutes {
     ) {
         var lastEventID: UInt64?
         if let header = request.headers.first(name: "last-event-id") {
-            guard let value = UInt64(header.trimmingCharacters(in: .whitespaces)).flatMap(SequenceNumbers.checked) else {
+            guard let value = UInt64(header.trimmingCharacters(in: .whitespaces)).flatMap(SequenceNumbers.checked)
+            else {
                 responder.respond(
-                    .refusal(Refusal(.badLastEventId, "last-event-id must be \(SequenceNumbers.range) (a sequence number), got \"\(header.prefix(40))\""))
+                    .refusal(
+                        Refusal(
+                            .badLastEventId,
+                            "last-event-id must be \(SequenceNumbers.range) (a sequence number), got \"\(header.prefix(40))\""
+                        )
+                    )
                 )
                 return
             }
@@ -301,7 +352,9 @@ public enum DeviceRoutes {
         static func fastUpTo(_ body: ByteBuffer) -> UInt64? {
             body.withUnsafeReadableBytes { raw -> UInt64? in
                 var i = 0
-                func skipSpaces() { while i < raw.count, raw[i] == 0x20 || raw[i] == 0x0A || raw[i] == 0x0D || raw[i] == 0x09 { i += 1 } }
+                func skipSpaces() {
+                    while i < raw.count, raw[i] == 0x20 || raw[i] == 0x0A || raw[i] == 0x0D || raw[i] == 0x09 { i += 1 }
+                }
                 func expect(_ text: StaticString) -> Bool {
                     let bytes = UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
                     guard raw.count - i >= bytes.count else { return false }
@@ -347,7 +400,9 @@ public enum DeviceRoutes {
             let container = try decoder.singleValueContainer()
             if let word = try? container.decode(String.self) {
                 interval = word == "minimum" ? .minimum : word == "never" ? .never : nil
-            } else if let seconds = try? container.decode(Int64.self), seconds >= 1, seconds <= Int64(FetchInterval.maxSeconds) {
+            } else if let seconds = try? container.decode(Int64.self), seconds >= 1,
+                seconds <= Int64(FetchInterval.maxSeconds)
+            {
                 interval = .seconds(UInt32(seconds))
             } else {
                 interval = nil
@@ -391,7 +446,8 @@ public enum DeviceRoutes {
         }
     }
 
-    private static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPServerRequest, _ refuse: BodyRefusal) -> T? {
+    private static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPServerRequest, _ refuse: BodyRefusal) -> T?
+    {
         do {
             return try JSONDecoder().decode(T.self, from: Data(request.body.readableBytesView))
         } catch {

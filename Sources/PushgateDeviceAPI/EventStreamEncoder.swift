@@ -6,7 +6,13 @@ import PushgateModel
 /// the same JSON object in keep-alive responses (PRODUCT.md section 3).
 enum EventStreamEncoder {
     /// `id: <seq>`, `event: notification`, `data: <one JSON object>`.
-    static func writeNotification(_ record: AcceptedPush, delivery: DeliveryKind, carrier: String?, fetchWindowSeconds: Int?, into buffer: inout ByteBuffer) {
+    static func writeNotification(
+        _ record: AcceptedPush,
+        delivery: DeliveryKind,
+        carrier: String?,
+        fetchWindowSeconds: Int?,
+        into buffer: inout ByteBuffer
+    ) {
         buffer.writeStaticString("id: ")
         writeDecimal(record.seq ?? 0, into: &buffer)
         buffer.writeStaticString("\nevent: notification\ndata: ")
@@ -21,7 +27,13 @@ enum EventStreamEncoder {
 
     /// The notification as the JSON object carried in events and keep-alive responses; a silent
     /// push's also says how long its app has to report its fetch result.
-    static func writeJSON(_ record: AcceptedPush, delivery: DeliveryKind, carrier: String?, fetchWindowSeconds: Int?, into buffer: inout ByteBuffer) {
+    static func writeJSON(
+        _ record: AcceptedPush,
+        delivery: DeliveryKind,
+        carrier: String?,
+        fetchWindowSeconds: Int?,
+        into buffer: inout ByteBuffer
+    ) {
         let push = record.push
         buffer.writeStaticString("{\"seq\":")
         writeDecimal(record.seq ?? 0, into: &buffer)
@@ -36,7 +48,11 @@ enum EventStreamEncoder {
         buffer.writeStaticString(",\"priority\":")
         writeDecimal(UInt64(push.priority.rawValue), into: &buffer)
         buffer.writeStaticString(",\"collapseId\":")
-        if let collapseID = push.collapseID { writeString(collapseID, into: &buffer) } else { buffer.writeStaticString("null") }
+        if let collapseID = push.collapseID {
+            writeString(collapseID, into: &buffer)
+        } else {
+            buffer.writeStaticString("null")
+        }
         buffer.writeStaticString(",\"payload\":")
         // The payload is a validated JSON object. SSE ends a data line at CR or LF; in valid
         // JSON those only occur as whitespace between tokens, so a space is equivalent.
@@ -68,14 +84,22 @@ enum EventStreamEncoder {
     /// why, for agents that read events rather than fields. One second: by then the load balancer
     /// has seen `/readyz` fail for the whole grace period; agents add jitter, so that a drained
     /// gateway's devices do not all reconnect at once.
-    static let shutdown = ByteBuffer(string: "retry: 1000\nevent: shutdown\ndata: {\"reason\":\"Shutdown\",\"retryMs\":1000}\n\n")
+    static let shutdown = ByteBuffer(
+        string: "retry: 1000\nevent: shutdown\ndata: {\"reason\":\"Shutdown\",\"retryMs\":1000}\n\n"
+    )
 
     /// A keep-alive's response body, `{"notifications": [...]}`: what it released, in order.
     static func keepaliveBody(_ released: [KeepaliveRelease]) -> ByteBuffer {
         var body = ByteBuffer(string: "{\"notifications\":[")
         for (index, release) in released.enumerated() {
             if index > 0 { body.writeInteger(UInt8(ascii: ",")) }
-            writeJSON(release.notification, delivery: .keepalive, carrier: nil, fetchWindowSeconds: release.fetchWindowSeconds, into: &body)
+            writeJSON(
+                release.notification,
+                delivery: .keepalive,
+                carrier: nil,
+                fetchWindowSeconds: release.fetchWindowSeconds,
+                into: &body
+            )
         }
         body.writeString("]}")
         return body

@@ -12,8 +12,20 @@ struct EventStreamSink: EventSink {
         EventStreamEncoder.estimatedSize(of: notification)
     }
 
-    func encode(_ notification: AcceptedPush, delivery: DeliveryKind, carrier: String?, fetchWindowSeconds: Int?, into events: inout ByteBuffer) {
-        EventStreamEncoder.writeNotification(notification, delivery: delivery, carrier: carrier, fetchWindowSeconds: fetchWindowSeconds, into: &events)
+    func encode(
+        _ notification: AcceptedPush,
+        delivery: DeliveryKind,
+        carrier: String?,
+        fetchWindowSeconds: Int?,
+        into events: inout ByteBuffer
+    ) {
+        EventStreamEncoder.writeNotification(
+            notification,
+            delivery: delivery,
+            carrier: carrier,
+            fetchWindowSeconds: fetchWindowSeconds,
+            into: &events
+        )
     }
 
     func send(_ events: ByteBuffer) {

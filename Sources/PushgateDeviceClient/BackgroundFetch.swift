@@ -101,7 +101,8 @@ public enum FetchIntervalSetting {
                 let seconds = UInt32(value), (1...FetchInterval.maxSeconds).contains(seconds)
             else {
                 throw Invalid(
-                    description: "the interval of \(topic) must be minimum, never or 1 to \(FetchInterval.maxSeconds) seconds, got \"\(value)\""
+                    description:
+                        "the interval of \(topic) must be minimum, never or 1 to \(FetchInterval.maxSeconds) seconds, got \"\(value)\""
                 )
             }
             return (topic, .seconds(seconds))

@@ -67,7 +67,11 @@ public struct DeviceStateReport: Sendable, Equatable {
     public var apps: [String: AppState]
     public var fetchIntervals: [String: FetchInterval]
 
-    public init(power: DevicePower? = nil, apps: [String: AppState] = [:], fetchIntervals: [String: FetchInterval] = [:]) {
+    public init(
+        power: DevicePower? = nil,
+        apps: [String: AppState] = [:],
+        fetchIntervals: [String: FetchInterval] = [:]
+    ) {
         self.power = power
         self.apps = apps
         self.fetchIntervals = fetchIntervals
@@ -81,16 +85,22 @@ public struct DeviceStateReport: Sendable, Equatable {
         if let power { fields.append("\"power\":\(JSONText.quote(power.rawValue))") }
         if !apps.isEmpty { fields.append("\"apps\":" + Self.object(apps) { JSONText.quote($0.rawValue) }) }
         if !fetchIntervals.isEmpty {
-            fields.append("\"fetchIntervals\":" + Self.object(fetchIntervals) { interval in
-                // Seconds are a JSON number; the two words are strings.
-                if case .seconds = interval { interval.word } else { JSONText.quote(interval.word) }
-            })
+            fields.append(
+                "\"fetchIntervals\":"
+                    + Self.object(fetchIntervals) { interval in
+                        // Seconds are a JSON number; the two words are strings.
+                        if case .seconds = interval { interval.word } else { JSONText.quote(interval.word) }
+                    }
+            )
         }
         return "{" + fields.joined(separator: ",") + "}"
     }
 
     private static func object<Value>(_ entries: [String: Value], _ value: (Value) -> String) -> String {
-        "{" + entries.sorted { $0.key < $1.key }.map { JSONText.quote($0.key) + ":" + value($0.value) }.joined(separator: ",") + "}"
+        "{"
+            + entries.sorted { $0.key < $1.key }.map { JSONText.quote($0.key) + ":" + value($0.value) }.joined(
+                separator: ","
+            ) + "}"
     }
 }
 
@@ -101,7 +111,10 @@ public struct FetchReport: Sendable, Hashable {
     public var result: FetchResult
 
     public init(seq: UInt64, result: FetchResult) {
-        precondition(FetchResult.reportable.contains(result), "a timeout is not reported: the gateway records it when the window ends")
+        precondition(
+            FetchResult.reportable.contains(result),
+            "a timeout is not reported: the gateway records it when the window ends"
+        )
         self.seq = seq
         self.result = result
     }
@@ -138,23 +151,39 @@ public struct DeviceRequests: Sendable {
     public var keepalive: HTTPClientRequest { Self.request(server, identity, "POST", "keepalive") }
 
     /// A state report; `json` is the `PUT /v1/devices/{id}/state` body.
-    public func state(_ json: String) -> HTTPClientRequest { Self.request(server, identity, "PUT", "state", body: json) }
+    public func state(_ json: String) -> HTTPClientRequest {
+        Self.request(server, identity, "PUT", "state", body: json)
+    }
 
     public func state(_ report: DeviceStateReport) -> HTTPClientRequest { state(report.json) }
 
     /// What apps did with the wakes silent pushes gave them, one result per seq.
     public func fetchResults(_ results: [FetchReport]) -> HTTPClientRequest {
         let items = results.map { "{\"seq\":\($0.seq),\"result\":\(JSONText.quote($0.result.rawValue))}" }
-        return Self.request(server, identity, "POST", "fetch-results", body: "{\"results\":[" + items.joined(separator: ",") + "]}")
+        return Self.request(
+            server,
+            identity,
+            "POST",
+            "fetch-results",
+            body: "{\"results\":[" + items.joined(separator: ",") + "]}"
+        )
     }
 
     public func registration(topic: String) -> HTTPClientRequest {
         Self.request(server, identity, "POST", "registrations", body: "{\"topic\":\(JSONText.quote(topic))}")
     }
 
-    private static func request(_ server: ServerURL, _ identity: DeviceIdentity, _ method: String, _ route: String, body: String? = nil) -> HTTPClientRequest {
+    private static func request(
+        _ server: ServerURL,
+        _ identity: DeviceIdentity,
+        _ method: String,
+        _ route: String,
+        body: String? = nil
+    ) -> HTTPClientRequest {
         server.request(
-            method, "/v1/devices/\(identity.deviceId)/\(route)", bearer: identity.secret,
+            method,
+            "/v1/devices/\(identity.deviceId)/\(route)",
+            bearer: identity.secret,
             headers: body == nil ? [:] : ["content-type": "application/json"],
             body: body.map { ByteBuffer(string: $0) }
         )
@@ -164,29 +193,53 @@ public struct DeviceRequests: Sendable {
 /// The steps before a device holds its stream: creating it and registering its topics.
 public enum DeviceSetup {
     /// Creates a device; `registrationSecret` is needed when the gateway has one.
-    public static func createDevice(on connection: HTTP2ClientConnection, server: ServerURL, registrationSecret: String?) async throws -> DeviceIdentity {
+    public static func createDevice(
+        on connection: HTTP2ClientConnection,
+        server: ServerURL,
+        registrationSecret: String?
+    ) async throws -> DeviceIdentity {
         let response = try await connection.send(server.request("POST", "/v1/devices", bearer: registrationSecret))
         guard response.status == 201 else {
-            throw RetryableRefusal.refusal(of: "device creation", status: response.status, body: String(buffer: response.body), failure: "device creation failed")
+            throw RetryableRefusal.refusal(
+                of: "device creation",
+                status: response.status,
+                body: String(buffer: response.body),
+                failure: "device creation failed"
+            )
         }
-        guard let identity = try? JSONDecoder().decode(DeviceIdentity.self, from: Data(response.body.readableBytesView)) else {
-            throw ClientFailure(description: "device creation answered 201 without a deviceId and secret: \(RetryableRefusal.oneLine(String(buffer: response.body)))")
+        guard let identity = try? JSONDecoder().decode(DeviceIdentity.self, from: Data(response.body.readableBytesView))
+        else {
+            throw ClientFailure(
+                description:
+                    "device creation answered 201 without a deviceId and secret: \(RetryableRefusal.oneLine(String(buffer: response.body)))"
+            )
         }
         return identity
     }
 
     /// Registers `topic` for the device; returns the token providers send to.
-    public static func register(_ topic: String, _ device: DeviceRequests, on connection: HTTP2ClientConnection) async throws -> String {
+    public static func register(
+        _ topic: String,
+        _ device: DeviceRequests,
+        on connection: HTTP2ClientConnection
+    ) async throws -> String {
         struct Registered: Decodable { var token: String }
         let response = try await connection.send(device.registration(topic: topic))
         if response.status == 401 { throw UnknownDevice() }
         guard response.status == 201 else {
             throw RetryableRefusal.refusal(
-                of: "registering \(topic)", status: response.status, body: String(buffer: response.body), failure: "registering \(topic) failed"
+                of: "registering \(topic)",
+                status: response.status,
+                body: String(buffer: response.body),
+                failure: "registering \(topic) failed"
             )
         }
-        guard let registered = try? JSONDecoder().decode(Registered.self, from: Data(response.body.readableBytesView)) else {
-            throw ClientFailure(description: "registering \(topic) answered 201 without a token: \(RetryableRefusal.oneLine(String(buffer: response.body)))")
+        guard let registered = try? JSONDecoder().decode(Registered.self, from: Data(response.body.readableBytesView))
+        else {
+            throw ClientFailure(
+                description:
+                    "registering \(topic) answered 201 without a token: \(RetryableRefusal.oneLine(String(buffer: response.body)))"
+            )
         }
         return registered.token
     }

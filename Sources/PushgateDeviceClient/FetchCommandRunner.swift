@@ -1,10 +1,11 @@
+import Foundation
+import NIOConcurrencyHelpers
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import NIOConcurrencyHelpers
 
 /// Runs an app's fetch: `/bin/sh -c COMMAND` in a process group of its own, with the
 /// notification on its stdin, at most `concurrency` at a time (the others wait their turn, in
@@ -30,7 +31,11 @@ public final class FetchCommandRunner: Sendable {
     /// Waits for a turn, then runs the command with `input` and a newline on its stdin, then
     /// EOF, and `environment` added to this process's own. Returns when the command has exited
     /// or was killed at `deadline`; its children may live on if it exited by itself.
-    public func run(input: String, environment: [String: String], deadline: ContinuousClock.Instant) async -> FetchCommandOutcome {
+    public func run(
+        input: String,
+        environment: [String: String],
+        deadline: ContinuousClock.Instant
+    ) async -> FetchCommandOutcome {
         await turns.take()
         defer { turns.give() }
         guard ContinuousClock.now < deadline else { return .expiredBeforeItsTurn }
@@ -79,17 +84,26 @@ private final class ChildProcess: Sendable {
         self.pid = pid
     }
 
-    static func spawn(_ arguments: [String], environment: [String: String], input: [UInt8], output: Int32) throws(SpawnFailure) -> ChildProcess {
+    static func spawn(
+        _ arguments: [String],
+        environment: [String: String],
+        input: [UInt8],
+        output: Int32
+    ) throws(SpawnFailure) -> ChildProcess {
         let argv = CStrings(arguments)
         let envp = CStrings(environment.map { "\($0.key)=\($0.value)" })
         var pipeEnds: [Int32] = [-1, -1]
         let pid: pid_t
         do {
             pid = try spawning.withLock { () -> Result<pid_t, SpawnFailure> in
-                guard pipe(&pipeEnds) == 0 else { return .failure(SpawnFailure(description: "cannot make a pipe: \(errorText())")) }
+                guard pipe(&pipeEnds) == 0 else {
+                    return .failure(SpawnFailure(description: "cannot make a pipe: \(errorText())"))
+                }
                 _ = fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC)
                 _ = fcntl(pipeEnds[1], F_SETFD, FD_CLOEXEC)
-                return Result { () throws(SpawnFailure) in try posixSpawn(argv, envp, stdin: pipeEnds[0], output: output) }
+                return Result { () throws(SpawnFailure) in
+                    try posixSpawn(argv, envp, stdin: pipeEnds[0], output: output)
+                }
             }.get()
         } catch {
             for end in pipeEnds where end >= 0 { close(end) }
@@ -163,7 +177,12 @@ private final class ChildProcess: Sendable {
         return info.si_code == CLD_EXITED ? .exited(status: status) : .signalled(status)
     }
 
-    private static func posixSpawn(_ argv: CStrings, _ envp: CStrings, stdin: Int32, output: Int32) throws(SpawnFailure) -> pid_t {
+    private static func posixSpawn(
+        _ argv: CStrings,
+        _ envp: CStrings,
+        stdin: Int32,
+        output: Int32
+    ) throws(SpawnFailure) -> pid_t {
         #if canImport(Glibc)
         var actions = posix_spawn_file_actions_t()
         var attributes = posix_spawnattr_t()
@@ -180,7 +199,10 @@ private final class ChildProcess: Sendable {
         defer { posix_spawnattr_destroy(&attributes) }
         // A group of its own (so the kill reaches what sh started), with the signal mask and
         // dispositions a freshly started shell expects, whatever this process blocks or ignores.
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setflags(
+            &attributes,
+            Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
+        )
         posix_spawnattr_setpgroup(&attributes, 0)
         var none = sigset_t()
         sigemptyset(&none)
@@ -190,7 +212,9 @@ private final class ChildProcess: Sendable {
         posix_spawnattr_setsigdefault(&attributes, &all)
         var pid = pid_t()
         let failed = posix_spawn(&pid, argv.pointers[0]!, &actions, &attributes, argv.pointers, envp.pointers)
-        guard failed == 0 else { throw SpawnFailure(description: "cannot start /bin/sh: \(String(cString: strerror(failed)))") }
+        guard failed == 0 else {
+            throw SpawnFailure(description: "cannot start /bin/sh: \(String(cString: strerror(failed)))")
+        }
         return pid
     }
 }

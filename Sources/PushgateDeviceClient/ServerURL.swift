@@ -27,7 +27,9 @@ public struct ServerURL: Sendable, CustomStringConvertible {
         // The gateway is reached at its root (the provider API is /3/... as at APNs): a path
         // would be dropped silently, so it is refused. A trailing slash is no path.
         guard parts.count < 2 || parts[1].isEmpty else { return nil }
-        guard let address = ListenAddress(String(authority)) ?? (authority.isEmpty ? nil : ListenAddress("\(authority):\(isTLS ? 443 : 2197)"))
+        guard
+            let address = ListenAddress(String(authority))
+                ?? (authority.isEmpty ? nil : ListenAddress("\(authority):\(isTLS ? 443 : 2197)"))
         else { return nil }
         host = address.host
         port = address.port
@@ -41,9 +43,22 @@ public struct ServerURL: Sendable, CustomStringConvertible {
 extension ServerURL {
     /// A request to this gateway, for send, agent and bench alike. `bearer` is a device secret,
     /// the registration secret, or a provider token.
-    public func request(_ method: String, _ path: String, bearer: String? = nil, headers: HTTPHeaders = [:], body: ByteBuffer? = nil) -> HTTPClientRequest {
+    public func request(
+        _ method: String,
+        _ path: String,
+        bearer: String? = nil,
+        headers: HTTPHeaders = [:],
+        body: ByteBuffer? = nil
+    ) -> HTTPClientRequest {
         var headers = headers
         if let bearer { headers.add(name: "authorization", value: "bearer \(bearer)") }
-        return HTTPClientRequest(method: method, path: path, authority: authority, scheme: scheme, headers: headers, body: body)
+        return HTTPClientRequest(
+            method: method,
+            path: path,
+            authority: authority,
+            scheme: scheme,
+            headers: headers,
+            body: body
+        )
     }
 }

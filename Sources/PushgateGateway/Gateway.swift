@@ -55,7 +55,9 @@ public enum Gateway {
                 logger: logger
             )
             if case .interval(let nanoseconds) = configuration.durability {
-                logger.notice("durability: interval; a crash loses what was accepted in the last \(nanoseconds / 1_000_000) ms")
+                logger.notice(
+                    "durability: interval; a crash loses what was accepted in the last \(nanoseconds / 1_000_000) ms"
+                )
             }
         } catch {
             try? await group.shutdownGracefully()
@@ -180,9 +182,19 @@ public enum Gateway {
             nowMillis: { clock.nowMillis() },
             counters: provider
         )
-        ProviderRoute.register(on: &mainRoutes, core: core, validator: ProviderRequestValidator(), gate: gate, logger: logger)
-        let creationLimit = configuration.deviceCreationsPerAddressPerHour > 0
-            ? DeviceCreationGate(perHour: configuration.deviceCreationsPerAddressPerHour, nowMillis: { clock.nowMillis() })
+        ProviderRoute.register(
+            on: &mainRoutes,
+            core: core,
+            validator: ProviderRequestValidator(),
+            gate: gate,
+            logger: logger
+        )
+        let creationLimit =
+            configuration.deviceCreationsPerAddressPerHour > 0
+            ? DeviceCreationGate(
+                perHour: configuration.deviceCreationsPerAddressPerHour,
+                nowMillis: { clock.nowMillis() }
+            )
             : nil
         if let creationLimit { metrics.watchDeviceCreationRefusals { creationLimit.refusals } }
         DeviceRoutes.register(
@@ -218,7 +230,14 @@ public enum Gateway {
             metrics.watch(admin)
             adminServer = admin
         }
-        return AssembledGateway(server: server, adminServer: adminServer, core: core, console: console, readiness: readiness, reloader: reloader)
+        return AssembledGateway(
+            server: server,
+            adminServer: adminServer,
+            core: core,
+            console: console,
+            readiness: readiness,
+            reloader: reloader
+        )
     }
 }
 

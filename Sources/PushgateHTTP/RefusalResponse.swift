@@ -9,7 +9,8 @@ extension HTTPServerResponse {
     /// catalog's stable word, `detail` says what to fix. Provider responses carry `apns-id`,
     /// as every APNs response does; a refusal worth retrying later says when (`retry-after`).
     public static func refusal(_ refusal: Refusal, apnsID: String? = nil) -> HTTPServerResponse {
-        var body = "{\"reason\":" + JSONText.quote(refusal.reason.name) + ",\"detail\":" + JSONText.quote(refusal.detail)
+        var body =
+            "{\"reason\":" + JSONText.quote(refusal.reason.name) + ",\"detail\":" + JSONText.quote(refusal.detail)
         if let timestamp = refusal.timestamp { body += ",\"timestamp\":\(timestamp)" }
         body += "}"
         var headers = HTTPHeaders()
@@ -26,7 +27,11 @@ extension HTTPServerResponse {
     }
 
     public static func json(status: Int = 200, _ text: String) -> HTTPServerResponse {
-        HTTPServerResponse(status: status, headers: ["content-type": "application/json"], body: ByteBuffer(string: text))
+        HTTPServerResponse(
+            status: status,
+            headers: ["content-type": "application/json"],
+            body: ByteBuffer(string: text)
+        )
     }
 }
 
@@ -35,7 +40,8 @@ extension Refusal {
     public init(transport refusal: TransportRefusal) {
         switch refusal {
         case .bodyTooLarge: self.init(.payloadTooLarge, refusal.detail)
-        case .bodyBudgetExhausted: self.init(.serviceUnavailable, refusal.detail, retryAfterSeconds: refusal.retryAfterSeconds)
+        case .bodyBudgetExhausted:
+            self.init(.serviceUnavailable, refusal.detail, retryAfterSeconds: refusal.retryAfterSeconds)
         case .headerListTooLarge: self.init(.requestHeaderFieldsTooLarge, refusal.detail)
         case .malformed: self.init(.badRequest, refusal.detail)
         }

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import NIOCore
 import NIOHTTP1
 import PushgateModel
 import PushgateTransport
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Which HTTP versions a route may be reached over.
 public enum RouteProtocols: Sendable {
@@ -69,7 +70,11 @@ public struct Router: HTTPServerHandler {
         let handler: RouteHandler
 
         init(
-            method: String?, protocols: RouteProtocols, role: ConnectionRole, admission: RouteAdmission, answersHEAD: Bool = false,
+            method: String?,
+            protocols: RouteProtocols,
+            role: ConnectionRole,
+            admission: RouteAdmission,
+            answersHEAD: Bool = false,
             handler: @escaping RouteHandler
         ) {
             self.method = method
@@ -112,7 +117,14 @@ public struct Router: HTTPServerHandler {
         handler: @escaping RouteHandler
     ) {
         precondition(!answersHEAD || method == "GET", "only a GET route answers HEAD")
-        let route = Route(method: method, protocols: protocols, role: role, admission: admission, answersHEAD: answersHEAD, handler: handler)
+        let route = Route(
+            method: method,
+            protocols: protocols,
+            role: role,
+            admission: admission,
+            answersHEAD: answersHEAD,
+            handler: handler
+        )
         exact[path, default: []].append(route)
         longestExact = max(longestExact, path.utf8.count)
     }
@@ -127,7 +139,14 @@ public struct Router: HTTPServerHandler {
         handler: @escaping RouteHandler
     ) {
         precondition(!answersHEAD || method == "GET", "only a GET route answers HEAD")
-        let route = Route(method: method, protocols: protocols, role: role, admission: admission, answersHEAD: answersHEAD, handler: handler)
+        let route = Route(
+            method: method,
+            protocols: protocols,
+            role: role,
+            admission: admission,
+            answersHEAD: answersHEAD,
+            handler: handler
+        )
         if let index = prefixes.firstIndex(where: { $0.prefix == prefix }) {
             prefixes[index].routes.append(route)
         } else {
@@ -228,7 +247,9 @@ public struct Router: HTTPServerHandler {
     /// decoded path is), where `firstIndex(of:)` on the UTF-8 view went a byte at a time.
     private static func queryStart(_ target: String) -> String.Index? {
         let offset = target.utf8.withContiguousStorageIfAvailable { bytes -> Int? in
-            guard let base = bytes.baseAddress, let found = memchr(base, Int32(UInt8(ascii: "?")), bytes.count) else { return nil }
+            guard let base = bytes.baseAddress, let found = memchr(base, Int32(UInt8(ascii: "?")), bytes.count) else {
+                return nil
+            }
             return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
         }
         switch offset {
@@ -244,7 +265,11 @@ extension RouteProtocols: Equatable {}
 extension Refusal {
     /// 405 naming the methods `path` takes, also in an `allow` header (RFC 9110 requires one).
     public static func methodNotAllowed(_ path: some StringProtocol, allowed: [String], not method: String) -> Refusal {
-        Refusal(.methodNotAllowed, "\(path) accepts \(allowed.joined(separator: ", ")), not \(method)", allowedMethods: allowed)
+        Refusal(
+            .methodNotAllowed,
+            "\(path) accepts \(allowed.joined(separator: ", ")), not \(method)",
+            allowedMethods: allowed
+        )
     }
 
     /// 505 for an HTTP/1.1 request to a route served over HTTP/2 only, saying how to send it.

@@ -50,8 +50,14 @@ public struct Push: Sendable, Equatable {
         payload: [UInt8]
     ) {
         storage = Storage(
-            deviceToken: deviceToken, apnsID: apnsID, topic: topic, pushType: pushType, priority: priority,
-            collapseID: collapseID, payload: payload)
+            deviceToken: deviceToken,
+            apnsID: apnsID,
+            topic: topic,
+            pushType: pushType,
+            priority: priority,
+            collapseID: collapseID,
+            payload: payload
+        )
     }
 
     public static func == (lhs: Push, rhs: Push) -> Bool {
@@ -75,8 +81,13 @@ public struct Push: Sendable, Equatable {
         var payload: [UInt8]
 
         init(
-            deviceToken: String, apnsID: String, topic: String, pushType: PushType, priority: PushPriority,
-            collapseID: String?, payload: [UInt8]
+            deviceToken: String,
+            apnsID: String,
+            topic: String,
+            pushType: PushType,
+            priority: PushPriority,
+            collapseID: String?,
+            payload: [UInt8]
         ) {
             self.deviceToken = deviceToken
             self.apnsID = apnsID
@@ -89,12 +100,19 @@ public struct Push: Sendable, Equatable {
 
         func copy() -> Storage {
             Storage(
-                deviceToken: deviceToken, apnsID: apnsID, topic: topic, pushType: pushType, priority: priority,
-                collapseID: collapseID, payload: payload)
+                deviceToken: deviceToken,
+                apnsID: apnsID,
+                topic: topic,
+                pushType: pushType,
+                priority: priority,
+                collapseID: collapseID,
+                payload: payload
+            )
         }
 
         func fieldsEqual(_ other: Storage) -> Bool {
-            deviceToken == other.deviceToken && apnsID == other.apnsID && topic == other.topic && pushType == other.pushType
+            deviceToken == other.deviceToken && apnsID == other.apnsID && topic == other.topic
+                && pushType == other.pushType
                 && priority == other.priority && collapseID == other.collapseID && payload == other.payload
         }
     }

@@ -11,7 +11,9 @@ public enum TopicRules {
     /// Why `topic` is not valid, for an error's detail.
     public static func explain(_ topic: String) -> String {
         if topic.isEmpty { return "the topic is empty; send the app's bundle id, e.g. com.example.app" }
-        if topic.utf8.count > maxBytes { return "the topic is \(topic.utf8.count) bytes; at most \(maxBytes) are allowed" }
+        if topic.utf8.count > maxBytes {
+            return "the topic is \(topic.utf8.count) bytes; at most \(maxBytes) are allowed"
+        }
         let shown = topic.count > 80 ? String(topic.prefix(80)) + "..." : topic
         return "the topic \"\(shown)\" may contain only letters, digits, '.', '-' and '_'"
     }
@@ -19,7 +21,7 @@ public enum TopicRules {
     private static func isAllowed(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"):
             return true
         default:
             return false

@@ -70,11 +70,13 @@ public final class AdminConsole: Sendable {
     public func start(storedTotals: [String: Int64]) async {
         await totals.restore(storedTotals)
         let loop = group.next()
-        let tick = loop.scheduleRepeatedTask(initialDelay: settings.tickInterval, delay: settings.tickInterval) { [weak self] _ in
+        let tick = loop.scheduleRepeatedTask(initialDelay: settings.tickInterval, delay: settings.tickInterval) {
+            [weak self] _ in
             guard let self, self.events.isListening else { return }
             Task { await self.broadcastTick() }
         }
-        let persist = loop.scheduleRepeatedTask(initialDelay: settings.persistInterval, delay: settings.persistInterval) { [weak self] _ in
+        let persist = loop.scheduleRepeatedTask(initialDelay: settings.persistInterval, delay: settings.persistInterval)
+        { [weak self] _ in
             guard let self else { return }
             Task { await self.persistTotals() }
         }
@@ -106,15 +108,18 @@ public final class AdminConsole: Sendable {
     /// `/metrics`, `/v1/admin/stats`, `/v1/admin/devices/{id}`, `/v1/admin/events`, `/admin`.
     public func register(on router: inout Router) {
         let access = settings.access
-        router.add("GET", "/metrics", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) { [self] request, responder in
+        router.add("GET", "/metrics", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) {
+            [self] request, responder in
             guard Self.admitted(request, responder, access) else { return }
             Task { responder.respond(await self.metricsResponse()) }
         }
-        router.add("GET", "/v1/admin/stats", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) { [self] request, responder in
+        router.add("GET", "/v1/admin/stats", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) {
+            [self] request, responder in
             guard Self.admitted(request, responder, access) else { return }
             Task { responder.respond(await self.statsResponse()) }
         }
-        router.addPrefix("GET", "/v1/admin/devices/", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) { [self] request, responder in
+        router.addPrefix("GET", "/v1/admin/devices/", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) {
+            [self] request, responder in
             guard Self.admitted(request, responder, access) else { return }
             let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
             let deviceID = String(path.dropFirst("/v1/admin/devices/".count))
@@ -135,17 +140,25 @@ public final class AdminConsole: Sendable {
         Self.admitted(request, responder, settings.access)
     }
 
-    private static func admitted(_ request: HTTPServerRequest, _ responder: HTTPResponder, _ access: AdminAccess) -> Bool {
-        guard let refusal = access.refusal(
-            authorization: request.headers.first(name: "authorization"),
-            peer: request.connection.remoteAddress,
-            forwardedBy: AdminAccess.forwardingFields.first { request.headers.contains(name: $0) }
-        ) else {
+    private static func admitted(
+        _ request: HTTPServerRequest,
+        _ responder: HTTPResponder,
+        _ access: AdminAccess
+    ) -> Bool {
+        guard
+            let refusal = access.refusal(
+                authorization: request.headers.first(name: "authorization"),
+                peer: request.connection.remoteAddress,
+                forwardedBy: AdminAccess.forwardingFields.first { request.headers.contains(name: $0) }
+            )
+        else {
             request.connection.markAuthenticated()
             return true
         }
         var response = HTTPServerResponse.refusal(refusal)
-        if refusal.reason == .unauthorized { response.head.headers.add(name: "www-authenticate", value: "Bearer realm=\"pushgate admin\"") }
+        if refusal.reason == .unauthorized {
+            response.head.headers.add(name: "www-authenticate", value: "Bearer realm=\"pushgate admin\"")
+        }
         responder.respond(response)
         return false
     }
@@ -153,7 +166,9 @@ public final class AdminConsole: Sendable {
     private func metricsResponse() async -> HTTPServerResponse {
         do {
             let statistics = try await core.statistics(includeOldestHeld: true)
-            let topics = settings.metricsTopicLabels ? try await core.overview(topicLimit: settings.topicLimit, deviceLimit: 0).topics : nil
+            let topics =
+                settings.metricsTopicLabels
+                ? try await core.overview(topicLimit: settings.topicLimit, deviceLimit: 0).topics : nil
             let body = metrics.exposition(statistics: statistics, topics: topics, now: clock.nowMillis())
             return HTTPServerResponse(
                 status: 200,
@@ -186,7 +201,10 @@ public final class AdminConsole: Sendable {
         do {
             guard let device = try await core.inspect(deviceID: deviceID) else {
                 // Echoed as far as an id goes (32 hex digits): a path of any length is not repeated whole.
-                let shown = deviceID.isEmpty ? "id (the path ends at /v1/admin/devices/)" : deviceID.count > 40 ? "\"\(deviceID.prefix(40))...\" (\(deviceID.utf8.count) bytes)" : deviceID
+                let shown =
+                    deviceID.isEmpty
+                    ? "id (the path ends at /v1/admin/devices/)"
+                    : deviceID.count > 40 ? "\"\(deviceID.prefix(40))...\" (\(deviceID.utf8.count) bytes)" : deviceID
                 return .refusal(Refusal(.notFound, "no device \(shown) on this gateway"))
             }
             return .json(AdminJSON.encode(AdminDevice(device, now: clock.nowMillis())))
@@ -200,7 +218,12 @@ public final class AdminConsole: Sendable {
     private func openEventStream(_ responder: HTTPResponder) {
         guard let id = events.reserve() else {
             responder.respond(
-                .refusal(Refusal(.serviceUnavailable, "\(events.maxStreams) admin event streams are open already; close one (a dashboard tab) and retry"))
+                .refusal(
+                    Refusal(
+                        .serviceUnavailable,
+                        "\(events.maxStreams) admin event streams are open already; close one (a dashboard tab) and retry"
+                    )
+                )
             )
             return
         }
@@ -234,9 +257,15 @@ public final class AdminConsole: Sendable {
         let counters = core.counters
         let time = clock.nowMillis()
         let totals = currentTotals
-        let droppedByReason = Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0.rawValue, counters.drops[$0]) })
-        let deliveredByKind = Dictionary(uniqueKeysWithValues: DeliveryKind.allCases.map { ($0.rawValue, counters.deliveries[$0]) })
-        let budgetExhausted = Dictionary(uniqueKeysWithValues: BudgetScope.allCases.map { ($0.rawValue, counters.budgetExhausted[$0]) })
+        let droppedByReason = Dictionary(
+            uniqueKeysWithValues: DropReason.allCases.map { ($0.rawValue, counters.drops[$0]) }
+        )
+        let deliveredByKind = Dictionary(
+            uniqueKeysWithValues: DeliveryKind.allCases.map { ($0.rawValue, counters.deliveries[$0]) }
+        )
+        let budgetExhausted = Dictionary(
+            uniqueKeysWithValues: BudgetScope.allCases.map { ($0.rawValue, counters.budgetExhausted[$0]) }
+        )
         guard let statistics = try? await core.statistics() else { return nil }
         let tick = AdminStatsTick(
             time: time,
@@ -275,7 +304,8 @@ public final class AdminConsole: Sendable {
             "content-type": "text/html; charset=utf-8",
             "cache-control": "no-store",
             // Everything is inline; the page talks to this gateway only.
-            "content-security-policy": "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            "content-security-policy":
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
             "x-content-type-options": "nosniff",
             "referrer-policy": "no-referrer",
         ],

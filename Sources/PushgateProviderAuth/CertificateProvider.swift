@@ -45,23 +45,40 @@ public struct CertificateProvider: Sendable, Equatable {
             } else {
                 problem = "its subject has no UID attribute naming the app's bundle id"
             }
-            return .failure(Refusal(.badCertificate, "the client certificate \"\(subject)\" cannot push: \(problem); ask the operator for a certificate with UID=<bundle id>"))
+            return .failure(
+                Refusal(
+                    .badCertificate,
+                    "the client certificate \"\(subject)\" cannot push: \(problem); ask the operator for a certificate with UID=<bundle id>"
+                )
+            )
         }
         let identity = AuthorizedProvider.Identity.certificate(subject: subject)
         guard let topic else {
             return .success(AuthorizedProvider(identity: identity, topic: bundleID))
         }
-        if topic == bundleID || Self.certificateSuffixes.contains(where: { Self.topic(topic, is: bundleID, plus: $0) }) {
+        if topic == bundleID || Self.certificateSuffixes.contains(where: { Self.topic(topic, is: bundleID, plus: $0) })
+        {
             return .success(AuthorizedProvider(identity: identity, topic: topic))
         }
         if let suffix = Self.tokenOnlySuffixes.first(where: { Self.topic(topic, is: bundleID, plus: $0) }) {
-            return .failure(Refusal(.topicDisallowed, "topic \"\(topic)\" (\(suffix)) needs token authentication; certificates cannot send that push type"))
+            return .failure(
+                Refusal(
+                    .topicDisallowed,
+                    "topic \"\(topic)\" (\(suffix)) needs token authentication; certificates cannot send that push type"
+                )
+            )
         }
-        return .failure(Refusal(.topicDisallowed, "the client certificate is for \"\(bundleID)\" and may not push to topic \"\(topic.prefix(255))\""))
+        return .failure(
+            Refusal(
+                .topicDisallowed,
+                "the client certificate is for \"\(bundleID)\" and may not push to topic \"\(topic.prefix(255))\""
+            )
+        )
     }
 
     /// `topic == bundleID + suffix`, without building the concatenation.
     private static func topic(_ topic: String, is bundleID: String, plus suffix: String) -> Bool {
-        topic.utf8.count == bundleID.utf8.count + suffix.utf8.count && topic.hasPrefix(bundleID) && topic.hasSuffix(suffix)
+        topic.utf8.count == bundleID.utf8.count + suffix.utf8.count && topic.hasPrefix(bundleID)
+            && topic.hasSuffix(suffix)
     }
 }

@@ -51,14 +51,21 @@ public struct ProviderAuthenticator: Sendable {
         if !keyring.isEmpty {
             let verdict = connection.authorize(authorization: authorization, topic: topic, nowMillis: nowMillis)
             // Where certificates are accepted too, a provider without a token may have meant to use one.
-            if authorization == nil, acceptsClientCertificates, case .failure(var refusal) = verdict, refusal.reason == .missingProviderToken {
+            if authorization == nil, acceptsClientCertificates, case .failure(var refusal) = verdict,
+                refusal.reason == .missingProviderToken
+            {
                 refusal.detail += ", or connect over TLS with a client certificate from the operator's CA"
                 return .failure(refusal)
             }
             return verdict
         }
         if acceptsClientCertificates {
-            return .failure(Refusal(.missingProviderToken, "this gateway accepts providers by client certificate only; connect over TLS with a certificate from the operator's CA"))
+            return .failure(
+                Refusal(
+                    .missingProviderToken,
+                    "this gateway accepts providers by client certificate only; connect over TLS with a certificate from the operator's CA"
+                )
+            )
         }
         guard let topic else {
             return .failure(Refusal(.missingTopic, "no apns-topic header; name the app's topic"))

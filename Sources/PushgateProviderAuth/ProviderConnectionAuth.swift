@@ -64,7 +64,12 @@ public struct ProviderConnectionAuth {
         nowMillis: Int64
     ) -> Result<AuthorizedProvider, Refusal> {
         guard let authorization else {
-            return .failure(Refusal(.missingProviderToken, "no authorization header; send authorization: bearer <JWT signed with your provider key>"))
+            return .failure(
+                Refusal(
+                    .missingProviderToken,
+                    "no authorization header; send authorization: bearer <JWT signed with your provider key>"
+                )
+            )
         }
         if let current, current.authorization == authorization {
             return admit(current, topic: topic, nowMillis: nowMillis)
@@ -94,7 +99,11 @@ public struct ProviderConnectionAuth {
         }
     }
 
-    private func admit(_ token: VerifiedProviderToken, topic: String?, nowMillis: Int64) -> Result<AuthorizedProvider, Refusal> {
+    private func admit(
+        _ token: VerifiedProviderToken,
+        topic: String?,
+        nowMillis: Int64
+    ) -> Result<AuthorizedProvider, Refusal> {
         if let refusal = token.refusal(atMillis: nowMillis) {
             return .failure(refusal)
         }
@@ -133,17 +142,22 @@ public struct ProviderConnectionAuth {
 
     private func check(_ topic: String?, for token: VerifiedProviderToken) -> Result<AuthorizedProvider, Refusal> {
         guard let topic else {
-            return .failure(Refusal(.missingTopic, "no apns-topic header; token-authenticated requests must name the app's topic"))
+            return .failure(
+                Refusal(.missingTopic, "no apns-topic header; token-authenticated requests must name the app's topic")
+            )
         }
         guard token.key.allows(topic: topic) else {
             return .failure(Refusal(.topicDisallowed, Self.disallowed(topic, for: token.key)))
         }
-        return .success(AuthorizedProvider(identity: .token(teamID: token.key.teamID, keyID: token.key.keyID), topic: topic))
+        return .success(
+            AuthorizedProvider(identity: .token(teamID: token.key.teamID, keyID: token.key.keyID), topic: topic)
+        )
     }
 
     private static func disallowed(_ topic: String, for key: ProviderKey) -> String {
         let shown = key.topics.prefix(5).joined(separator: ", ")
         let more = key.topics.count > 5 ? " and \(key.topics.count - 5) more" : ""
-        return "key \"\(key.keyID)\" may not push to topic \"\(topic.prefix(255))\"; it allows \(shown)\(more) and their push-type forms (.voip, .complication, ...)"
+        return
+            "key \"\(key.keyID)\" may not push to topic \"\(topic.prefix(255))\"; it allows \(shown)\(more) and their push-type forms (.voip, .complication, ...)"
     }
 }

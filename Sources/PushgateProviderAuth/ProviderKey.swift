@@ -1,5 +1,5 @@
-import PushgateModel
 import PushgateCrypto
+import PushgateModel
 
 /// The APNs environment a key, or the gateway, stands for.
 public enum ProviderEnvironment: String, Sendable, Hashable, CaseIterable {

@@ -60,8 +60,10 @@ public struct ProviderKeyConfiguration: Decodable, Sendable, Equatable {
         case (nil, nil, let pem?):
             publicKey = try publicKeyPEM(pem, field: "publicKey", origin: nil)
         default:
-            let given = [("publicKeyFile", publicKeyFile), ("privateKeyFile", privateKeyFile), ("publicKey", self.publicKey)]
-                .compactMap { $0.1 == nil ? nil : $0.0 }
+            let given = [
+                ("publicKeyFile", publicKeyFile), ("privateKeyFile", privateKeyFile), ("publicKey", self.publicKey),
+            ]
+            .compactMap { $0.1 == nil ? nil : $0.0 }
             throw error(
                 field: "publicKeyFile/privateKeyFile/publicKey",
                 given.isEmpty
@@ -69,7 +71,13 @@ public struct ProviderKeyConfiguration: Decodable, Sendable, Equatable {
                     : "\(given.joined(separator: " and ")) given; give exactly one of them"
             )
         }
-        return try ProviderKey(teamID: teamID, keyID: keyID, publicKey: publicKey, topics: topics, environment: environment)
+        return try ProviderKey(
+            teamID: teamID,
+            keyID: keyID,
+            publicKey: publicKey,
+            topics: topics,
+            environment: environment
+        )
     }
 
     private func parsedEnvironment() throws(ProviderKeyConfigurationError) -> ProviderEnvironment? {
@@ -84,7 +92,10 @@ public struct ProviderKeyConfiguration: Decodable, Sendable, Equatable {
         do {
             return String(decoding: try BoundedFile.read(path, limit: Self.maxKeyFileBytes), as: UTF8.self)
         } catch .tooLarge(let limit) {
-            throw self.error(field: field, "\(path) holds more than \(limit) bytes; a PEM key is a few hundred: name the key file")
+            throw self.error(
+                field: field,
+                "\(path) holds more than \(limit) bytes; a PEM key is a few hundred: name the key file"
+            )
         } catch {
             throw self.error(field: field, "\(path) \(error)")
         }
@@ -95,7 +106,11 @@ public struct ProviderKeyConfiguration: Decodable, Sendable, Equatable {
     /// refuse and keep serving.
     public static let maxKeyFileBytes = 64 * 1024
 
-    private func publicKeyPEM(_ pem: String, field: String, origin: String?) throws(ProviderKeyConfigurationError) -> ES256PublicKey {
+    private func publicKeyPEM(
+        _ pem: String,
+        field: String,
+        origin: String?
+    ) throws(ProviderKeyConfigurationError) -> ES256PublicKey {
         do {
             return try ES256PublicKey(pem: pem)
         } catch {
@@ -108,7 +123,8 @@ public struct ProviderKeyConfiguration: Decodable, Sendable, Equatable {
         do {
             return try ES256PrivateKey(pem: pem)
         } catch {
-            let hint = pem.contains("-----BEGIN PUBLIC KEY-----") ? " (this is a public key: name it in publicKeyFile)" : ""
+            let hint =
+                pem.contains("-----BEGIN PUBLIC KEY-----") ? " (this is a public key: name it in publicKeyFile)" : ""
             throw self.error(field: "privateKeyFile", "\(origin): \(error)\(hint)")
         }
     }

@@ -35,7 +35,8 @@ public struct ProviderKeyring: Sendable {
                     throw ProviderKeyConfigurationError(
                         keyID: other.keyID,
                         field: "topics",
-                        problem: "may push to \"\(topic)\", as key \"\(key.keyID)\" of team \(key.teamID) may: keys of different teams must not share a topic (nor its .voip, .complication, ... forms)"
+                        problem:
+                            "may push to \"\(topic)\", as key \"\(key.keyID)\" of team \(key.teamID) may: keys of different teams must not share a topic (nor its .voip, .complication, ... forms)"
                     )
                 }
             }

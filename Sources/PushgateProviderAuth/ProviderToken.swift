@@ -1,6 +1,6 @@
 import Foundation
-import PushgateModel
 import PushgateCrypto
+import PushgateModel
 
 /// An APNs provider token taken apart but not yet trusted: a JWS compact serialisation
 /// `base64url(header) "." base64url(claims) "." base64url(signature)` with header
@@ -30,9 +30,19 @@ struct ProviderToken {
             return .success(token)
         case .otherScheme(let scheme):
             let shown = scheme.isEmpty ? "an empty value" : "scheme \"\(scheme.prefix(20))\""
-            return .failure(Refusal(.missingProviderToken, "the authorization header has \(shown); send authorization: bearer <JWT>"))
+            return .failure(
+                Refusal(
+                    .missingProviderToken,
+                    "the authorization header has \(shown); send authorization: bearer <JWT>"
+                )
+            )
         case .empty:
-            return .failure(Refusal(.missingProviderToken, "the authorization header says bearer but carries no token; send authorization: bearer <JWT>"))
+            return .failure(
+                Refusal(
+                    .missingProviderToken,
+                    "the authorization header says bearer but carries no token; send authorization: bearer <JWT>"
+                )
+            )
         }
     }
 
@@ -40,16 +50,30 @@ struct ProviderToken {
     static func parse(_ token: Substring) -> Result<ProviderToken, Refusal> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else {
-            return .failure(Refusal(.invalidProviderToken, "the token has \(parts.count) part\(parts.count == 1 ? "" : "s") separated by '.'; a JWT has three: header.claims.signature"))
+            return .failure(
+                Refusal(
+                    .invalidProviderToken,
+                    "the token has \(parts.count) part\(parts.count == 1 ? "" : "s") separated by '.'; a JWT has three: header.claims.signature"
+                )
+            )
         }
         guard let headerJSON = Base64URL.decode(parts[0]) else {
-            return .failure(Refusal(.invalidProviderToken, "the JWT header is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
+            return .failure(
+                Refusal(.invalidProviderToken, "the JWT header is not unpadded base64url (alphabet A-Z a-z 0-9 - _)")
+            )
         }
         guard let claimsJSON = Base64URL.decode(parts[1]) else {
-            return .failure(Refusal(.invalidProviderToken, "the JWT claims set is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
+            return .failure(
+                Refusal(
+                    .invalidProviderToken,
+                    "the JWT claims set is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"
+                )
+            )
         }
         guard let signature = Base64URL.decode(parts[2]) else {
-            return .failure(Refusal(.invalidProviderToken, "the JWT signature is not unpadded base64url (alphabet A-Z a-z 0-9 - _)"))
+            return .failure(
+                Refusal(.invalidProviderToken, "the JWT signature is not unpadded base64url (alphabet A-Z a-z 0-9 - _)")
+            )
         }
 
         // Each part is read whole before Foundation's decoder picks its fields out: the decoder
@@ -76,38 +100,77 @@ struct ProviderToken {
         }
 
         guard let algorithm = header.alg else {
-            return .failure(Refusal(.invalidProviderToken, "the JWT header has no alg; APNs tokens need \"alg\": \"ES256\""))
+            return .failure(
+                Refusal(.invalidProviderToken, "the JWT header has no alg; APNs tokens need \"alg\": \"ES256\"")
+            )
         }
         guard algorithm == "ES256" else {
-            return .failure(Refusal(.invalidProviderToken, "the JWT header has alg \"\(algorithm.prefix(20))\"; APNs accepts only ES256 (ECDSA P-256, SHA-256)"))
+            return .failure(
+                Refusal(
+                    .invalidProviderToken,
+                    "the JWT header has alg \"\(algorithm.prefix(20))\"; APNs accepts only ES256 (ECDSA P-256, SHA-256)"
+                )
+            )
         }
         guard !header.hasCrit else {
-            return .failure(Refusal(.invalidProviderToken, "the JWT header has crit; no critical extensions are supported"))
+            return .failure(
+                Refusal(.invalidProviderToken, "the JWT header has crit; no critical extensions are supported")
+            )
         }
         guard let keyID = header.kid, !keyID.isEmpty else {
-            return .failure(Refusal(.invalidProviderToken, "the JWT header has no kid; set it to the provider key's key id"))
+            return .failure(
+                Refusal(.invalidProviderToken, "the JWT header has no kid; set it to the provider key's key id")
+            )
         }
         guard let issuer = claims.iss, !issuer.isEmpty else {
             return .failure(Refusal(.invalidProviderToken, "the JWT claims set has no iss; set it to the team id"))
         }
         guard let iat = claims.iat else {
-            return .failure(Refusal(.invalidProviderToken, "the JWT claims set has no iat; set it to the time of signing in seconds since the epoch"))
+            return .failure(
+                Refusal(
+                    .invalidProviderToken,
+                    "the JWT claims set has no iat; set it to the time of signing in seconds since the epoch"
+                )
+            )
         }
         guard iat == iat.rounded(.towardZero) else {
             return .failure(Refusal(.invalidProviderToken, wholeSeconds))
         }
         guard iat >= 0 else {
-            return .failure(Refusal(.invalidProviderToken, "iat \(Int64(exactly: iat).map(String.init) ?? String(iat)) is negative; it is the time of signing in seconds since the epoch"))
+            return .failure(
+                Refusal(
+                    .invalidProviderToken,
+                    "iat \(Int64(exactly: iat).map(String.init) ?? String(iat)) is negative; it is the time of signing in seconds since the epoch"
+                )
+            )
         }
         guard iat <= Double(maximumIssuedAt) else {
-            return .failure(Refusal(.invalidProviderToken, "iat \(Int64(exactly: iat).map(String.init) ?? String(iat)) is too large for seconds since the epoch (milliseconds?); iat is in seconds"))
+            return .failure(
+                Refusal(
+                    .invalidProviderToken,
+                    "iat \(Int64(exactly: iat).map(String.init) ?? String(iat)) is too large for seconds since the epoch (milliseconds?); iat is in seconds"
+                )
+            )
         }
         let issuedAt = Int64(iat)
         guard signature.count == 64 else {
-            return .failure(Refusal(.invalidProviderToken, "the signature is \(signature.count) bytes; an ES256 JWS signature is 64 (r || s), not DER"))
+            return .failure(
+                Refusal(
+                    .invalidProviderToken,
+                    "the signature is \(signature.count) bytes; an ES256 JWS signature is 64 (r || s), not DER"
+                )
+            )
         }
         let signingInput = token[token.startIndex..<parts[1].endIndex]
-        return .success(ProviderToken(keyID: keyID, issuer: issuer, issuedAt: issuedAt, signature: signature, signingInput: signingInput))
+        return .success(
+            ProviderToken(
+                keyID: keyID,
+                issuer: issuer,
+                issuedAt: issuedAt,
+                signature: signature,
+                signingInput: signingInput
+            )
+        )
     }
 
     /// Why `json` is not a JSON object with each member once, or nil when it is one.

@@ -1,5 +1,5 @@
-import PushgateModel
 import PushgateCrypto
+import PushgateModel
 
 /// Mints APNs provider tokens for one key, reusing each for
 /// ``ProviderTokenRules/signerReuse`` (50 minutes) so that a connection never switches tokens
@@ -13,11 +13,18 @@ public struct ProviderTokenSigner: Sendable {
     /// `reusing`: a token minted earlier (kept across runs, e.g. in a file) with its `iat`. It is
     /// reused like one this signer made, but only if it is one this key id and team would mint
     /// for that `iat`; anything else is ignored.
-    public init(privateKey: ES256PrivateKey, keyID: String, teamID: String, reusing previous: (token: String, issuedAt: Int64)? = nil) {
+    public init(
+        privateKey: ES256PrivateKey,
+        keyID: String,
+        teamID: String,
+        reusing previous: (token: String, issuedAt: Int64)? = nil
+    ) {
         self.privateKey = privateKey
         self.keyID = keyID
         self.teamID = teamID
-        if let previous, previous.token.hasPrefix(Self.signingInput(keyID: keyID, teamID: teamID, issuedAt: previous.issuedAt) + ".") {
+        if let previous,
+            previous.token.hasPrefix(Self.signingInput(keyID: keyID, teamID: teamID, issuedAt: previous.issuedAt) + ".")
+        {
             cached = previous
         }
     }

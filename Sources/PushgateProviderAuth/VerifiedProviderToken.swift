@@ -69,10 +69,20 @@ extension ProviderKeyring {
             return .failure(doesNotVerify)
         }
         guard token.issuer == key.teamID else {
-            return .failure(Refusal(.invalidProviderToken, "iss \"\(token.issuer.prefix(64))\" is not the team of key \"\(key.keyID)\"; set iss to \"\(key.teamID)\""))
+            return .failure(
+                Refusal(
+                    .invalidProviderToken,
+                    "iss \"\(token.issuer.prefix(64))\" is not the team of key \"\(key.keyID)\"; set iss to \"\(key.teamID)\""
+                )
+            )
         }
         if let environment, let keyEnvironment = key.environment, keyEnvironment != environment {
-            return .failure(Refusal(.badEnvironmentKeyIdInToken, "key \"\(key.keyID)\" is for \(keyEnvironment.rawValue), but this gateway is \(environment.rawValue)"))
+            return .failure(
+                Refusal(
+                    .badEnvironmentKeyIdInToken,
+                    "key \"\(key.keyID)\" is for \(keyEnvironment.rawValue), but this gateway is \(environment.rawValue)"
+                )
+            )
         }
         return .success(VerifiedProviderToken(authorization: authorization, key: key, issuedAt: token.issuedAt))
     }

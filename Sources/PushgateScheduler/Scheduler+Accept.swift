@@ -44,7 +44,9 @@ extension Scheduler {
         guard apps[a].state != .terminated else { return Acceptance.discarded(.appTerminated) }
         let d = Int(apps[a].device)
         var emptyBudget: BudgetScope?
-        if push.waitsForBudget, devices[d].connected, devices[d].power != .lowPower, apps[a].silent.count == 0, intervalReady(a) <= now {
+        if push.waitsForBudget, devices[d].connected, devices[d].power != .lowPower, apps[a].silent.count == 0,
+            intervalReady(a) <= now
+        {
             emptyBudget = takeTokens(app: a, device: d, now: now)
             if emptyBudget == nil {
                 // Its app holds no silent push that waits for budget, but may hold one at

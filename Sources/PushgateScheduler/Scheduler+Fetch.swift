@@ -34,7 +34,12 @@ public struct FetchSnapshot: Sendable, Hashable {
     /// The last budget release, which an interval counts from; nil when none is known.
     public var lastBudgetAt: Int64?
 
-    public init(history: FetchHistory = FetchHistory(), penaltyUntil: Int64? = nil, interval: FetchInterval = .minimum, lastBudgetAt: Int64? = nil) {
+    public init(
+        history: FetchHistory = FetchHistory(),
+        penaltyUntil: Int64? = nil,
+        interval: FetchInterval = .minimum,
+        lastBudgetAt: Int64? = nil
+    ) {
         self.history = history
         self.penaltyUntil = penaltyUntil
         self.interval = interval
@@ -69,7 +74,11 @@ extension Scheduler {
     @discardableResult
     public func openFetchWindow(app: AppHandle, seq: UInt64, now: Int64) -> Bool {
         guard let a = index(of: app) else { return false }
-        return openWindow(app: a, seq: seq, deadline: now.addingReportingOverflow(policy(ofApp: a).policy.fetchWindowMillis).partialValue)
+        return openWindow(
+            app: a,
+            seq: seq,
+            deadline: now.addingReportingOverflow(policy(ofApp: a).policy.fetchWindowMillis).partialValue
+        )
     }
 
     /// Puts back a window opened at `openedAt` before a restart. One that ended while the
@@ -86,7 +95,9 @@ extension Scheduler {
         let window = windows[w]
         switch window.outcome {
         case nil:
-            guard apps[Int(window.app)].isLive, apps[Int(window.app)].generation == window.appGeneration else { return .none }
+            guard apps[Int(window.app)].isLive, apps[Int(window.app)].generation == window.appGeneration else {
+                return .none
+            }
             return .open(app: appHandle(Int(window.app)), until: window.deadline)
         case .timeout: return .timedOut(at: window.deadline)
         case let reported?: return .reported(reported)
@@ -103,7 +114,12 @@ extension Scheduler {
     /// before: `.open` when it was counted; anything else changed nothing. A reported `timeout`
     /// is taken as what it says (no penalty: the app reported in time).
     @discardableResult
-    public func reportFetchResult(device: DeviceHandle, seq: UInt64, result: FetchResult, now: Int64) -> FetchWindowState {
+    public func reportFetchResult(
+        device: DeviceHandle,
+        seq: UInt64,
+        result: FetchResult,
+        now: Int64
+    ) -> FetchWindowState {
         let state = fetchWindow(device: device, seq: seq)
         guard case .open = state, let d = index(of: device), let w = window(device: d, seq: seq) else { return state }
         let app = Int(windows[w].app)
@@ -194,7 +210,9 @@ extension Scheduler {
         close(window: w, outcome: .timeout, device: d)
         guard apps[a].isLive, apps[a].generation == window.appGeneration else { return }
         record(.timeout, app: a, at: window.deadline, penalize: true)
-        output.fetchTimeouts.append(FetchTimeout(device: deviceHandle(d), app: appHandle(a), seq: window.seq, at: window.deadline))
+        output.fetchTimeouts.append(
+            FetchTimeout(device: deviceHandle(d), app: appHandle(a), seq: window.seq, at: window.deadline)
+        )
     }
 
     // MARK: Results and refill
@@ -240,7 +258,11 @@ extension Scheduler {
         let due = TokenBucket.tokenTime(level, at: time, milliPerHour: appRate(a, at: time))
         let penaltyEnd = apps[a].penaltyUntil
         guard penaltyEnd > time, due > penaltyEnd else { return due }
-        return TokenBucket.tokenTime(appLevel(a, now: penaltyEnd), at: penaltyEnd, milliPerHour: appRate(a, at: penaltyEnd))
+        return TokenBucket.tokenTime(
+            appLevel(a, now: penaltyEnd),
+            at: penaltyEnd,
+            milliPerHour: appRate(a, at: penaltyEnd)
+        )
     }
 
     // MARK: Intervals
@@ -368,7 +390,9 @@ extension Scheduler {
         var w = devices[d].firstWindow
         while w != noSlot {
             let window = windows[Int(w)]
-            if window.outcome == nil, apps[Int(window.app)].isLive, apps[Int(window.app)].generation == window.appGeneration {
+            if window.outcome == nil, apps[Int(window.app)].isLive,
+                apps[Int(window.app)].generation == window.appGeneration
+            {
                 result.append((window.seq, appHandle(Int(window.app)), window.deadline))
             }
             w = window.next

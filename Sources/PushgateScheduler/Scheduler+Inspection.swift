@@ -126,7 +126,8 @@ extension Scheduler {
             + apps.capacity * MemoryLayout<AppSlot>.stride
             + held.capacity * MemoryLayout<HeldSlot>.stride
             + windows.capacity * MemoryLayout<FetchWindowSlot>.stride
-            + (freeDevices.capacity + freeApps.capacity + freeHeld.capacity + freeWindows.capacity) * MemoryLayout<UInt32>.stride
+            + (freeDevices.capacity + freeApps.capacity + freeHeld.capacity + freeWindows.capacity)
+            * MemoryLayout<UInt32>.stride
             + (dirtyDevices.capacity + dirtyApps.capacity + dirtyFetchApps.capacity) * MemoryLayout<UInt32>.stride
             + timers.timers.capacity * MemoryLayout<Timer>.stride
     }

@@ -42,8 +42,10 @@ extension Scheduler {
         guard configuration != self.configuration else { return SchedulerOutput() }
         // Levels at `now` under the policy in force, before anything changes.
         let (before, after) = (self.configuration.global, configuration.global)
-        let devicesChange = (before.deviceBurst, before.deviceRefillPerHour) != (after.deviceBurst, after.deviceRefillPerHour)
-        let deviceLevels = devicesChange ? devices.indices.map { devices[$0].isLive ? deviceLevel($0, now: now) : 0 } : []
+        let devicesChange =
+            (before.deviceBurst, before.deviceRefillPerHour) != (after.deviceBurst, after.deviceRefillPerHour)
+        let deviceLevels =
+            devicesChange ? devices.indices.map { devices[$0].isLive ? deviceLevel($0, now: now) : 0 } : []
         let appLevels = apps.indices.map { apps[$0].isLive ? appLevel($0, now: now) : 0 }
         let oldDeviceCapacity = deviceCapacity
         let oldPolicies = policies
@@ -65,7 +67,11 @@ extension Scheduler {
         }
         if devicesChange {
             for d in devices.indices where devices[d].isLive {
-                let level = Self.carriedLevel(deviceLevels[d], oldCapacity: oldDeviceCapacity, newCapacity: deviceCapacity)
+                let level = Self.carriedLevel(
+                    deviceLevels[d],
+                    oldCapacity: oldDeviceCapacity,
+                    newCapacity: deviceCapacity
+                )
                 if level != deviceCapacity || deviceLevel(d, now: now) != deviceCapacity {
                     devices[d].bucketLevel = level
                     devices[d].bucketTime = max(devices[d].bucketTime, now)

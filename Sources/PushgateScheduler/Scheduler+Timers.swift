@@ -46,7 +46,13 @@ extension Scheduler {
         var time = apps[a].bucketTime
         let penaltyEnd = apps[a].penaltyUntil
         if penaltyEnd > time, penaltyEnd < now {
-            level = TokenBucket.level(level, at: time, now: penaltyEnd, capacity: capacity, milliPerHour: appRate(a, at: time))
+            level = TokenBucket.level(
+                level,
+                at: time,
+                now: penaltyEnd,
+                capacity: capacity,
+                milliPerHour: appRate(a, at: time)
+            )
             time = penaltyEnd
         }
         return TokenBucket.level(level, at: time, now: now, capacity: capacity, milliPerHour: appRate(a, at: time))
@@ -119,7 +125,11 @@ extension Scheduler {
             devices[d].budgetDue = DeviceSlot.noBudgetDue
             return
         }
-        let deviceReady = TokenBucket.tokenTime(devices[d].bucketLevel, at: devices[d].bucketTime, milliPerHour: deviceRate)
+        let deviceReady = TokenBucket.tokenTime(
+            devices[d].bucketLevel,
+            at: devices[d].bucketTime,
+            milliPerHour: deviceRate
+        )
         let due = max(appReady, deviceReady)
         guard due != devices[d].budgetDue else { return }
         devices[d].budgetDue = due

@@ -54,7 +54,10 @@ public final class Scheduler {
 
     /// - Parameter expectedDevices: capacity reserved for devices and for as many apps, so a shard
     ///   loading a known population does not pay for array growth (and its slack).
-    public init(configuration: SchedulerConfiguration = SchedulerConfiguration(), expectedDevices: Int = 0)
+    public init(
+        configuration: SchedulerConfiguration = SchedulerConfiguration(),
+        expectedDevices: Int = 0
+    )
         throws(SchedulerConfigurationError)
     {
         try configuration.validate()

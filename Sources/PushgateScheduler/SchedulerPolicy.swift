@@ -146,12 +146,18 @@ public struct SchedulerConfiguration: Sendable, Hashable {
         for topic in topics.keys.sorted() {
             var ofTopic: [SchedulerConfigurationError] = []
             Self.check(policy(forTopic: topic), topic: topic, into: &ofTopic)
-            found += ofTopic.filter { error in !found.contains { $0.topic == nil && $0.field == error.field && $0.value == error.value } }
+            found += ofTopic.filter { error in
+                !found.contains { $0.topic == nil && $0.field == error.field && $0.value == error.value }
+            }
         }
         return found
     }
 
-    private static func check(_ policy: SchedulerPolicy, topic: String?, into found: inout [SchedulerConfigurationError]) {
+    private static func check(
+        _ policy: SchedulerPolicy,
+        topic: String?,
+        into found: inout [SchedulerConfigurationError]
+    ) {
         typealias Limits = SchedulerPolicy.Limits
         func field(_ name: String, _ value: Int64, _ allowed: ClosedRange<Int64>, topic: String?) {
             Self.field(name, value, allowed, topic: topic, into: &found)

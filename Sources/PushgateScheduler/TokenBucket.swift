@@ -27,7 +27,13 @@ enum TokenBucket {
 
     /// The level at `now`. A `now` before `time` (a clock step back, or a snapshot from a clock
     /// ahead of ours) refills nothing, so a restart can never add budget that time did not.
-    static func level(_ level: UInt32, at time: Int64, now: Int64, capacity: UInt32, milliPerHour rate: UInt64) -> UInt32 {
+    static func level(
+        _ level: UInt32,
+        at time: Int64,
+        now: Int64,
+        capacity: UInt32,
+        milliPerHour rate: UInt64
+    ) -> UInt32 {
         guard level < capacity, now > time, rate > 0 else { return min(level, capacity) }
         let (elapsed, overflow) = now.subtractingReportingOverflow(time)
         let missing = UInt64(capacity - level)

@@ -85,7 +85,11 @@ public struct CommitPacer: Sendable {
     /// busy and has waited already; lingering then would only stretch each round trip of a
     /// saturated gateway (measured: 10% fewer pushes/s flat out).
     public func decide(
-        now: UInt64, oldestPrompt: UInt64?, oldestDeferrable: UInt64?, pendingBatches: Int, justCommitted: Bool = false
+        now: UInt64,
+        oldestPrompt: UInt64?,
+        oldestDeferrable: UInt64?,
+        pendingBatches: Int,
+        justCommitted: Bool = false
     ) -> Decision {
         if let prompt = oldestPrompt {
             if justCommitted { return .commitNow }

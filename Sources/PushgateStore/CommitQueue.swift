@@ -63,7 +63,12 @@ struct WriterState {
             writer = .running
             return .startWriter
         case .waiting(let until, let forPrompt):
-            return shouldWake(now: batch.arrivedAt, waitingUntil: until, forPrompt: forPrompt, groupFull: pendingCommands >= maxGroupCommands)
+            return shouldWake(
+                now: batch.arrivedAt,
+                waitingUntil: until,
+                forPrompt: forPrompt,
+                groupFull: pendingCommands >= maxGroupCommands
+            )
         }
     }
 
@@ -72,9 +77,15 @@ struct WriterState {
     /// it waits out the deferral of deferrable ones. Not for every arrival that moves the
     /// estimate: a wake-up costs a context switch, and the writer re-decides when it wakes.
     mutating func shouldWake(now: UInt64, waitingUntil: UInt64, forPrompt: Bool, groupFull: Bool) -> SubmitOutcome {
-        let decision = groupFull
+        let decision =
+            groupFull
             ? .commitNow
-            : pacer.decide(now: now, oldestPrompt: oldestPrompt, oldestDeferrable: oldestDeferrable, pendingBatches: pending.count)
+            : pacer.decide(
+                now: now,
+                oldestPrompt: oldestPrompt,
+                oldestDeferrable: oldestDeferrable,
+                pendingBatches: pending.count
+            )
         switch decision {
         case .commitNow:
             break

@@ -101,7 +101,12 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         let outcome: SubmitOutcome = state.withLock { s in
             if s.closing { return .closed }
             if commands.count > max - s.pendingCommands { return .overloaded }
-            let batch = Batch(commands: commands, completion: interval ? nil : completion, arrivedAt: now, prompt: urgency == .prompt && !interval)
+            let batch = Batch(
+                commands: commands,
+                completion: interval ? nil : completion,
+                arrivedAt: now,
+                prompt: urgency == .prompt && !interval
+            )
             return s.enqueue(batch, maxGroupCommands: maxGroupCommands)
         }
         switch outcome {
@@ -113,7 +118,10 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
             state.signal()
         case .overloaded:
             overloadedBatchesCounter.wrappingAdd(1, ordering: .relaxed)
-            let error = StoreError(.overloaded, "the store is overloaded: \(commands.count) more command(s) would exceed the limit of \(max) waiting commands")
+            let error = StoreError(
+                .overloaded,
+                "the store is overloaded: \(commands.count) more command(s) would exceed the limit of \(max) waiting commands"
+            )
             completionQueue.async { completion(.failure(error)) }
             return
         case .closed:
@@ -235,8 +243,12 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
                 if !s.pending.isEmpty, !s.paused {
                     if !s.closing, s.pendingCommands < maxGroupCommands {
                         let decision = s.pacer.decide(
-                            now: monotonicNanoseconds(), oldestPrompt: s.oldestPrompt, oldestDeferrable: s.oldestDeferrable,
-                            pendingBatches: s.pending.count, justCommitted: justCommitted)
+                            now: monotonicNanoseconds(),
+                            oldestPrompt: s.oldestPrompt,
+                            oldestDeferrable: s.oldestDeferrable,
+                            pendingBatches: s.pending.count,
+                            justCommitted: justCommitted
+                        )
                         if case .wait(let until) = decision {
                             s.writer = .waiting(until: until, forPrompt: s.oldestPrompt != nil)
                             return .wait(until: until, generation: s.generation)
@@ -280,19 +292,32 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
             results = try backend.apply(group.map { $0.commands })
         } catch {
             // Interval mode: the group is tried again, not refused (refusals are counted as they come).
-            if error.kind == .unavailable { health.recordFailure(error, batches: durability == .fsync ? group.count : 0) }
+            if error.kind == .unavailable {
+                health.recordFailure(error, batches: durability == .fsync ? group.count : 0)
+            }
             let closing = state.withLock { $0.closing }
             // Answered batches are tried again; once close has begun, once more only (a close
             // that raced a failing transaction lost the group without this, though the next
             // try would have succeeded).
             if durability != .fsync, !closing || group.contains(where: { !$0.failedWhileClosing }) {
-                retryLater(closing ? group.map { var batch = $0; batch.failedWhileClosing = true; return batch } : group, error)
+                retryLater(
+                    closing
+                        ? group.map {
+                            var batch = $0
+                            batch.failedWhileClosing = true
+                            return batch
+                        } : group,
+                    error
+                )
             } else {
                 failGroup(group, error)
             }
             return
         }
-        precondition(results.count == group.count, "the store backend returned \(results.count) results for \(group.count) batches")
+        precondition(
+            results.count == group.count,
+            "the store backend returned \(results.count) results for \(group.count) batches"
+        )
 
         let elapsed = nanoseconds(ContinuousClock.now - start)
         var commands = 0
@@ -313,7 +338,10 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
                 if batch.completion == nil {
                     lostBatchesCounter.wrappingAdd(1, ordering: .relaxed)
                     metrics.lostBatches.increment()
-                    logger.error("store batch lost: it was answered before its commit, which refused it", metadata: ["error": "\(error.message)"])
+                    logger.error(
+                        "store batch lost: it was answered before its commit, which refused it",
+                        metadata: ["error": "\(error.message)"]
+                    )
                 } else if error.kind != .unavailable {  // `health` logs those, once
                     logger.error("store batch failed", metadata: ["error": "\(error.message)"])
                 }
@@ -336,10 +364,13 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         metrics.commitDuration.recordNanoseconds(Int64(clamping: elapsed))
         metrics.commitPushes.record(pushes)
         metrics.commitBatches.record(group.count)
-        logger.trace("store transaction committed", metadata: [
-            "batches": "\(group.count)", "failed": "\(failed)", "commands": "\(commands)",
-            "microseconds": "\(elapsed / 1000)",
-        ])
+        logger.trace(
+            "store transaction committed",
+            metadata: [
+                "batches": "\(group.count)", "failed": "\(failed)", "commands": "\(commands)",
+                "microseconds": "\(elapsed / 1000)",
+            ]
+        )
 
         // Completions run right here, on the writer, before it takes the next group: they are
         // quick (a hop to an event loop), and a handoff to another thread would add a wake-up
@@ -351,7 +382,10 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
 
     private func failGroup(_ group: [Batch], _ error: StoreError) {
         if error.kind != .unavailable {  // a storage failure is logged by `health`, once
-            logger.error("store transaction failed", metadata: ["batches": "\(group.count)", "error": "\(error.message)"])
+            logger.error(
+                "store transaction failed",
+                metadata: ["batches": "\(group.count)", "error": "\(error.message)"]
+            )
         }
         failedBatchesCounter.wrappingAdd(UInt64(group.count), ordering: .relaxed)
         let lost = group.filter { $0.completion == nil }.count
@@ -367,15 +401,21 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     /// still bounds the backlog: once full, new pushes are refused as overloaded.
     private func retryLater(_ group: [Batch], _ error: StoreError) {
         if error.kind != .unavailable {
-            logger.error("store transaction failed; retried after the commit interval", metadata: ["batches": "\(group.count)", "error": "\(error.message)"])
+            logger.error(
+                "store transaction failed; retried after the commit interval",
+                metadata: ["batches": "\(group.count)", "error": "\(error.message)"]
+            )
         }
         let now = monotonicNanoseconds()
         state.withLock { s in
-            s.pending.insert(contentsOf: group.map { batch in
-                var again = batch
-                again.arrivedAt = now
-                return again
-            }, at: 0)
+            s.pending.insert(
+                contentsOf: group.map { batch in
+                    var again = batch
+                    again.arrivedAt = now
+                    return again
+                },
+                at: 0
+            )
             s.pendingCommands += group.reduce(0) { $0 + $1.commands.count }
             s.oldestDeferrable = now
         }

@@ -60,10 +60,13 @@ extension StoreCommand {
         case .deleteDevice(let id, _, _): id
         case .register(let registration): registration.deviceID
         case .enqueue(let notification): notification.deviceID
-        case .ack(let deviceID, _), .reserveSeqs(let deviceID, _), .closeFetchWindows(let deviceID, _), .forgetFetchWindows(let deviceID, _):
+        case .ack(let deviceID, _), .reserveSeqs(let deviceID, _), .closeFetchWindows(let deviceID, _),
+            .forgetFetchWindows(let deviceID, _):
             deviceID
         case .openFetchWindows(let windows): windows.first?.deviceID
-        case .unregister, .forgetRegistrations, .assignSeq, .remove, .saveBuckets, .setAppState, .addTotals, .saveFetchStates: nil
+        case .unregister, .forgetRegistrations, .assignSeq, .remove, .saveBuckets, .setAppState, .addTotals,
+            .saveFetchStates:
+            nil
         }
     }
 

@@ -21,8 +21,18 @@ public struct StoreMetrics: Sendable {
 
     public static let none = StoreMetrics(
         commitDuration: Timer(label: "commit_duration", dimensions: [], handler: NOOPMetricsHandler.instance),
-        commitPushes: Recorder(label: "commit_pushes", dimensions: [], aggregate: true, handler: NOOPMetricsHandler.instance),
-        commitBatches: Recorder(label: "commit_batches", dimensions: [], aggregate: true, handler: NOOPMetricsHandler.instance),
+        commitPushes: Recorder(
+            label: "commit_pushes",
+            dimensions: [],
+            aggregate: true,
+            handler: NOOPMetricsHandler.instance
+        ),
+        commitBatches: Recorder(
+            label: "commit_batches",
+            dimensions: [],
+            aggregate: true,
+            handler: NOOPMetricsHandler.instance
+        ),
         lostBatches: Counter(label: "lost_batches", dimensions: [], handler: NOOPMetricsHandler.instance)
     )
 }

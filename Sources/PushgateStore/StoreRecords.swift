@@ -80,7 +80,14 @@ public struct FetchStateRecord: Sendable, Equatable {
     public var interval: FetchInterval
     public var lastBudgetAt: Int64?
 
-    public init(token: String, results: UInt32, resultCount: Int, penaltyUntil: Int64?, interval: FetchInterval, lastBudgetAt: Int64?) {
+    public init(
+        token: String,
+        results: UInt32,
+        resultCount: Int,
+        penaltyUntil: Int64?,
+        interval: FetchInterval,
+        lastBudgetAt: Int64?
+    ) {
         self.token = token
         self.results = results
         self.resultCount = resultCount

@@ -67,11 +67,15 @@ final class Checkpointer: Sendable {
     /// checkpoints instead of running them. `self` must outlive the hook (`uninstall`).
     func install(on db: Database) {
         let context = Unmanaged.passUnretained(self).toOpaque()
-        sqlite3_wal_hook(db.sqliteConnection, { context, connection, _, frames in
-            guard let context else { return SQLITE_OK }
-            Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue().walGrew(to: frames, connection)
-            return SQLITE_OK
-        }, context)
+        sqlite3_wal_hook(
+            db.sqliteConnection,
+            { context, connection, _, frames in
+                guard let context else { return SQLITE_OK }
+                Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue().walGrew(to: frames, connection)
+                return SQLITE_OK
+            },
+            context
+        )
     }
 
     /// After each of the writer's commits, with the frames now in the WAL.
@@ -146,9 +150,12 @@ final class Checkpointer: Sendable {
             // The next request tries again; meanwhile the WAL grows (commits still succeed
             // while there is room for it).
             if !failing.exchange(true, ordering: .relaxed) {
-                logger.warning("WAL checkpoint failed; the WAL grows until one succeeds", metadata: [
-                    "path": "\(path)", "error": "\(SQLiteBackend.describe(error))",
-                ])
+                logger.warning(
+                    "WAL checkpoint failed; the WAL grows until one succeeds",
+                    metadata: [
+                        "path": "\(path)", "error": "\(SQLiteBackend.describe(error))",
+                    ]
+                )
             }
         }
     }

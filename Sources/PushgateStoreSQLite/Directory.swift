@@ -1,3 +1,5 @@
+import PushgateStore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,7 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import PushgateStore
 
 /// `mkdir -p`, with POSIX calls (no Foundation in the store).
 enum Directory {
@@ -22,7 +23,10 @@ enum Directory {
         var info = stat()
         if stat(path, &info) == 0 {
             guard (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw StoreError(.database, "cannot use \(target) as the store directory: \(path) exists and is not a directory")
+                throw StoreError(
+                    .database,
+                    "cannot use \(target) as the store directory: \(path) exists and is not a directory"
+                )
             }
             return
         }
@@ -37,7 +41,10 @@ enum Directory {
             if code == EEXIST, stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return }
             let reason = String(cString: strerror(code))
             let detail = path == target ? "" : " (creating \(path))"
-            throw StoreError(.database, "cannot create the store directory \(target)\(detail): \(reason) (errno \(code))")
+            throw StoreError(
+                .database,
+                "cannot create the store directory \(target)\(detail): \(reason) (errno \(code))"
+            )
         }
     }
 
@@ -46,15 +53,20 @@ enum Directory {
     /// SQLite says only "unable to open database file" (or opens read-only and fails the first
     /// commit), typically when a store made by root is run by the gateway's own user.
     static func checkWritable(_ directory: String, files: [String]) throws(StoreError) {
-        let denied = access(directory, W_OK | X_OK) != 0 ? directory
+        let denied =
+            access(directory, W_OK | X_OK) != 0
+            ? directory
             : files.first { access($0, F_OK) == 0 && access($0, R_OK | W_OK) != 0 }
         guard let denied else { return }
         let user = "uid \(geteuid())"
-        throw StoreError(.database, """
+        throw StoreError(
+            .database,
+            """
             cannot use the store directory \(directory): \(denied) is not writable by this process (\(user)); \
             give the directory and its files to the user the gateway runs as (chown -R; systemd's \
             StateDirectory= does this), or choose another data directory
-            """)
+            """
+        )
     }
 
     /// Keeps the store's files owner-only (0600), whatever the umask and the directory's mode:

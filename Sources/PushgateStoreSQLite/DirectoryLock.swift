@@ -1,3 +1,5 @@
+import PushgateStore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,7 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import PushgateStore
 
 /// One process owns a store directory: `pushgate.lock` in it, held with `flock` while the store
 /// is open, released by the kernel when the process ends however it ends. A second gateway on
@@ -26,19 +27,28 @@ final class DirectoryLock: Sendable {
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             let code = errno
-            throw StoreError(.database, "cannot \(purpose): cannot open \(path): \(String(cString: strerror(code))) (errno \(code))")
+            throw StoreError(
+                .database,
+                "cannot \(purpose): cannot open \(path): \(String(cString: strerror(code))) (errno \(code))"
+            )
         }
         if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             let holder = Self.readPID(descriptor).map { " (pid \($0))" } ?? ""
             _ = close(descriptor)
             guard code == EWOULDBLOCK else {
-                throw StoreError(.database, "cannot \(purpose): cannot lock \(path): \(String(cString: strerror(code))) (errno \(code))")
+                throw StoreError(
+                    .database,
+                    "cannot \(purpose): cannot lock \(path): \(String(cString: strerror(code))) (errno \(code))"
+                )
             }
-            throw StoreError(.database, """
+            throw StoreError(
+                .database,
+                """
                 cannot \(purpose): another Pushgate process\(holder) is using \(directory) (it holds \(path)); \
                 stop it first, or choose another data directory
-                """)
+                """
+            )
         }
         // Made by root (a restore run by an operator), the file must still open for the
         // gateway's own user.

@@ -28,7 +28,10 @@ public final class SQLiteBackend: StoreBackend {
     public init(directory: String, logger: Logger) throws(StoreError) {
         try Directory.create(directory)
         let path = Directory.join(directory, SQLiteSchema.databaseFileName)
-        try Directory.checkWritable(directory, files: [path, path + "-wal", path + "-shm", Directory.join(directory, DirectoryLock.fileName)])
+        try Directory.checkWritable(
+            directory,
+            files: [path, path + "-wal", path + "-shm", Directory.join(directory, DirectoryLock.fileName)]
+        )
         let lock = try DirectoryLock(directory: directory, purpose: "open the store")
         var opened = false
         defer { if !opened { lock.release() } }
@@ -36,7 +39,8 @@ public final class SQLiteBackend: StoreBackend {
         if !exposed.isEmpty {
             logger.warning(
                 "store files readable by other users could not be made owner-only (chmod 600 them, as their owner)",
-                metadata: ["files": "\(exposed.joined(separator: ", "))"])
+                metadata: ["files": "\(exposed.joined(separator: ", "))"]
+            )
         }
         self.path = path
         self.lock = lock
@@ -52,7 +56,9 @@ public final class SQLiteBackend: StoreBackend {
             // Not `configuration.journalMode = .wal`: GRDB would then set synchronous=NORMAL.
             let journalMode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
             guard journalMode?.lowercased() == "wal" else {
-                throw SQLiteCommands.Failure(message: "could not switch to WAL journal mode (got \(journalMode ?? "nothing"))")
+                throw SQLiteCommands.Failure(
+                    message: "could not switch to WAL journal mode (got \(journalMode ?? "nothing"))"
+                )
             }
             // Every commit is fsync'd: a 200 must survive a crash or power loss.
             try db.execute(sql: "PRAGMA synchronous = FULL")
@@ -64,54 +70,75 @@ public final class SQLiteBackend: StoreBackend {
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
         } catch {
-            throw StoreError(.database, "cannot open the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))")
+            throw StoreError(
+                .database,
+                "cannot open the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))"
+            )
         }
         do {
             if let foreign = try database.read({ db in try SQLiteSchema.foreignTables(db) }) {
                 try? database.close()
-                throw StoreError(.database, """
+                throw StoreError(
+                    .database,
+                    """
                     \(path) is not a Pushgate store: it holds \(foreign) and no Pushgate schema; \
                     point --data-dir at a directory of its own
-                    """)
+                    """
+                )
             }
             let superseded = try database.read { db in try migrator.hasBeenSuperseded(db) }
             if superseded {
                 let applied = (try? database.read { db in try migrator.appliedMigrations(db) }) ?? []
                 try? database.close()
-                throw StoreError(.database, """
+                throw StoreError(
+                    .database,
+                    """
                     the SQLite database \(path) was migrated by a newer Pushgate (schema \
                     \(applied.joined(separator: ", "))); this version knows \
                     \(migrator.migrations.joined(separator: ", ")) only
-                    """)
+                    """
+                )
             }
             try migrator.migrate(database)
         } catch let error as StoreError {
             throw error
         } catch {
             try? database.close()
-            throw StoreError(.database, "cannot migrate the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))")
+            throw StoreError(
+                .database,
+                "cannot migrate the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))"
+            )
         }
         let highest: UInt64
         do {
             highest = try database.read { db in try SQLiteSnapshot.maxAcceptanceID(db) }
         } catch {
             try? database.close()
-            throw StoreError(.database, "cannot read the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))")
+            throw StoreError(
+                .database,
+                "cannot read the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))"
+            )
         }
         do {
             checkpointer = try Checkpointer(path: path, logger: logger)
         } catch {
             try? database.close()
-            throw StoreError(.database, "cannot open a second connection to \(path) for WAL checkpoints: \(Self.describe(error))")
+            throw StoreError(
+                .database,
+                "cannot open a second connection to \(path) for WAL checkpoints: \(Self.describe(error))"
+            )
         }
         database.writeWithoutTransaction { db in checkpointer.install(on: db) }
         committedMaxAcceptanceID.store(highest, ordering: .relaxed)
         opened = true
         // SQLite fsyncs the directory when it creates the WAL, not the database file itself.
         Directory.sync(directory)
-        logger.info("store opened", metadata: [
-            "path": "\(path)", "schema": "\(migrator.migrations.last ?? "")",
-        ])
+        logger.info(
+            "store opened",
+            metadata: [
+                "path": "\(path)", "schema": "\(migrator.migrations.last ?? "")",
+            ]
+        )
     }
 
     // MARK: - StoreBackend
@@ -120,7 +147,10 @@ public final class SQLiteBackend: StoreBackend {
         do {
             return try database.read { db in try SQLiteSnapshot.read(db) }
         } catch {
-            throw StoreError(.database, "cannot read the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))")
+            throw StoreError(
+                .database,
+                "cannot read the SQLite database \(path): \(Self.describe(error))\(Self.damageAdvice(error))"
+            )
         }
     }
 
@@ -174,7 +204,8 @@ public final class SQLiteBackend: StoreBackend {
 
     // MARK: - Writing
 
-    private func applyGroup(_ group: [[StoreCommand]], _ db: Database) throws(StoreError) -> [Result<Void, StoreError>] {
+    private func applyGroup(_ group: [[StoreCommand]], _ db: Database) throws(StoreError) -> [Result<Void, StoreError>]
+    {
         do {
             if db.isInsideTransaction {
                 // Left over by a failed ROLLBACK after an I/O error.
@@ -206,7 +237,11 @@ public final class SQLiteBackend: StoreBackend {
         // record it only in a transaction that deletes it. Written on every commit, its page
         // would be one WAL frame of about five per commit at 2,000 pushes/s, where acks delete
         // rows a few hundred behind the newest.
-        let highest = Self.highestAcceptanceID(in: group, results, above: committedMaxAcceptanceID.load(ordering: .relaxed))
+        let highest = Self.highestAcceptanceID(
+            in: group,
+            results,
+            above: committedMaxAcceptanceID.load(ordering: .relaxed)
+        )
         do {
             if highest.deleted {
                 try SQLiteCommands.raiseMaxAcceptanceID(to: highest.id, db)
@@ -223,7 +258,9 @@ public final class SQLiteBackend: StoreBackend {
     /// The highest acceptance id committed once the group's applied batches are, and whether
     /// those batches delete the row that holds it.
     private static func highestAcceptanceID(
-        in group: [[StoreCommand]], _ results: [Result<Void, StoreError>], above committed: UInt64
+        in group: [[StoreCommand]],
+        _ results: [Result<Void, StoreError>],
+        above committed: UInt64
     ) -> (id: UInt64, deleted: Bool) {
         var highest = committed
         for (commands, result) in zip(group, results) {
@@ -278,7 +315,10 @@ public final class SQLiteBackend: StoreBackend {
         do {
             try db.cachedStatement(sql: sql).execute()
         } catch {
-            throw SQLiteCommands.Failure(message: "\(sql): \(Self.describe(error))", code: (error as? DatabaseError)?.extendedResultCode.rawValue)
+            throw SQLiteCommands.Failure(
+                message: "\(sql): \(Self.describe(error))",
+                code: (error as? DatabaseError)?.extendedResultCode.rawValue
+            )
         }
     }
 
@@ -300,13 +340,16 @@ public final class SQLiteBackend: StoreBackend {
 
     /// `.unavailable` for a storage fault, `.database` for the rest.
     static func kind(of error: any Error) -> StoreError.Kind {
-        let code: Int32? = (error as? DatabaseError)?.extendedResultCode.rawValue ?? (error as? SQLiteCommands.Failure)?.code
+        let code: Int32? =
+            (error as? DatabaseError)?.extendedResultCode.rawValue ?? (error as? SQLiteCommands.Failure)?.code
         return code.map(isStorageFault) == true ? .unavailable : .database
     }
 
     /// What to do about a file SQLite finds damaged or not a database at all; empty otherwise.
     static func damageAdvice(_ error: any Error) -> String {
-        guard let code = (error as? DatabaseError)?.resultCode, code == .SQLITE_CORRUPT || code == .SQLITE_NOTADB else { return "" }
+        guard let code = (error as? DatabaseError)?.resultCode, code == .SQLITE_CORRUPT || code == .SQLITE_NOTADB else {
+            return ""
+        }
         return """
             ; the file is damaged or not a Pushgate store: move it away (with its -wal file) and \
             install a backup with `pushgate restore`, or start from an empty data directory

@@ -1,3 +1,6 @@
+import GRDB
+import PushgateStore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,8 +8,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import GRDB
-import PushgateStore
 
 /// What a store file holds, as `pushgate backup` and `pushgate restore` report it.
 public struct StoreFileSummary: Sendable, Equatable {
@@ -36,7 +37,10 @@ public enum SQLiteBackup {
         guard access(source, F_OK) == 0 else {
             let code = errno
             guard code == ENOENT else {
-                throw StoreError(.database, "cannot back up \(source): \(String(cString: strerror(code))) (run the backup as the gateway's user, or as root)")
+                throw StoreError(
+                    .database,
+                    "cannot back up \(source): \(String(cString: strerror(code))) (run the backup as the gateway's user, or as root)"
+                )
             }
             throw StoreError(.database, "no store to back up in \(directory): \(source) does not exist")
         }
@@ -66,10 +70,16 @@ public enum SQLiteBackup {
             return try database.read { db in
                 let problems = try String.fetchAll(db, sql: "PRAGMA integrity_check(10)")
                 guard problems == ["ok"] else {
-                    throw StoreError(.database, "\(file) is damaged (SQLite's integrity check: \(problems.joined(separator: "; ")))")
+                    throw StoreError(
+                        .database,
+                        "\(file) is damaged (SQLite's integrity check: \(problems.joined(separator: "; ")))"
+                    )
                 }
                 if let foreign = try SQLiteSchema.foreignTables(db) {
-                    throw StoreError(.database, "\(file) is not a Pushgate store: it holds \(foreign) and no Pushgate schema")
+                    throw StoreError(
+                        .database,
+                        "\(file) is not a Pushgate store: it holds \(foreign) and no Pushgate schema"
+                    )
                 }
                 let migrator = SQLiteSchema.migrator
                 let applied = try migrator.appliedIdentifiers(db)
@@ -77,17 +87,23 @@ public enum SQLiteBackup {
                     throw StoreError(.database, "\(file) is not a Pushgate store: it is an empty database")
                 }
                 if try migrator.hasBeenSuperseded(db) {
-                    throw StoreError(.database, """
+                    throw StoreError(
+                        .database,
+                        """
                         \(file) comes from a newer Pushgate (schema \(applied.sorted().joined(separator: ", "))); \
                         this version knows \(migrator.migrations.joined(separator: ", ")) only
-                        """)
+                        """
+                    )
                 }
                 return StoreFileSummary(
                     path: file,
                     bytes: Int64(info.st_size),
                     schema: migrator.migrations.last { applied.contains($0) } ?? "",
                     devices: try Int.fetchOne(db, sql: "SELECT count(*) FROM devices") ?? 0,
-                    registrations: try Int.fetchOne(db, sql: "SELECT count(*) FROM registrations WHERE unregistered_at IS NULL") ?? 0,
+                    registrations: try Int.fetchOne(
+                        db,
+                        sql: "SELECT count(*) FROM registrations WHERE unregistered_at IS NULL"
+                    ) ?? 0,
                     notifications: try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications") ?? 0
                 )
             }
@@ -99,10 +115,15 @@ public enum SQLiteBackup {
     }
 
     private static func unreadable(_ file: String, _ error: any Error) -> StoreError {
-        let damaged = (error as? DatabaseError).map { $0.resultCode == .SQLITE_CORRUPT || $0.resultCode == .SQLITE_NOTADB } ?? false
-        return StoreError(.database, damaged
-            ? "\(file) is damaged or is not a SQLite database (\(SQLiteBackend.describe(error)))"
-            : "cannot read \(file): \(SQLiteBackend.describe(error))")
+        let damaged =
+            (error as? DatabaseError).map { $0.resultCode == .SQLITE_CORRUPT || $0.resultCode == .SQLITE_NOTADB }
+            ?? false
+        return StoreError(
+            .database,
+            damaged
+                ? "\(file) is damaged or is not a SQLite database (\(SQLiteBackend.describe(error)))"
+                : "cannot read \(file): \(SQLiteBackend.describe(error))"
+        )
     }
 
     /// Checks `file` (`inspect`) and installs it as the store of `directory`, which no gateway
@@ -124,10 +145,13 @@ public enum SQLiteBackup {
         var replaced: String?
         if access(target, F_OK) == 0 {
             guard replacing else {
-                throw StoreError(.database, """
+                throw StoreError(
+                    .database,
+                    """
                     \(directory) already holds a store (\(target)); pass --replace to keep it as \
                     \(SQLiteSchema.databaseFileName).replaced-<time> and install the backup in its place
-                    """)
+                    """
+                )
             }
             let aside = target + ".replaced-" + now()
             // The -wal goes with its database: together they are the replaced store, whole.
@@ -160,18 +184,25 @@ public enum SQLiteBackup {
     private static func checkDestination(_ destination: String, storeDirectory: String) throws(StoreError) {
         var info = stat()
         if stat(destination, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-            throw StoreError(.database, "\(destination) is a directory; name the backup file to write, e.g. \(Directory.join(destination, "pushgate-backup.sqlite"))")
+            throw StoreError(
+                .database,
+                "\(destination) is a directory; name the backup file to write, e.g. \(Directory.join(destination, "pushgate-backup.sqlite"))"
+            )
         }
-        let name = destination.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? destination
+        let name =
+            destination.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? destination
         guard storeFileNames.contains(name) else { return }
         let parent = destination.contains("/") ? String(destination[..<destination.lastIndex(of: "/")!]) : "."
         var parentInfo = stat()
         var directoryInfo = stat()
         // The same directory by identity (device and inode), whatever path names it.
         guard stat(parent.isEmpty ? "/" : parent, &parentInfo) == 0, stat(storeDirectory, &directoryInfo) == 0,
-              parentInfo.st_dev == directoryInfo.st_dev, parentInfo.st_ino == directoryInfo.st_ino
+            parentInfo.st_dev == directoryInfo.st_dev, parentInfo.st_ino == directoryInfo.st_ino
         else { return }
-        throw StoreError(.database, "\(destination) is the gateway's own \(name) in \(storeDirectory); write the backup outside the data directory")
+        throw StoreError(
+            .database,
+            "\(destination) is the gateway's own \(name) in \(storeDirectory); write the backup outside the data directory"
+        )
     }
 
     private static var readOnly: Configuration {
@@ -205,7 +236,10 @@ public enum SQLiteBackup {
             _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
             let problems = try String.fetchAll(db, sql: "PRAGMA integrity_check(10)")
             guard problems == ["ok"] else {
-                throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the copy fails SQLite's integrity check: \(problems.joined(separator: "; "))")
+                throw DatabaseError(
+                    resultCode: .SQLITE_CORRUPT,
+                    message: "the copy fails SQLite's integrity check: \(problems.joined(separator: "; "))"
+                )
             }
         }
     }
@@ -238,7 +272,10 @@ public enum SQLiteBackup {
     private static func move(_ path: String, to destination: String) throws(StoreError) {
         guard rename(path, destination) == 0 else {
             let code = errno
-            throw StoreError(.database, "cannot rename \(path) to \(destination): \(String(cString: strerror(code))) (errno \(code))")
+            throw StoreError(
+                .database,
+                "cannot rename \(path) to \(destination): \(String(cString: strerror(code))) (errno \(code))"
+            )
         }
     }
 

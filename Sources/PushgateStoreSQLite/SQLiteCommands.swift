@@ -1,8 +1,9 @@
-import PushgateModel
-import PushgateStore
-import struct Foundation.Data
 import GRDB
 import GRDBSQLite
+import PushgateModel
+import PushgateStore
+
+import struct Foundation.Data
 
 /// Applies `StoreCommand`s on the writer's connection with cached prepared statements.
 /// Runs only on the database queue, inside the group transaction.
@@ -43,16 +44,21 @@ enum SQLiteCommands {
         } catch let failure as Failure {
             throw failure
         } catch {
-            throw Failure(message: "\(command.summary): \(SQLiteBackend.describe(error))", code: (error as? DatabaseError)?.extendedResultCode.rawValue)
+            throw Failure(
+                message: "\(command.summary): \(SQLiteBackend.describe(error))",
+                code: (error as? DatabaseError)?.extendedResultCode.rawValue
+            )
         }
     }
 
     private static func applyUnchecked(_ command: StoreCommand, _ db: Database) throws {
         switch command {
         case .createDevice(let device):
-            try db.cachedStatement(sql: """
-                INSERT INTO devices (id, secret_hash, created_at, last_seq) VALUES (?, ?, ?, ?)
-                """).execute(arguments: [
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO devices (id, secret_hash, created_at, last_seq) VALUES (?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
                 device.id, Data(device.secretHash), device.createdAt, try int64(device.lastSeq, "lastSeq", command),
             ])
 
@@ -64,34 +70,44 @@ enum SQLiteCommands {
 
         case .deleteDevice(let id, let at, let acceptanceIDs):
             try deleteNotifications(acceptanceIDs, db, command)
-            try db.cachedStatement(sql: """
-                DELETE FROM buckets WHERE key = 'device:' || ?1 \
-                OR key IN (SELECT 'app:' || token FROM registrations WHERE device_id = ?1)
-                """).execute(arguments: [id])
-            try db.cachedStatement(sql: """
-                DELETE FROM fetch_states WHERE token IN (SELECT token FROM registrations WHERE device_id = ?)
-                """).execute(arguments: [id])
+            try db.cachedStatement(
+                sql: """
+                    DELETE FROM buckets WHERE key = 'device:' || ?1 \
+                    OR key IN (SELECT 'app:' || token FROM registrations WHERE device_id = ?1)
+                    """
+            ).execute(arguments: [id])
+            try db.cachedStatement(
+                sql: """
+                    DELETE FROM fetch_states WHERE token IN (SELECT token FROM registrations WHERE device_id = ?)
+                    """
+            ).execute(arguments: [id])
             try db.cachedStatement(sql: "DELETE FROM fetch_windows WHERE device_id = ?")
                 .execute(arguments: [id])
-            try db.cachedStatement(sql: """
-                UPDATE registrations SET unregistered_at = ? WHERE device_id = ? AND unregistered_at IS NULL
-                """).execute(arguments: [at, id])
+            try db.cachedStatement(
+                sql: """
+                    UPDATE registrations SET unregistered_at = ? WHERE device_id = ? AND unregistered_at IS NULL
+                    """
+            ).execute(arguments: [at, id])
             try db.cachedStatement(sql: "DELETE FROM devices WHERE id = ?")
                 .execute(arguments: [id])
 
         case .register(let registration):
-            try db.cachedStatement(sql: """
-                INSERT INTO registrations (token, device_id, topic, created_at, unregistered_at) \
-                VALUES (?, ?, ?, ?, ?)
-                """).execute(arguments: [
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO registrations (token, device_id, topic, created_at, unregistered_at) \
+                    VALUES (?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
                 registration.token, registration.deviceID, registration.topic,
                 registration.createdAt, registration.unregisteredAt,
             ])
 
         case .unregister(let token, let at):
-            try db.cachedStatement(sql: """
-                UPDATE registrations SET unregistered_at = ? WHERE token = ? AND unregistered_at IS NULL
-                """).execute(arguments: [at, token])
+            try db.cachedStatement(
+                sql: """
+                    UPDATE registrations SET unregistered_at = ? WHERE token = ? AND unregistered_at IS NULL
+                    """
+            ).execute(arguments: [at, token])
             try db.cachedStatement(sql: "DELETE FROM buckets WHERE key = 'app:' || ?")
                 .execute(arguments: [token])
             try db.cachedStatement(sql: "DELETE FROM fetch_states WHERE token = ?")
@@ -101,7 +117,9 @@ enum SQLiteCommands {
                 .execute(arguments: [token])
 
         case .saveBuckets(let buckets):
-            let statement = try db.cachedStatement(sql: "INSERT OR REPLACE INTO buckets (key, level, at) VALUES (?, ?, ?)")
+            let statement = try db.cachedStatement(
+                sql: "INSERT OR REPLACE INTO buckets (key, level, at) VALUES (?, ?, ?)"
+            )
             for bucket in buckets {
                 try statement.execute(arguments: [bucket.key, Int64(bucket.level), bucket.at])
             }
@@ -111,34 +129,44 @@ enum SQLiteCommands {
                 .execute(arguments: [state.rawValue, token])
 
         case .saveFetchStates(let states):
-            let statement = try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO fetch_states \
-                (token, results, result_count, penalty_until, fetch_interval, last_budget_at) VALUES (?, ?, ?, ?, ?, ?)
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    INSERT OR REPLACE INTO fetch_states \
+                    (token, results, result_count, penalty_until, fetch_interval, last_budget_at) VALUES (?, ?, ?, ?, ?, ?)
+                    """
+            )
             for state in states {
-                let interval: Int64 = switch state.interval {
-                case .minimum: 0
-                case .never: -1
-                case .seconds(let seconds): Int64(seconds)
-                }
+                let interval: Int64 =
+                    switch state.interval {
+                    case .minimum: 0
+                    case .never: -1
+                    case .seconds(let seconds): Int64(seconds)
+                    }
                 try statement.execute(arguments: [
-                    state.token, Int64(state.results), state.resultCount, state.penaltyUntil, interval, state.lastBudgetAt,
+                    state.token, Int64(state.results), state.resultCount, state.penaltyUntil, interval,
+                    state.lastBudgetAt,
                 ])
             }
 
         case .openFetchWindows(let windows):
-            let statement = try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO fetch_windows (device_id, seq, token, opened_at) VALUES (?, ?, ?, ?)
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    INSERT OR REPLACE INTO fetch_windows (device_id, seq, token, opened_at) VALUES (?, ?, ?, ?)
+                    """
+            )
             for window in windows {
                 guard let seq = Int64(exactly: window.seq) else {
-                    throw Failure(message: "\(command.summary): seq \(window.seq) exceeds the largest storable value \(Int64.max)")
+                    throw Failure(
+                        message: "\(command.summary): seq \(window.seq) exceeds the largest storable value \(Int64.max)"
+                    )
                 }
                 try statement.execute(arguments: [window.deviceID, seq, window.token, window.openedAt])
             }
 
         case .closeFetchWindows(let deviceID, let seqs):
-            let statement = try db.cachedStatement(sql: "UPDATE fetch_windows SET closed = 1 WHERE device_id = ? AND seq = ?")
+            let statement = try db.cachedStatement(
+                sql: "UPDATE fetch_windows SET closed = 1 WHERE device_id = ? AND seq = ?"
+            )
             for seq in seqs {
                 guard let seq = Int64(exactly: seq) else { continue }
                 try statement.execute(arguments: [deviceID, seq])
@@ -152,10 +180,12 @@ enum SQLiteCommands {
             }
 
         case .addTotals(let totals):
-            let statement = try db.cachedStatement(sql: """
-                INSERT INTO totals (name, value) VALUES (?, ?) \
-                ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    INSERT INTO totals (name, value) VALUES (?, ?) \
+                    ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
+                    """
+            )
             for (name, count) in totals {
                 try statement.execute(arguments: [name, count])
             }
@@ -165,15 +195,19 @@ enum SQLiteCommands {
             // box every value and copy the payload into a `Data` first. Text and blobs are
             // bound in place (SQLITE_STATIC): `step` runs inside the closures that lend their
             // bytes, so SQLite copies each value once, into the record, and no more.
-            let statement = try db.cachedStatement(sql: """
-                INSERT INTO notifications (acceptance_id, device_id, token, topic, apns_id, push_type, \
-                priority, collapse_id, payload, accepted_at, expires_at, seq) \
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    INSERT INTO notifications (acceptance_id, device_id, token, topic, apns_id, push_type, \
+                    priority, collapse_id, payload, accepted_at, expires_at, seq) \
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            )
             let acceptanceID = try int64(n.acceptanceID, "acceptanceID", command)
             let seq = try n.seq.map { seq throws(Failure) in try int64(seq, "seq", command) }
             let push = n.push
-            var (deviceID, token, topic, apnsID, pushType) = (n.deviceID, push.deviceToken, push.topic, push.apnsID, push.pushType.rawValue)
+            var (deviceID, token, topic, apnsID, pushType) = (
+                n.deviceID, push.deviceToken, push.topic, push.apnsID, push.pushType.rawValue
+            )
             var collapseID = push.collapseID ?? ""
             try deviceID.withUTF8 { deviceID in
                 try token.withUTF8 { token in
@@ -190,7 +224,11 @@ enum SQLiteCommands {
                                             bindText(h, 5, apnsID)
                                             bindText(h, 6, pushType)
                                             sqlite3_bind_int64(h, 7, Int64(push.priority.rawValue))
-                                            if push.collapseID != nil { bindText(h, 8, collapse) } else { sqlite3_bind_null(h, 8) }
+                                            if push.collapseID != nil {
+                                                bindText(h, 8, collapse)
+                                            } else {
+                                                sqlite3_bind_null(h, 8)
+                                            }
                                             if let base = payload.baseAddress {
                                                 sqlite3_bind_blob(h, 9, base, Int32(payload.count), inPlace)
                                             } else {
@@ -198,7 +236,11 @@ enum SQLiteCommands {
                                             }
                                             sqlite3_bind_int64(h, 10, n.acceptedAt)
                                             sqlite3_bind_int64(h, 11, n.expiresAt)
-                                            if let seq { sqlite3_bind_int64(h, 12, seq) } else { sqlite3_bind_null(h, 12) }
+                                            if let seq {
+                                                sqlite3_bind_int64(h, 12, seq)
+                                            } else {
+                                                sqlite3_bind_null(h, 12)
+                                            }
                                         }
                                     }
                                 }
@@ -222,11 +264,13 @@ enum SQLiteCommands {
             // reservations existed or after the batch carrying their reservation failed: a row
             // leaving without an ack hands its seq to `last_seq`, so that seqs are never reused.
             // (Not on the per-push path: expiry and coalescing only.)
-            let keepSeq = try db.cachedStatement(sql: """
-                UPDATE devices SET last_seq = max(last_seq, n.seq) \
-                FROM (SELECT device_id, seq FROM notifications WHERE acceptance_id = ? AND seq IS NOT NULL) AS n \
-                WHERE devices.id = n.device_id
-                """)
+            let keepSeq = try db.cachedStatement(
+                sql: """
+                    UPDATE devices SET last_seq = max(last_seq, n.seq) \
+                    FROM (SELECT device_id, seq FROM notifications WHERE acceptance_id = ? AND seq IS NOT NULL) AS n \
+                    WHERE devices.id = n.device_id
+                    """
+            )
             for id in acceptanceIDs {
                 // Ids beyond Int64 cannot have been stored: nothing to remove.
                 guard let id = Int64(exactly: id) else { continue }
@@ -268,7 +312,9 @@ enum SQLiteCommands {
             appendDecimal(id, to: &list)
         }
         list.append(UInt8(ascii: "]"))
-        let delete = try db.cachedStatement(sql: "DELETE FROM notifications WHERE acceptance_id IN (SELECT value FROM json_each(?))")
+        let delete = try db.cachedStatement(
+            sql: "DELETE FROM notifications WHERE acceptance_id IN (SELECT value FROM json_each(?))"
+        )
         try list.withUnsafeBufferPointer { list in
             try step(delete, db, command) { h in bindText(h, 1, list) }
         }
@@ -304,7 +350,12 @@ enum SQLiteCommands {
     /// Binds and runs one statement that returns no rows.
     /// Values bound with SQLITE_STATIC must stay valid until `step` returns; they are unbound
     /// before it returns, so the statement never keeps a pointer to memory that is gone.
-    private static func step(_ statement: Statement, _ db: Database, _ command: StoreCommand, bind: (OpaquePointer) -> Void) throws(Failure) {
+    private static func step(
+        _ statement: Statement,
+        _ db: Database,
+        _ command: StoreCommand,
+        bind: (OpaquePointer) -> Void
+    ) throws(Failure) {
         let handle = statement.sqliteStatement
         sqlite3_reset(handle)
         bind(handle)
@@ -315,7 +366,11 @@ enum SQLiteCommands {
         }
         guard rc == SQLITE_DONE else {
             let code = sqlite3_extended_errcode(db.sqliteConnection)
-            throw Failure(message: "\(command.summary): SQLite error \(code): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))", code: code)
+            throw Failure(
+                message:
+                    "\(command.summary): SQLite error \(code): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))",
+                code: code
+            )
         }
     }
 
@@ -328,7 +383,9 @@ enum SQLiteCommands {
     /// SQLite integers are signed 64-bit: larger values are refused, not wrapped.
     private static func int64(_ value: UInt64, _ field: String, _ command: StoreCommand) throws(Failure) -> Int64 {
         guard let result = Int64(exactly: value) else {
-            throw Failure(message: "\(command.summary): \(field) \(value) exceeds the largest storable value \(Int64.max)")
+            throw Failure(
+                message: "\(command.summary): \(field) \(value) exceeds the largest storable value \(Int64.max)"
+            )
         }
         return result
     }

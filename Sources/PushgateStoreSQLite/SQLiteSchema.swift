@@ -41,12 +41,16 @@ enum SQLiteSchema {
     /// tables beside another program's, and a GRDB application's own migrations would read as
     /// "migrated by a newer Pushgate".
     static func foreignTables(_ db: Database) throws -> String? {
-        let tables = try String.fetchAll(db, sql: """
-            SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name
-            """)
+        let tables = try String.fetchAll(
+            db,
+            sql: """
+                SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name
+                """
+        )
         if tables.isEmpty { return nil }
         if tables.contains("grdb_migrations"),
-           try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM grdb_migrations WHERE identifier = 'v1')") == true {
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM grdb_migrations WHERE identifier = 'v1')") == true
+        {
             return nil
         }
         let shown = tables.prefix(5).joined(separator: ", ")

@@ -1,21 +1,32 @@
+import GRDB
 import PushgateModel
 import PushgateStore
+
 import struct Foundation.Data
-import GRDB
 
 /// Reads the whole database into a `StoreSnapshot`, at start.
 enum SQLiteSnapshot {
     static func read(_ db: Database) throws -> StoreSnapshot {
         var registrations: [RegistrationRecord] = []
-        let registrationRows = try Row.fetchCursor(db, sql: """
-            SELECT token, device_id, topic, created_at, unregistered_at, app_state FROM registrations ORDER BY token
-            """)
+        let registrationRows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT token, device_id, topic, created_at, unregistered_at, app_state FROM registrations ORDER BY token
+                """
+        )
         while let row = try registrationRows.next() {
             // A state this version does not know is one the app never reported.
             let appState = (row[5] as String?).flatMap(AppState.init(rawValue:))
-            registrations.append(RegistrationRecord(
-                token: row[0], deviceID: row[1], topic: row[2], createdAt: row[3], unregisteredAt: row[4], appState: appState
-            ))
+            registrations.append(
+                RegistrationRecord(
+                    token: row[0],
+                    deviceID: row[1],
+                    topic: row[2],
+                    createdAt: row[3],
+                    unregisteredAt: row[4],
+                    appState: appState
+                )
+            )
         }
 
         var buckets: [BucketRecord] = []
@@ -31,37 +42,59 @@ enum SQLiteSnapshot {
         }
 
         var fetchStates: [FetchStateRecord] = []
-        let fetchStateRows = try Row.fetchCursor(db, sql: """
-            SELECT token, results, result_count, penalty_until, fetch_interval, last_budget_at FROM fetch_states ORDER BY token
-            """)
+        let fetchStateRows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT token, results, result_count, penalty_until, fetch_interval, last_budget_at FROM fetch_states ORDER BY token
+                """
+        )
         while let row = try fetchStateRows.next() {
-            let interval: FetchInterval = switch row[4] as Int64 {
-            case 0: .minimum
-            case -1: .never
-            case let seconds: .seconds(UInt32(clamping: seconds))
-            }
-            fetchStates.append(FetchStateRecord(
-                token: row[0], results: UInt32(clamping: row[1] as Int64), resultCount: row[2],
-                penaltyUntil: row[3], interval: interval, lastBudgetAt: row[5]
-            ))
+            let interval: FetchInterval =
+                switch row[4] as Int64 {
+                case 0: .minimum
+                case -1: .never
+                case let seconds: .seconds(UInt32(clamping: seconds))
+                }
+            fetchStates.append(
+                FetchStateRecord(
+                    token: row[0],
+                    results: UInt32(clamping: row[1] as Int64),
+                    resultCount: row[2],
+                    penaltyUntil: row[3],
+                    interval: interval,
+                    lastBudgetAt: row[5]
+                )
+            )
         }
 
         var fetchWindows: [FetchWindowRecord] = []
-        let windowRows = try Row.fetchCursor(db, sql: "SELECT device_id, seq, token, opened_at, closed FROM fetch_windows ORDER BY device_id, seq")
+        let windowRows = try Row.fetchCursor(
+            db,
+            sql: "SELECT device_id, seq, token, opened_at, closed FROM fetch_windows ORDER BY device_id, seq"
+        )
         while let row = try windowRows.next() {
-            fetchWindows.append(FetchWindowRecord(
-                deviceID: row[0], seq: UInt64(row[1] as Int64), token: row[2], openedAt: row[3], closed: (row[4] as Int64) != 0
-            ))
+            fetchWindows.append(
+                FetchWindowRecord(
+                    deviceID: row[0],
+                    seq: UInt64(row[1] as Int64),
+                    token: row[2],
+                    openedAt: row[3],
+                    closed: (row[4] as Int64) != 0
+                )
+            )
         }
 
         var notifications: [AcceptedPush] = []
         var maxSeqByDevice: [String: UInt64] = [:]
         var maxAcceptanceID: UInt64 = 0
-        let notificationRows = try Row.fetchCursor(db, sql: """
-            SELECT acceptance_id, device_id, token, topic, apns_id, push_type, priority, collapse_id,
-                   payload, accepted_at, expires_at, seq
-            FROM notifications ORDER BY acceptance_id
-            """)
+        let notificationRows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT acceptance_id, device_id, token, topic, apns_id, push_type, priority, collapse_id,
+                       payload, accepted_at, expires_at, seq
+                FROM notifications ORDER BY acceptance_id
+                """
+        )
         while let row = try notificationRows.next() {
             let payload: Data = row[8]
             let seq: Int64? = row[11]
@@ -70,19 +103,29 @@ enum SQLiteSnapshot {
             let priorityValue: Int64 = row[6]
             // Only the gateway writes these columns, from validated pushes.
             guard let pushType = PushType(rawValue: typeName),
-                  let priority = UInt8(exactly: priorityValue).flatMap(PushPriority.init(rawValue:))
+                let priority = UInt8(exactly: priorityValue).flatMap(PushPriority.init(rawValue:))
             else {
                 throw SQLiteCommands.Failure(
-                    message: "notification \(acceptanceID) has push type \"\(typeName)\" and priority \(priorityValue); the database was not written by Pushgate or is damaged"
+                    message:
+                        "notification \(acceptanceID) has push type \"\(typeName)\" and priority \(priorityValue); the database was not written by Pushgate or is damaged"
                 )
             }
             let push = Push(
-                deviceToken: row[2], apnsID: row[4], topic: row[3], pushType: pushType, priority: priority,
-                collapseID: row[7], payload: [UInt8](payload)
+                deviceToken: row[2],
+                apnsID: row[4],
+                topic: row[3],
+                pushType: pushType,
+                priority: priority,
+                collapseID: row[7],
+                payload: [UInt8](payload)
             )
             let record = AcceptedPush(
-                acceptanceID: acceptanceID, deviceID: row[1], push: push,
-                acceptedAt: row[9], expiresAt: row[10], seq: seq.map { UInt64($0) }
+                acceptanceID: acceptanceID,
+                deviceID: row[1],
+                push: push,
+                acceptedAt: row[9],
+                expiresAt: row[10],
+                seq: seq.map { UInt64($0) }
             )
             maxAcceptanceID = max(maxAcceptanceID, record.acceptanceID)
             if let seq = record.seq, seq > maxSeqByDevice[record.deviceID, default: 0] {
@@ -96,22 +139,36 @@ enum SQLiteSnapshot {
         // and a row committed without a reservation of its own because the batch that carried
         // one failed (the next seq or ack reserves again, but a restart may come first).
         var devices: [DeviceRecord] = []
-        let deviceRows = try Row.fetchCursor(db, sql: """
-            SELECT id, secret_hash, created_at, max(last_seq, acked_seq) FROM devices ORDER BY id
-            """)
+        let deviceRows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT id, secret_hash, created_at, max(last_seq, acked_seq) FROM devices ORDER BY id
+                """
+        )
         while let row = try deviceRows.next() {
             let secret: Data = row[1]
             let id: String = row[0]
-            devices.append(DeviceRecord(
-                id: id, secretHash: [UInt8](secret), createdAt: row[2],
-                lastSeq: max(UInt64(row[3] as Int64), maxSeqByDevice[id] ?? 0)
-            ))
+            devices.append(
+                DeviceRecord(
+                    id: id,
+                    secretHash: [UInt8](secret),
+                    createdAt: row[2],
+                    lastSeq: max(UInt64(row[3] as Int64), maxSeqByDevice[id] ?? 0)
+                )
+            )
         }
 
         maxAcceptanceID = max(maxAcceptanceID, try recordedMaxAcceptanceID(db))
-        return StoreSnapshot(devices: devices, registrations: registrations, notifications: notifications,
-                             maxAcceptanceID: maxAcceptanceID, buckets: buckets, totals: totals,
-                             fetchStates: fetchStates, fetchWindows: fetchWindows)
+        return StoreSnapshot(
+            devices: devices,
+            registrations: registrations,
+            notifications: notifications,
+            maxAcceptanceID: maxAcceptanceID,
+            buckets: buckets,
+            totals: totals,
+            fetchStates: fetchStates,
+            fetchWindows: fetchWindows
+        )
     }
 
     /// The highest acceptance id ever committed: the newest row's, or the one `meta` recorded
@@ -122,8 +179,12 @@ enum SQLiteSnapshot {
     }
 
     private static func recordedMaxAcceptanceID(_ db: Database) throws -> UInt64 {
-        let recorded = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?",
-                                          arguments: [SQLiteSchema.maxAcceptanceIDKey]) ?? 0
+        let recorded =
+            try Int64.fetchOne(
+                db,
+                sql: "SELECT value FROM meta WHERE key = ?",
+                arguments: [SQLiteSchema.maxAcceptanceIDKey]
+            ) ?? 0
         return UInt64(max(recorded, 0))
     }
 }

@@ -244,8 +244,9 @@ final class TLSConnection {
             return nil
         }
         var written = 0
-        guard memory.pointee.length == 0
-            || BIO_write_ex(fresh, memory.pointee.data, memory.pointee.length, &written) == 1
+        guard
+            memory.pointee.length == 0
+                || BIO_write_ex(fresh, memory.pointee.data, memory.pointee.length, &written) == 1
         else {
             BIO_free(fresh)
             return nil

@@ -6,7 +6,10 @@ import PushgateTransport
 
 /// Options every client command shares.
 struct ClientOptions: ParsableArguments {
-    @Option(help: "Gateway URL: http://HOST:PORT (h2c) or https://HOST:PORT (TLS), no path (the gateway is reached at its root).")
+    @Option(
+        help:
+            "Gateway URL: http://HOST:PORT (h2c) or https://HOST:PORT (TLS), no path (the gateway is reached at its root)."
+    )
     var server: ServerURL = ServerURL("http://127.0.0.1:2197")!
 
     @Option(name: .customLong("cacert"), help: "PEM CA file to verify the gateway's certificate (https).")
@@ -21,7 +24,10 @@ struct ClientOptions: ParsableArguments {
 /// Provider token authentication, for the commands that push (send and bench): the `.p8` key
 /// that signs the token, its key id and the team.
 struct ProviderSigningOptions: ParsableArguments {
-    @Option(name: .customLong("key"), help: "Token authentication: the provider's .p8 signing key (needs --key-id and --team-id).")
+    @Option(
+        name: .customLong("key"),
+        help: "Token authentication: the provider's .p8 signing key (needs --key-id and --team-id)."
+    )
     var keyFile: String?
 
     @Option(name: .customLong("key-id"), help: "The signing key's id (the token's kid).")
@@ -48,7 +54,8 @@ struct ProviderSigningOptions: ParsableArguments {
 struct DeviceCreationOptions: ParsableArguments {
     @Option(
         name: .customLong("registration-secret"),
-        help: "The gateway's registration secret, needed to create devices when the gateway has one (also PUSHGATE_REGISTRATION_SECRET)."
+        help:
+            "The gateway's registration secret, needed to create devices when the gateway has one (also PUSHGATE_REGISTRATION_SECRET)."
     )
     var registrationSecretOption: String?
 

@@ -3,7 +3,9 @@ import ArgumentParser
 /// `work`'s result, or nil when `limit` passes first. `work` is then cancelled and waited for:
 /// `whenLate` runs before that wait, to end work that ignores cancellation.
 func firstWithin<T: Sendable>(
-    _ limit: Duration, _ work: @escaping @Sendable () async throws -> T, whenLate: () async -> Void = {}
+    _ limit: Duration,
+    _ work: @escaping @Sendable () async throws -> T,
+    whenLate: () async -> Void = {}
 ) async throws -> T? {
     try await withThrowingTaskGroup(of: Outcome<T>.self) { group in
         group.addTask { .done(try await work()) }
@@ -28,6 +30,8 @@ private enum Outcome<T: Sendable>: Sendable {
 /// `--request-timeout`, which the agent and send share: a second to an hour.
 enum RequestTimeout {
     static func check(_ seconds: Int) throws {
-        if !(1...3600).contains(seconds) { throw ValidationError("--request-timeout must be 1 to 3600 seconds, got \(seconds)") }
+        if !(1...3600).contains(seconds) {
+            throw ValidationError("--request-timeout must be 1 to 3600 seconds, got \(seconds)")
+        }
     }
 }

@@ -7,6 +7,9 @@ struct Pushgate: AsyncParsableCommand {
         commandName: "pushgate",
         abstract: "A self-hosted push-notification gateway that speaks the APNs provider API.",
         version: PushgateVersion.current,
-        subcommands: [ServeCommand.self, ConfigCommand.self, BackupCommand.self, RestoreCommand.self, AgentCommand.self, SendCommand.self, BenchCommand.self]
+        subcommands: [
+            ServeCommand.self, ConfigCommand.self, BackupCommand.self, RestoreCommand.self, AgentCommand.self,
+            SendCommand.self, BenchCommand.self,
+        ]
     )
 }

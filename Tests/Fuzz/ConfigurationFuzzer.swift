@@ -15,7 +15,9 @@ import PushgateGateway
 
 private let directory: String = {
     // In memory where there is /dev/shm: the file is rewritten for every input.
-    let base = FileManager.default.fileExists(atPath: "/dev/shm") ? URL(fileURLWithPath: "/dev/shm") : FileManager.default.temporaryDirectory
+    let base =
+        FileManager.default.fileExists(atPath: "/dev/shm")
+        ? URL(fileURLWithPath: "/dev/shm") : FileManager.default.temporaryDirectory
     let path = base.appendingPathComponent("pushgate-fuzz-configuration-\(getpid())").path
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     FileManager.default.createFile(atPath: path + "/AuthKey.p8", contents: Data(fixture("tls/client-key.pem").utf8))

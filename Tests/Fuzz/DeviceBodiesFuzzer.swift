@@ -14,6 +14,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import PushgateHTTP
+
 @testable import PushgateDeviceAPI
 @testable import PushgateTransport
 
@@ -33,8 +34,14 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let core = FuzzGateway.core(on: loop)
     let router = FuzzGateway.router(core: core)
     let connection = ConnectionInfo(
-        id: 1, remoteAddress: nil, localAddress: nil, httpVersion: .http2, isTLS: false,
-        negotiatedProtocol: nil, peerCertificate: nil, eventLoop: loop
+        id: 1,
+        remoteAddress: nil,
+        localAddress: nil,
+        httpVersion: .http2,
+        isTLS: false,
+        negotiatedProtocol: nil,
+        peerCertificate: nil,
+        eventLoop: loop
     )
     var headers: HTTPHeaders = ["authorization": "bearer " + FuzzGateway.deviceSecret]
     let path = "/v1/devices/" + FuzzGateway.deviceID + (action.isEmpty ? "" : "/" + action)
@@ -57,7 +64,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     loop.run()
     check(sink.answers.count == 1, "\(method) \(action) answered \(sink.answers.count) times: \(sink.answers)")
-    check(sink.answers.allSatisfy { $0 < 500 }, "\(method) \(action) answered \(sink.answers): \(String(decoding: body, as: UTF8.self))")
+    check(
+        sink.answers.allSatisfy { $0 < 500 },
+        "\(method) \(action) answered \(sink.answers): \(String(decoding: body, as: UTF8.self))"
+    )
     // The connection goes away: as the HTTP/2 handler's teardown does, forget the open event
     // stream's writer (which holds the sink) and tell it.
     let writers = sink.writers
@@ -72,7 +82,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 private func compareAckParsers(_ body: [UInt8]) {
     guard let fast = DeviceRoutes.AckBody.fastUpTo(ByteBuffer(bytes: body)) else { return }
     let decoded = try? JSONDecoder().decode(DeviceRoutes.AckBody.self, from: Data(body))
-    check(decoded?.upTo == fast, "fast path read \(fast), Foundation \(String(describing: decoded?.upTo)): \(String(decoding: body, as: UTF8.self))")
+    check(
+        decoded?.upTo == fast,
+        "fast path read \(fast), Foundation \(String(describing: decoded?.upTo)): \(String(decoding: body, as: UTF8.self))"
+    )
 }
 
 /// The responses' statuses, as the HTTP/2 handler would send them.

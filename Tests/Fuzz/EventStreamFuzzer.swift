@@ -17,6 +17,7 @@ import NIOCore
 import PushgateDelivery
 import PushgateModel
 import PushgateTransport
+
 @testable import PushgateDeviceAPI
 @testable import PushgateProviderAPI
 
@@ -39,38 +40,61 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     for notification in notifications {
         stream.writeImmutableBuffer(EventStreamEncoder.heartbeat)
         EventStreamEncoder.writeNotification(
-            notification.record, delivery: notification.delivery, carrier: notification.carrier,
-            fetchWindowSeconds: notification.fetchWindowSeconds, into: &stream
+            notification.record,
+            delivery: notification.delivery,
+            carrier: notification.carrier,
+            fetchWindowSeconds: notification.fetchWindowSeconds,
+            into: &stream
         )
     }
     stream.writeImmutableBuffer(EventStreamEncoder.shutdown)
     let bytes = Array(stream.readableBytesView)
 
     let reference = ReferenceSSEDecoder.decode(bytes)
-    check(reference.events.count == notifications.count + 1, "\(reference.events.count) events for \(notifications.count) notifications: \(String(decoding: bytes, as: UTF8.self))")
+    check(
+        reference.events.count == notifications.count + 1,
+        "\(reference.events.count) events for \(notifications.count) notifications: \(String(decoding: bytes, as: UTF8.self))"
+    )
     check(reference.retry == 1000, "the shutdown event's retry: \(String(describing: reference.retry))")
     for (event, notification) in zip(reference.events, notifications) {
         check(same(event.type, "notification"), "event type \(event.type)")
-        check(same(event.id, String(notification.record.seq ?? 0)) && event.idSetInEvent, "event id \(String(describing: event.id))")
+        check(
+            same(event.id, String(notification.record.seq ?? 0)) && event.idSetInEvent,
+            "event id \(String(describing: event.id))"
+        )
         check(!event.data.contains("\n"), "an event's data is one line")
         checkJSON(Array(event.data.utf8), notification)
     }
     if let shutdown = reference.events.last {
-        check(same(shutdown.type, "shutdown") && same(shutdown.data, #"{"reason":"Shutdown","retryMs":1000}"#), "shutdown event \(shutdown)")
+        check(
+            same(shutdown.type, "shutdown") && same(shutdown.data, #"{"reason":"Shutdown","retryMs":1000}"#),
+            "shutdown event \(shutdown)"
+        )
     }
     compareWithParser(bytes, chunkSize: chunkSize, reference: reference)
     compareWithParser(arbitrary, chunkSize: chunkSize, reference: ReferenceSSEDecoder.decode(arbitrary))
 
-    let releases = notifications.map { KeepaliveRelease(notification: $0.record, fetchWindowSeconds: $0.fetchWindowSeconds) }
+    let releases = notifications.map {
+        KeepaliveRelease(notification: $0.record, fetchWindowSeconds: $0.fetchWindowSeconds)
+    }
     let body = Array(EventStreamEncoder.keepaliveBody(releases).readableBytesView)
-    guard case .object(let members)? = (try? JSONDocument(body))?.root.value, members.count == 1, members[0].key == "notifications",
-          case .array(let objects) = members[0].value.value, objects.count == notifications.count
+    guard case .object(let members)? = (try? JSONDocument(body))?.root.value, members.count == 1,
+        members[0].key == "notifications",
+        case .array(let objects) = members[0].value.value, objects.count == notifications.count
     else { fail("keep-alive body: \(String(decoding: body, as: UTF8.self))") }
-    let foundation = ((try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any])?["notifications"] as? [[String: Any]]
+    let foundation =
+        ((try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any])?["notifications"] as? [[String: Any]]
     check(foundation?.count == notifications.count, "Foundation reads the keep-alive body")
     for (index, notification) in notifications.enumerated() {
         // A keep-alive delivers what it released itself: delivery keepalive, no carrier.
-        checkNode(objects[index], foundation?[index], notification, delivery: .keepalive, carrier: nil, text: String(decoding: body, as: UTF8.self))
+        checkNode(
+            objects[index],
+            foundation?[index],
+            notification,
+            delivery: .keepalive,
+            carrier: nil,
+            text: String(decoding: body, as: UTF8.self)
+        )
     }
     return 0
 }
@@ -93,8 +117,23 @@ private func readNotification(_ reader: inout FuzzReader) -> Notification {
     let delivery = DeliveryKind.allCases[Int(reader.byte()) % DeliveryKind.allCases.count]
     let carrier: String? = reader.bool() ? reader.string() : nil
     let fetchWindowSeconds: Int? = reader.bool() ? Int(truncatingIfNeeded: Int64(bitPattern: reader.uint64())) : nil
-    let push = Push(deviceToken: token, apnsID: apnsID, topic: topic, pushType: pushType, priority: priority, collapseID: collapseID, payload: payload)
-    let record = AcceptedPush(acceptanceID: 1, deviceID: "d", push: push, acceptedAt: acceptedAt, expiresAt: .max, seq: seq)
+    let push = Push(
+        deviceToken: token,
+        apnsID: apnsID,
+        topic: topic,
+        pushType: pushType,
+        priority: priority,
+        collapseID: collapseID,
+        payload: payload
+    )
+    let record = AcceptedPush(
+        acceptanceID: 1,
+        deviceID: "d",
+        push: push,
+        acceptedAt: acceptedAt,
+        expiresAt: .max,
+        seq: seq
+    )
     return Notification(record: record, delivery: delivery, carrier: carrier, fetchWindowSeconds: fetchWindowSeconds)
 }
 
@@ -105,40 +144,72 @@ private func checkJSON(_ data: [UInt8], _ notification: Notification) {
     guard let root = try? JSONDocument(data).root else { fail("event data is not JSON: \(text)") }
     let foundation = (try? JSONSerialization.jsonObject(with: Data(data))) as? [String: Any]
     check(foundation != nil, "Foundation reads event data: \(text)")
-    checkNode(root, foundation, notification, delivery: notification.delivery, carrier: notification.carrier, text: text)
+    checkNode(
+        root,
+        foundation,
+        notification,
+        delivery: notification.delivery,
+        carrier: notification.carrier,
+        text: text
+    )
 }
 
 /// `node` is the object as JSONDocument reads it, `foundation` as Foundation does (the payload
 /// is compared as a JSON value).
-private func checkNode(_ node: JSONNode, _ foundation: [String: Any]?, _ notification: Notification, delivery: DeliveryKind, carrier: String?, text: String) {
+private func checkNode(
+    _ node: JSONNode,
+    _ foundation: [String: Any]?,
+    _ notification: Notification,
+    delivery: DeliveryKind,
+    carrier: String?,
+    text: String
+) {
     guard case .object(let members) = node.value else { fail("not an object: \(text)") }
     let record = notification.record
     let push = record.push
     // Swift compares Strings by grapheme and canonical equivalence; these compare scalars, as
     // JSON and SSE do.
     enum Expected {
-        case number(String), string(String), null, payload
+        case number(String)
+        case string(String)
+        case null, payload
     }
     var expected: [(String, Expected)] = [
         ("seq", .number("\(record.seq ?? 0)")), ("apnsId", .string(push.apnsID)), ("token", .string(push.deviceToken)),
-        ("topic", .string(push.topic)), ("pushType", .string(push.pushType.rawValue)), ("priority", .number("\(push.priority.rawValue)")),
-        ("collapseId", push.collapseID.map(Expected.string) ?? .null), ("payload", .payload), ("acceptedAt", .number("\(record.acceptedAt)")),
+        ("topic", .string(push.topic)), ("pushType", .string(push.pushType.rawValue)),
+        ("priority", .number("\(push.priority.rawValue)")),
+        ("collapseId", push.collapseID.map(Expected.string) ?? .null), ("payload", .payload),
+        ("acceptedAt", .number("\(record.acceptedAt)")),
         ("delivery", .string(delivery.rawValue)), ("carrier", carrier.map(Expected.string) ?? .null),
     ]
-    if let window = notification.fetchWindowSeconds { expected.append(("fetchWindowSeconds", .number("\(max(0, window))"))) }
-    check(members.map { Array($0.key.unicodeScalars) } == expected.map { Array($0.0.unicodeScalars) }, "keys \(members.map(\.key)): \(text)")
+    if let window = notification.fetchWindowSeconds {
+        expected.append(("fetchWindowSeconds", .number("\(max(0, window))")))
+    }
+    check(
+        members.map { Array($0.key.unicodeScalars) } == expected.map { Array($0.0.unicodeScalars) },
+        "keys \(members.map(\.key)): \(text)"
+    )
     for (member, (key, value)) in zip(members, expected) {
         switch (member.value.value, value) {
         case (.number(let written), .number(let number)):
-            check(Array(written.unicodeScalars) == Array(number.unicodeScalars), "\(key): \(written), expected \(number)")
+            check(
+                Array(written.unicodeScalars) == Array(number.unicodeScalars),
+                "\(key): \(written), expected \(number)"
+            )
         case (.string(let string), .string(let original)):
-            check(Array(string.unicodeScalars) == Array(original.unicodeScalars), "\(key): \(string.debugDescription), expected \(original.debugDescription)")
+            check(
+                Array(string.unicodeScalars) == Array(original.unicodeScalars),
+                "\(key): \(string.debugDescription), expected \(original.debugDescription)"
+            )
         case (.null, .null):
             break
         case (_, .payload):
             let original = try? JSONSerialization.jsonObject(with: Data(push.payload))
             let decoded = foundation?["payload"]
-            check(original != nil && decoded != nil && (original as? NSObject)?.isEqual(decoded) == true, "payload \(String(decoding: push.payload, as: UTF8.self)) came back as \(String(describing: decoded)): \(text)")
+            check(
+                original != nil && decoded != nil && (original as? NSObject)?.isEqual(decoded) == true,
+                "payload \(String(decoding: push.payload, as: UTF8.self)) came back as \(String(describing: decoded)): \(text)"
+            )
         default:
             fail("\(key): \(member.value.kindName), expected \(value): \(text)")
         }
@@ -156,11 +227,23 @@ private func compareWithParser(_ bytes: [UInt8], chunkSize: Int, reference: Refe
         events += parser.feed(ByteBuffer(bytes: bytes[start..<end]))
         start = end
     }
-    check(events.count == reference.events.count, "parser read \(events.count) events, the specification \(reference.events.count): \(bytes)")
+    check(
+        events.count == reference.events.count,
+        "parser read \(events.count) events, the specification \(reference.events.count): \(bytes)"
+    )
     for (event, expected) in zip(events, reference.events) {
-        check(same(event.type, expected.type), "event type \(event.type.debugDescription), specification \(expected.type.debugDescription): \(bytes)")
-        check(same(event.data, expected.data), "data \(event.data.debugDescription), specification \(expected.data.debugDescription): \(bytes)")
-        check(same(event.id, expected.id), "id \(String(describing: event.id)), specification \(String(describing: expected.id)): \(bytes)")
+        check(
+            same(event.type, expected.type),
+            "event type \(event.type.debugDescription), specification \(expected.type.debugDescription): \(bytes)"
+        )
+        check(
+            same(event.data, expected.data),
+            "data \(event.data.debugDescription), specification \(expected.data.debugDescription): \(bytes)"
+        )
+        check(
+            same(event.id, expected.id),
+            "id \(String(describing: event.id)), specification \(String(describing: expected.id)): \(bytes)"
+        )
     }
 }
 
@@ -249,7 +332,9 @@ enum ReferenceSSEDecoder {
                     idSet = true
                 }
             } else if field.elementsEqual("retry".unicodeScalars) {
-                if !value.isEmpty, value.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) }) { result.retry = Int(value) }
+                if !value.isEmpty, value.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) }) {
+                    result.retry = Int(value)
+                }
             }
         }
         // An incomplete event at the end of the stream is discarded.

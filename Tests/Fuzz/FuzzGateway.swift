@@ -10,12 +10,13 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import PushgateCrypto
+import PushgateDeviceAPI
 import PushgateHTTP
 import PushgateModel
 import PushgateProviderAPI
 import PushgateProviderAuth
 import PushgateStore
-import PushgateDeviceAPI
+
 @testable import PushgateDelivery
 
 enum FuzzGateway {
@@ -68,7 +69,11 @@ struct FixedClock: DeliveryClock {
 final class ImmediateStore: NotificationStore {
     let health = StoreHealth(logger: FuzzGateway.quiet)
 
-    func commit(_ commands: [StoreCommand], urgency: CommitUrgency, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+    func commit(
+        _ commands: [StoreCommand],
+        urgency: CommitUrgency,
+        completion: @escaping @Sendable (Result<Void, StoreError>) -> Void
+    ) {
         completion(.success(()))
     }
 

@@ -2,7 +2,12 @@
 // keeps the input as a crash.
 import Foundation
 
-func check(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String, file: StaticString = #fileID, line: UInt = #line) {
+func check(
+    _ condition: @autoclosure () -> Bool,
+    _ message: @autoclosure () -> String,
+    file: StaticString = #fileID,
+    line: UInt = #line
+) {
     if !condition() { fail(message(), file: file, line: line) }
 }
 
@@ -96,7 +101,9 @@ struct FuzzReader {
 /// A file of the repository's test fixtures (Tests/Fixtures), found from this source file's path.
 func fixture(_ relativePath: String) -> String {
     let fuzzDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    let url = fuzzDirectory.deletingLastPathComponent().appendingPathComponent("Fixtures").appendingPathComponent(relativePath)
+    let url = fuzzDirectory.deletingLastPathComponent().appendingPathComponent("Fixtures").appendingPathComponent(
+        relativePath
+    )
     guard let text = try? String(contentsOf: url, encoding: .utf8) else { fail("cannot read the fixture \(url.path)") }
     return text
 }

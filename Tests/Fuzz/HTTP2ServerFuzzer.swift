@@ -13,6 +13,7 @@
 import Foundation
 import NIOCore
 import NIOEmbedded
+
 @testable import PushgateTransport
 
 private let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
@@ -30,8 +31,14 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // As on a gateway with provider keys: one stream until the connection proves who it is.
     configuration.streamsUntilAuthorized = 1
     let connection = ConnectionInfo(
-        id: 1, remoteAddress: nil, localAddress: nil, httpVersion: .http2, isTLS: false,
-        negotiatedProtocol: nil, peerCertificate: nil, eventLoop: loop
+        id: 1,
+        remoteAddress: nil,
+        localAddress: nil,
+        httpVersion: .http2,
+        isTLS: false,
+        negotiatedProtocol: nil,
+        peerCertificate: nil,
+        eventLoop: loop
     )
     let handler = HTTP2ServerHandler(
         configuration: SharedHTTP2ServerConfiguration(configuration),
@@ -73,7 +80,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 /// The bytes are whole frames (9-byte header, then its length), the first of them SETTINGS.
 private func checkFrames(_ bytes: [UInt8]) {
-    check(bytes.count >= 9 && bytes[3] == 0x4 && bytes[4] & 0x1 == 0, "the server's first frame is not its SETTINGS: \(bytes.prefix(9))")
+    check(
+        bytes.count >= 9 && bytes[3] == 0x4 && bytes[4] & 0x1 == 0,
+        "the server's first frame is not its SETTINGS: \(bytes.prefix(9))"
+    )
     var offset = 0
     while offset + 9 <= bytes.count {
         let length = Int(bytes[offset]) << 16 | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2])

@@ -11,6 +11,7 @@
 import Foundation
 import NIOCore
 import PushgateModel
+
 @testable import PushgateProviderAPI
 
 private let validator = ProviderRequestValidator(uuidGenerator: { (0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210) })
@@ -23,7 +24,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     switch validator.validate(method: request.method, path: request.path, headers: request.headers, body: body) {
     case .accepted(let push, _):
         check(push.payload == request.body, "an accepted push carries its body unchanged")
-        check(push.deviceToken.utf8.count == 64 && push.deviceToken.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }, "token normalized: \(push.deviceToken)")
+        check(
+            push.deviceToken.utf8.count == 64
+                && push.deviceToken.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) },
+            "token normalized: \(push.deviceToken)"
+        )
         check(TopicRules.isValid(push.topic), "accepted topic \(push.topic) is valid")
     case .rejected(_, let apnsID):
         check(apnsID.utf8.count == 36, "every answer carries an apns-id")
@@ -47,7 +52,10 @@ private func compareWithFoundation(_ bytes: UnsafeRawBufferPointer) {
     }
     guard let top = object as? [String: Any] else { fail("the scanner accepted a non-object") }
     let aps = top["aps"]
-    check(kind(of: aps) == facts.aps, "aps kind: scanner \(String(describing: facts.aps)), Foundation \(String(describing: kind(of: aps)))")
+    check(
+        kind(of: aps) == facts.aps,
+        "aps kind: scanner \(String(describing: facts.aps)), Foundation \(String(describing: kind(of: aps)))"
+    )
     if let aps = aps as? [String: Any] {
         check((aps["alert"] != nil) == facts.hasAlert, "alert")
         check((aps["badge"] != nil) == facts.hasBadge, "badge")

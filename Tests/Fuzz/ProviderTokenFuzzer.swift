@@ -26,8 +26,19 @@ private let signingKey = try! ES256PrivateKey(pem: fixture("tls/client-key.pem")
 private let otherKey = try! ES256PrivateKey(pem: fixture("tls/other-ca-key.pem"))
 private let keyring = try! ProviderKeyring(
     keys: [
-        ProviderKey(teamID: "TEAM000001", keyID: "KEY0000001", publicKey: signingKey.publicKey, topics: ["com.example.app"]),
-        ProviderKey(teamID: "TEAM000002", keyID: "KEY0000002", publicKey: otherKey.publicKey, topics: ["org.example.app"], environment: .development),
+        ProviderKey(
+            teamID: "TEAM000001",
+            keyID: "KEY0000001",
+            publicKey: signingKey.publicKey,
+            topics: ["com.example.app"]
+        ),
+        ProviderKey(
+            teamID: "TEAM000002",
+            keyID: "KEY0000002",
+            publicKey: otherKey.publicKey,
+            topics: ["org.example.app"],
+            environment: .development
+        ),
     ],
     environment: .production
 )
@@ -70,10 +81,14 @@ private func checkAuthorized(_ authorization: String, _ provider: AuthorizedProv
     }
     check(header["alg"] as? String == "ES256", "authorized alg \(String(describing: header["alg"]))")
     check(header["crit"] == nil, "authorized a token with crit")
-    guard let kid = header["kid"] as? String, let team = teams[kid] else { fail("authorized unknown kid \(String(describing: header["kid"]))") }
+    guard let kid = header["kid"] as? String, let team = teams[kid] else {
+        fail("authorized unknown kid \(String(describing: header["kid"]))")
+    }
     check(kid == "KEY0000001", "authorized a development key on a production gateway")
     check(claims["iss"] as? String == team, "authorized iss \(String(describing: claims["iss"])) for team \(team)")
-    guard let iat = (claims["iat"] as? NSNumber)?.doubleValue, iat == iat.rounded() else { fail("authorized iat \(String(describing: claims["iat"]))") }
+    guard let iat = (claims["iat"] as? NSNumber)?.doubleValue, iat == iat.rounded() else {
+        fail("authorized iat \(String(describing: claims["iat"]))")
+    }
     let seconds = Double(nowMillis) / 1000
     check(iat >= seconds - 3600 - 1 && iat <= seconds + 60, "authorized iat \(iat) at \(seconds)")
     check(provider.identity == .token(teamID: team, keyID: kid), "identity \(provider.identity)")

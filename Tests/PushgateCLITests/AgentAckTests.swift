@@ -49,7 +49,11 @@ struct AgentAckTests {
 
     @Test("an ack left unanswered for --request-timeout makes the agent give the connection up and resume from it")
     func unansweredAckIsGivenUp() async throws {
-        try await withAgent(answeringAcks: .heldUntilReleased, agentArguments: ["--request-timeout", "2"], capturingErrors: true) { gateway, agent, stream in
+        try await withAgent(
+            answeringAcks: .heldUntilReleased,
+            agentArguments: ["--request-timeout", "2"],
+            capturingErrors: true
+        ) { gateway, agent, stream in
             try await notify(1, on: stream)
             #expect(try agent.next()["seq"] as? Int == 1)
             try await gateway.waitForAck(upTo: 1)
@@ -57,9 +61,15 @@ struct AgentAckTests {
             #expect(try agent.next(timeout: .seconds(20))["type"] as? String == "connected")
             // Resumed after 1 (a loaded machine may time the new stream's head out once more).
             let resumes = gateway.lastEventIDs
-            #expect(resumes.count >= 2 && resumes.first == .some(nil) && resumes.dropFirst().allSatisfy { $0 == "1" }, "\(resumes)")
+            #expect(
+                resumes.count >= 2 && resumes.first == .some(nil) && resumes.dropFirst().allSatisfy { $0 == "1" },
+                "\(resumes)"
+            )
             let messages = agent.exitMessages()
-            #expect(messages.contains("the gateway did not answer the ack up to 1 within 2 s (--request-timeout)"), "\(messages)")
+            #expect(
+                messages.contains("the gateway did not answer the ack up to 1 within 2 s (--request-timeout)"),
+                "\(messages)"
+            )
         }
     }
 
@@ -71,7 +81,11 @@ struct AgentAckTests {
         capturingErrors: Bool = false,
         _ body: (AckHoldingGateway, AgentProcess, ResponseBodyWriter) async throws -> Void
     ) async throws {
-        try await withStandInGateway(answeringAcks: answer, agentArguments: agentArguments, capturingErrors: capturingErrors) { gateway, agent in
+        try await withStandInGateway(
+            answeringAcks: answer,
+            agentArguments: agentArguments,
+            capturingErrors: capturingErrors
+        ) { gateway, agent in
             #expect(try agent.next()["type"] as? String == "registered")
             #expect(try agent.next()["type"] as? String == "connected")
             try await body(gateway, agent, try await gateway.firstStream())
@@ -101,12 +115,18 @@ func withStandInGateway(
     let directory = try scratchDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let identity = directory + "/device.json"
-    try Data(#"{"deviceId":"\#(AckHoldingGateway.deviceID)","secret":"s"}"#.utf8).write(to: URL(fileURLWithPath: identity))
+    try Data(#"{"deviceId":"\#(AckHoldingGateway.deviceID)","secret":"s"}"#.utf8).write(
+        to: URL(fileURLWithPath: identity)
+    )
 
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let gateway = AckHoldingGateway(
-        eventLoop: group.next(), answer: answer, streamRefusals: streamRefusals, registrationRefusals: registrationRefusals,
-        unansweredRegistrations: unansweredRegistrations, fetchRefusals: fetchRefusals
+        eventLoop: group.next(),
+        answer: answer,
+        streamRefusals: streamRefusals,
+        registrationRefusals: registrationRefusals,
+        unansweredRegistrations: unansweredRegistrations,
+        fetchRefusals: fetchRefusals
     )
     let server = HTTPServer(
         listeners: [ListenerConfiguration(host: "127.0.0.1", port: 0)],
@@ -118,7 +138,10 @@ func withStandInGateway(
     do {
         let port = try #require(try await server.start()[0].port)
         let agent = try AgentProcess(
-            server: "http://127.0.0.1:\(port)", identity: identity, topic: "com.example.acks", arguments: agentArguments,
+            server: "http://127.0.0.1:\(port)",
+            identity: identity,
+            topic: "com.example.acks",
+            arguments: agentArguments,
             capturingErrors: capturingErrors
         )
         try await body(gateway, agent)
@@ -176,15 +199,22 @@ final class AckHoldingGateway: HTTPServerHandler {
     }
 
     init(
-        eventLoop: any EventLoop, answer: AckAnswer, streamRefusals: [Int] = [], registrationRefusals: [Int] = [], unansweredRegistrations: Int = 0,
+        eventLoop: any EventLoop,
+        answer: AckAnswer,
+        streamRefusals: [Int] = [],
+        registrationRefusals: [Int] = [],
+        unansweredRegistrations: Int = 0,
         fetchRefusals: [Int] = []
     ) {
         self.eventLoop = eventLoop
         firstStreamPromise = eventLoop.makePromise()
         state = NIOLockedValueBox(
             State(
-                answer: answer, holding: answer == .heldUntilReleased,
-                streamRefusals: streamRefusals, registrationRefusals: registrationRefusals, unansweredRegistrations: unansweredRegistrations,
+                answer: answer,
+                holding: answer == .heldUntilReleased,
+                streamRefusals: streamRefusals,
+                registrationRefusals: registrationRefusals,
+                unansweredRegistrations: unansweredRegistrations,
                 fetchRefusals: fetchRefusals
             )
         )
@@ -226,7 +256,9 @@ final class AckHoldingGateway: HTTPServerHandler {
             if let refusal {
                 responder.respond(Self.refusal(refusal))
             } else {
-                responder.respond(HTTPServerResponse(status: 201, text: #"{"token":"\#(String(repeating: "0", count: 64))"}"#))
+                responder.respond(
+                    HTTPServerResponse(status: 201, text: #"{"token":"\#(String(repeating: "0", count: 64))"}"#)
+                )
             }
         case ("GET", device + "/events"):
             let (refusal, first) = state.withLockedValue { state -> (Int?, Bool) in
@@ -239,7 +271,9 @@ final class AckHoldingGateway: HTTPServerHandler {
                 responder.respond(Self.refusal(refusal))
                 return
             }
-            let stream = responder.startStream(ResponseHead(status: 200, headers: ["content-type": "text/event-stream"]))
+            let stream = responder.startStream(
+                ResponseHead(status: 200, headers: ["content-type": "text/event-stream"])
+            )
             if first { stream.whenComplete { self.firstStreamPromise.completeWith($0) } }
         case ("POST", device + "/ack"):
             let body = String(buffer: request.body)

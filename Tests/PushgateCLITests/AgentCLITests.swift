@@ -25,8 +25,13 @@ struct AgentCLITests {
 
         func send(_ extra: [String], _ payload: String) throws -> (disposition: String?, apnsID: String?) {
             let apnsID = UUID().uuidString.lowercased()
-            let result = try runPushgate(["send", "--server", gateway.urls[0], "--token", token, "--topic", Self.topic, "--apns-id", apnsID] + extra + [payload])
-            let disposition = result.stdout.split(separator: "\n").first { $0.hasPrefix("disposition: ") }.map { String($0.dropFirst(13)) }
+            let result = try runPushgate(
+                ["send", "--server", gateway.urls[0], "--token", token, "--topic", Self.topic, "--apns-id", apnsID]
+                    + extra + [payload]
+            )
+            let disposition = result.stdout.split(separator: "\n").first { $0.hasPrefix("disposition: ") }.map {
+                String($0.dropFirst(13))
+            }
             return (disposition, apnsID)
         }
         let silent = ["--push-type", "background", "--priority", "5"]
@@ -60,13 +65,17 @@ struct AgentCLITests {
         #expect(released["delivery"] as? String == "keepalive")
 
         agent.command("app \(Self.topic) terminated")
-        #expect(((try agent.next()["state"] as? [String: Any])?["apps"] as? [String: String])?[Self.topic] == "terminated")
+        #expect(
+            ((try agent.next()["state"] as? [String: Any])?["apps"] as? [String: String])?[Self.topic] == "terminated"
+        )
         #expect(try send(silent, silentPayload).disposition == "discarded")
         #expect(try send([], #"{"aps":{"alert":"still shown"}}"#).disposition == "delivered")
         #expect(gateway.stop() == 0)
     }
 
-    @Test("against a gateway with a registration secret, the agent creates its device with PUSHGATE_REGISTRATION_SECRET")
+    @Test(
+        "against a gateway with a registration secret, the agent creates its device with PUSHGATE_REGISTRATION_SECRET"
+    )
     func registrationSecretFromEnvironment() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -74,20 +83,32 @@ struct AgentCLITests {
         let gateway = try GatewayProcess.withRegistrationSecret(secret, in: directory)
         defer { _ = gateway.stop() }
         let agent = try AgentProcess(
-            server: gateway.urls[0], identity: directory + "/device.json", topic: Self.topic,
+            server: gateway.urls[0],
+            identity: directory + "/device.json",
+            topic: Self.topic,
             environment: ["PUSHGATE_REGISTRATION_SECRET": secret]
         )
         #expect(try agent.next()["type"] as? String == "registered")
         #expect(try agent.next()["type"] as? String == "connected")
     }
 
-    @Test("a gateway that goes silent without closing (stopped, its connection kept) is given up after twice its heartbeat interval and 5 s, and the agent comes back")
+    @Test(
+        "a gateway that goes silent without closing (stopped, its connection kept) is given up after twice its heartbeat interval and 5 s, and the agent comes back"
+    )
     func silentGatewayIsGivenUp() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--heartbeat-interval", "2"], listeners: 1)
+        let gateway = try GatewayProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--heartbeat-interval", "2"],
+            listeners: 1
+        )
         defer { _ = gateway.stop() }
-        let agent = try AgentProcess(server: gateway.urls[0], identity: directory + "/device.json", topic: Self.topic, capturingErrors: true)
+        let agent = try AgentProcess(
+            server: gateway.urls[0],
+            identity: directory + "/device.json",
+            topic: Self.topic,
+            capturingErrors: true
+        )
         #expect(try agent.next()["type"] as? String == "registered")
         #expect(try agent.next()["type"] as? String == "connected")
 
@@ -109,11 +130,18 @@ struct AgentCLITests {
         // The 9 s run from the last bytes before the stop: a stream is silent for at most 2 s, so
         // 7 s after the stop at the soonest (5 s here, for a gateway slowed by a loaded machine),
         // and well before half a minute.
-        #expect(gaveUpAfter >= .seconds(5) && gaveUpAfter < .seconds(30), "given up \(gaveUpAfter) after the stop, for a 9 s limit")
+        #expect(
+            gaveUpAfter >= .seconds(5) && gaveUpAfter < .seconds(30),
+            "given up \(gaveUpAfter) after the stop, for a 9 s limit"
+        )
         kill(pid, SIGCONT)
         stoppedProcess = nil
         #expect(try agent.next()["type"] as? String == "connected")
-        #expect(agent.exitMessages().contains("nothing arrived on the event stream for 9 s, though the gateway writes to it at least every 2 s"))
+        #expect(
+            agent.exitMessages().contains(
+                "nothing arrived on the event stream for 9 s, though the gateway writes to it at least every 2 s"
+            )
+        )
     }
 
     /// Connections waiting in the listen queue of the socket on 127.0.0.1:`port` (ss's Recv-Q).
@@ -137,11 +165,17 @@ final class AgentProcess: @unchecked Sendable {
 
     /// `environment` is added to this process's own; `arguments` go after the usual ones.
     init(
-        server: String, identity: String, topic: String, arguments: [String] = [], environment: [String: String] = [:],
+        server: String,
+        identity: String,
+        topic: String,
+        arguments: [String] = [],
+        environment: [String: String] = [:],
         capturingErrors: Bool = false
     ) throws {
         errors = capturingErrors ? Pipe() : nil
-        process = Unprivileged.process(["agent", "--server", server, "--identity", identity, "--topic", topic] + arguments)
+        process = Unprivileged.process(
+            ["agent", "--server", server, "--identity", identity, "--topic", topic] + arguments
+        )
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardInput = input
         process.standardOutput = output

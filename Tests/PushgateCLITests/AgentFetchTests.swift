@@ -10,17 +10,25 @@ import Testing
 struct AgentFetchTests {
     static let topic = "com.example.acks"
 
-    @Test("the command reads the notification as printed and sees its variables; its exit is reported; intervals go with the state")
+    @Test(
+        "the command reads the notification as printed and sees its variables; its exit is reported; intervals go with the state"
+    )
     func commandRunsAndIsReported() async throws {
         let files = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: files) }
-        let command = #"cat > '\#(files)'/$PUSHGATE_SEQ.json; echo "$PUSHGATE_TOPIC $PUSHGATE_APNS_ID" > '\#(files)'/$PUSHGATE_SEQ.env; exit 1"#
-        let arguments = ["--fetch-command", command, "--fetch-interval", "\(Self.topic)=600", "--fetch-interval", "com.example.other=never"]
+        let command =
+            #"cat > '\#(files)'/$PUSHGATE_SEQ.json; echo "$PUSHGATE_TOPIC $PUSHGATE_APNS_ID" > '\#(files)'/$PUSHGATE_SEQ.env; exit 1"#
+        let arguments = [
+            "--fetch-command", command, "--fetch-interval", "\(Self.topic)=600", "--fetch-interval",
+            "com.example.other=never",
+        ]
         try await withStandInGateway(agentArguments: arguments) { gateway, agent in
             #expect(try agent.next()["type"] as? String == "registered")
             let state = try agent.next()
             #expect(state["type"] as? String == "state")
-            #expect(gateway.stateReports == [#"{"fetchIntervals":{"com.example.acks":600,"com.example.other":"never"}}"#])
+            #expect(
+                gateway.stateReports == [#"{"fetchIntervals":{"com.example.acks":600,"com.example.other":"never"}}"#]
+            )
             #expect(try agent.next()["type"] as? String == "connected")
 
             let stream = try await gateway.firstStream()
@@ -40,7 +48,9 @@ struct AgentFetchTests {
         }
     }
 
-    @Test("without a command each silent push is reported as newData; a refusal is printed and the agent goes on; keep-alives too")
+    @Test(
+        "without a command each silent push is reported as newData; a refusal is printed and the agent goes on; keep-alives too"
+    )
     func newDataAndRefusals() async throws {
         try await withStandInGateway(fetchRefusals: [400]) { gateway, agent in
             gateway.answerAcks()

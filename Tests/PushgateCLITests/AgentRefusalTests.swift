@@ -15,10 +15,14 @@ struct AgentRefusalTests {
         }
     }
 
-    @Test("--keepalive outside 0...86400 is refused before the agent connects", arguments: ["-1", "86401", "9223372036854775807"])
+    @Test(
+        "--keepalive outside 0...86400 is refused before the agent connects",
+        arguments: ["-1", "86401", "9223372036854775807"]
+    )
     func keepaliveRange(value: String) throws {
         let refused = try runPushgate([
-            "agent", "--server", "http://127.0.0.1:1", "--identity", "/nonexistent/device.json", "--topic", "com.example.app",
+            "agent", "--server", "http://127.0.0.1:1", "--identity", "/nonexistent/device.json", "--topic",
+            "com.example.app",
             "--keepalive=\(value)",
         ])
         #expect(refused.status != 0)
@@ -34,27 +38,43 @@ struct AgentRefusalTests {
         }
     }
 
-    @Test("a registration left unanswered for --request-timeout makes the agent give the connection up and register again")
+    @Test(
+        "a registration left unanswered for --request-timeout makes the agent give the connection up and register again"
+    )
     func unansweredRegistrationIsGivenUp() async throws {
         // A gateway that took the connection and then went silent: without a limit the agent
         // would wait for TCP to give up, minutes later, or for ever behind a middlebox.
         let arguments = ["--request-timeout", "2"]
-        try await withStandInGateway(unansweredRegistrations: 1, agentArguments: arguments, capturingErrors: true) { gateway, agent async throws in
+        try await withStandInGateway(unansweredRegistrations: 1, agentArguments: arguments, capturingErrors: true) {
+            gateway,
+            agent async throws in
             #expect(try agent.next(timeout: .seconds(20))["type"] as? String == "registered")
             #expect(try agent.next()["type"] as? String == "connected")
             // Two at least: a loaded machine may time the second out as well.
             #expect(gateway.registrations >= 2)
             let messages = agent.exitMessages()
-            #expect(messages.contains("the gateway did not answer registering com.example.acks within 2 s (--request-timeout)"), "\(messages)")
+            #expect(
+                messages.contains(
+                    "the gateway did not answer registering com.example.acks within 2 s (--request-timeout)"
+                ),
+                "\(messages)"
+            )
         }
     }
 
-    @Test("a 401 on registration (the gateway no longer has the identity file's device) ends the agent saying to delete the file, as a 401 on the stream does")
+    @Test(
+        "a 401 on registration (the gateway no longer has the identity file's device) ends the agent saying to delete the file, as a 401 on the stream does"
+    )
     func unknownDeviceOnRegistration() async throws {
-        try await withStandInGateway(registrationRefusals: [401], capturingErrors: true) { gateway, agent async throws in
+        try await withStandInGateway(registrationRefusals: [401], capturingErrors: true) {
+            gateway,
+            agent async throws in
             #expect(throws: AgentProcess.AgentExited.self) { try agent.next(timeout: .seconds(20)) }
             let messages = agent.exitMessages()
-            #expect(messages.contains("the gateway does not know this device or its secret (401); delete "), "\(messages)")
+            #expect(
+                messages.contains("the gateway does not know this device or its secret (401); delete "),
+                "\(messages)"
+            )
             #expect(messages.contains("to start as a new device"), "\(messages)")
             #expect(gateway.registrations == 1)
         }

@@ -30,10 +30,15 @@ struct BenchCLITests {
     func smallRun(_ run: Run) throws {
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
         defer { _ = gateway.stop() }
-        let summary = try benchSummary(runPushgate(
-            ["bench", "--server", gateway.urls[0], "--devices", "20", "--providers", "2", "--pushes", "2000", "--drain-seconds", "30",
-             "--server-pid", "\(gateway.process.processIdentifier)"] + run.flags
-        ))
+        let summary = try benchSummary(
+            runPushgate(
+                [
+                    "bench", "--server", gateway.urls[0], "--devices", "20", "--providers", "2", "--pushes", "2000",
+                    "--drain-seconds", "30",
+                    "--server-pid", "\(gateway.process.processIdentifier)",
+                ] + run.flags
+            )
+        )
         #expect(summary["accepted"] as? Int == 2000)
         #expect(summary["lost"] as? Int == 0)
         #expect(summary["duplicated"] as? Int == 0)
@@ -53,18 +58,28 @@ struct BenchCLITests {
         }
     }
 
-    @Test("--backlog: the pushes are stored while no device is connected, --then-run runs before the streams open, each device gets its backlog once; a failing command ends the bench")
+    @Test(
+        "--backlog: the pushes are stored while no device is connected, --then-run runs before the streams open, each device gets its backlog once; a failing command ends the bench"
+    )
     func backlog() throws {
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
         defer { _ = gateway.stop() }
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let seen = directory + "/stored"
-        let base = ["bench", "--server", gateway.urls[0], "--devices", "20", "--providers", "2", "--pushes", "100", "--backlog", "--drain-seconds", "30"]
-        let summary = try benchSummary(runPushgate(base + ["--then-run", "curl -s \(gateway.urls[0])/metrics > \(seen)"]))
+        let base = [
+            "bench", "--server", gateway.urls[0], "--devices", "20", "--providers", "2", "--pushes", "100", "--backlog",
+            "--drain-seconds", "30",
+        ]
+        let summary = try benchSummary(
+            runPushgate(base + ["--then-run", "curl -s \(gateway.urls[0])/metrics > \(seen)"])
+        )
         // When the command ran every push was stored and none delivered: no stream was open.
         let metrics = try String(contentsOfFile: seen, encoding: .utf8)
-        #expect(metrics.contains("pushgate_stored_notifications 100.0\n"), "\(metrics.split(separator: "\n").filter { $0.hasPrefix("pushgate_stored") })")
+        #expect(
+            metrics.contains("pushgate_stored_notifications 100.0\n"),
+            "\(metrics.split(separator: "\n").filter { $0.hasPrefix("pushgate_stored") })"
+        )
         #expect(summary["accepted"] as? Int == 100)
         #expect(summary["lost"] as? Int == 0)
         #expect(summary["duplicated"] as? Int == 0)
@@ -77,7 +92,9 @@ struct BenchCLITests {
         #expect(failed.stderr.contains("--then-run ended with status 3"), "\(failed.stderr)")
     }
 
-    @Test("without --server-pid the bench reports no server CPU; with a process that does not exist it refuses to start")
+    @Test(
+        "without --server-pid the bench reports no server CPU; with a process that does not exist it refuses to start"
+    )
     func serverPID() throws {
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
         defer { _ = gateway.stop() }
@@ -91,7 +108,10 @@ struct BenchCLITests {
         #expect(!refused.stderr.contains("creating"), "refused before creating devices: \(refused.stderr)")
     }
 
-    @Test("--drain-seconds out of 0...86400 is refused before the bench starts", arguments: ["-1", "86401", "18446744074"])
+    @Test(
+        "--drain-seconds out of 0...86400 is refused before the bench starts",
+        arguments: ["-1", "86401", "18446744074"]
+    )
     func drainSeconds(value: String) throws {
         let refused = try runPushgate(["bench", "--server", "http://127.0.0.1:1", "--drain-seconds=\(value)"])
         #expect(refused.status != 0)

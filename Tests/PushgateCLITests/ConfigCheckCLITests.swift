@@ -47,13 +47,25 @@ struct ConfigCheckCLITests {
             timeout: .seconds(30)
         )
         #expect(check.status == 0, "\(check.stdout)\n\(check.stderr)")
-        let lines = check.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        let lines = check.stdout.split(separator: "\n").map {
+            $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+        }
         #expect(lines.contains("threads 3 --threads"), "\(check.stdout)")
-        #expect(lines.contains("logLevel warning PUSHGATE_LOG_LEVEL"), "the environment wins over the file: \(check.stdout)")
+        #expect(
+            lines.contains("logLevel warning PUSHGATE_LOG_LEVEL"),
+            "the environment wins over the file: \(check.stdout)"
+        )
         #expect(lines.contains("listen 127.0.0.1:2197 \(scratch.config):2"), "\(check.stdout)")
         #expect(lines.contains("scheduler.appBurst 5 \(scratch.config):5"), "\(check.stdout)")
         #expect(lines.contains("adminToken <redacted> PUSHGATE_ADMIN_TOKEN"), "\(check.stdout)")
-        #expect(lines.contains { $0.hasPrefix("registrationSecret <redacted> \(scratch.directory)/registration-secret, named by \(scratch.config):4") }, "\(check.stdout)")
+        #expect(
+            lines.contains {
+                $0.hasPrefix(
+                    "registrationSecret <redacted> \(scratch.directory)/registration-secret, named by \(scratch.config):4"
+                )
+            },
+            "\(check.stdout)"
+        )
         #expect(lines.contains("idleTimeout 300 default"), "\(check.stdout)")
         #expect(lines.last == "configuration OK")
         for secret in [Self.adminToken, Self.registrationSecret] {
@@ -64,18 +76,30 @@ struct ConfigCheckCLITests {
     @Test(
         "a bad file: exit 1, the error at its line and column",
         arguments: [
-            ("{\n  \"listen\": [\"127.0.0.1:0\"],\n  \"scheduler\": {\n    \"appBrust\": 3\n  }\n}",
-             ":4:5: scheduler.appBrust: unknown key; did you mean \"appBurst\"?"),
+            (
+                "{\n  \"listen\": [\"127.0.0.1:0\"],\n  \"scheduler\": {\n    \"appBrust\": 3\n  }\n}",
+                ":4:5: scheduler.appBrust: unknown key; did you mean \"appBurst\"?"
+            ),
             ("{\n  \"threads\": \"4\"\n}", ":2:14: threads: must be a whole number, not a string"),
-            ("{\n  \"scheduler\": {\n    \"topics\": {\"com.example.news\": {\"appBurst\": 0}}\n  }\n}",
-             #":3:49: scheduler.topics.com.example.news.appBurst: scheduler policy for topic "com.example.news": appBurst is 0; allowed 1...1000"#),
+            (
+                "{\n  \"scheduler\": {\n    \"topics\": {\"com.example.news\": {\"appBurst\": 0}}\n  }\n}",
+                #":3:49: scheduler.topics.com.example.news.appBurst: scheduler policy for topic "com.example.news": appBurst is 0; allowed 1...1000"#
+            ),
             ("{\n  \"idleTimeout\": 0\n}", ":2:18: idleTimeout: is 0; must be 1 to 31536000"),
             ("{\n  \"listen\": [\"0.0.0.0:2197\"]\n}", "refusing to listen on 0.0.0.0 (not loopback)"),
             // The shipped Secret's placeholders are long enough to pass as secrets, and public.
-            ("{\"registrationSecret\": \"REPLACE-WITH-A-LONG-RANDOM-STRING\"}", "the registration secret is still the placeholder of Deploy/kubernetes/secret.yaml"),
-            ("{\"adminToken\": \"REPLACE-WITH-A-LONG-RANDOM-TOKEN\"}", "the admin token is still the placeholder of Deploy/kubernetes/secret.yaml"),
-            ("{\"providerKeys\": [\n  {\"teamId\": \"TEAM000001\", \"keyId\": \"KEY0000001\", \"topics\": [\"a\"],\n   \"privateKeyFile\": \"missing.p8\"}\n]}",
-             #":3:22: providerKeys[0].privateKeyFile: provider key "KEY0000001": privateKeyFile: "#),
+            (
+                "{\"registrationSecret\": \"REPLACE-WITH-A-LONG-RANDOM-STRING\"}",
+                "the registration secret is still the placeholder of Deploy/kubernetes/secret.yaml"
+            ),
+            (
+                "{\"adminToken\": \"REPLACE-WITH-A-LONG-RANDOM-TOKEN\"}",
+                "the admin token is still the placeholder of Deploy/kubernetes/secret.yaml"
+            ),
+            (
+                "{\"providerKeys\": [\n  {\"teamId\": \"TEAM000001\", \"keyId\": \"KEY0000001\", \"topics\": [\"a\"],\n   \"privateKeyFile\": \"missing.p8\"}\n]}",
+                #":3:22: providerKeys[0].privateKeyFile: provider key "KEY0000001": privateKeyFile: "#
+            ),
         ]
     )
     func bad(json: String, message: String) throws {
@@ -93,7 +117,8 @@ struct ConfigCheckCLITests {
         defer { scratch.remove() }
         let check = try runPushgate(
             ["config", "check", "--config", scratch.config, "--threads", "0"],
-            environment: ["PUSHGATE_SCHEDULER_DEVICE_BURST": "0"], timeout: .seconds(30)
+            environment: ["PUSHGATE_SCHEDULER_DEVICE_BURST": "0"],
+            timeout: .seconds(30)
         )
         #expect(check.status == 1, "\(check.stdout)\n\(check.stderr)")
         let errors = check.stderr.split(separator: "\n").filter { $0.hasPrefix("error: ") }
@@ -116,12 +141,21 @@ struct ConfigCheckCLITests {
             arguments: ["--listen", "127.0.0.1:0", "--config", scratch.config],
             listeners: 1,
             adminListeners: 1,
-            environment: ["PUSHGATE_ADMIN_TOKEN_FILE": scratch.directory + "/admin-token", "PUSHGATE_LOG_LEVEL": "debug"]
+            environment: [
+                "PUSHGATE_ADMIN_TOKEN_FILE": scratch.directory + "/admin-token", "PUSHGATE_LOG_LEVEL": "debug",
+            ]
         )
-        let refused = try run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", gateway.adminURLs[0] + "/metrics"])
+        let refused = try run(
+            "curl",
+            ["-sS", "-o", "/dev/null", "-w", "%{http_code}", gateway.adminURLs[0] + "/metrics"]
+        )
         #expect(refused.stdout == "401", "the token from the file guards the admin listener of the config file")
         let allowed = try run(
-            "curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", "authorization: bearer \(Self.adminToken)", gateway.adminURLs[0] + "/metrics"]
+            "curl",
+            [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", "authorization: bearer \(Self.adminToken)",
+                gateway.adminURLs[0] + "/metrics",
+            ]
         )
         #expect(allowed.stdout == "200")
         #expect(gateway.stop() == 0)
@@ -134,7 +168,10 @@ struct ConfigCheckCLITests {
         let scratch = try Scratch(#"{"logFormat": "json", "registrationSecret": "\#(Self.registrationSecret)"}"#)
         defer { scratch.remove() }
         let gateway = try GatewayProcess(
-            arguments: ["--listen", "127.0.0.1:0", "--config", scratch.config, "--log-level", "debug", "--admin-token", Self.adminToken],
+            arguments: [
+                "--listen", "127.0.0.1:0", "--config", scratch.config, "--log-level", "debug", "--admin-token",
+                Self.adminToken,
+            ],
             listeners: 1
         )
         #expect(gateway.stop() == 0)
@@ -142,10 +179,19 @@ struct ConfigCheckCLITests {
         #expect(lines.count >= 3, "\(gateway.logged)")
         for line in lines {
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-            #expect(object?["timestamp"] is String && object?["level"] is String && object?["label"] as? String == "pushgate", "\(line)")
+            #expect(
+                object?["timestamp"] is String && object?["level"] is String
+                    && object?["label"] as? String == "pushgate",
+                "\(line)"
+            )
             #expect(object?["message"] is String, "\(line)")
         }
-        #expect(lines.contains { $0.contains(#""message":"access""#) && $0.contains(#""devices.registration_secret":"true""#) }, "\(gateway.logged)")
+        #expect(
+            lines.contains {
+                $0.contains(#""message":"access""#) && $0.contains(#""devices.registration_secret":"true""#)
+            },
+            "\(gateway.logged)"
+        )
         for secret in [Self.adminToken, Self.registrationSecret] {
             #expect(!gateway.logged.contains(secret))
         }

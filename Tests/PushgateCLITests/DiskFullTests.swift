@@ -13,14 +13,17 @@ import Testing
 /// database file that must grow at the next checkpoint.
 @Suite(
     "Disk full: pushgate serve on a tmpfs that fills up",
-    .serialized, .timeLimit(.minutes(5)),
+    .serialized,
+    .timeLimit(.minutes(5)),
     .enabled(if: Unprivileged.dropsPrivileges, "mounts a tmpfs: needs root")
 )
 struct DiskFullTests {
     static let topic = "com.example.diskfull"
     static let paddingBytes = 3000  // ~3 KB per push: a WAL checkpoint within the first pushes
 
-    @Test("pushes get 503 + retry-after and /readyz 503 while the disk is full, logged per change not per push; freeing space recovers; every 200 is delivered")
+    @Test(
+        "pushes get 503 + retry-after and /readyz 503 while the disk is full, logged per change not per push; freeing space recovers; every 200 is delivered"
+    )
     func fillAndFree() throws {
         let mountPoint = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: mountPoint) }
@@ -35,7 +38,9 @@ struct DiskFullTests {
         let filler = mountPoint + "/filler"
 
         let gateway = try GatewayProcess(
-            arguments: ["--data-dir", dataDirectory, "--listen", "127.0.0.1:0", "--log-level", "notice"], listeners: 1)
+            arguments: ["--data-dir", dataDirectory, "--listen", "127.0.0.1:0", "--log-level", "notice"],
+            listeners: 1
+        )
         let url = gateway.urls[0]
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [url, Self.topic])
         var accepted: [String] = []
@@ -43,7 +48,10 @@ struct DiskFullTests {
 
         // Before: enough to make SQLite checkpoint the WAL (1,000 pages) once.
         let before = try burst(url, device, count: 1500)
-        #expect(before.rejected.isEmpty && before.unknown.isEmpty, "\(before.rejected.prefix(3)) \(before.unknown.prefix(3))")
+        #expect(
+            before.rejected.isEmpty && before.unknown.isEmpty,
+            "\(before.rejected.prefix(3)) \(before.unknown.prefix(3))"
+        )
         accepted += before.ok
         print("before: \(before.ok.count) accepted; \(sizes(dataDirectory))")
 
@@ -82,25 +90,50 @@ struct DiskFullTests {
         #expect(healthy == 0)
         #expect(try http(url + "/healthz").status == 200)
         let wrong = refused.filter { $0.status != 503 || $0.reason != "ServiceUnavailable" || $0.retryAfter != "5" }
-        #expect(wrong.isEmpty, "\(wrong.count) of \(refused.count) refusals not 503 ServiceUnavailable with retry-after 5, e.g. \(wrong.prefix(3))")
+        #expect(
+            wrong.isEmpty,
+            "\(wrong.count) of \(refused.count) refusals not 503 ServiceUnavailable with retry-after 5, e.g. \(wrong.prefix(3))"
+        )
         // One line per change of state, not per refusal: failing, then (at the edge) back and
         // forth a few times.
         let failing = stateLines(gateway.logged)
-        print("while full: \(failing.count) state lines for \(refused.count) refusals:\n\(failing.joined(separator: "\n"))")
+        print(
+            "while full: \(failing.count) state lines for \(refused.count) refusals:\n\(failing.joined(separator: "\n"))"
+        )
         // Not that the last line says "cannot commit": a small commit at the edge may land
         // between the readiness read above and this read of the log (seen once in CI-like runs).
         #expect(!failing.isEmpty && failing.count < 10, "\(failing)")
-        #expect(failing.enumerated().allSatisfy { $0.offset % 2 == 0 ? $0.element.contains("store cannot commit: ") && $0.element.contains("disk is full") : $0.element.contains("store commits again") }, "\(failing)")
+        #expect(
+            failing.enumerated().allSatisfy {
+                $0.offset % 2 == 0
+                    ? $0.element.contains("store cannot commit: ") && $0.element.contains("disk is full")
+                    : $0.element.contains("store commits again")
+            },
+            "\(failing)"
+        )
         // The WAL checkpointer, which also cannot write, logs its own changes of state.
-        let checkpoints = gateway.logged.split(separator: "\n").filter { $0.contains("[PushgateStoreSQLite] WAL checkpoint") }
-        #expect(checkpoints.count < 10 && checkpoints.enumerated().allSatisfy { $0.offset % 2 == 0 ? $0.element.contains("checkpoint failed") : $0.element.contains("succeed again") }, "\(checkpoints)")
-        let other = gateway.logged.split(separator: "\n").filter { !$0.contains("[PushgateStore] store c") && !$0.contains("[PushgateStoreSQLite] WAL checkpoint") }
+        let checkpoints = gateway.logged.split(separator: "\n").filter {
+            $0.contains("[PushgateStoreSQLite] WAL checkpoint")
+        }
+        #expect(
+            checkpoints.count < 10
+                && checkpoints.enumerated().allSatisfy {
+                    $0.offset % 2 == 0 ? $0.element.contains("checkpoint failed") : $0.element.contains("succeed again")
+                },
+            "\(checkpoints)"
+        )
+        let other = gateway.logged.split(separator: "\n").filter {
+            !$0.contains("[PushgateStore] store c") && !$0.contains("[PushgateStoreSQLite] WAL checkpoint")
+        }
         #expect(other.isEmpty, "nothing else logged: \(other.prefix(5))")
 
         // After: space returns; the next commit succeeds and the store is ready again.
         try FileManager.default.removeItem(atPath: filler)
         let after = try burst(url, device, count: 200)
-        #expect(after.rejected.isEmpty && after.unknown.isEmpty, "\(after.rejected.prefix(3)) \(after.unknown.prefix(3))")
+        #expect(
+            after.rejected.isEmpty && after.unknown.isEmpty,
+            "\(after.rejected.prefix(3)) \(after.unknown.prefix(3))"
+        )
         accepted += after.ok
         print("freed: \(after.ok.count) accepted; \(sizes(dataDirectory))")
         #expect(try http(url + "/readyz").status == 200)
@@ -110,22 +143,36 @@ struct DiskFullTests {
         // the last says the store commits again.
         let states = stateLines(gateway.logged)
         #expect(states.starts(with: failing) && states.count < 12, "\(states)")
-        #expect(states.enumerated().allSatisfy { $0.offset % 2 == 0 ? $0.element.contains("store cannot commit: ") : $0.element.contains("store commits again") }, "\(states)")
+        #expect(
+            states.enumerated().allSatisfy {
+                $0.offset % 2 == 0
+                    ? $0.element.contains("store cannot commit: ") : $0.element.contains("store commits again")
+            },
+            "\(states)"
+        )
         #expect(states.last?.contains("store commits again after") == true, "\(states)")
 
         let drained = try PythonClient.json(
-            DrainResult.self, "drain_stream.py",
+            DrainResult.self,
+            "drain_stream.py",
             [
                 "--url", url, "--device-id", device.deviceId, "--secret", device.secret,
                 "--token", device.token, "--topic", device.topic, "--ack-every", "64", "--ack-final",
-            ])
+            ]
+        )
         #expect(drained.status == 200 && drained.markerStatus == 200 && drained.events.last?.apnsId == drained.marker)
         let arrived = Set(drained.events.compactMap(\.apnsId))
         let lost = Set(accepted).subtracting(arrived)
-        #expect(lost.isEmpty, "\(lost.count) of \(accepted.count) pushes answered 200 never arrived, e.g. \(lost.prefix(3))")
+        #expect(
+            lost.isEmpty,
+            "\(lost.count) of \(accepted.count) pushes answered 200 never arrived, e.g. \(lost.prefix(3))"
+        )
         let ghosts = arrived.intersection(refused.map(\.apnsId))
         #expect(ghosts.isEmpty, "\(ghosts.count) refused pushes arrived, e.g. \(ghosts.prefix(3))")
-        #expect(drained.events.count == accepted.count + 1, "each once: \(drained.events.count) events for \(accepted.count) pushes and the marker")
+        #expect(
+            drained.events.count == accepted.count + 1,
+            "each once: \(drained.events.count) events for \(accepted.count) pushes and the marker"
+        )
         print("delivered \(accepted.count) accepted pushes; \(refused.count) refused; \(sizes(dataDirectory))")
         #expect(gateway.stop(signal: SIGTERM) == 0)
     }
@@ -134,11 +181,13 @@ struct DiskFullTests {
 
     private func burst(_ url: String, _ device: DeviceInfo, count: Int) throws -> BurstResult {
         try PythonClient.json(
-            BurstResult.self, "provider_burst.py",
+            BurstResult.self,
+            "provider_burst.py",
             [
                 "--url", url, "--token", device.token, "--topic", device.topic,
                 "--count", "\(count)", "--concurrency", "20", "--payload-bytes", "\(Self.paddingBytes)",
-            ])
+            ]
+        )
     }
 
     /// Writes `path` until the file system has no room left; returns the bytes written.
@@ -175,7 +224,9 @@ struct DiskFullTests {
 
     /// The store's lines about its health, in order.
     private func stateLines(_ log: String) -> [String] {
-        log.split(separator: "\n").map(String.init).filter { $0.contains("store cannot commit") || $0.contains("store commits again") }
+        log.split(separator: "\n").map(String.init).filter {
+            $0.contains("store cannot commit") || $0.contains("store commits again")
+        }
     }
 
     /// The store's files and their sizes, for the test's output.

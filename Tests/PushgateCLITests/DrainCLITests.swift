@@ -10,7 +10,9 @@ import Testing
 /// push that was answered 200 (none was acknowledged, so all are sent again).
 @Suite("Drain: SIGTERM against pushgate serve", .serialized, .timeLimit(.minutes(3)))
 struct DrainCLITests {
-    @Test("SIGTERM: /readyz 503 at once, pushes still 200 during the grace, then GOAWAY and a retry hint, exit 0, nothing lost")
+    @Test(
+        "SIGTERM: /readyz 503 at once, pushes still 200 during the grace, then GOAWAY and a retry hint, exit 0, nothing lost"
+    )
     func drainSequence() throws {
         let dataDirectory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
@@ -21,7 +23,10 @@ struct DrainCLITests {
         let gateway = try GatewayProcess(arguments: arguments, listeners: 1)
         let url = gateway.urls[0]
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [url, topic])
-        let stream = try NghttpStream(url: url + "/v1/devices/\(device.deviceId)/events", headers: ["authorization: bearer \(device.secret)"])
+        let stream = try NghttpStream(
+            url: url + "/v1/devices/\(device.deviceId)/events",
+            headers: ["authorization: bearer \(device.secret)"]
+        )
         #expect(stream.waitFor(":status: 200"), "the event stream opened: \(stream.output.suffix(2000))")
 
         let probe = try PythonClient.json(
@@ -30,31 +35,51 @@ struct DrainCLITests {
             ["--url", url, "--pid", "\(gateway.process.processIdentifier)", "--token", device.token, "--topic", topic]
         )
         #expect(probe.readyBefore == 200)
-        #expect(probe.readyzStatus == 503, "/readyz after SIGTERM: \(String(describing: probe.readyzStatus)) after \(probe.readyzPolls) polls")
+        #expect(
+            probe.readyzStatus == 503,
+            "/readyz after SIGTERM: \(String(describing: probe.readyzStatus)) after \(probe.readyzPolls) polls"
+        )
         #expect(probe.readyzAfterMs < 1000, "/readyz turned 503 \(probe.readyzAfterMs) ms after SIGTERM")
-        #expect(probe.pushes.count == 4 && probe.pushes.allSatisfy { $0.status == 200 }, "pushes during the grace: \(probe.pushes)")
-        #expect(probe.pushedAfterMs < grace * 1000, "the probe finished within the grace (\(probe.pushedAfterMs) ms), so its 200s prove it")
+        #expect(
+            probe.pushes.count == 4 && probe.pushes.allSatisfy { $0.status == 200 },
+            "pushes during the grace: \(probe.pushes)"
+        )
+        #expect(
+            probe.pushedAfterMs < grace * 1000,
+            "the probe finished within the grace (\(probe.pushedAfterMs) ms), so its 200s prove it"
+        )
 
         // nghttp exits once the gateway has closed the connection.
         let seen = stream.waitForExit()
         let goAway = seen.range(of: "recv GOAWAY")
         let retry = seen.range(of: "retry: 1000")
         #expect(goAway != nil, "nghttp saw GOAWAY: \(seen.suffix(3000))")
-        #expect(retry != nil && seen.contains("event: shutdown"), "the stream ended with a retry hint: \(seen.suffix(3000))")
+        #expect(
+            retry != nil && seen.contains("event: shutdown"),
+            "the stream ended with a retry hint: \(seen.suffix(3000))"
+        )
         // The GOAWAY waits until the stream has been answered to its end: clients built on
         // Python's h2 drop every frame after one.
         if let goAway, let retry { #expect(retry.lowerBound < goAway.lowerBound, "the stream ended before the GOAWAY") }
-        for push in probe.pushes { #expect(seen.contains(push.apnsId), "delivered on the open stream during the grace: \(push.apnsId)") }
+        for push in probe.pushes {
+            #expect(seen.contains(push.apnsId), "delivered on the open stream during the grace: \(push.apnsId)")
+        }
 
         gateway.process.waitUntilExit()
-        #expect(gateway.process.terminationReason == .exit && gateway.process.terminationStatus == 0, "exit status \(gateway.process.terminationStatus)")
+        #expect(
+            gateway.process.terminationReason == .exit && gateway.process.terminationStatus == 0,
+            "exit status \(gateway.process.terminationStatus)"
+        )
 
         // Nothing was acked: everything answered 200 comes back on the restarted gateway's stream.
         let restarted = try GatewayProcess(arguments: arguments, listeners: 1)
         let drained = try PythonClient.json(
             DrainResult.self,
             "drain_stream.py",
-            ["--url", restarted.urls[0], "--device-id", device.deviceId, "--secret", device.secret, "--token", device.token, "--topic", topic]
+            [
+                "--url", restarted.urls[0], "--device-id", device.deviceId, "--secret", device.secret, "--token",
+                device.token, "--topic", topic,
+            ]
         )
         let arrived = Set(drained.events.compactMap(\.apnsId))
         let lost = probe.pushes.map(\.apnsId).filter { !arrived.contains($0) }

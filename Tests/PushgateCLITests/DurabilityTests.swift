@@ -25,7 +25,10 @@ struct DurabilityTests {
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], topic])
         // The device never connects before the crash: everything is stored.
         let burst = try burst(gateway, device, killAfter: nil)
-        #expect(burst.ok.count == Self.pushes, "every push answered 200; rejected: \(burst.rejected.prefix(5)), unknown: \(burst.unknown.prefix(5))")
+        #expect(
+            burst.ok.count == Self.pushes,
+            "every push answered 200; rejected: \(burst.rejected.prefix(5)), unknown: \(burst.unknown.prefix(5))"
+        )
         #expect(burst.rejected.isEmpty, "\(burst.rejected.prefix(10))")
         #expect(burst.unknown.isEmpty, "\(burst.unknown.prefix(10))")
         #expect(burst.dispositions == ["stored": Self.pushes], "\(burst.dispositions)")
@@ -43,7 +46,10 @@ struct DurabilityTests {
         expectKilled(gateway, status: gateway.stop(signal: SIGKILL))
         gateway = try GatewayProcess(arguments: arguments, listeners: 1)
         let again = try drain(gateway, device, ackFinal: false)
-        #expect(again.events.map(\.apnsId) == [again.marker], "acked before the crash, redelivered after it: \(again.events.count - 1) notifications, first \(again.events.prefix(3).map { "\($0.seq ?? -1) \($0.apnsId ?? "?")" })")
+        #expect(
+            again.events.map(\.apnsId) == [again.marker],
+            "acked before the crash, redelivered after it: \(again.events.count - 1) notifications, first \(again.events.prefix(3).map { "\($0.seq ?? -1) \($0.apnsId ?? "?")" })"
+        )
         if let before = drained.events.last?.seq, let after = again.events.last?.seq {
             #expect(after > before, "seq is strictly increasing per device, across restarts: \(after) after \(before)")
         }
@@ -64,7 +70,10 @@ struct DurabilityTests {
         let burst = try burst(gateway, device, killAfter: 200)
         gateway.process.waitUntilExit()
         expectKilled(gateway, status: gateway.process.terminationStatus)
-        #expect(burst.killedAfter != nil && burst.ok.count >= 200, "killed after \(String(describing: burst.killedAfter)) of \(burst.ok.count) 200s")
+        #expect(
+            burst.killedAfter != nil && burst.ok.count >= 200,
+            "killed after \(String(describing: burst.killedAfter)) of \(burst.ok.count) 200s"
+        )
         #expect(burst.rejected.isEmpty, "nothing is refused before the crash: \(burst.rejected.prefix(10))")
         #expect(burst.dispositions == ["stored": burst.ok.count], "\(burst.dispositions)")
         #expect(burst.badEcho.isEmpty, "\(burst.badEcho.prefix(5))")
@@ -97,15 +106,25 @@ struct DurabilityTests {
         ]
         if ackFinal { arguments.append("--ack-final") }
         let drained = try PythonClient.json(DrainResult.self, "drain_stream.py", arguments)
-        #expect(drained.status == 200 && drained.httpVersion == "HTTP/2", "GET events: \(drained.status) \(drained.httpVersion)")
-        #expect(drained.contentType?.hasPrefix("text/event-stream") == true, "\(String(describing: drained.contentType))")
+        #expect(
+            drained.status == 200 && drained.httpVersion == "HTTP/2",
+            "GET events: \(drained.status) \(drained.httpVersion)"
+        )
+        #expect(
+            drained.contentType?.hasPrefix("text/event-stream") == true,
+            "\(String(describing: drained.contentType))"
+        )
         #expect(drained.markerStatus == 200)
         #expect(drained.events.last?.apnsId == drained.marker)
         #expect(drained.acks.allSatisfy { $0.count == 2 && $0[1] == 204 }, "acks while reading: \(drained.acks)")
         return drained
     }
 
-    private func expectKilled(_ gateway: GatewayProcess, status: Int32, sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expectKilled(
+        _ gateway: GatewayProcess,
+        status: Int32,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         #expect(
             gateway.process.terminationReason == .uncaughtSignal && status == SIGKILL,
             "pushgate serve should have died of SIGKILL: \(gateway.process.terminationReason == .exit ? "exit" : "signal") \(status)",
@@ -116,47 +135,88 @@ struct DurabilityTests {
     /// Every push answered 200 arrived, exactly once, with its payload; nothing arrived that was
     /// refused or never sent; seqs strictly increase. `exactly`: every push got a 200, so the
     /// backlog is exactly those pushes.
-    private func checkBacklog(burst: BurstResult, drained: DrainResult, exactly: Bool, sourceLocation: SourceLocation = #_sourceLocation) {
+    private func checkBacklog(
+        burst: BurstResult,
+        drained: DrainResult,
+        exactly: Bool,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let backlog = drained.events.dropLast()  // the marker is last (checked in drain)
         let arrived = backlog.map { $0.apnsId ?? "<none>" }
         let arrivedSet = Set(arrived)
 
         let missing = Set(burst.ok).subtracting(arrivedSet)
-        #expect(missing.count == 0, "\(missing.count) of \(burst.ok.count) pushes answered 200 were lost in the crash, e.g. \(missing.sorted().prefix(5)); \(arrived.count) arrived", sourceLocation: sourceLocation)
+        #expect(
+            missing.count == 0,
+            "\(missing.count) of \(burst.ok.count) pushes answered 200 were lost in the crash, e.g. \(missing.sorted().prefix(5)); \(arrived.count) arrived",
+            sourceLocation: sourceLocation
+        )
 
         var counts: [String: Int] = [:]
         for id in arrived { counts[id, default: 0] += 1 }
         let duplicated = counts.filter { $0.value > 1 }
-        #expect(duplicated.count == 0, "\(duplicated.count) notifications arrived more than once on one stream, e.g. \(duplicated.prefix(5))", sourceLocation: sourceLocation)
+        #expect(
+            duplicated.count == 0,
+            "\(duplicated.count) notifications arrived more than once on one stream, e.g. \(duplicated.prefix(5))",
+            sourceLocation: sourceLocation
+        )
 
         let sent = Dictionary(uniqueKeysWithValues: burst.sent.enumerated().map { ($1, $0) })
         let strangers = arrivedSet.filter { sent[$0] == nil }
-        #expect(strangers.count == 0, "arrived but never sent: \(strangers.sorted().prefix(5))", sourceLocation: sourceLocation)
+        #expect(
+            strangers.count == 0,
+            "arrived but never sent: \(strangers.sorted().prefix(5))",
+            sourceLocation: sourceLocation
+        )
         let refused = arrivedSet.intersection(burst.rejected.map(\.apnsId))
-        #expect(refused.count == 0, "arrived although refused: \(refused.sorted().prefix(5))", sourceLocation: sourceLocation)
+        #expect(
+            refused.count == 0,
+            "arrived although refused: \(refused.sorted().prefix(5))",
+            sourceLocation: sourceLocation
+        )
         if exactly {
             let unexpected = arrivedSet.subtracting(burst.ok)
-            #expect(unexpected.count == 0, "every push was answered 200, yet \(unexpected.sorted().prefix(5)) arrived too", sourceLocation: sourceLocation)
+            #expect(
+                unexpected.count == 0,
+                "every push was answered 200, yet \(unexpected.sorted().prefix(5)) arrived too",
+                sourceLocation: sourceLocation
+            )
         }
 
         let seqs = drained.events.map { $0.seq ?? -1 }
         let unordered = zip(seqs, seqs.dropFirst()).filter { $0 >= $1 }
-        #expect(unordered.count == 0, "seqs not strictly increasing, e.g. \(unordered.prefix(5))", sourceLocation: sourceLocation)
+        #expect(
+            unordered.count == 0,
+            "seqs not strictly increasing, e.g. \(unordered.prefix(5))",
+            sourceLocation: sourceLocation
+        )
         let badIDs = drained.events.filter { $0.sseId != $0.seq.map(String.init) }
-        #expect(badIDs.count == 0, "SSE id differs from seq: \(badIDs.prefix(3).map { "\($0.sseId ?? "nil") vs \($0.seq ?? -1)" })", sourceLocation: sourceLocation)
+        #expect(
+            badIDs.count == 0,
+            "SSE id differs from seq: \(badIDs.prefix(3).map { "\($0.sseId ?? "nil") vs \($0.seq ?? -1)" })",
+            sourceLocation: sourceLocation
+        )
 
         // What comes back is what was sent.
         var damaged: [String] = []
         for event in backlog {
             guard let id = event.apnsId, let index = sent[id] else { continue }
             let payload = event.payload
-            if payload?["label"] != .string("burst \(index)") || payload?["padding"] != .number(Double(Self.paddingBytes))
-                || event.token != burst.token || event.topic != burst.topic || event.pushType != "alert" || event.priority != 10
+            if payload?["label"] != .string("burst \(index)")
+                || payload?["padding"] != .number(Double(Self.paddingBytes))
+                || event.token != burst.token || event.topic != burst.topic || event.pushType != "alert"
+                || event.priority != 10
             {
-                damaged.append("\(id): \(event.token ?? "nil") \(event.topic ?? "nil") \(event.pushType ?? "nil") \(event.priority ?? -1) \(payload.map { "\($0)".prefix(200) } ?? "nil")")
+                damaged.append(
+                    "\(id): \(event.token ?? "nil") \(event.topic ?? "nil") \(event.pushType ?? "nil") \(event.priority ?? -1) \(payload.map { "\($0)".prefix(200) } ?? "nil")"
+                )
             }
         }
-        #expect(damaged.count == 0, "\(damaged.count) notifications came back different from what was sent, e.g. \(damaged.prefix(3))", sourceLocation: sourceLocation)
+        #expect(
+            damaged.count == 0,
+            "\(damaged.count) notifications came back different from what was sent, e.g. \(damaged.prefix(3))",
+            sourceLocation: sourceLocation
+        )
     }
 }
 

@@ -29,7 +29,10 @@ struct ExternalClientTests {
         #expect(tls.status == 0, "\(tls.stderr)")
         #expect(tls.stdout.hasPrefix("HTTP/2 200"))
 
-        let tlsHTTP1 = try run("curl", ["-sS", "-i", "--http1.1", "--cacert", Fixtures.tls("ca.pem"), tlsURL + "/healthz"])
+        let tlsHTTP1 = try run(
+            "curl",
+            ["-sS", "-i", "--http1.1", "--cacert", Fixtures.tls("ca.pem"), tlsURL + "/healthz"]
+        )
         #expect(tlsHTTP1.stdout.hasPrefix("HTTP/1.1 200 OK"))
 
         #expect(gateway.stop(signal: SIGTERM) == 0)

@@ -8,7 +8,9 @@ struct FetchEndToEndTests {
     static let slow = "com.example.slow"
     static let fast = "com.example.fast"
 
-    @Test("an app whose fetch always times out gets fewer silent pushes delivered than one that reports newData, and the device view says why")
+    @Test(
+        "an app whose fetch always times out gets fewer silent pushes delivered than one that reports newData, and the device view says why"
+    )
     func slowAppGetsLess() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -16,13 +18,16 @@ struct FetchEndToEndTests {
         // kills at 1 s). The timeout, 2 s in, leaves the slow app half a token and brings it to
         // the floor of 1 an hour: its next token is half an hour away.
         let config = directory + "/pushgate.json"
-        let scheduler = #"{"scheduler": {"appBurst": 1, "appRefillPerHour": 900, "deviceBurst": 10, "deviceRefillPerHour": 3600, "fetchWindowSeconds": 2}}"#
+        let scheduler =
+            #"{"scheduler": {"appBurst": 1, "appRefillPerHour": 900, "deviceBurst": 10, "deviceRefillPerHour": 3600, "fetchWindowSeconds": 2}}"#
         try Data(scheduler.utf8).write(to: URL(fileURLWithPath: config))
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--config", config], listeners: 1)
         defer { _ = gateway.stop() }
         let command = #"case "$PUSHGATE_TOPIC" in \#(Self.slow)) sleep 30 ;; *) cat > /dev/null; exit 0 ;; esac"#
         let agent = try AgentProcess(
-            server: gateway.urls[0], identity: directory + "/device.json", topic: Self.slow,
+            server: gateway.urls[0],
+            identity: directory + "/device.json",
+            topic: Self.slow,
             arguments: ["--topic", Self.fast, "--fetch-command", command]
         )
         var tokens: [String: String] = [:]
@@ -43,7 +48,9 @@ struct FetchEndToEndTests {
                 "send", "--server", gateway.urls[0], "--token", token, "--topic", topic,
                 "--push-type", "background", "--priority", "5", #"{"aps":{"content-available":1}}"#,
             ])
-            return result.stdout.split(separator: "\n").first { $0.hasPrefix("disposition: ") }.map { String($0.dropFirst(13)) }
+            return result.stdout.split(separator: "\n").first { $0.hasPrefix("disposition: ") }.map {
+                String($0.dropFirst(13))
+            }
         }
         var delivered: [String: Int] = [Self.slow: 0, Self.fast: 0]
         func receive(_ count: Int) throws {
@@ -74,9 +81,12 @@ struct FetchEndToEndTests {
             return (try JSONSerialization.jsonObject(with: Data(reply.stdout.utf8)) as? [String: Any]) ?? [:]
         }
         func fetch(_ device: [String: Any], _ topic: String) -> [String: Any]? {
-            (device["registrations"] as? [[String: Any]])?.first { $0["topic"] as? String == topic }?["fetch"] as? [String: Any]
+            (device["registrations"] as? [[String: Any]])?.first { $0["topic"] as? String == topic }?["fetch"]
+                as? [String: Any]
         }
-        try waitUntil("the slow app's timeout counted") { fetch(try view(), Self.slow)?["results"] as? [String] == ["timeout"] }
+        try waitUntil("the slow app's timeout counted") {
+            fetch(try view(), Self.slow)?["results"] as? [String] == ["timeout"]
+        }
 
         // Three more each: the fast app's come out as its bucket refills; the slow app's wait.
         for _ in 0..<3 {
@@ -102,9 +112,20 @@ struct FetchEndToEndTests {
         let fast = try #require(fetch(device, Self.fast))
         #expect(slow["refillPerHour"] as? Double == 1)
         #expect(fast["refillPerHour"] as? Double == 900)
-        #expect((slow["explanation"] as? String)?.hasPrefix("refill 1/h instead of 900/h, at the floor of 1/h: score 0 over the last 1 result (1 timeout); halved until") == true)
-        #expect(fast["explanation"] as? String == "refill 900/h as configured: score 1 over the last 4 results (4 newData)")
-        #expect(held.allSatisfy { ($0["reason"] as? String)?.hasPrefix("app budget empty until") == true || ($0["reason"] as? String)?.hasPrefix("behind") == true })
+        #expect(
+            (slow["explanation"] as? String)?.hasPrefix(
+                "refill 1/h instead of 900/h, at the floor of 1/h: score 0 over the last 1 result (1 timeout); halved until"
+            ) == true
+        )
+        #expect(
+            fast["explanation"] as? String == "refill 900/h as configured: score 1 over the last 4 results (4 newData)"
+        )
+        #expect(
+            held.allSatisfy {
+                ($0["reason"] as? String)?.hasPrefix("app budget empty until") == true
+                    || ($0["reason"] as? String)?.hasPrefix("behind") == true
+            }
+        )
     }
 
     /// Polls `condition` until it holds, for at most `seconds`: for what another process's clock

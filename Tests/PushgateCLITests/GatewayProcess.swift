@@ -8,7 +8,9 @@ enum Fixtures {
 
 struct ToolMissing: Error, CustomStringConvertible {
     var tool: String
-    var description: String { "\(tool) is not installed; .ci/run installs it (apt-get install curl nghttp2-client python3-httpx python3-h2)" }
+    var description: String {
+        "\(tool) is not installed; .ci/run installs it (apt-get install curl nghttp2-client python3-httpx python3-h2)"
+    }
 }
 
 /// The result of running an external program to completion.
@@ -21,22 +23,32 @@ struct ToolRun {
 /// Runs `tool` with `arguments`, waiting for it to exit. Fails if the tool is not installed:
 /// these tests exist to run code nobody here wrote against the gateway.
 func run(_ tool: String, _ arguments: [String]) throws -> ToolRun {
-    guard let path = ["/usr/bin/\(tool)", "/usr/sbin/\(tool)", "/usr/local/bin/\(tool)"]
-        .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+    guard
+        let path = ["/usr/bin/\(tool)", "/usr/sbin/\(tool)", "/usr/local/bin/\(tool)"]
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
     else { throw ToolMissing(tool: tool) }
     return try run(executable: URL(fileURLWithPath: path), arguments)
 }
 
 /// Runs the `pushgate` binary under test to completion, unprivileged; `environment` is added to
 /// this process's own.
-func runPushgate(_ arguments: [String], environment: [String: String] = [:], timeout: DispatchTimeInterval = .seconds(120)) throws -> ToolRun {
+func runPushgate(
+    _ arguments: [String],
+    environment: [String: String] = [:],
+    timeout: DispatchTimeInterval = .seconds(120)
+) throws -> ToolRun {
     let command = Unprivileged.command(arguments)
     return try run(executable: command.executable, command.arguments, environment: environment, timeout: timeout)
 }
 
 /// A tool still running after `timeout` is killed (SIGKILL) and its run returned as it is:
 /// a blocking read cannot be interrupted by a test's time limit, so a stuck tool would hang CI.
-func run(executable: URL, _ arguments: [String], environment: [String: String] = [:], timeout: DispatchTimeInterval = .seconds(120)) throws -> ToolRun {
+func run(
+    executable: URL,
+    _ arguments: [String],
+    environment: [String: String] = [:],
+    timeout: DispatchTimeInterval = .seconds(120)
+) throws -> ToolRun {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
@@ -95,14 +107,18 @@ final class GatewayProcess: @unchecked Sendable {
     init(arguments: [String], listeners: Int, adminListeners: Int = 0, environment: [String: String] = [:]) throws {
         var arguments = arguments
         if !arguments.contains("--data-dir") {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-cli-\(UUID().uuidString)").path
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "pushgate-cli-\(UUID().uuidString)"
+            ).path
             ownDataDirectory = directory
             arguments += ["--data-dir", directory]
         }
         // Stopping at once unless a test is about the drain: the grace would only slow them.
         if !arguments.contains("--drain-grace-seconds") { arguments += ["--drain-grace-seconds", "0"] }
         process = Unprivileged.process(["serve", "--log-level", "warning"] + arguments)
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
@@ -115,7 +131,9 @@ final class GatewayProcess: @unchecked Sendable {
             buffer.append(chunk)
             let lines = String(decoding: buffer, as: UTF8.self).split(separator: "\n")
             urls = lines.filter { $0.hasPrefix("listening ") }.map { String($0.dropFirst("listening ".count)) }
-            adminURLs = lines.filter { $0.hasPrefix("admin listening ") }.map { String($0.dropFirst("admin listening ".count)) }
+            adminURLs = lines.filter { $0.hasPrefix("admin listening ") }.map {
+                String($0.dropFirst("admin listening ".count))
+            }
         }
         if urls.count < listeners || adminURLs.count < adminListeners {
             let errors = String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self)

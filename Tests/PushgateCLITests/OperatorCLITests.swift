@@ -22,31 +22,44 @@ struct OperatorCLITests {
     /// A gateway with an admin listener and a token file, and an agent that has received one push.
     static func gatewayWithTraffic(in directory: String) throws -> (GatewayProcess, AgentProcess, String) {
         let gateway = try GatewayProcess(
-            arguments: ["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--admin-token-file", try tokenFile(in: directory)],
+            arguments: [
+                "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--admin-token-file",
+                try tokenFile(in: directory),
+            ],
             listeners: 1,
             adminListeners: 1
         )
         let agent = try AgentProcess(server: gateway.urls[0], identity: directory + "/device.json", topic: Self.topic)
         let token = try #require(try agent.next()["token"] as? String)
         #expect(try agent.next()["type"] as? String == "connected")
-        let sent = try runPushgate(["send", "--server", gateway.urls[0], "--token", token, "--topic", Self.topic, #"{"aps":{"alert":"hi"}}"#])
+        let sent = try runPushgate([
+            "send", "--server", gateway.urls[0], "--token", token, "--topic", Self.topic, #"{"aps":{"alert":"hi"}}"#,
+        ])
         #expect(sent.status == 0, "\(sent.stdout) \(sent.stderr)")
         #expect(try agent.next()["topic"] as? String == Self.topic)
         return (gateway, agent, token)
     }
 
-    @Test("a real Prometheus scrapes /metrics with the bearer token; up and a Pushgate series come back through its API")
+    @Test(
+        "a real Prometheus scrapes /metrics with the bearer token; up and a Pushgate series come back through its API"
+    )
     func prometheusScrapes() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let (gateway, _, _) = try Self.gatewayWithTraffic(in: directory)
         let target = try #require(gateway.adminURLs.first.map { $0.replacingOccurrences(of: "http://", with: "") })
 
-        let prometheus = try PrometheusProcess(directory: directory, target: target, tokenFile: directory + "/admin-token")
+        let prometheus = try PrometheusProcess(
+            directory: directory,
+            target: target,
+            tokenFile: directory + "/admin-token"
+        )
         defer { prometheus.stop() }
         let up = try prometheus.waitForSample(#"up{job="pushgate"}"#) { $0 == 1 }
         #expect(up == 1)
-        let received = try prometheus.waitForSample(#"pushgate_notifications_received_total{job="pushgate",push_type="alert"}"#) { $0 >= 1 }
+        let received = try prometheus.waitForSample(
+            #"pushgate_notifications_received_total{job="pushgate",push_type="alert"}"#
+        ) { $0 >= 1 }
         #expect(received == 1)
         let build = try prometheus.waitForSample(#"pushgate_build_info{job="pushgate"}"#) { $0 == 1 }
         #expect(build == 1)
@@ -58,7 +71,10 @@ struct OperatorCLITests {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let (gateway, _, _) = try Self.gatewayWithTraffic(in: directory)
-        let exposition = try run("curl", ["-sS", "-f", "-H", "authorization: bearer \(Self.token)", gateway.adminURLs[0] + "/metrics"])
+        let exposition = try run(
+            "curl",
+            ["-sS", "-f", "-H", "authorization: bearer \(Self.token)", gateway.adminURLs[0] + "/metrics"]
+        )
         #expect(exposition.status == 0, "\(exposition.stderr)")
         #expect(exposition.stdout.contains("pushgate_notifications_received_total{push_type=\"alert\"} 1"))
         let file = directory + "/metrics.txt"
@@ -69,7 +85,9 @@ struct OperatorCLITests {
         #expect(gateway.stop() == 0)
     }
 
-    @Test("the dashboard in headless Chromium: the token once, then live figures move as pushes are sent, and a device's reasons")
+    @Test(
+        "the dashboard in headless Chromium: the token once, then live figures move as pushes are sent, and a device's reasons"
+    )
     func dashboardInBrowser() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -82,7 +100,9 @@ struct OperatorCLITests {
         let agent = try AgentProcess(server: gateway.urls[0], identity: directory + "/device.json", topic: Self.topic)
         let token = try #require(try agent.next()["token"] as? String)
         #expect(try agent.next()["type"] as? String == "connected")
-        let identity = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/device.json"))) as? [String: Any]
+        let identity =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/device.json")))
+            as? [String: Any]
         let deviceID = try #require(identity?["deviceId"] as? String)
 
         try FileManager.default.createDirectory(atPath: Self.screenshots.path, withIntermediateDirectories: true)
@@ -94,7 +114,8 @@ struct OperatorCLITests {
         // Two delivered at once, two priority-1 pushes held for a wake event.
         for priority in ["10", "10", "1", "1"] {
             let sent = try runPushgate([
-                "send", "--server", gateway.urls[0], "--token", token, "--topic", Self.topic, "--priority", priority, #"{"aps":{"alert":"hi"}}"#,
+                "send", "--server", gateway.urls[0], "--token", token, "--topic", Self.topic, "--priority", priority,
+                #"{"aps":{"alert":"hi"}}"#,
             ])
             #expect(sent.status == 0, "\(sent.stdout) \(sent.stderr)")
         }
@@ -112,25 +133,35 @@ struct OperatorCLITests {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent(".build/test-screenshots")
 
-    @Test("without an admin token, what a proxy forwards is refused though the proxy is a loopback peer; a loopback client's own request is answered")
+    @Test(
+        "without an admin token, what a proxy forwards is refused though the proxy is a loopback peer; a loopback client's own request is answered"
+    )
     func forwardedWithoutToken() throws {
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
         defer { _ = gateway.stop() }
         func status(_ path: String, _ headers: [String]) throws -> (code: String, body: String) {
-            let result = try run("curl", ["-sS", "-w", "\n%{http_code}"] + headers.flatMap { ["-H", $0] } + [gateway.urls[0] + path])
+            let result = try run(
+                "curl",
+                ["-sS", "-w", "\n%{http_code}"] + headers.flatMap { ["-H", $0] } + [gateway.urls[0] + path]
+            )
             let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
             return (String(lines.last ?? ""), lines.dropLast().joined(separator: "\n"))
         }
         #expect(try status("/v1/admin/stats", []).code == "200")
         #expect(try status("/metrics", []).code == "200")
-        for (path, header) in [("/v1/admin/stats", "x-forwarded-for: 192.0.2.9"), ("/metrics", "Via: 1.1 proxy"), ("/v1/admin/stats", "forwarded: for=192.0.2.9")] {
+        for (path, header) in [
+            ("/v1/admin/stats", "x-forwarded-for: 192.0.2.9"), ("/metrics", "Via: 1.1 proxy"),
+            ("/v1/admin/stats", "forwarded: for=192.0.2.9"),
+        ] {
             let refused = try status(path, [header])
             #expect(refused.code == "403", "\(path) \(header): \(refused)")
             #expect(refused.body.contains("came through a proxy"), "\(refused.body)")
         }
     }
 
-    @Test("serve warns when operator routes listen off loopback without a token; token settings that cannot work are usage errors")
+    @Test(
+        "serve warns when operator routes listen off loopback without a token; token settings that cannot work are usage errors"
+    )
     func adminFlags() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -143,13 +174,17 @@ struct OperatorCLITests {
         #expect(open.logged.contains("no admin token"), "\(open.logged)")
         let guarded = try GatewayProcess(
             arguments: [
-                "--listen", "127.0.0.1:0", "--admin-listen", "0.0.0.0:0", "--admin-token-file", try Self.tokenFile(in: directory),
+                "--listen", "127.0.0.1:0", "--admin-listen", "0.0.0.0:0", "--admin-token-file",
+                try Self.tokenFile(in: directory),
                 "--allow-insecure-cleartext",
             ],
             listeners: 1,
             adminListeners: 1
         )
-        let refused = try run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", guarded.adminURLs[0] + "/metrics"])
+        let refused = try run(
+            "curl",
+            ["-sS", "-o", "/dev/null", "-w", "%{http_code}", guarded.adminURLs[0] + "/metrics"]
+        )
         #expect(refused.stdout == "401")
         #expect(guarded.stop() == 0)
         #expect(!guarded.logged.contains("no admin token"), "\(guarded.logged)")
@@ -163,7 +198,10 @@ struct OperatorCLITests {
             (["--admin-token-file", empty], "is empty"),
             (["--admin-token-file", directory + "/missing"], "cannot be read"),
         ] {
-            let serve = try runPushgate(["serve", "--listen", "127.0.0.1:0", "--data-dir", directory + "/data"] + arguments, timeout: .seconds(30))
+            let serve = try runPushgate(
+                ["serve", "--listen", "127.0.0.1:0", "--data-dir", directory + "/data"] + arguments,
+                timeout: .seconds(30)
+            )
             #expect(serve.status != 0, "\(arguments)")
             #expect(serve.stderr.contains(message), "\(arguments): \(serve.stderr)")
         }
@@ -196,7 +234,11 @@ final class PrometheusProcess {
 
             """.utf8
         ).write(to: URL(fileURLWithPath: configuration))
-        guard let executable = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"].first(where: FileManager.default.isExecutableFile) else {
+        guard
+            let executable = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"].first(
+                where: FileManager.default.isExecutableFile
+            )
+        else {
             throw ToolMissing(tool: "prometheus")
         }
         process.executableURL = URL(fileURLWithPath: executable)
@@ -216,7 +258,9 @@ final class PrometheusProcess {
             if chunk.isEmpty { throw Failed(description: "prometheus exited: \(log)") }
             log += String(decoding: chunk, as: UTF8.self)
             for line in log.split(separator: "\n") where line.contains("msg=\"Listening on\"") {
-                if let range = line.range(of: "address=") { address = String(line[range.upperBound...].prefix { $0 != " " }) }
+                if let range = line.range(of: "address=") {
+                    address = String(line[range.upperBound...].prefix { $0 != " " })
+                }
             }
         }
         let handle = errors.fileHandleForReading
@@ -229,13 +273,17 @@ final class PrometheusProcess {
         let deadline = Date().addingTimeInterval(30)
         var last = ""
         while Date() < deadline {
-            let result = try run("curl", ["-sS", "-G", "http://\(address)/api/v1/query", "--data-urlencode", "query=\(query)"])
+            let result = try run(
+                "curl",
+                ["-sS", "-G", "http://\(address)/api/v1/query", "--data-urlencode", "query=\(query)"]
+            )
             last = result.stdout
             if let json = try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
-               let data = json["data"] as? [String: Any],
-               let samples = data["result"] as? [[String: Any]],
-               let value = (samples.first?["value"] as? [Any])?.last as? String,
-               let number = Double(value), accept(number) {
+                let data = json["data"] as? [String: Any],
+                let samples = data["result"] as? [[String: Any]],
+                let value = (samples.first?["value"] as? [Any])?.last as? String,
+                let number = Double(value), accept(number)
+            {
                 return number
             }
             Thread.sleep(forTimeInterval: 0.25)
@@ -258,9 +306,14 @@ final class BrowserCheck {
     private var pending = Data()
 
     init(url: String, token: String, screenshot: String) throws {
-        guard FileManager.default.isExecutableFile(atPath: PythonClient.interpreter) else { throw PythonClient.NotInstalled() }
+        guard FileManager.default.isExecutableFile(atPath: PythonClient.interpreter) else {
+            throw PythonClient.NotInstalled()
+        }
         process.executableURL = URL(fileURLWithPath: PythonClient.interpreter)
-        process.arguments = ["-B", PythonClient.path("dashboard_check.py"), "--url", url, "--token", token, "--screenshot", screenshot, "--timeout", "30"]
+        process.arguments = [
+            "-B", PythonClient.path("dashboard_check.py"), "--url", url, "--token", token, "--screenshot", screenshot,
+            "--timeout", "30",
+        ]
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors

@@ -22,15 +22,18 @@ struct PrometheusAssetTests {
         "pushgate_silent_budget_exhausted_total", "pushgate_piggybacked_total",
         "pushgate_connection_setup_failures_total", "pushgate_notifications_redelivered_total",
         "pushgate_fetch_results_total", "pushgate_fetch_windows_overflow_total", "pushgate_store_lost_batches_total",
-        "pushgate_config_reloads_total", "pushgate_store_commit_failures_total", "pushgate_request_body_budget_refusals_total",
-        "pushgate_connections_refused_total", "pushgate_device_creations_refused_total", "pushgate_http2_flood_closures_total",
+        "pushgate_config_reloads_total", "pushgate_store_commit_failures_total",
+        "pushgate_request_body_budget_refusals_total",
+        "pushgate_connections_refused_total", "pushgate_device_creations_refused_total",
+        "pushgate_http2_flood_closures_total",
         "pushgate_timeouts_total",
     ]
     static let gauges = [
         "pushgate_held_notifications", "pushgate_stored_notifications", "pushgate_unacked_notifications",
         "pushgate_connected_devices", "pushgate_held_oldest_age_seconds", "pushgate_deferred_oldest_age_seconds",
         "pushgate_silent_refill_scaled", "pushgate_http2_connections",
-        "pushgate_http2_streams", "pushgate_build_info", "pushgate_store_healthy", "pushgate_request_body_bytes", "pushgate_queued_notification_bytes",
+        "pushgate_http2_streams", "pushgate_build_info", "pushgate_store_healthy", "pushgate_request_body_bytes",
+        "pushgate_queued_notification_bytes",
     ]
     static let histograms = [
         "pushgate_delivery_latency_seconds", "pushgate_hold_duration_seconds",
@@ -70,13 +73,22 @@ struct PrometheusAssetTests {
         let cases = alertTestCases(tests)
         for alert in alerts {
             for key in ["for:", "severity:", "summary:", "description:"] {
-                #expect(alert.lines.contains { $0.trimmingCharacters(in: .whitespaces).hasPrefix(key) }, "\(alert.name) has no \(key)")
+                #expect(
+                    alert.lines.contains { $0.trimmingCharacters(in: .whitespaces).hasPrefix(key) },
+                    "\(alert.name) has no \(key)"
+                )
             }
             let severity = alert.lines.first { $0.trimmingCharacters(in: .whitespaces).hasPrefix("severity:") }
                 .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) }
             #expect(severity == "critical" || severity == "warning", "\(alert.name): severity \(severity ?? "none")")
-            #expect(cases[alert.name]?.fires == true, "no unit test in \(Self.ruleTests.lastPathComponent) where \(alert.name) fires")
-            #expect(cases[alert.name]?.quiet == true, "no unit test in \(Self.ruleTests.lastPathComponent) where \(alert.name) must not fire")
+            #expect(
+                cases[alert.name]?.fires == true,
+                "no unit test in \(Self.ruleTests.lastPathComponent) where \(alert.name) fires"
+            )
+            #expect(
+                cases[alert.name]?.quiet == true,
+                "no unit test in \(Self.ruleTests.lastPathComponent) where \(alert.name) must not fire"
+            )
         }
         let unknown = Set(cases.keys).subtracting(alerts.map(\.name))
         #expect(unknown.isEmpty, "unit tests of alerts the rules do not define: \(unknown.sorted())")
@@ -91,7 +103,10 @@ struct PrometheusAssetTests {
         var configuration = try String(contentsOf: Self.configuration, encoding: .utf8)
         #expect(configuration.contains("job_name: pushgate"), "the rules select job=\"pushgate\"")
         #expect(configuration.contains("type: Bearer"), "the gateway wants authorization: bearer <admin token>")
-        try FileManager.default.copyItem(at: Self.rules, to: directory.appendingPathComponent(Self.rules.lastPathComponent))
+        try FileManager.default.copyItem(
+            at: Self.rules,
+            to: directory.appendingPathComponent(Self.rules.lastPathComponent)
+        )
 
         // The token file the configuration names, with a token in it: promtool checks it exists.
         let named = try #require(
@@ -126,11 +141,17 @@ struct PrometheusAssetTests {
         var file = "groups:\n  - name: grafana_panels\n    rules:\n"
         for query in queries {
             let expr = substituteVariables(query.expr)
-            #expect(!expr.contains("$"), "panel \(query.panel) (\(query.refId)) uses a variable this test does not know: \(query.expr)")
+            #expect(
+                !expr.contains("$"),
+                "panel \(query.panel) (\(query.refId)) uses a variable this test does not know: \(query.expr)"
+            )
             file += "      # \(query.panel)\n"
             file += "      - record: grafana_panel_\(query.panelID)_\(query.refId)\n"
             file += "        expr: |-\n"
-            file += expr.split(separator: "\n", omittingEmptySubsequences: false).map { "          " + $0 }.joined(separator: "\n") + "\n"
+            file +=
+                expr.split(separator: "\n", omittingEmptySubsequences: false).map { "          " + $0 }.joined(
+                    separator: "\n"
+                ) + "\n"
         }
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -146,10 +167,16 @@ struct PrometheusAssetTests {
     func dashboardCoversTheMetrics() throws {
         let dashboard = try loadDashboard()
         let schemaVersion = dashboard["schemaVersion"] as? Int
-        #expect(schemaVersion.map { (36...41).contains($0) } == true, "schemaVersion \(String(describing: schemaVersion))")
+        #expect(
+            schemaVersion.map { (36...41).contains($0) } == true,
+            "schemaVersion \(String(describing: schemaVersion))"
+        )
         for panel in panels(dashboard) where panel["type"] as? String != "row" {
             let targets = panel["targets"] as? [[String: Any]] ?? []
-            #expect(!targets.isEmpty && targets.allSatisfy { !($0["expr"] as? String ?? "").isEmpty }, "panel \(panel["title"] ?? "?") has no query")
+            #expect(
+                !targets.isEmpty && targets.allSatisfy { !($0["expr"] as? String ?? "").isEmpty },
+                "panel \(panel["title"] ?? "?") has no query"
+            )
         }
         let used = Set(try dashboardQueries().flatMap { names(in: $0.expr) })
         let missing = Set(Self.counters + Self.gauges + Self.process).subtracting(used)
@@ -165,14 +192,20 @@ struct PrometheusAssetTests {
         #expect(!references.isEmpty)
         for reference in references {
             // "-- Grafana --" is Grafana's built-in annotation source, the same everywhere.
-            #expect(reference.hasPrefix("$") || reference == "-- Grafana --", "a data source uid from one Grafana: \(reference)")
+            #expect(
+                reference.hasPrefix("$") || reference == "-- Grafana --",
+                "a data source uid from one Grafana: \(reference)"
+            )
         }
         let variables = (dashboard["templating"] as? [String: Any])?["list"] as? [[String: Any]] ?? []
         let source = variables.first { $0["type"] as? String == "datasource" }
         #expect(source?["name"] as? String == "datasource")
         #expect(source?["query"] as? String == "prometheus")
         // An exported dashboard keeps the exporter's choice in `current`: its uid.
-        #expect((source?["current"] as? [String: Any])?["value"] == nil, "the datasource variable carries a current value: \(String(describing: source?["current"]))")
+        #expect(
+            (source?["current"] as? [String: Any])?["value"] == nil,
+            "the datasource variable carries a current value: \(String(describing: source?["current"]))"
+        )
     }
 
     // MARK: Names
@@ -182,7 +215,10 @@ struct PrometheusAssetTests {
         for file in [Self.rules, Self.ruleTests, Self.configuration, Self.dashboard] {
             let text = try String(contentsOf: file, encoding: .utf8)
             let unknown = Set(names(in: text)).subtracting(Self.knownNames)
-            #expect(unknown.isEmpty, "\(file.lastPathComponent) names metrics the gateway does not export: \(unknown.sorted())")
+            #expect(
+                unknown.isEmpty,
+                "\(file.lastPathComponent) names metrics the gateway does not export: \(unknown.sorted())"
+            )
         }
     }
 
@@ -204,17 +240,25 @@ struct PrometheusAssetTests {
     /// finding alone exits 0 without --lint-fatal, and prints FAILED).
     func expectClean(_ result: ToolRun, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
         // Paths are printed too; a directory's name is no finding.
-        let output = [Self.repository.path, FileManager.default.temporaryDirectory.path].reduce(result.stdout + result.stderr) {
+        let output = [Self.repository.path, FileManager.default.temporaryDirectory.path].reduce(
+            result.stdout + result.stderr
+        ) {
             $0.replacingOccurrences(of: $1, with: "<dir>")
         }
         #expect(result.status == 0, "\(what) exited \(result.status):\n\(output)", sourceLocation: sourceLocation)
         for word in ["warn", "lint", "fail", "error"] {
-            #expect(!output.lowercased().contains(word), "\(what) printed \"\(word)\":\n\(output)", sourceLocation: sourceLocation)
+            #expect(
+                !output.lowercased().contains(word),
+                "\(what) printed \"\(word)\":\n\(output)",
+                sourceLocation: sourceLocation
+            )
         }
     }
 
     func temporaryDirectory() throws -> URL {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-prometheus-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "pushgate-prometheus-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         return directory
     }
@@ -240,7 +284,12 @@ struct PrometheusAssetTests {
         for line in text.split(separator: "\n").map(String.init) {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.hasPrefix("- alert:") {
-                blocks.append(AlertBlock(name: trimmed.dropFirst("- alert:".count).trimmingCharacters(in: .whitespaces), lines: []))
+                blocks.append(
+                    AlertBlock(
+                        name: trimmed.dropFirst("- alert:".count).trimmingCharacters(in: .whitespaces),
+                        lines: []
+                    )
+                )
                 inAlert = true
             } else if trimmed.hasPrefix("- record:") || trimmed.hasPrefix("- name:") {
                 inAlert = false
@@ -254,13 +303,17 @@ struct PrometheusAssetTests {
     /// For each alert name in the unit tests: whether some case expects it to fire (a list of
     /// alerts follows) and some expects nothing (`exp_alerts: []`).
     func alertTestCases(_ text: String) -> [String: (fires: Bool, quiet: Bool)] {
-        let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.hasPrefix("#") }
+        let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.hasPrefix("#")
+        }
         var cases: [String: (fires: Bool, quiet: Bool)] = [:]
         for (index, line) in lines.enumerated() where line.hasPrefix("alertname:") && index + 1 < lines.count {
             let name = line.dropFirst("alertname:".count).trimmingCharacters(in: .whitespaces)
             var seen = cases[name] ?? (false, false)
             if lines[index + 1] == "exp_alerts: []" { seen.quiet = true }
-            if lines[index + 1] == "exp_alerts:", index + 2 < lines.count, lines[index + 2].hasPrefix("- exp_labels:") { seen.fires = true }
+            if lines[index + 1] == "exp_alerts:", index + 2 < lines.count, lines[index + 2].hasPrefix("- exp_labels:") {
+                seen.fires = true
+            }
             cases[name] = seen
         }
         return cases

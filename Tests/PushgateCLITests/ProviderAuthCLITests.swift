@@ -14,34 +14,47 @@ struct ProviderAuthCLITests {
     /// A fresh P-256 `.p8` (PKCS#8 PEM, the format Apple hands out), made with the openssl CLI.
     static func makeSigningKey(in directory: String) throws -> String {
         let path = directory + "/AuthKey_\(keyID).p8"
-        let made = try run("openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path])
+        let made = try run(
+            "openssl",
+            ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path]
+        )
         try #require(made.status == 0, "openssl genpkey: \(made.stderr)")
         // openssl writes it 0600, as a key should be: the gateway's user must own it.
         try Unprivileged.handOver(path)
         return path
     }
 
-    @Test("aioapns with token auth over TLS: alert and background pushes 200, BadDeviceToken, Unregistered with timestamp; the 100th refusal in a row and a push beside it both answered before the GOAWAY")
+    @Test(
+        "aioapns with token auth over TLS: alert and background pushes 200, BadDeviceToken, Unregistered with timestamp; the 100th refusal in a row and a push beside it both answered before the GOAWAY"
+    )
     func aioapns() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let key = try Self.makeSigningKey(in: directory)
         let topic = "com.example.aioapns"
-        let gateway = try GatewayProcess.cleartextAndTLS(["--provider-key", "\(Self.teamID):\(Self.keyID):\(key):\(topic)"])
+        let gateway = try GatewayProcess.cleartextAndTLS([
+            "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):\(topic)",
+        ])
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], topic])
         let gone = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], topic])
-        let deleted = try run("curl", [
-            "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge", "-X", "DELETE",
-            "-H", "authorization: bearer \(gone.secret)",
-            "\(gateway.urls[0])/v1/devices/\(gone.deviceId)/registrations/\(gone.token)",
-        ])
+        let deleted = try run(
+            "curl",
+            [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge", "-X", "DELETE",
+                "-H", "authorization: bearer \(gone.secret)",
+                "\(gateway.urls[0])/v1/devices/\(gone.deviceId)/registrations/\(gone.token)",
+            ]
+        )
         #expect(deleted.stdout == "204", "\(deleted.stdout) \(deleted.stderr)")
 
         let port = try #require(gateway.urls[1].split(separator: ":").last.flatMap { Int($0) })
         let results = try PythonClient.json(
             AioapnsResults.self,
             "aioapns_provider.py",
-            ["localhost", "\(port)", Fixtures.tls("ca.pem"), key, Self.keyID, Self.teamID, topic, device.token, gone.token]
+            [
+                "localhost", "\(port)", Fixtures.tls("ca.pem"), key, Self.keyID, Self.teamID, topic, device.token,
+                gone.token,
+            ]
         )
         #expect(results.alert.status == "200", "\(results.alert)")
         #expect(results.alert.reason == nil, "\(results.alert)")
@@ -50,15 +63,23 @@ struct ProviderAuthCLITests {
         #expect(results.unknown.reason == "BadDeviceToken", "\(results.unknown)")
         #expect(results.unregistered.status == "410", "\(results.unregistered)")
         #expect(results.unregistered.reason == "Unregistered", "\(results.unregistered)")
-        #expect((results.unregistered.timestamp ?? 0) > 1_600_000_000_000, "410 carries the unregistration time in ms: \(results.unregistered)")
+        #expect(
+            (results.unregistered.timestamp ?? 0) > 1_600_000_000_000,
+            "410 carries the unregistration time in ms: \(results.unregistered)"
+        )
         // The 100th refusal in a row ends the connection, with a push still being stored: both
         // answers reach aioapns, so it has nothing to send again.
-        #expect(results.hundredth.status == "400" && results.hundredth.reason == "BadDeviceToken", "\(results.hundredth)")
+        #expect(
+            results.hundredth.status == "400" && results.hundredth.reason == "BadDeviceToken",
+            "\(results.hundredth)"
+        )
         #expect(results.during.status == "200", "\(results.during)")
         #expect(gateway.stop() == 0)
     }
 
-    @Test("serve refuses to listen beyond loopback without provider authentication and a registration secret, and names them; and cleartext beyond loopback unless asked for")
+    @Test(
+        "serve refuses to listen beyond loopback without provider authentication and a registration secret, and names them; and cleartext beyond loopback unless asked for"
+    )
     func secureByDefault() throws {
         let refused = try runServe(["--listen", "0.0.0.0:0"])
         #expect(refused.status != 0)
@@ -70,7 +91,9 @@ struct ProviderAuthCLITests {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let key = try Self.makeSigningKey(in: directory)
-        let keyOnly = try runServe(["--listen", "0.0.0.0:0", "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app"])
+        let keyOnly = try runServe([
+            "--listen", "0.0.0.0:0", "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app",
+        ])
         #expect(keyOnly.status != 0)
         #expect(keyOnly.stderr.contains("registration secret"), "\(keyOnly.stderr)")
         #expect(!keyOnly.stderr.contains("--provider-key"), "\(keyOnly.stderr)")
@@ -79,20 +102,31 @@ struct ProviderAuthCLITests {
         // this machine's own addresses alike: the secrets would cross the network unencrypted
         // (the security review's finding).
         let config = directory + "/pushgate.json"
-        try Data(#"{"registrationSecret": "a-registration-secret-for-tests"}"#.utf8).write(to: URL(fileURLWithPath: config))
+        try Data(#"{"registrationSecret": "a-registration-secret-for-tests"}"#.utf8).write(
+            to: URL(fileURLWithPath: config)
+        )
         let own = try #require(try nonLoopbackAddress(), "this machine has no non-loopback IPv4 address to listen on")
         for host in ["0.0.0.0", own] {
-            let authenticated = ["--listen", "\(host):0", "--config", config, "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app"]
+            let authenticated = [
+                "--listen", "\(host):0", "--config", config, "--provider-key",
+                "\(Self.teamID):\(Self.keyID):\(key):com.example.app",
+            ]
             let cleartext = try runServe(authenticated)
             #expect(cleartext.status != 0)
-            #expect(cleartext.stderr.contains("refusing to serve cleartext on \(host):0 (not loopback)"), "\(cleartext.stderr)")
+            #expect(
+                cleartext.stderr.contains("refusing to serve cleartext on \(host):0 (not loopback)"),
+                "\(cleartext.stderr)"
+            )
             for advice in ["--tls-listen", "proxy that terminates TLS", "--allow-insecure-cleartext"] {
                 #expect(cleartext.stderr.contains(advice), "\(cleartext.stderr)")
             }
             // With --allow-insecure-cleartext it serves there and says nothing about exposure.
             let gateway = try GatewayProcess(arguments: authenticated + ["--allow-insecure-cleartext"], listeners: 1)
             #expect(gateway.urls[0].hasPrefix("http://\(host):"))
-            let health = try run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "30", "\(gateway.urls[0])/healthz"])
+            let health = try run(
+                "curl",
+                ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "30", "\(gateway.urls[0])/healthz"]
+            )
             #expect(health.stdout == "200", "\(health.stdout) \(health.stderr)")
             #expect(gateway.stop() == 0)
         }
@@ -106,9 +140,13 @@ struct ProviderAuthCLITests {
         // The fixture client certificate has UID=com.example.app.
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], "com.example.app"])
         func push(topic: String?, certificate: Bool) throws -> CurlResponse {
-            var arguments = ["-sS", "-i", "--http2", "--max-time", "30", "--cacert", Fixtures.tls("ca.pem"), "-X", "POST",
-                             "-H", "apns-push-type: alert"]
-            if certificate { arguments += ["--cert", Fixtures.tls("client.pem"), "--key", Fixtures.tls("client-key.pem")] }
+            var arguments = [
+                "-sS", "-i", "--http2", "--max-time", "30", "--cacert", Fixtures.tls("ca.pem"), "-X", "POST",
+                "-H", "apns-push-type: alert",
+            ]
+            if certificate {
+                arguments += ["--cert", Fixtures.tls("client.pem"), "--key", Fixtures.tls("client-key.pem")]
+            }
             if let topic { arguments += ["-H", "apns-topic: \(topic)"] }
             let url = gateway.urls[1].replacingOccurrences(of: "127.0.0.1", with: "localhost")
             arguments += ["--data-binary", #"{"aps":{"alert":"by certificate"}}"#, "\(url)/3/device/\(device.token)"]
@@ -130,7 +168,9 @@ struct ProviderAuthCLITests {
         #expect(gateway.stop() == 0)
     }
 
-    @Test("a provider without a token that opens a body and never ends it: 403 MissingProviderToken on the head alone, the stream reset when body still comes, the connection kept")
+    @Test(
+        "a provider without a token that opens a body and never ends it: 403 MissingProviderToken on the head alone, the stream reset when body still comes, the connection kept"
+    )
     func unfinishedBodyRefusedOnItsHead() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -154,10 +194,19 @@ struct ProviderAuthCLITests {
         #expect(frames.body(of: 1).contains(#""reason":"MissingProviderToken""#), "\(frames)")
         // Body that still comes after the answer is stopped: RST_STREAM NO_ERROR.
         try await client.sendData(streamID: 1, Array(repeating: 0x20, count: 1000), endStream: false)
-        #expect(try await client.frames { $0.reset(of: 1) != nil }.reset(of: 1) == 0, "RST_STREAM NO_ERROR: stop sending the body")
+        #expect(
+            try await client.frames { $0.reset(of: 1) != nil }.reset(of: 1) == 0,
+            "RST_STREAM NO_ERROR: stop sending the body"
+        )
         // A client that sends its body anyway changes nothing; the connection serves on.
-        for _ in 0..<20 { try await client.sendData(streamID: 1, Array(repeating: 0x20, count: 1000), endStream: false) }
-        try await client.sendHeaders(streamID: 3, [(":method", "GET"), (":scheme", "http"), (":path", "/healthz"), (":authority", "localhost")], endStream: true)
+        for _ in 0..<20 {
+            try await client.sendData(streamID: 1, Array(repeating: 0x20, count: 1000), endStream: false)
+        }
+        try await client.sendHeaders(
+            streamID: 3,
+            [(":method", "GET"), (":scheme", "http"), (":path", "/healthz"), (":authority", "localhost")],
+            endStream: true
+        )
         #expect(try await client.frames { $0.answered(3) }.answered(3))
         await client.close()
         #expect(gateway.stop() == 0)
@@ -177,7 +226,9 @@ struct ProviderAuthCLITests {
         let cache = directory + "/token.jwt"
         func send(_ extra: [String]) throws -> (Int32, String) {
             let result = try runPushgate(
-                ["send", "--server", gateway.urls[0], "--token", device.token, "--topic", topic] + extra + [#"{"aps":{"alert":"signed"}}"#]
+                ["send", "--server", gateway.urls[0], "--token", device.token, "--topic", topic] + extra + [
+                    #"{"aps":{"alert":"signed"}}"#
+                ]
             )
             return (result.status, result.stdout + result.stderr)
         }
@@ -213,7 +264,9 @@ struct AioapnsResult: Decodable, CustomStringConvertible {
     var id: String?
 
     private enum CodingKeys: String, CodingKey {
-        case status, reason = "description", timestamp, id
+        case status
+        case reason = "description"
+        case timestamp, id
     }
 
     var description: String { "\(status) \(reason ?? "-") \(timestamp.map(String.init) ?? "-")" }

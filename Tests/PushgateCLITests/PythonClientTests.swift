@@ -14,7 +14,13 @@ struct PythonClientTests {
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [url, "com.example.curl"])
 
         let apnsID = UUID().uuidString.lowercased()
-        let accepted = try curlPush(url, token: device.token, topic: device.topic, apnsID: apnsID, body: #"{"aps":{"alert":"hello"}}"#)
+        let accepted = try curlPush(
+            url,
+            token: device.token,
+            topic: device.topic,
+            apnsID: apnsID,
+            body: #"{"aps":{"alert":"hello"}}"#
+        )
         #expect(accepted.httpVersion == "HTTP/2", "\(accepted.raw)")
         #expect(accepted.status == 200, "\(accepted.raw)")
         #expect(accepted.headers["apns-id"] == apnsID, "\(accepted.raw)")
@@ -23,13 +29,25 @@ struct PythonClientTests {
         #expect(accepted.body.isEmpty, "\(accepted.raw)")
 
         // Without apns-id the gateway makes one up: a lowercase canonical UUID.
-        let generated = try curlPush(url, token: device.token, topic: device.topic, apnsID: nil, body: #"{"aps":{"alert":"hi"}}"#)
+        let generated = try curlPush(
+            url,
+            token: device.token,
+            topic: device.topic,
+            apnsID: nil,
+            body: #"{"aps":{"alert":"hi"}}"#
+        )
         #expect(generated.status == 200, "\(generated.raw)")
         #expect(isLowercaseUUID(generated.headers["apns-id"]), "\(generated.raw)")
         #expect(generated.headers["pushgate-disposition"] == "stored", "\(generated.raw)")
 
         let badID = UUID().uuidString.lowercased()
-        let bad = try curlPush(url, token: "0123-not-a-token", topic: device.topic, apnsID: badID, body: #"{"aps":{"alert":"x"}}"#)
+        let bad = try curlPush(
+            url,
+            token: "0123-not-a-token",
+            topic: device.topic,
+            apnsID: badID,
+            body: #"{"aps":{"alert":"x"}}"#
+        )
         #expect(bad.status == 400, "\(bad.raw)")
         #expect(bad.headers["apns-id"] == badID, "\(bad.raw)")
         #expect(bad.headers["pushgate-disposition"] == nil, "\(bad.raw)")
@@ -40,15 +58,26 @@ struct PythonClientTests {
         #expect(body?.timestamp == nil, "timestamp belongs on 410 only: \(bad.raw)")
 
         // A well-formed token nobody registered is just as bad.
-        let unknown = try curlPush(url, token: String(repeating: "cd", count: 32), topic: device.topic, apnsID: nil, body: #"{"aps":{"alert":"x"}}"#)
+        let unknown = try curlPush(
+            url,
+            token: String(repeating: "cd", count: 32),
+            topic: device.topic,
+            apnsID: nil,
+            body: #"{"aps":{"alert":"x"}}"#
+        )
         #expect(unknown.status == 400, "\(unknown.raw)")
-        #expect((try? JSONDecoder().decode(ErrorBody.self, from: Data(unknown.body.utf8)))?.reason == "BadDeviceToken", "\(unknown.raw)")
+        #expect(
+            (try? JSONDecoder().decode(ErrorBody.self, from: Data(unknown.body.utf8)))?.reason == "BadDeviceToken",
+            "\(unknown.raw)"
+        )
         #expect(isLowercaseUUID(unknown.headers["apns-id"]), "every response carries apns-id: \(unknown.raw)")
 
         #expect(gateway.stop(signal: SIGTERM) == 0)
     }
 
-    @Test("h2 as a device and as a provider: a device's connection is told to keep no header table and works on; a provider's keeps it")
+    @Test(
+        "h2 as a device and as a provider: a device's connection is told to keep no header table and works on; a provider's keeps it"
+    )
     func headerTables() throws {
         struct Report: Decodable {
             struct Side: Decodable {
@@ -119,7 +148,10 @@ struct PythonClientTests {
         expectCase("unregistered", 410, "Unregistered")
         // 410 carries the unregistration time in milliseconds; no other error has a timestamp.
         if let timestamp = cases["unregistered"]?.json?.timestamp {
-            #expect(timestamp >= result.unregisteredWindow[0] && timestamp <= result.unregisteredWindow[1] + 1, "\(timestamp) vs \(result.unregisteredWindow)")
+            #expect(
+                timestamp >= result.unregisteredWindow[0] && timestamp <= result.unregisteredWindow[1] + 1,
+                "\(timestamp) vs \(result.unregisteredWindow)"
+            )
         } else {
             Issue.record("410 Unregistered without timestamp: \(String(describing: cases["unregistered"]))")
         }
@@ -146,8 +178,10 @@ struct PythonClientTests {
         let marker2 = UUID().uuidString.lowercased()
         let session = try PythonSession(
             "device_session.py",
-            ["--url", url, "--topic", topic, "--pushes", pushes.joined(separator: ","), "--ack-through", pushes[2],
-             "--marker1", marker1, "--marker2", marker2]
+            [
+                "--url", url, "--topic", topic, "--pushes", pushes.joined(separator: ","), "--ack-through", pushes[2],
+                "--marker1", marker1, "--marker2", marker2,
+            ]
         )
 
         let registered = try session.next()
@@ -162,18 +196,34 @@ struct PythonClientTests {
         #expect(open1.contentType?.hasPrefix("text/event-stream") == true, "\(open1)")
 
         // The payloads curl sends, one per push; the events must carry them back unchanged.
-        func body(_ index: Int) -> String { #"{"aps":{"alert":{"title":"t\#(index)","body":"b"}},"n":\#(index),"nested":{"list":[1,2.5,"x"],"null":null}}"# }
+        func body(_ index: Int) -> String {
+            #"{"aps":{"alert":{"title":"t\#(index)","body":"b"}},"n":\#(index),"nested":{"list":[1,2.5,"x"],"null":null}}"#
+        }
 
         // The first push may race the stream's attachment on the server (the 200 on GET .../events
         // can reach the client before the device counts as online): delivered or stored, it must
         // arrive. Once it has arrived the device is online, and the rest must be "delivered".
         var events: [SessionLine] = []
-        let first = try curlPush(url, token: token, topic: topic, apnsID: pushes[0], body: body(0), headers: ["apns-collapse-id": "c0"])
+        let first = try curlPush(
+            url,
+            token: token,
+            topic: topic,
+            apnsID: pushes[0],
+            body: body(0),
+            headers: ["apns-collapse-id": "c0"]
+        )
         #expect(first.status == 200, "\(first.raw)")
         #expect(["delivered", "stored"].contains(first.headers["pushgate-disposition"] ?? ""), "\(first.raw)")
         events.append(try session.next())
         for index in 1..<pushes.count {
-            let answer = try curlPush(url, token: token, topic: topic, apnsID: pushes[index], body: body(index), headers: ["apns-priority": "5"])
+            let answer = try curlPush(
+                url,
+                token: token,
+                topic: topic,
+                apnsID: pushes[index],
+                body: body(index),
+                headers: ["apns-priority": "5"]
+            )
             #expect(answer.status == 200, "\(answer.raw)")
             #expect(answer.headers["apns-id"] == pushes[index], "\(answer.raw)")
             #expect(answer.headers["pushgate-disposition"] == "delivered", "the device's stream is open: \(answer.raw)")
@@ -183,7 +233,10 @@ struct PythonClientTests {
         #expect(events.map(\.step) == Array(repeating: "event", count: pushes.count), "\(events)")
         #expect(events.map(\.apnsId) == pushes, "events in the order the pushes were accepted: \(events.map(\.apnsId))")
         let seqs = events.compactMap(\.seq)
-        #expect(seqs.count == pushes.count && zip(seqs, seqs.dropFirst()).allSatisfy { $0 < $1 }, "strictly increasing: \(seqs)")
+        #expect(
+            seqs.count == pushes.count && zip(seqs, seqs.dropFirst()).allSatisfy { $0 < $1 },
+            "strictly increasing: \(seqs)"
+        )
         for (index, event) in events.enumerated() {
             #expect(event.stream == 1)
             #expect(event.sseId == event.seq.map(String.init), "SSE id is the seq: \(event)")
@@ -195,7 +248,10 @@ struct PythonClientTests {
             #expect(event.acceptedAt.map { $0 > 1_600_000_000_000 } == true, "acceptedAt in milliseconds: \(event)")
             let sent = try JSONDecoder().decode(JSONValue.self, from: Data(body(index).utf8))
             #expect(event.payload == sent, "payload round trip: \(event)")
-            for key in ["seq", "apnsId", "token", "topic", "pushType", "priority", "collapseId", "payload", "acceptedAt", "delivery"] {
+            for key in [
+                "seq", "apnsId", "token", "topic", "pushType", "priority", "collapseId", "payload", "acceptedAt",
+                "delivery",
+            ] {
                 #expect(event.keys?.contains(key) == true, "\(key) missing from \(event)")
             }
         }
@@ -209,7 +265,10 @@ struct PythonClientTests {
         let m1 = try curlPush(url, token: token, topic: topic, apnsID: marker1, body: #"{"aps":{"alert":"m1"}}"#)
         #expect(m1.status == 200, "\(m1.raw)")
         let second = try session.events(until: marker1)
-        #expect(second.map(\.apnsId) == Array(pushes[3...]) + [marker1], "after ack through push 3: \(second.map(\.apnsId))")
+        #expect(
+            second.map(\.apnsId) == Array(pushes[3...]) + [marker1],
+            "after ack through push 3: \(second.map(\.apnsId))"
+        )
         #expect(second.allSatisfy { $0.stream == 2 })
         #expect(second.dropLast().map(\.seq) == Array(seqs[3...]), "resent with their original seqs: \(second)")
         #expect((second.last?.seq ?? 0) > (seqs.last ?? .max), "\(second)")
@@ -222,7 +281,10 @@ struct PythonClientTests {
         let m2 = try curlPush(url, token: token, topic: topic, apnsID: marker2, body: #"{"aps":{"alert":"m2"}}"#)
         #expect(m2.status == 200, "\(m2.raw)")
         let third = try session.events(until: marker2)
-        #expect(third.map(\.apnsId) == [marker1, marker2], "after last-event-id \(seqs.last ?? 0): \(third.map(\.apnsId))")
+        #expect(
+            third.map(\.apnsId) == [marker1, marker2],
+            "after last-event-id \(seqs.last ?? 0): \(third.map(\.apnsId))"
+        )
         #expect(third.first?.seq == second.last?.seq, "marker1 keeps its seq: \(third) vs \(second)")
 
         let done = try session.next()
@@ -263,7 +325,8 @@ enum PythonClient {
     /// Runs `script` to completion (every script has its own hard timeout); fails unless it exits 0.
     static func run(_ script: String, _ arguments: [String]) throws -> ToolRun {
         guard FileManager.default.isExecutableFile(atPath: interpreter) else { throw NotInstalled() }
-        let result = try PushgateCLITests.run("python3", ["-B", path(script)] + arguments)  // -B: no __pycache__ in the source tree
+        // -B: no __pycache__ in the source tree
+        let result = try PushgateCLITests.run("python3", ["-B", path(script)] + arguments)
         guard result.status == 0 else {
             throw Failed(script: script, status: result.status, stdout: result.stdout, stderr: result.stderr)
         }
@@ -279,7 +342,12 @@ enum PythonClient {
         do {
             return try JSONDecoder().decode(T.self, from: Data(line.utf8))
         } catch {
-            throw Failed(script: script, status: 0, stdout: String(line.prefix(2000)), stderr: "undecodable output (\(error)); " + result.stderr)
+            throw Failed(
+                script: script,
+                status: 0,
+                stdout: String(line.prefix(2000)),
+                stderr: "undecodable output (\(error)); " + result.stderr
+            )
         }
     }
 }
@@ -295,7 +363,9 @@ final class PythonSession: @unchecked Sendable {
     private let errorsDone = DispatchSemaphore(value: 0)
 
     init(_ script: String, _ arguments: [String]) throws {
-        guard FileManager.default.isExecutableFile(atPath: PythonClient.interpreter) else { throw PythonClient.NotInstalled() }
+        guard FileManager.default.isExecutableFile(atPath: PythonClient.interpreter) else {
+            throw PythonClient.NotInstalled()
+        }
         self.script = script
         process.executableURL = URL(fileURLWithPath: PythonClient.interpreter)
         process.arguments = ["-B", PythonClient.path(script)] + arguments
@@ -320,13 +390,23 @@ final class PythonSession: @unchecked Sendable {
                 do {
                     return try JSONDecoder().decode(SessionLine.self, from: line)
                 } catch {
-                    throw PythonClient.Failed(script: script, status: -1, stdout: String(decoding: line, as: UTF8.self), stderr: "undecodable line: \(error)")
+                    throw PythonClient.Failed(
+                        script: script,
+                        status: -1,
+                        stdout: String(decoding: line, as: UTF8.self),
+                        stderr: "undecodable line: \(error)"
+                    )
                 }
             }
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty {
                 let exit = waitForExit()
-                throw PythonClient.Failed(script: script, status: exit.status, stdout: String(decoding: pending, as: UTF8.self), stderr: exit.stderr)
+                throw PythonClient.Failed(
+                    script: script,
+                    status: exit.status,
+                    stdout: String(decoding: pending, as: UTF8.self),
+                    stderr: exit.stderr
+                )
             }
             pending.append(chunk)
         }
@@ -338,7 +418,12 @@ final class PythonSession: @unchecked Sendable {
         while true {
             let line = try next()
             guard line.step == "event" else {
-                throw PythonClient.Failed(script: script, status: -1, stdout: "\(line)", stderr: "expected events until \(apnsID), got \(events) then this")
+                throw PythonClient.Failed(
+                    script: script,
+                    status: -1,
+                    stdout: "\(line)",
+                    stderr: "expected events until \(apnsID), got \(events) then this"
+                )
             }
             events.append(line)
             if line.apnsId == apnsID { return events }
@@ -489,7 +574,8 @@ enum JSONValue: Decodable, Equatable, CustomStringConvertible {
         case .number(let value): "\(value)"
         case .string(let value): "\"\(value)\""
         case .array(let values): "[" + values.map(\.description).joined(separator: ",") + "]"
-        case .object(let object): "{" + object.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
+        case .object(let object):
+            "{" + object.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
         }
     }
 }
@@ -515,15 +601,22 @@ func curlPush(
     body: String,
     headers extra: [String: String] = [:]
 ) throws -> CurlResponse {
-    var arguments = ["-sS", "-i", "--http2-prior-knowledge", "--max-time", "30", "-X", "POST",
-                     "-H", "apns-topic: \(topic)", "-H", "apns-push-type: \(pushType)",
-                     "-H", "content-type: application/json"]
+    var arguments = [
+        "-sS", "-i", "--http2-prior-knowledge", "--max-time", "30", "-X", "POST",
+        "-H", "apns-topic: \(topic)", "-H", "apns-push-type: \(pushType)",
+        "-H", "content-type: application/json",
+    ]
     if let apnsID { arguments += ["-H", "apns-id: \(apnsID)"] }
     for (name, value) in extra.sorted(by: { $0.key < $1.key }) { arguments += ["-H", "\(name): \(value)"] }
     arguments += ["--data-binary", body, "\(baseURL)/3/device/\(token)"]
     let result = try run("curl", arguments)
     guard result.status == 0 else {
-        throw PythonClient.Failed(script: "curl \(arguments.joined(separator: " "))", status: result.status, stdout: result.stdout, stderr: result.stderr)
+        throw PythonClient.Failed(
+            script: "curl \(arguments.joined(separator: " "))",
+            status: result.status,
+            stdout: result.stdout,
+            stderr: result.stderr
+        )
     }
     return parseCurl(result.stdout)
 }

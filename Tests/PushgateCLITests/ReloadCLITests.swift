@@ -8,7 +8,9 @@ import Testing
 struct ReloadCLITests {
     static let teamID = "TEAM123456"
 
-    @Test("SIGHUP with a new certificate: the open TLS connection goes on with the old one, a new connection gets the new one")
+    @Test(
+        "SIGHUP with a new certificate: the open TLS connection goes on with the old one, a new connection gets the new one"
+    )
     func certificateRotation() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -31,12 +33,21 @@ struct ReloadCLITests {
         let probe = try PythonClient.json(
             TLSReloadProbe.self,
             "tls_reload_probe.py",
-            ["--url", gateway.urls[1], "--ca", Fixtures.tls("ca.pem"), "--pid", "\(gateway.process.processIdentifier)", "--metrics", gateway.urls[0]]
+            [
+                "--url", gateway.urls[1], "--ca", Fixtures.tls("ca.pem"), "--pid",
+                "\(gateway.process.processIdentifier)", "--metrics", gateway.urls[0],
+            ]
         )
         #expect(probe.reloads == 1, "SIGHUP counted as a successful reload after \(probe.reloadPolls) polls")
         #expect(probe.before.status == 200 && probe.before.fingerprint == old, "before: \(probe.before)")
-        #expect(probe.after.status == 200 && probe.after.fingerprint == new, "a new connection after the reload: \(probe.after)")
-        #expect(probe.again.status == 200 && probe.again.fingerprint == old, "the connection opened before it, asked again: \(probe.again)")
+        #expect(
+            probe.after.status == 200 && probe.after.fingerprint == new,
+            "a new connection after the reload: \(probe.after)"
+        )
+        #expect(
+            probe.again.status == 200 && probe.again.fingerprint == old,
+            "the connection opened before it, asked again: \(probe.again)"
+        )
         #expect(probe.sameConnection, "the second request went over the connection opened before the reload")
         #expect(try servedFingerprint(gateway.urls[1]) == new, "openssl s_client sees the new certificate")
         #expect(gateway.stop() == 0)
@@ -49,17 +60,27 @@ struct ReloadCLITests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let (certificate, key) = try stageFixtureCertificate(in: directory)
         let gateway = try GatewayProcess(
-            arguments: ["--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0", "--tls-cert", certificate, "--tls-key", key],
+            arguments: [
+                "--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0", "--tls-cert", certificate, "--tls-key", key,
+            ],
             listeners: 2
         )
         let old = try fingerprint(ofCertificate: certificate)
-        try Data("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n".utf8).write(to: URL(fileURLWithPath: key))
+        try Data("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n".utf8).write(
+            to: URL(fileURLWithPath: key)
+        )
 
         let refused = try curl(["-X", "POST", gateway.urls[0] + "/v1/admin/reload"])
         #expect(refused.status == 422, "\(refused)")
-        #expect(refused.body.contains("ConfigurationRefused") && refused.body.contains(key), "the answer names the file: \(refused.body)")
+        #expect(
+            refused.body.contains("ConfigurationRefused") && refused.body.contains(key),
+            "the answer names the file: \(refused.body)"
+        )
         let metrics = try curl([gateway.urls[0] + "/metrics"]).body
-        #expect(metrics.contains(#"pushgate_config_reloads_total{result="failure"} 1"#), "\(metrics.split(separator: "\n").filter { $0.contains("reloads") })")
+        #expect(
+            metrics.contains(#"pushgate_config_reloads_total{result="failure"} 1"#),
+            "\(metrics.split(separator: "\n").filter { $0.contains("reloads") })"
+        )
         #expect(metrics.contains(#"pushgate_config_reloads_total{result="success"} 0"#))
         #expect(try servedFingerprint(gateway.urls[1]) == old, "new connections still get the running certificate")
         let served = try curl(["--cacert", Fixtures.tls("ca.pem"), gateway.urls[1] + "/healthz"])
@@ -77,12 +98,19 @@ struct ReloadCLITests {
         let second = try makeSigningKey(in: directory, keyID: "KEYSECOND1")
         let config = directory + "/pushgate.json"
         func writeConfig(_ keys: [(id: String, path: String)]) throws {
-            let entries = keys.map { #"{"teamId": "\#(Self.teamID)", "keyId": "\#($0.id)", "privateKeyFile": "\#($0.path)", "topics": ["\#(topic)"]}"# }
-            try Data(#"{"providerKeys": [\#(entries.joined(separator: ", "))]}"#.utf8).write(to: URL(fileURLWithPath: config))
+            let entries = keys.map {
+                #"{"teamId": "\#(Self.teamID)", "keyId": "\#($0.id)", "privateKeyFile": "\#($0.path)", "topics": ["\#(topic)"]}"#
+            }
+            try Data(#"{"providerKeys": [\#(entries.joined(separator: ", "))]}"#.utf8).write(
+                to: URL(fileURLWithPath: config)
+            )
         }
         try writeConfig([("KEYFIRST01", first)])
         // Info: the access lines.
-        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0", "--config", config, "--log-level", "info"], listeners: 1)
+        let gateway = try GatewayProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--config", config, "--log-level", "info"],
+            listeners: 1
+        )
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], topic])
         func send(signedWith key: String, keyID: String) throws -> ToolRun {
             try runPushgate([
@@ -91,7 +119,10 @@ struct ReloadCLITests {
             ])
         }
         let before = try send(signedWith: second, keyID: "KEYSECOND1")
-        #expect(before.status == 1 && (before.stdout + before.stderr).contains("InvalidProviderToken"), "\(before.stdout) \(before.stderr)")
+        #expect(
+            before.status == 1 && (before.stdout + before.stderr).contains("InvalidProviderToken"),
+            "\(before.stdout) \(before.stderr)"
+        )
 
         try writeConfig([("KEYFIRST01", first), ("KEYSECOND1", second)])
         let reloaded = try curl(["-X", "POST", gateway.urls[0] + "/v1/admin/reload"])
@@ -108,7 +139,10 @@ struct ReloadCLITests {
         #expect(refused.status == 422 && refused.body.contains("would leave no provider key"), "\(refused)")
         #expect(gateway.stop() == 0)
         let access = gateway.logged.split(separator: "\n").filter { $0.hasSuffix(" access") }
-        #expect(access.count == 2 && access.last?.contains("KEYSECOND1") == true, "an access line at start and one for the reload that took effect: \(access)")
+        #expect(
+            access.count == 2 && access.last?.contains("KEYSECOND1") == true,
+            "an access line at start and one for the reload that took effect: \(access)"
+        )
     }
 
     // MARK: Files and clients
@@ -125,7 +159,8 @@ struct ReloadCLITests {
     }
 
     /// A new server certificate for localhost and 127.0.0.1 from the fixtures' CA, with a new key.
-    private func makeServerCertificate(in directory: String, name: String) throws -> (certificate: String, key: String) {
+    private func makeServerCertificate(in directory: String, name: String) throws -> (certificate: String, key: String)
+    {
         let key = directory + "/\(name)-key.pem"
         let request = directory + "/\(name).csr"
         let certificate = directory + "/\(name).pem"
@@ -145,7 +180,8 @@ struct ReloadCLITests {
             ["req", "-new", "-key", key, "-subj", "/CN=localhost", "-out", request],
             [
                 "x509", "-req", "-in", request, "-CA", Fixtures.tls("ca.pem"), "-CAkey", Fixtures.tls("ca-key.pem"),
-                "-set_serial", "0x5EED0F01", "-days", "30", "-extfile", extensions, "-extensions", "server", "-out", certificate,
+                "-set_serial", "0x5EED0F01", "-days", "30", "-extfile", extensions, "-extensions", "server", "-out",
+                certificate,
             ],
         ] {
             let made = try run("openssl", step)
@@ -156,7 +192,10 @@ struct ReloadCLITests {
 
     private func makeSigningKey(in directory: String, keyID: String) throws -> String {
         let path = directory + "/AuthKey_\(keyID).p8"
-        let made = try run("openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path])
+        let made = try run(
+            "openssl",
+            ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path]
+        )
         try #require(made.status == 0, "openssl genpkey: \(made.stderr)")
         try Unprivileged.handOver(path)
         return path
@@ -180,7 +219,10 @@ struct ReloadCLITests {
         let address = String(url.dropFirst("https://".count))
         let printed = try run(
             executable: URL(fileURLWithPath: "/bin/sh"),
-            ["-c", "openssl s_client -connect \(address) -servername localhost </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256"],
+            [
+                "-c",
+                "openssl s_client -connect \(address) -servername localhost </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256",
+            ],
             timeout: .seconds(30)
         )
         return Self.hex(ofFingerprintLine: printed.stdout)

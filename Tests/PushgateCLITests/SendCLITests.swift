@@ -22,10 +22,13 @@ struct SendCLITests {
         )
         let port = try #require(try await server.start()[0].port)
         let token = String(repeating: "ab", count: 32)
-        let run = try runPushgate([
-            "send", "--server", "http://127.0.0.1:\(port)", "--token", token, "--topic", "com.example.app",
-            "--request-timeout", "1", #"{"aps":{"alert":"hi"}}"#,
-        ], timeout: .seconds(30))
+        let run = try runPushgate(
+            [
+                "send", "--server", "http://127.0.0.1:\(port)", "--token", token, "--topic", "com.example.app",
+                "--request-timeout", "1", #"{"aps":{"alert":"hi"}}"#,
+            ],
+            timeout: .seconds(30)
+        )
         #expect(run.status == 1)
         #expect(run.stderr.contains("pushgate send: no answer within 1 s (--request-timeout)"), "\(run.stderr)")
         #expect(silent.requests == 1)
@@ -42,15 +45,21 @@ struct SendFileCLITests {
     func unreadableFiles() throws {
         let token = String(repeating: "ab", count: 32)
         let payload = try runPushgate(
-            ["send", "--server", "http://127.0.0.1:1", "--token", token, "--topic", "com.example.app", "@/nonexistent/payload.json"],
+            [
+                "send", "--server", "http://127.0.0.1:1", "--token", token, "--topic", "com.example.app",
+                "@/nonexistent/payload.json",
+            ],
             timeout: .seconds(30)
         )
         #expect(payload.status == 1, "\(payload.stderr)")
         #expect(payload.stderr.contains("cannot read the payload file /nonexistent/payload.json"), "\(payload.stderr)")
         #expect(!payload.stderr.contains("Usage:"), "\(payload.stderr)")
         let key = try runPushgate(
-            ["send", "--server", "http://127.0.0.1:1", "--token", token, "--key", "/nonexistent/AuthKey.p8", "--key-id", "KEY0000001", "--team-id", "TEAM000001",
-             "--topic", "com.example.app", #"{"aps":{"alert":"hi"}}"#],
+            [
+                "send", "--server", "http://127.0.0.1:1", "--token", token, "--key", "/nonexistent/AuthKey.p8",
+                "--key-id", "KEY0000001", "--team-id", "TEAM000001",
+                "--topic", "com.example.app", #"{"aps":{"alert":"hi"}}"#,
+            ],
             timeout: .seconds(30)
         )
         #expect(key.status == 1, "\(key.stderr)")
@@ -66,10 +75,16 @@ struct SendRefusalCLITests {
     func refusal() throws {
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
         let token = String(repeating: "ab", count: 32)
-        let sent = try runPushgate(["send", "--server", gateway.urls[0], "--token", token, "--topic", "com.example.app", #"{"aps":{"alert":"hi"}}"#])
+        let sent = try runPushgate([
+            "send", "--server", gateway.urls[0], "--token", token, "--topic", "com.example.app",
+            #"{"aps":{"alert":"hi"}}"#,
+        ])
         #expect(sent.status == 1)
         #expect(sent.stdout.hasPrefix("status: 400\napns-id: "), "\(sent.stdout)")
-        #expect(sent.stdout.contains("\nreason: BadDeviceToken\ndetail: no device has the token \(token)\n"), "\(sent.stdout)")
+        #expect(
+            sent.stdout.contains("\nreason: BadDeviceToken\ndetail: no device has the token \(token)\n"),
+            "\(sent.stdout)"
+        )
         #expect(gateway.stop() == 0)
     }
 }

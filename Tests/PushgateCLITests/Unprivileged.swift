@@ -34,7 +34,10 @@ enum Unprivileged {
     /// directory or read a private key (mode 0600) that the test made.
     static func handOver(_ path: String) throws {
         guard dropsPrivileges else { return }
-        try FileManager.default.setAttributes([.ownerAccountName: user, .groupOwnerAccountName: group], ofItemAtPath: path)
+        try FileManager.default.setAttributes(
+            [.ownerAccountName: user, .groupOwnerAccountName: group],
+            ofItemAtPath: path
+        )
     }
 
     /// Where the unprivileged user finds the binary and the TLS fixtures: where they are when it
@@ -48,7 +51,11 @@ enum Unprivileged {
         let directory = URL(fileURLWithPath: stagingDirectory)
         do {
             try? FileManager.default.removeItem(at: directory)
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+            try FileManager.default.createDirectory(
+                at: directory,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o755]
+            )
             let stagedBinary = directory.appendingPathComponent("pushgate")
             let stagedFixtures = directory.appendingPathComponent("tls")
             try FileManager.default.copyItem(at: binary, to: stagedBinary)
@@ -79,7 +86,7 @@ enum Unprivileged {
     static func userID(of pid: Int32) throws -> Int {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") }),
-              let uid = line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap({ Int($0) })
+            let uid = line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap({ Int($0) })
         else { throw GatewayProcess.GatewayFailed(message: "no Uid line in /proc/\(pid)/status") }
         return uid
     }

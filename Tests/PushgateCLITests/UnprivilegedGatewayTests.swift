@@ -8,10 +8,15 @@ import Testing
 struct UnprivilegedGatewayTests {
     static let topic = "com.example.unprivileged"
 
-    @Test("as a non-root user: curl over h2c, HTTP/1.1 and TLS, the walkthrough (agent, send), h2load pushes over h2c and TLS")
+    @Test(
+        "as a non-root user: curl over h2c, HTTP/1.1 and TLS, the walkthrough (agent, send), h2load pushes over h2c and TLS"
+    )
     func servesWithoutPrivileges() throws {
         let gateway = try GatewayProcess.cleartextAndTLS()
-        #expect(try Unprivileged.userID(of: gateway.process.processIdentifier) != 0, "the gateway under test runs as root")
+        #expect(
+            try Unprivileged.userID(of: gateway.process.processIdentifier) != 0,
+            "the gateway under test runs as root"
+        )
 
         let h2c = try run("curl", ["-sS", "-i", "--http2-prior-knowledge", gateway.urls[0] + "/healthz"])
         #expect(h2c.status == 0, "\(h2c.stderr)")
@@ -46,10 +51,13 @@ struct UnprivilegedGatewayTests {
         let payload = directory + "/payload.json"
         try Data(#"{"aps":{"alert":"load"}}"#.utf8).write(to: URL(fileURLWithPath: payload))
         for (base, count) in [(gateway.urls[0], 2_000), (gateway.urls[1], 1_000)] {
-            let load = try run("h2load", [
-                "-n", "\(count)", "-c", "4", "-m", "10", "-d", payload, "-H", "apns-topic: \(Self.topic)",
-                "\(base)/3/device/\(offline.token)",
-            ])
+            let load = try run(
+                "h2load",
+                [
+                    "-n", "\(count)", "-c", "4", "-m", "10", "-d", payload, "-H", "apns-topic: \(Self.topic)",
+                    "\(base)/3/device/\(offline.token)",
+                ]
+            )
             #expect(load.status == 0, "\(load.stderr)")
             #expect(load.stdout.contains("\(count) succeeded, 0 failed, 0 errored, 0 timeout"), "\(load.stdout)")
             #expect(load.stdout.contains("\(count) 2xx, 0 3xx, 0 4xx, 0 5xx"), "\(load.stdout)")
@@ -62,10 +70,19 @@ struct UnprivilegedGatewayTests {
         .enabled(if: Unprivileged.dropsPrivileges, "needs root to make a directory the gateway's user cannot write")
     )
     func unwritableStoreDirectory() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-root-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "pushgate-root-\(UUID().uuidString)"
+        ).path
+        try FileManager.default.createDirectory(
+            atPath: directory,
+            withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o755]
+        )
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try runPushgate(["serve", "--listen", "127.0.0.1:0", "--data-dir", directory], timeout: .seconds(30))
+        let result = try runPushgate(
+            ["serve", "--listen", "127.0.0.1:0", "--data-dir", directory],
+            timeout: .seconds(30)
+        )
         #expect(result.status != 0)
         #expect(result.stderr.contains("cannot use the store directory \(directory)"), "\(result.stderr)")
         #expect(result.stderr.contains("chown"), "\(result.stderr)")
@@ -78,7 +95,10 @@ struct UnprivilegedGatewayTests {
     func privilegedPort() throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try runPushgate(["serve", "--listen", "127.0.0.1:443", "--data-dir", directory + "/data"], timeout: .seconds(30))
+        let result = try runPushgate(
+            ["serve", "--listen", "127.0.0.1:443", "--data-dir", directory + "/data"],
+            timeout: .seconds(30)
+        )
         #expect(result.status != 0)
         #expect(result.stderr.contains("CAP_NET_BIND_SERVICE"), "\(result.stderr)")
     }

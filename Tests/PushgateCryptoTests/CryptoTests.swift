@@ -1,12 +1,16 @@
 import Foundation
-@testable import PushgateCrypto
 import Testing
+
+@testable import PushgateCrypto
 
 @Suite("libcrypto helpers")
 struct CryptoTests {
     @Test("SHA-256 matches the FIPS 180-2 test vectors")
     func sha256Vectors() {
-        #expect(SHA256.hash(Array("abc".utf8)).hexString == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            SHA256.hash(Array("abc".utf8)).hexString
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        )
         #expect(SHA256.hash([UInt8]()).hexString == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         #expect(SHA256.hash("abc".utf8).hexString == SHA256.hash(Array("abc".utf8)).hexString)
     }

@@ -76,7 +76,10 @@ struct ES256Tests {
         for round in 0..<8 {
             let raw = key.sign(Self.message)
             try tools.write("ours.der", try #require(ECDSASignatureEncoding.der(fromRaw: raw)))
-            let verified = try tools.run("/usr/bin/openssl", ["dgst", "-sha256", "-verify", "public.pem", "-signature", "ours.der", "message"])
+            let verified = try tools.run(
+                "/usr/bin/openssl",
+                ["dgst", "-sha256", "-verify", "public.pem", "-signature", "ours.der", "message"]
+            )
             #expect(verified.status == 0, "round \(round): \(verified.output)")
 
             try tools.openssl("dgst", "-sha256", "-sign", "key.p8", "-out", "theirs.der", "message")
@@ -105,17 +108,33 @@ struct ES256Tests {
         let tools = try ToolRunner()
         defer { tools.remove() }
         try tools.openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", "p384.pem")
-        try tools.openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:brainpoolP256r1", "-out", "brainpool.pem")
+        try tools.openssl(
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:brainpoolP256r1",
+            "-out",
+            "brainpool.pem"
+        )
         try tools.openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "rsa.pem")
         try tools.openssl("genpkey", "-algorithm", "ED25519", "-out", "ed25519.pem")
         try tools.openssl("pkey", "-in", "p384.pem", "-pubout", "-out", "p384-public.pem")
         try tools.openssl("pkey", "-in", "rsa.pem", "-pubout", "-out", "rsa-public.pem")
 
-        #expect(throws: ES256KeyError.notP256(curve: "secp384r1")) { try ES256PrivateKey(pem: try tools.text("p384.pem")) }
-        #expect(throws: ES256KeyError.notP256(curve: "brainpoolP256r1")) { try ES256PrivateKey(pem: try tools.text("brainpool.pem")) }
+        #expect(throws: ES256KeyError.notP256(curve: "secp384r1")) {
+            try ES256PrivateKey(pem: try tools.text("p384.pem"))
+        }
+        #expect(throws: ES256KeyError.notP256(curve: "brainpoolP256r1")) {
+            try ES256PrivateKey(pem: try tools.text("brainpool.pem"))
+        }
         #expect(throws: ES256KeyError.notEC(type: "RSA")) { try ES256PrivateKey(pem: try tools.text("rsa.pem")) }
-        #expect(throws: ES256KeyError.notEC(type: "ED25519")) { try ES256PrivateKey(pem: try tools.text("ed25519.pem")) }
-        #expect(throws: ES256KeyError.notP256(curve: "secp384r1")) { try ES256PublicKey(pem: try tools.text("p384-public.pem")) }
+        #expect(throws: ES256KeyError.notEC(type: "ED25519")) {
+            try ES256PrivateKey(pem: try tools.text("ed25519.pem"))
+        }
+        #expect(throws: ES256KeyError.notP256(curve: "secp384r1")) {
+            try ES256PublicKey(pem: try tools.text("p384-public.pem"))
+        }
         #expect(throws: ES256KeyError.notEC(type: "RSA")) { try ES256PublicKey(pem: try tools.text("rsa-public.pem")) }
         #expect(ES256KeyError.notEC(type: "RSA").description.contains("P-256"))
     }
@@ -124,7 +143,18 @@ struct ES256Tests {
     func badPEM() throws {
         let tools = try ToolRunner()
         defer { tools.remove() }
-        try tools.openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-aes-128-cbc", "-pass", "pass:secret", "-out", "encrypted.p8")
+        try tools.openssl(
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-aes-128-cbc",
+            "-pass",
+            "pass:secret",
+            "-out",
+            "encrypted.p8"
+        )
         #expect(throws: ES256KeyError.encrypted) { try ES256PrivateKey(pem: try tools.text("encrypted.p8")) }
 
         let key = try ES256PrivateKey.generate()

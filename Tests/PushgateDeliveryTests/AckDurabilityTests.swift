@@ -54,7 +54,9 @@ struct AckDurabilityTests {
         }
     }
 
-    @Test("a stream resumed with Last-Event-ID whose ack cannot be committed is refused, and the device is not left connected")
+    @Test(
+        "a stream resumed with Last-Event-ID whose ack cannot be committed is refused, and the device is not left connected"
+    )
     func resumedStreamRefusedWhenItsAckFails() async throws {
         try await DeliveryHarness.run { h in
             let device = try await threeDelivered(h)
@@ -85,7 +87,10 @@ struct AckDurabilityTests {
             #expect(try await !completed(repeated, h), "answered while the deletions it confirms were not on disk")
             // So is a stream resumed with the same Last-Event-ID.
             let resumed = h.core.openStream(deviceID: device.id, secret: device.secret, lastEventID: 3)
-            #expect(try await !completed(resumed, h), "the resumed stream's 200 went out before the ack it repeats was committed")
+            #expect(
+                try await !completed(resumed, h),
+                "the resumed stream's 200 went out before the ack it repeats was committed"
+            )
             h.store.release(failing: false)
             try await first.get()
             try await repeated.get()
@@ -93,7 +98,9 @@ struct AckDurabilityTests {
         }
     }
 
-    @Test("an ack made while an earlier one is on its way to the disk fails with it: its answer covers the earlier deletions too")
+    @Test(
+        "an ack made while an earlier one is on its way to the disk fails with it: its answer covers the earlier deletions too"
+    )
     func laterAckFailsWithTheEarlier() async throws {
         try await DeliveryHarness.run { h in
             let device = try await threeDelivered(h)
@@ -103,7 +110,9 @@ struct AckDurabilityTests {
             let later = h.core.ack(deviceID: device.id, secret: device.secret, upTo: 3)
             h.store.release(failing: true)
             await #expect(throws: Refusal.self) { try await first.get() }
-            await #expect(throws: Refusal.self, "answered 204 although seqs 1 and 2 are not deleted on disk") { try await later.get() }
+            await #expect(throws: Refusal.self, "answered 204 although seqs 1 and 2 are not deleted on disk") {
+                try await later.get()
+            }
             // Repeated, it commits everything.
             try await h.core.ack(deviceID: device.id, secret: device.secret, upTo: 3).get()
             let deleted = h.store.passed.flatMap { $0 }.flatMap { command -> [UInt64] in

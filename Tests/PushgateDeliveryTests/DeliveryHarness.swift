@@ -30,13 +30,22 @@ struct DeliveryHarness {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         var configuration = DeliveryConfiguration()
         configure(&configuration)
-        let logger = logger ?? {
-            var logger = Logger(label: "delivery-test")
-            logger.logLevel = .critical
-            return logger
-        }()
+        let logger =
+            logger
+            ?? {
+                var logger = Logger(label: "delivery-test")
+                logger.logLevel = .critical
+                return logger
+            }()
         let store = FaultyStore(wrapping: GroupCommitStore(backend: InMemoryBackend(storage: storage), logger: logger))
-        let core = try DeliveryCore(group: group, store: store, clock: clock, configuration: configuration, observer: observer, logger: logger)
+        let core = try DeliveryCore(
+            group: group,
+            store: store,
+            clock: clock,
+            configuration: configuration,
+            observer: observer,
+            logger: logger
+        )
         try await core.restore()
         // The store is closed at the end, which waits for its last batches: a commit nobody
         // awaits (the sweep's) must be on `storage` before a second run reads it as a restart.
@@ -71,8 +80,10 @@ struct DeliveryHarness {
     }
 
     /// `connect`, with the stream's generation for `closeStream`.
-    func stream(_ device: Device, lastEventID: UInt64? = nil) async throws -> (sink: RecordingSink, generation: UInt64) {
-        let generation = try await core.openStream(deviceID: device.id, secret: device.secret, lastEventID: lastEventID).get()
+    func stream(_ device: Device, lastEventID: UInt64? = nil) async throws -> (sink: RecordingSink, generation: UInt64)
+    {
+        let generation = try await core.openStream(deviceID: device.id, secret: device.secret, lastEventID: lastEventID)
+            .get()
         let sink = RecordingSink()
         core.bindStream(deviceID: device.id, generation: generation, sink: sink)
         return (sink, generation)
@@ -89,8 +100,13 @@ struct DeliveryHarness {
     ) async throws -> Disposition {
         let payload = type == .background ? #"{"aps":{"content-available":1}}"# : #"{"aps":{"alert":"hi"}}"#
         let push = Push(
-            deviceToken: token, apnsID: apnsID, topic: topic, pushType: type, priority: priority,
-            collapseID: collapseID, payload: Array(payload.utf8)
+            deviceToken: token,
+            apnsID: apnsID,
+            topic: topic,
+            pushType: type,
+            priority: priority,
+            collapseID: collapseID,
+            payload: Array(payload.utf8)
         )
         return try await core.accept(push, expiration: expiration).get()
     }

@@ -43,26 +43,58 @@ struct FetchDeliveryTests {
             #expect(events.map(\.fetchWindowSeconds) == [30, nil])
 
             let twice = await refusal {
-                try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .newData), (1, .newData)]).get()
+                try await h.core.reportFetchResults(
+                    deviceID: device.id,
+                    secret: device.secret,
+                    results: [(1, .newData), (1, .newData)]
+                ).get()
             }
             #expect(twice?.detail.contains("appears twice") == true)
             #expect(h.core.counters.fetchResults[.newData] == 0, "all or nothing")
-            try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .newData)]).get()
+            try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .newData)])
+                .get()
             #expect(h.core.counters.fetchResults[.newData] == 1)
             let commands = h.store.passed.flatMap { $0 }
-            #expect(commands.contains(.openFetchWindows([FetchWindowRecord(deviceID: device.id, seq: 1, token: token, openedAt: DeliveryHarness.start)])))
+            #expect(
+                commands.contains(
+                    .openFetchWindows([
+                        FetchWindowRecord(deviceID: device.id, seq: 1, token: token, openedAt: DeliveryHarness.start)
+                    ])
+                )
+            )
             #expect(commands.contains(.closeFetchWindows(deviceID: device.id, seqs: [1])))
-            #expect(commands.contains { if case .saveFetchStates(let states) = $0 { states.map(\.token) == [token] } else { false } })
+            #expect(
+                commands.contains {
+                    if case .saveFetchStates(let states) = $0 { states.map(\.token) == [token] } else { false }
+                }
+            )
 
-            let again = await refusal { try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .noData)]).get() }
+            let again = await refusal {
+                try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .noData)])
+                    .get()
+            }
             #expect(again?.reason == .badFetchResult)
             #expect(again?.detail.contains("already reported (newData)") == true)
-            let alert = await refusal { try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(2, .newData)]).get() }
+            let alert = await refusal {
+                try await h.core.reportFetchResults(
+                    deviceID: device.id,
+                    secret: device.secret,
+                    results: [(2, .newData)]
+                ).get()
+            }
             #expect(alert?.detail.contains("is not a silent push (its push type is alert)") == true)
-            let unknown = await refusal { try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(9, .newData)]).get() }
+            let unknown = await refusal {
+                try await h.core.reportFetchResults(
+                    deviceID: device.id,
+                    secret: device.secret,
+                    results: [(9, .newData)]
+                ).get()
+            }
             #expect(unknown?.detail.contains("never sent") == true)
             #expect(h.core.counters.fetchResults[.newData] == 1, "refused results count nothing")
-            let wrongSecret = await refusal { try await h.core.reportFetchResults(deviceID: device.id, secret: "nope", results: []).get() }
+            let wrongSecret = await refusal {
+                try await h.core.reportFetchResults(deviceID: device.id, secret: "nope", results: []).get()
+            }
             #expect(wrongSecret == .unauthorized)
         }
     }
@@ -77,7 +109,13 @@ struct FetchDeliveryTests {
             h.clock.advance(by: 1)
             try await h.core.advanceSchedulers()
             #expect(h.core.counters.fetchResults[.timeout] == 1)
-            let late = await refusal { try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .newData)]).get() }
+            let late = await refusal {
+                try await h.core.reportFetchResults(
+                    deviceID: device.id,
+                    secret: device.secret,
+                    results: [(1, .newData)]
+                ).get()
+            }
             #expect(late?.detail.contains("counted as a timeout") == true)
             #expect(h.store.passed.flatMap { $0 }.contains(.closeFetchWindows(deviceID: device.id, seqs: [1])))
         }
@@ -99,14 +137,22 @@ struct FetchDeliveryTests {
         try await DeliveryHarness.run(storage: storage, clock: clock) { h in
             try await h.core.advanceSchedulers()
             #expect(h.core.counters.fetchResults[.timeout] == 0)
-            try await h.core.reportFetchResults(deviceID: restarted.id, secret: restarted.secret, results: [(1, .failed)]).get()
+            try await h.core.reportFetchResults(
+                deviceID: restarted.id,
+                secret: restarted.secret,
+                results: [(1, .failed)]
+            ).get()
         }
         clock.advance(by: 60_000)
         try await DeliveryHarness.run(storage: storage, clock: clock) { h in
             try await h.core.advanceSchedulers()
             #expect(h.core.counters.fetchResults[.timeout] == 0, "the result was kept: nothing to time out")
             let again = await refusal {
-                try await h.core.reportFetchResults(deviceID: restarted.id, secret: restarted.secret, results: [(1, .newData)]).get()
+                try await h.core.reportFetchResults(
+                    deviceID: restarted.id,
+                    secret: restarted.secret,
+                    results: [(1, .newData)]
+                ).get()
             }
             #expect(again?.reason == .badFetchResult)
         }
@@ -138,10 +184,14 @@ struct FetchDeliveryTests {
         try await DeliveryHarness.run { h in
             let device = try await Self.openWindow(h)
             h.store.failNext { $0.contains { if case .closeFetchWindows = $0 { true } else { false } } }
-            let failed = await refusal { try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .noData)]).get() }
+            let failed = await refusal {
+                try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .noData)])
+                    .get()
+            }
             #expect(failed?.reason == .serviceUnavailable)
             #expect(h.core.counters.fetchResults[.noData] == 0)
-            try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .noData)]).get()
+            try await h.core.reportFetchResults(deviceID: device.id, secret: device.secret, results: [(1, .noData)])
+                .get()
             #expect(h.core.counters.fetchResults[.noData] == 1)
         }
     }
@@ -154,7 +204,8 @@ struct FetchDeliveryTests {
         try await DeliveryHarness.run(storage: storage, clock: clock) { h in
             let created = try await Self.openWindow(h)
             device = created
-            try await h.core.reportFetchResults(deviceID: created.id, secret: created.secret, results: [(1, .newData)]).get()
+            try await h.core.reportFetchResults(deviceID: created.id, secret: created.secret, results: [(1, .newData)])
+                .get()
         }
         let restarted = try #require(device)
         clock.advance(by: 5_000)
@@ -164,7 +215,10 @@ struct FetchDeliveryTests {
             #expect(events.map(\.seq) == [1], "unacknowledged: written again")
             clock.advance(by: 60_000)
             try await h.core.advanceSchedulers()
-            #expect(h.core.counters.fetchResults[.timeout] == 0, "its window was closed by the result before the restart")
+            #expect(
+                h.core.counters.fetchResults[.timeout] == 0,
+                "its window was closed by the result before the restart"
+            )
             try await h.core.ack(deviceID: restarted.id, secret: restarted.secret, upTo: 1).get()
         }
         let stored = InMemoryBackend(storage: storage).load()

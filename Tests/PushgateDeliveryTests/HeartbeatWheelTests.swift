@@ -1,5 +1,6 @@
-@testable import PushgateDelivery
 import Testing
+
+@testable import PushgateDelivery
 
 /// The timing wheel behind heartbeats: an entry comes out at the first tick at or after its due
 /// time, once, whatever the gaps between the ticks taken.

@@ -32,7 +32,10 @@ struct LogMetadataTests {
             let apnsID = UUIDs.next()
             await #expect(throws: Refusal.self) { try await h.push(token, Self.topic, apnsID: apnsID) }
             let failed = try #require(Self.line("store commit failed", in: handler))
-            #expect(failed[LogMetadataKey.apnsID] == "\(apnsID)" && failed[LogMetadataKey.device] == "\(device.id)", "\(failed)")
+            #expect(
+                failed[LogMetadataKey.apnsID] == "\(apnsID)" && failed[LogMetadataKey.device] == "\(device.id)",
+                "\(failed)"
+            )
         }
     }
 
@@ -47,7 +50,12 @@ struct LogMetadataTests {
             #expect(try await h.push(token, Self.topic, apnsID: replaced, priority: .low, collapseID: "c") == .held)
             #expect(try await h.push(token, Self.topic, priority: .low, collapseID: "c") == .coalesced)
             let dropped = try #require(Self.line("push dropped", in: handler))
-            #expect(dropped == [LogMetadataKey.apnsID: "\(replaced)", LogMetadataKey.device: "\(device.id)", "push.drop_reason": "coalesced"])
+            #expect(
+                dropped == [
+                    LogMetadataKey.apnsID: "\(replaced)", LogMetadataKey.device: "\(device.id)",
+                    "push.drop_reason": "coalesced",
+                ]
+            )
         }
     }
 
@@ -56,7 +64,8 @@ struct LogMetadataTests {
         let (logger, handler) = Self.recording()
         try await DeliveryHarness.run(logger: logger) { h in
             let device = try await h.device()
-            let generation = try await h.core.openStream(deviceID: device.id, secret: device.secret, lastEventID: nil).get()
+            let generation = try await h.core.openStream(deviceID: device.id, secret: device.secret, lastEventID: nil)
+                .get()
             h.core.closeStream(deviceID: device.id, generation: generation)
             try await h.core.deleteDevice(deviceID: device.id, secret: device.secret).get()
             for message in ["device created", "event stream opened", "event stream closed", "device deleted"] {

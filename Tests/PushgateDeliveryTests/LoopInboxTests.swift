@@ -1,9 +1,10 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import NIOConcurrencyHelpers
 import Synchronization
 import Testing
+
 @testable import PushgateDelivery
 
 @Suite("LoopInbox")

@@ -13,7 +13,9 @@ struct QueuedBudgetTests {
     static let alert = QueuedNotificationBudget.cost(payloadBytes: #"{"aps":{"alert":"hi"}}"#.utf8.count)
     static let silent = QueuedNotificationBudget.cost(payloadBytes: #"{"aps":{"content-available":1}}"#.utf8.count)
 
-    @Test("every way a notification enters and leaves memory moves the budget by its cost: stored, held, released, coalesced, acked, expired, refused by a failed commit, unregistered, deleted with its device, loaded after a restart")
+    @Test(
+        "every way a notification enters and leaves memory moves the budget by its cost: stored, held, released, coalesced, acked, expired, refused by a failed commit, unregistered, deleted with its device, loaded after a restart"
+    )
     func everyPath() async throws {
         let storage = InMemoryStorage()
         try await DeliveryHarness.run(storage: storage) { h in
@@ -67,7 +69,9 @@ struct QueuedBudgetTests {
         }
     }
 
-    @Test("past the budget a push gets 429 TooManyRequests naming the setting, not counted against the provider; an ack makes room")
+    @Test(
+        "past the budget a push gets 429 TooManyRequests naming the setting, not counted against the provider; an ack makes room"
+    )
     func full() async throws {
         try await DeliveryHarness.run({ $0.queuedNotificationBudgetBytes = 3 * Self.alert }) { h in
             let device = try await h.device()

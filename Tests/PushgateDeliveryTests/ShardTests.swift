@@ -49,7 +49,9 @@ struct ShardTests {
         }
     }
 
-    @Test("stopping maintenance cancels the scheduler's timer and arms none again: nothing of the scheduler commits after the store closes")
+    @Test(
+        "stopping maintenance cancels the scheduler's timer and arms none again: nothing of the scheduler commits after the store closes"
+    )
     func stoppedSchedulerArmsNoTimer() async throws {
         try await DeliveryHarness.run { h in
             let device = try await h.device()
@@ -102,7 +104,9 @@ struct ShardTests {
         }
     }
 
-    @Test("unregistering an app drops its unsent pushes wherever the device's queue sits in its ring; the sent ones and other apps' stay")
+    @Test(
+        "unregistering an app drops its unsent pushes wherever the device's queue sits in its ring; the sent ones and other apps' stay"
+    )
     func unregisterAcrossTheRingsWrap() async throws {
         // A queue is a ring buffer whose start moves with every ack: round r first moves it by r,
         // so that in some rounds the unsent part starts past the end of the ring's storage. That
@@ -172,7 +176,10 @@ struct ShardTests {
             #expect(try await h.push(token, Self.topic, apnsID: first, collapseID: "score") == .stored)
             h.store.failNext { $0.contains { if case .enqueue = $0 { true } else { false } } }
             await #expect(throws: Refusal.self) { _ = try await h.push(token, Self.topic, collapseID: "score") }
-            try #require(try await h.core.statistics().queued == 1, "the replaced push is still on disk, so still queued")
+            try #require(
+                try await h.core.statistics().queued == 1,
+                "the replaced push is still on disk, so still queued"
+            )
             let sink = try await h.connect(device)
             #expect(await sink.events(count: 1).map(\.apnsID) == [first])
         }
@@ -184,12 +191,24 @@ struct ShardTests {
             let device = try await h.device()
             let token = try await h.register(device, Self.topic)
             let first = UUIDs.next()
-            #expect(try await h.push(token, Self.topic, apnsID: first, type: .background, priority: .normal, collapseID: "sync") == .held)
+            #expect(
+                try await h.push(
+                    token,
+                    Self.topic,
+                    apnsID: first,
+                    type: .background,
+                    priority: .normal,
+                    collapseID: "sync"
+                ) == .held
+            )
             h.store.failNext { $0.contains { if case .enqueue = $0 { true } else { false } } }
             await #expect(throws: Refusal.self) {
                 _ = try await h.push(token, Self.topic, type: .background, priority: .normal, collapseID: "sync")
             }
-            try #require(try await h.core.statistics().held == 1, "the coalesced push is still held on disk, so still held")
+            try #require(
+                try await h.core.statistics().held == 1,
+                "the coalesced push is still held on disk, so still held"
+            )
             let sink = try await h.connect(device)
             #expect(await sink.events(count: 1).map(\.apnsID) == [first])
         }
@@ -197,7 +216,10 @@ struct ShardTests {
 
     @Test("an app at its share of a device's queue gets 429; another app's push to the device still goes")
     func queuedPerApp() async throws {
-        try await DeliveryHarness.run({ $0.maxQueuedPerApp = 3; $0.maxQueuedPerDevice = 10 }) { h in
+        try await DeliveryHarness.run({
+            $0.maxQueuedPerApp = 3
+            $0.maxQueuedPerDevice = 10
+        }) { h in
             let device = try await h.device()
             let noisy = try await h.register(device, "com.example.noisy")
             let quiet = try await h.register(device, "com.example.quiet")
@@ -231,33 +253,47 @@ struct ShardTests {
                 #expect(refusal.reason == .tooManyRegistrations && refusal.status == 409)
                 #expect(refusal.detail.contains("the device has 2 registrations"), "\(refusal.detail)")
             }
-            #expect(try await h.register(device, "com.example.one") == first, "an app already registered gets its token again")
+            #expect(
+                try await h.register(device, "com.example.one") == first,
+                "an app already registered gets its token again"
+            )
             try await h.core.unregister(deviceID: device.id, secret: device.secret, token: first).get()
             _ = try await h.register(device, "com.example.three")
         }
     }
 
-    @Test("an unregistered token answers 410 for unregisteredRetentionMillis, then is forgotten (400 BadDeviceToken), on disk too")
+    @Test(
+        "an unregistered token answers 410 for unregisteredRetentionMillis, then is forgotten (400 BadDeviceToken), on disk too"
+    )
     func tombstoneRetention() async throws {
         let storage = InMemoryStorage()
         let clock = TestClock(DeliveryHarness.start)
         var forgotten = ""
-        try await DeliveryHarness.run(storage: storage, clock: clock, { $0.unregisteredRetentionMillis = 60_000 }) { h in
+        try await DeliveryHarness.run(storage: storage, clock: clock, { $0.unregisteredRetentionMillis = 60_000 }) {
+            h in
             let device = try await h.device()
             let token = try await h.register(device, Self.topic)
             forgotten = token
             try await h.core.unregister(deviceID: device.id, secret: device.secret, token: token).get()
             h.clock.advance(by: 59_999)
             try await h.core.sweepExpired()
-            await #expect { _ = try await h.push(token, Self.topic) } throws: { ($0 as? Refusal)?.reason == .unregistered }
+            await #expect { _ = try await h.push(token, Self.topic) } throws: {
+                ($0 as? Refusal)?.reason == .unregistered
+            }
             h.clock.advance(by: 1)
             try await h.core.sweepExpired()
-            await #expect { _ = try await h.push(token, Self.topic) } throws: { ($0 as? Refusal)?.reason == .badDeviceToken }
-            #expect(h.store.passed.joined().contains { if case .forgetRegistrations([token]) = $0 { true } else { false } })
+            await #expect { _ = try await h.push(token, Self.topic) } throws: {
+                ($0 as? Refusal)?.reason == .badDeviceToken
+            }
+            #expect(
+                h.store.passed.joined().contains { if case .forgetRegistrations([token]) = $0 { true } else { false } }
+            )
         }
         // After a restart the token stays forgotten: its row is gone.
         try await DeliveryHarness.run(storage: storage, clock: clock) { h in
-            await #expect { _ = try await h.push(forgotten, Self.topic) } throws: { ($0 as? Refusal)?.reason == .badDeviceToken }
+            await #expect { _ = try await h.push(forgotten, Self.topic) } throws: {
+                ($0 as? Refusal)?.reason == .badDeviceToken
+            }
         }
     }
 
@@ -266,7 +302,10 @@ struct ShardTests {
         arguments: [0, 1, 500, 999] as [Int64]
     )
     func heartbeats(phase: Int64) async throws {
-        try await DeliveryHarness.run({ $0.heartbeatIntervalMillis = 30_000; $0.heartbeatTickMillis = 1_000 }) { h in
+        try await DeliveryHarness.run({
+            $0.heartbeatIntervalMillis = 30_000
+            $0.heartbeatTickMillis = 1_000
+        }) { h in
             let device = try await h.device()
             let token = try await h.register(device, Self.topic)
             let sink = try await h.connect(device)
@@ -303,7 +342,10 @@ struct ShardTests {
 
     @Test("heartbeats follow the device's current stream: none for a replaced one, none after the device is deleted")
     func heartbeatsFollowTheStream() async throws {
-        try await DeliveryHarness.run({ $0.heartbeatIntervalMillis = 30_000; $0.heartbeatTickMillis = 1_000 }) { h in
+        try await DeliveryHarness.run({
+            $0.heartbeatIntervalMillis = 30_000
+            $0.heartbeatTickMillis = 1_000
+        }) { h in
             let device = try await h.device()
             _ = try await h.register(device, Self.topic)
             let first = try await h.connect(device)
@@ -340,7 +382,9 @@ struct ShardTests {
         }
     }
 
-    @Test("a collapse id replaces a stored push never written, not one an earlier stream sent that waits for its ack: that push is stored beside it")
+    @Test(
+        "a collapse id replaces a stored push never written, not one an earlier stream sent that waits for its ack: that push is stored beside it"
+    )
     func collapseSparesWhatWasSent() async throws {
         try await DeliveryHarness.run { h in
             let device = try await h.device()
@@ -417,7 +461,9 @@ struct ShardTests {
             let sink = try await h.connect(device)
             let held = [UUIDs.next(), UUIDs.next()]
             for apnsID in held { #expect(try await h.push(token, Self.topic, apnsID: apnsID, priority: .low) == .held) }
-            let released = try await h.core.keepalive(deviceID: device.id, secret: device.secret).get().map(\.notification)
+            let released = try await h.core.keepalive(deviceID: device.id, secret: device.secret).get().map(
+                \.notification
+            )
             #expect(released.map(\.push.apnsID) == held)
             #expect(released.map(\.seq) == [1, 2])
             #expect(h.core.counters.deliveries[.keepalive] == 2)
@@ -435,7 +481,9 @@ struct ShardTests {
             let alert = UUIDs.next()
             #expect(try await h.push(token, Self.topic, apnsID: alert) == .stored)
             #expect(try await h.silent(token, Self.topic) == .held)
-            let released = try await h.core.keepalive(deviceID: device.id, secret: device.secret).get().map(\.notification)
+            let released = try await h.core.keepalive(deviceID: device.id, secret: device.secret).get().map(
+                \.notification
+            )
             #expect(released.map(\.seq) == [2])
             // The agent resumes with the highest seq it has seen, the keep-alive's: the alert
             // (seq 1) was never sent, and is not acked by it.
@@ -447,7 +495,9 @@ struct ShardTests {
         }
     }
 
-    @Test("provider refusals: an unknown token, another topic's token (naming no other topic, before its state), an unregistered token with its time")
+    @Test(
+        "provider refusals: an unknown token, another topic's token (naming no other topic, before its state), an unregistered token with its time"
+    )
     func refusals() async throws {
         try await DeliveryHarness.run { h in
             let device = try await h.device()
@@ -463,14 +513,20 @@ struct ShardTests {
             #expect(await refusal(String(repeating: "0", count: 64), Self.topic)?.reason == .badDeviceToken)
             let otherTopic = await refusal(token, "com.example.other")
             #expect(otherTopic?.reason == .deviceTokenNotForTopic)
-            #expect(otherTopic?.detail == "the token is not registered for com.example.other", "the token's own topic is not named")
+            #expect(
+                otherTopic?.detail == "the token is not registered for com.example.other",
+                "the token's own topic is not named"
+            )
             h.clock.advance(by: 5_000)
             try await h.core.unregister(deviceID: device.id, secret: device.secret, token: token).get()
             let gone = await refusal(token, Self.topic)
             #expect(gone?.reason == .unregistered)
             #expect(gone?.timestamp == DeliveryHarness.start + 5_000)
             let goneOther = await refusal(token, "com.example.other")
-            #expect(goneOther?.reason == .deviceTokenNotForTopic, "another app's provider does not learn of the unregistration")
+            #expect(
+                goneOther?.reason == .deviceTokenNotForTopic,
+                "another app's provider does not learn of the unregistration"
+            )
             #expect(goneOther?.timestamp == nil)
         }
     }
@@ -483,7 +539,11 @@ struct ShardTests {
                 try await h.core.register(deviceID: device.id, secret: "wrong", topic: Self.topic).get()
             }
             await #expect(throws: Refusal.unauthorized) {
-                try await h.core.register(deviceID: String(repeating: "a", count: 32), secret: device.secret, topic: Self.topic).get()
+                try await h.core.register(
+                    deviceID: String(repeating: "a", count: 32),
+                    secret: device.secret,
+                    topic: Self.topic
+                ).get()
             }
         }
     }

@@ -1,14 +1,17 @@
 import NIOCore
-@testable import PushgateDeviceAPI
 import PushgateTransport
 import Testing
+
+@testable import PushgateDeviceAPI
 
 @Suite("Device creation per client address: a token bucket an hour deep, with an injected clock")
 struct DeviceCreationLimitTests {
     private let a = ClientAddress.v4(0xC000_0201)
     private let b = ClientAddress.v6Prefix(0x2001_0DB8_0000_0001)
 
-    @Test("an hour's allowance at once, then one per 3600/N seconds, with retry-after to the next one; other addresses unaffected")
+    @Test(
+        "an hour's allowance at once, then one per 3600/N seconds, with retry-after to the next one; other addresses unaffected"
+    )
     func bucket() {
         var limit = DeviceCreationLimit(perHour: 4)
         for _ in 0..<4 { #expect(limit.take(a, nowMillis: 0) == .allowed) }

@@ -18,7 +18,11 @@ struct BackgroundFetchTests {
         #expect(notification.apnsID == "6f1c-1")
         #expect(notification.fetchWindowSeconds == 7)
         #expect(notification.json == Self.silent)
-        #expect(notification.commandEnvironment == ["PUSHGATE_TOPIC": "com.example.app", "PUSHGATE_SEQ": "12", "PUSHGATE_APNS_ID": "6f1c-1"])
+        #expect(
+            notification.commandEnvironment == [
+                "PUSHGATE_TOPIC": "com.example.app", "PUSHGATE_SEQ": "12", "PUSHGATE_APNS_ID": "6f1c-1",
+            ]
+        )
     }
 
     @Test("without fetchWindowSeconds the window is 30 seconds")
@@ -27,20 +31,25 @@ struct BackgroundFetchTests {
         #expect(try #require(SilentNotification(json: json)).fetchWindowSeconds == 30)
     }
 
-    @Test("other push types, and what is not a notification, open no window", arguments: [
-        #"{"seq":1,"apnsId":"a","topic":"t","pushType":"alert","fetchWindowSeconds":30}"#,
-        #"{"seq":1,"apnsId":"a","topic":"t","pushType":"voip"}"#,
-        #"{"seq":1,"apnsId":"a","topic":"t"}"#,
-        #"{"seq":1}"#,
-        #"{"seq":-1,"apnsId":"a","topic":"t","pushType":"background"}"#,
-        #"{"seq":"1","apnsId":"a","topic":"t","pushType":"background"}"#,
-        "not json",
-    ])
+    @Test(
+        "other push types, and what is not a notification, open no window",
+        arguments: [
+            #"{"seq":1,"apnsId":"a","topic":"t","pushType":"alert","fetchWindowSeconds":30}"#,
+            #"{"seq":1,"apnsId":"a","topic":"t","pushType":"voip"}"#,
+            #"{"seq":1,"apnsId":"a","topic":"t"}"#,
+            #"{"seq":1}"#,
+            #"{"seq":-1,"apnsId":"a","topic":"t","pushType":"background"}"#,
+            #"{"seq":"1","apnsId":"a","topic":"t","pushType":"background"}"#,
+            "not json",
+        ]
+    )
     func notSilent(json: String) {
         #expect(SilentNotification(json: json) == nil)
     }
 
-    @Test("the deadline is the window from the arrival less a second (at most half the window); a window below 0 is over at once, one past 600 s ends at 600")
+    @Test(
+        "the deadline is the window from the arrival less a second (at most half the window); a window below 0 is over at once, one past 600 s ends at 600"
+    )
     func deadline() throws {
         let arrival = ContinuousClock.now
         let notification = try #require(SilentNotification(json: Self.silent))
@@ -57,49 +66,58 @@ struct BackgroundFetchTests {
         #expect(endless.deadline(receivedAt: arrival) == arrival + .seconds(599))
     }
 
-    @Test("exit 0 is newData, 1 noData, any other end failed; a timeout is not reported", arguments: [
-        (FetchCommandOutcome.exited(status: 0), FetchResult?.some(.newData)),
-        (.exited(status: 1), .noData),
-        (.exited(status: 2), .failed),
-        (.exited(status: 3), .failed),
-        (.exited(status: 255), .failed),
-        (.signalled(9), .failed),
-        (.signalled(15), .failed),
-        (.failedToRun("cannot start /bin/sh"), .failed),
-        (.killedAtDeadline, nil),
-        (.expiredBeforeItsTurn, nil),
-    ])
+    @Test(
+        "exit 0 is newData, 1 noData, any other end failed; a timeout is not reported",
+        arguments: [
+            (FetchCommandOutcome.exited(status: 0), FetchResult?.some(.newData)),
+            (.exited(status: 1), .noData),
+            (.exited(status: 2), .failed),
+            (.exited(status: 3), .failed),
+            (.exited(status: 255), .failed),
+            (.signalled(9), .failed),
+            (.signalled(15), .failed),
+            (.failedToRun("cannot start /bin/sh"), .failed),
+            (.killedAtDeadline, nil),
+            (.expiredBeforeItsTurn, nil),
+        ]
+    )
     func results(outcome: FetchCommandOutcome, result: FetchResult?) {
         #expect(outcome.result == result)
     }
 
-    @Test("--fetch-interval TOPIC=minimum|never|SECONDS", arguments: [
-        ("com.example.app=minimum", "com.example.app", FetchInterval.minimum),
-        ("com.example.app=never", "com.example.app", .never),
-        ("com.example.app=1", "com.example.app", .seconds(1)),
-        ("com.example.app=900", "com.example.app", .seconds(900)),
-        ("com.example.app=604800", "com.example.app", .seconds(604_800)),
-        ("a=b=60", "a=b", .seconds(60)),
-    ])
+    @Test(
+        "--fetch-interval TOPIC=minimum|never|SECONDS",
+        arguments: [
+            ("com.example.app=minimum", "com.example.app", FetchInterval.minimum),
+            ("com.example.app=never", "com.example.app", .never),
+            ("com.example.app=1", "com.example.app", .seconds(1)),
+            ("com.example.app=900", "com.example.app", .seconds(900)),
+            ("com.example.app=604800", "com.example.app", .seconds(604_800)),
+            ("a=b=60", "a=b", .seconds(60)),
+        ]
+    )
     func intervals(argument: String, topic: String, interval: FetchInterval) throws {
         let parsed = try FetchIntervalSetting.parse(argument)
         #expect(parsed.topic == topic)
         #expect(parsed.interval == interval)
     }
 
-    @Test("a bad --fetch-interval is refused, naming the value", arguments: [
-        ("com.example.app", "com.example.app"),
-        ("=60", "=60"),
-        ("t=", "\"\""),
-        ("t=0", "\"0\""),
-        ("t=604801", "\"604801\""),
-        ("t=-5", "\"-5\""),
-        ("t=+5", "\"+5\""),
-        ("t=1.5", "\"1.5\""),
-        ("t=99999999999", "\"99999999999\""),
-        ("t=Minimum", "\"Minimum\""),
-        ("t=٣", "\"٣\""),
-    ])
+    @Test(
+        "a bad --fetch-interval is refused, naming the value",
+        arguments: [
+            ("com.example.app", "com.example.app"),
+            ("=60", "=60"),
+            ("t=", "\"\""),
+            ("t=0", "\"0\""),
+            ("t=604801", "\"604801\""),
+            ("t=-5", "\"-5\""),
+            ("t=+5", "\"+5\""),
+            ("t=1.5", "\"1.5\""),
+            ("t=99999999999", "\"99999999999\""),
+            ("t=Minimum", "\"Minimum\""),
+            ("t=٣", "\"٣\""),
+        ]
+    )
     func badIntervals(argument: String, named: String) {
         let error = #expect(throws: FetchIntervalSetting.Invalid.self) { try FetchIntervalSetting.parse(argument) }
         #expect(error?.description.contains(named) == true, "\(String(describing: error))")

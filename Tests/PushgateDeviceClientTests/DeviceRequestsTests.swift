@@ -10,12 +10,15 @@ struct DeviceRequestsTests {
     static let server = ServerURL("http://127.0.0.1:2197")!
     static let identity = DeviceIdentity(deviceId: "0123456789abcdef0123456789abcdef", secret: "s3cret")
 
-    @Test("gateway URLs: scheme, host, port (defaults 2197 and 443), IPv6 in brackets", arguments: [
-        ("http://127.0.0.1:2197", false, "127.0.0.1", 2197),
-        ("https://gw.example.com", true, "gw.example.com", 443),
-        ("http://gw.example.com", false, "gw.example.com", 2197),
-        ("https://[::1]:8443/", true, "::1", 8443),
-    ])
+    @Test(
+        "gateway URLs: scheme, host, port (defaults 2197 and 443), IPv6 in brackets",
+        arguments: [
+            ("http://127.0.0.1:2197", false, "127.0.0.1", 2197),
+            ("https://gw.example.com", true, "gw.example.com", 443),
+            ("http://gw.example.com", false, "gw.example.com", 2197),
+            ("https://[::1]:8443/", true, "::1", 8443),
+        ]
+    )
     func urls(text: String, tls: Bool, host: String, port: Int) throws {
         let url = try #require(ServerURL(text))
         #expect(url.isTLS == tls)
@@ -23,9 +26,13 @@ struct DeviceRequestsTests {
         #expect(url.port == port)
     }
 
-    @Test("not a gateway URL (a path would be dropped: the gateway is reached at its root)", arguments: [
-        "127.0.0.1:2197", "ftp://x:1", "http://", "http://[::1", "http://x:99999", "https://[::1]:8443/some/prefix", "http://x:1/3/device",
-    ])
+    @Test(
+        "not a gateway URL (a path would be dropped: the gateway is reached at its root)",
+        arguments: [
+            "127.0.0.1:2197", "ftp://x:1", "http://", "http://[::1", "http://x:99999", "https://[::1]:8443/some/prefix",
+            "http://x:1/3/device",
+        ]
+    )
     func badURLs(text: String) {
         #expect(ServerURL(text) == nil)
     }
@@ -46,7 +53,10 @@ struct DeviceRequestsTests {
         #expect(ack.path == base + "ack")
         #expect(ack.body.map { String(buffer: $0) } == #"{"upTo":7}"#)
         #expect(ack.headers.first(name: "content-type") == "application/json")
-        #expect(requests.ack(upTo: 8).body.map { String(buffer: $0) } == #"{"upTo":8}"#, "the template is not changed by use")
+        #expect(
+            requests.ack(upTo: 8).body.map { String(buffer: $0) } == #"{"upTo":8}"#,
+            "the template is not changed by use"
+        )
 
         let registration = requests.registration(topic: "com.example.\"app\"")
         #expect(registration.body.map { String(buffer: $0) } == #"{"topic":"com.example.\"app\""}"#)
@@ -66,7 +76,10 @@ struct DeviceRequestsTests {
         #expect(one.headers.first(name: "content-type") == "application/json")
         #expect(one.body.map { String(buffer: $0) } == #"{"results":[{"seq":12,"result":"newData"}]}"#)
         let two = requests.fetchResults([FetchReport(seq: 3, result: .noData), FetchReport(seq: 4, result: .failed)])
-        #expect(two.body.map { String(buffer: $0) } == #"{"results":[{"seq":3,"result":"noData"},{"seq":4,"result":"failed"}]}"#)
+        #expect(
+            two.body.map { String(buffer: $0) }
+                == #"{"results":[{"seq":3,"result":"noData"},{"seq":4,"result":"failed"}]}"#
+        )
     }
 
     @Test("state reports: what is set, topics in order, intervals as words or a number of seconds")
@@ -95,9 +108,19 @@ struct DeviceRequestsTests {
 
     @Test("429 and 5xx are worth another try; other refusals are final and say why")
     func refusals() {
-        #expect(RetryableRefusal.refusal(of: "the event stream", status: 503, body: "{\"reason\":\"x\"}\n", failure: "f") is RetryableRefusal)
-        #expect(RetryableRefusal.refusal(of: "the event stream", status: 429, body: "", failure: "f") is RetryableRefusal)
-        let final = RetryableRefusal.refusal(of: "the event stream", status: 404, body: "no\nroute", failure: "event stream refused")
+        #expect(
+            RetryableRefusal.refusal(of: "the event stream", status: 503, body: "{\"reason\":\"x\"}\n", failure: "f")
+                is RetryableRefusal
+        )
+        #expect(
+            RetryableRefusal.refusal(of: "the event stream", status: 429, body: "", failure: "f") is RetryableRefusal
+        )
+        let final = RetryableRefusal.refusal(
+            of: "the event stream",
+            status: 404,
+            body: "no\nroute",
+            failure: "event stream refused"
+        )
         #expect((final as? ClientFailure)?.description == "event stream refused: 404 no route")
     }
 }

@@ -1,12 +1,13 @@
+import Foundation
+import PushgateDeviceClient
+import PushgateModel
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import PushgateDeviceClient
-import PushgateModel
-import Testing
 
 /// Real `/bin/sh -c` commands: their exits, their input and environment, and the kill at the
 /// deadline, which must reach what the shell started. Serialized: each test's pipe is meant for
@@ -15,7 +16,10 @@ import Testing
 struct FetchCommandRunnerTests {
     static var later: ContinuousClock.Instant { .now + .seconds(60) }
 
-    @Test("exit 0, 1 and 3: newData, noData, failed", arguments: [(Int32(0), FetchResult.newData), (1, .noData), (3, .failed)])
+    @Test(
+        "exit 0, 1 and 3: newData, noData, failed",
+        arguments: [(Int32(0), FetchResult.newData), (1, .noData), (3, .failed)]
+    )
     func exits(status: Int32, result: FetchResult) async {
         let runner = FetchCommandRunner(command: "cat > /dev/null; exit \(status)")
         let outcome = await runner.run(input: "{}", environment: [:], deadline: Self.later)
@@ -90,7 +94,11 @@ struct FetchCommandRunnerTests {
         async let first = runner.run(input: "{}", environment: ["PUSHGATE_SEQ": "1"], deadline: firstDeadline)
         #expect(await output.readLine(within: 10) == "started")
         // The first holds the only turn until its deadline's kill, after the second's deadline.
-        async let second = runner.run(input: "{}", environment: ["PUSHGATE_SEQ": "2"], deadline: firstDeadline - .seconds(1))
+        async let second = runner.run(
+            input: "{}",
+            environment: ["PUSHGATE_SEQ": "2"],
+            deadline: firstDeadline - .seconds(1)
+        )
         async let third = runner.run(input: "{}", environment: ["PUSHGATE_SEQ": "3"], deadline: Self.later)
         #expect(await first == .killedAtDeadline)
         #expect(await second == .expiredBeforeItsTurn)

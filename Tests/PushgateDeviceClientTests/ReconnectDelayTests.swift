@@ -17,7 +17,9 @@ struct ReconnectDelayTests {
         }
     }
 
-    @Test("failures back off from 250 ms, doubling to 30 s, each wait drawn from its upper half; a served stream starts over")
+    @Test(
+        "failures back off from 250 ms, doubling to 30 s, each wait drawn from its upper half; a served stream starts over"
+    )
     func backoff() {
         let draws = Draws()
         var delay = Self.delay(recording: draws)

@@ -29,9 +29,12 @@ struct StreamSilenceTests {
         #expect(silence.deadline == Self.opened + .seconds(45))
     }
 
-    @Test("a missing or unusable header means the gateway's default, 30 s: dead after 65 s", arguments: [
-        nil, "", "abc", "0", "-5", "3601", "25.5", "1e3",
-    ] as [String?])
+    @Test(
+        "a missing or unusable header means the gateway's default, 30 s: dead after 65 s",
+        arguments: [
+            nil, "", "abc", "0", "-5", "3601", "25.5", "1e3",
+        ] as [String?]
+    )
     func defaultInterval(header: String?) {
         let silence = StreamSilence(heartbeatIntervalHeader: header, openedAt: Self.opened)
         #expect(silence.heartbeatSeconds == 30)

@@ -17,11 +17,20 @@ struct AbuseLimitTests {
         return try await connection.send(request)
     }
 
-    @Test("past deviceCreationsPerAddressPerHour one address gets 429 TooManyRequests with retry-after; loopback and other addresses still create; the hour refills it; counted")
+    @Test(
+        "past deviceCreationsPerAddressPerHour one address gets 429 TooManyRequests with retry-after; loopback and other addresses still create; the hour refills it; counted"
+    )
     func deviceCreation() async throws {
-        let address = try #require(try nonLoopbackAddress(), "this machine has no non-loopback IPv4 address to test from")
+        let address = try #require(
+            try nonLoopbackAddress(),
+            "this machine has no non-loopback IPv4 address to test from"
+        )
         let clock = TestClock(1_700_000_000_000)
-        try await withGateway(clock: clock, configure: { $0.deviceCreationsPerAddressPerHour = 3 }, listenHost: "0.0.0.0") { gateway in
+        try await withGateway(
+            clock: clock,
+            configure: { $0.deviceCreationsPerAddressPerHour = 3 },
+            listenHost: "0.0.0.0"
+        ) { gateway in
             let remote = try await gateway.connect(host: address)
             for _ in 0..<3 { #expect(try await Self.create(remote).status == 201) }
             let refused = try await Self.create(remote)
@@ -29,7 +38,10 @@ struct AbuseLimitTests {
             #expect(refused.headers.first(name: "retry-after") == "1200")
             let body = try JSONSerialization.jsonObject(with: Data(String(buffer: refused.body).utf8)) as? [String: Any]
             #expect(body?["reason"] as? String == "TooManyRequests")
-            #expect((body?["detail"] as? String)?.contains("deviceCreationsPerAddressPerHour") == true, "\(String(describing: body))")
+            #expect(
+                (body?["detail"] as? String)?.contains("deviceCreationsPerAddressPerHour") == true,
+                "\(String(describing: body))"
+            )
 
             let local = try await gateway.connect()
             for _ in 0..<5 { #expect(try await Self.create(local).status == 201, "loopback is not limited") }
@@ -44,16 +56,22 @@ struct AbuseLimitTests {
         }
     }
 
-    @Test("past maxConnectionsPerAddress one address's connections are closed on arrival; its open ones and loopback are served; counted")
+    @Test(
+        "past maxConnectionsPerAddress one address's connections are closed on arrival; its open ones and loopback are served; counted"
+    )
     func connectionsPerAddress() async throws {
-        let address = try #require(try nonLoopbackAddress(), "this machine has no non-loopback IPv4 address to test from")
+        let address = try #require(
+            try nonLoopbackAddress(),
+            "this machine has no non-loopback IPv4 address to test from"
+        )
         try await withGateway(configure: { $0.maxConnectionsPerAddress = 2 }, listenHost: "0.0.0.0") { gateway in
             let first = try await gateway.connect(host: address)
             let second = try await gateway.connect(host: address)
             #expect(try await first.send(HTTPClientRequest(path: "/healthz")).status == 200)
             #expect(try await second.send(HTTPClientRequest(path: "/healthz")).status == 200)
             // Closed by the server without a byte, before the client has sent one.
-            let refused = try await ClientBootstrap(group: gateway.group).connect(host: address, port: gateway.port).get()
+            let refused = try await ClientBootstrap(group: gateway.group).connect(host: address, port: gateway.port)
+                .get()
             try await refused.closeFuture.get()
             #expect(try await first.send(HTTPClientRequest(path: "/healthz")).status == 200)
             let metrics = try await gateway.operatorGet("/metrics")

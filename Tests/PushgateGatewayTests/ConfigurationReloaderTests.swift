@@ -24,7 +24,8 @@ struct ConfigurationReloaderTests {
 
     static func reloads(_ metrics: GatewayMetrics) -> [String] {
         let text = String(decoding: metrics.exposition(statistics: DeliveryStatistics(), now: 0), as: UTF8.self)
-        return text.split(separator: "\n").filter { $0.hasPrefix("pushgate_config_reloads_total{") }.map(String.init).sorted()
+        return text.split(separator: "\n").filter { $0.hasPrefix("pushgate_config_reloads_total{") }.map(String.init)
+            .sorted()
     }
 
     /// What a reloader works on, as `Gateway.assemble` builds it, with a delivery core of one
@@ -42,7 +43,11 @@ struct ConfigurationReloaderTests {
             try await core.inspect(deviceID: deviceID)?.registrations.first?.bucket.capacity
         }
 
-        static func run(running: GatewayConfiguration, reread: @escaping @Sendable () throws -> GatewayConfiguration, _ body: (World) async throws -> Void) async throws {
+        static func run(
+            running: GatewayConfiguration,
+            reread: @escaping @Sendable () throws -> GatewayConfiguration,
+            _ body: (World) async throws -> Void
+        ) async throws {
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
             do {
@@ -54,9 +59,23 @@ struct ConfigurationReloaderTests {
                 let metrics = GatewayMetrics(version: "test")
                 let providers = ProviderAuthenticatorSource(running.access.providers)
                 let reloader = ConfigurationReloader(
-                    running: running, reread: reread, tls: nil, providers: providers, core: core, metrics: metrics, logger: logger
+                    running: running,
+                    reread: reread,
+                    tls: nil,
+                    providers: providers,
+                    core: core,
+                    metrics: metrics,
+                    logger: logger
                 )
-                try await body(World(reloader: reloader, providers: providers, metrics: metrics, core: core, deviceID: device.deviceID))
+                try await body(
+                    World(
+                        reloader: reloader,
+                        providers: providers,
+                        metrics: metrics,
+                        core: core,
+                        deviceID: device.deviceID
+                    )
+                )
             } catch {
                 try await group.shutdownGracefully()
                 throw error
@@ -65,7 +84,9 @@ struct ConfigurationReloaderTests {
         }
     }
 
-    @Test("the scheduler policy is applied to the shards; changed settings that only a restart applies are named and left as they are")
+    @Test(
+        "the scheduler policy is applied to the shards; changed settings that only a restart applies are named and left as they are"
+    )
     func restartOnly() async throws {
         let running = try Self.running()
         var fresh = GatewayConfiguration()
@@ -80,9 +101,18 @@ struct ConfigurationReloaderTests {
             #expect(outcome.reloaded == ["providerKeys (0)", "scheduler"])
             #expect(try await world.appBurst() == 7, "the shard runs the new policy once the reload returns")
             #expect(world.providers.generation == 1, "the provider authentication was replaced (with the same keys)")
-            #expect(Self.reloads(world.metrics) == [#"pushgate_config_reloads_total{result="failure"} 0"#, #"pushgate_config_reloads_total{result="success"} 1"#])
+            #expect(
+                Self.reloads(world.metrics) == [
+                    #"pushgate_config_reloads_total{result="failure"} 0"#,
+                    #"pushgate_config_reloads_total{result="success"} 1"#,
+                ]
+            )
             // Still named on the next reload: the running configuration kept its values.
-            #expect(try await world.reloader.reload(trigger: "test").get().needsRestart == ["threads", "logLevel", "adminToken"])
+            #expect(
+                try await world.reloader.reload(trigger: "test").get().needsRestart == [
+                    "threads", "logLevel", "adminToken",
+                ]
+            )
         }
     }
 
@@ -95,11 +125,20 @@ struct ConfigurationReloaderTests {
         try await World.run(running: running, reread: { [fresh] in fresh }) { (world: World) async throws in
             switch await world.reloader.reload(trigger: "test") {
             case .success(let outcome): Issue.record("reloaded: \(outcome)")
-            case .failure(let failure): #expect(failure.description.contains(#"topic "com.example.news": maxHeldPerApp is 0; allowed 1...1000"#), "\(failure)")
+            case .failure(let failure):
+                #expect(
+                    failure.description.contains(#"topic "com.example.news": maxHeldPerApp is 0; allowed 1...1000"#),
+                    "\(failure)"
+                )
             }
             #expect(try await world.appBurst() == 3, "the global appBurst of the refused file was not applied either")
             #expect(world.providers.generation == 0)
-            #expect(Self.reloads(world.metrics) == [#"pushgate_config_reloads_total{result="failure"} 1"#, #"pushgate_config_reloads_total{result="success"} 0"#])
+            #expect(
+                Self.reloads(world.metrics) == [
+                    #"pushgate_config_reloads_total{result="failure"} 1"#,
+                    #"pushgate_config_reloads_total{result="success"} 0"#,
+                ]
+            )
         }
     }
 
@@ -107,7 +146,14 @@ struct ConfigurationReloaderTests {
     func unreadableKey() async throws {
         let running = try Self.running()
         var fresh = GatewayConfiguration()
-        fresh.policy.providerKeys = [ProviderKeyConfiguration(teamID: "TEAM123456", keyID: "KEY1234567", privateKeyFile: "/nonexistent/AuthKey.p8", topics: ["com.example.app"])]
+        fresh.policy.providerKeys = [
+            ProviderKeyConfiguration(
+                teamID: "TEAM123456",
+                keyID: "KEY1234567",
+                privateKeyFile: "/nonexistent/AuthKey.p8",
+                topics: ["com.example.app"]
+            )
+        ]
         fresh.policy.scheduler.appBurst = 7
         try await World.run(running: running, reread: { [fresh] in fresh }) { (world: World) async throws in
             switch await world.reloader.reload(trigger: "test") {
@@ -116,11 +162,18 @@ struct ConfigurationReloaderTests {
             }
             #expect(world.providers.generation == 0)
             #expect(try await world.appBurst() == 3)
-            #expect(Self.reloads(world.metrics) == [#"pushgate_config_reloads_total{result="failure"} 1"#, #"pushgate_config_reloads_total{result="success"} 0"#])
+            #expect(
+                Self.reloads(world.metrics) == [
+                    #"pushgate_config_reloads_total{result="failure"} 1"#,
+                    #"pushgate_config_reloads_total{result="success"} 0"#,
+                ]
+            )
         }
     }
 
-    @Test("every setting is either applied by a reload (as the settings table says) or named when it changed and waits for a restart")
+    @Test(
+        "every setting is either applied by a reload (as the settings table says) or named when it changed and waits for a restart"
+    )
     func everySettingIsAccountedFor() {
         let restartOnly = ConfigurationReloader.restartOnly(GatewayConfiguration()).map(\.key)
         let reloaded = Settings.all.filter(\.reloads).map(\.key)
@@ -131,7 +184,9 @@ struct ConfigurationReloaderTests {
 
     @Test("a settings problem on re-reading is refused with its words")
     func unreadableSettings() async throws {
-        struct Problem: Error, CustomStringConvertible { var description: String { "pushgate.json:3:5: threads: is 0; must be 1 to 1024" } }
+        struct Problem: Error, CustomStringConvertible {
+            var description: String { "pushgate.json:3:5: threads: is 0; must be 1 to 1024" }
+        }
         try await World.run(running: try Self.running(), reread: { throw Problem() }) { world in
             guard case .failure(let failure) = await world.reloader.reload(trigger: "test") else {
                 Issue.record("a settings problem was not refused")

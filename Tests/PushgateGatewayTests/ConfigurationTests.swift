@@ -17,7 +17,8 @@ struct ConfigurationTests {
     }
 
     enum Fault: CaseIterable, Sendable {
-        case tlsWithoutFiles, filesWithoutTLS, requiredClientCertWithoutCA, logLevel, noThreads, tooManyThreads, noIdleTimeout
+        case tlsWithoutFiles, filesWithoutTLS, requiredClientCertWithoutCA, logLevel, noThreads, tooManyThreads,
+            noIdleTimeout
         case idleTimeoutBeyondAYear
         case unauthenticatedIdleTimeoutBeyondAYear, negativeShutdown
 
@@ -33,7 +34,8 @@ struct ConfigurationTests {
             case .noIdleTimeout: configuration.idleTimeoutSeconds = 0
             // Written to mean "never": refused, naming the range.
             case .idleTimeoutBeyondAYear: configuration.idleTimeoutSeconds = 9_999_999_999
-            case .unauthenticatedIdleTimeoutBeyondAYear: configuration.unauthenticatedIdleTimeoutSeconds = 365 * 24 * 3600 + 1
+            case .unauthenticatedIdleTimeoutBeyondAYear:
+                configuration.unauthenticatedIdleTimeoutSeconds = 365 * 24 * 3600 + 1
             case .negativeShutdown: configuration.shutdownTimeoutSeconds = -1
             }
         }
@@ -41,11 +43,13 @@ struct ConfigurationTests {
         var message: String {
             switch self {
             case .tlsWithoutFiles: "--tls-listen needs --tls-cert and --tls-key"
-            case .filesWithoutTLS: "--tls-cert, --tls-key and --tls-client-ca apply to TLS listeners; add --tls-listen HOST:PORT"
+            case .filesWithoutTLS:
+                "--tls-cert, --tls-key and --tls-client-ca apply to TLS listeners; add --tls-listen HOST:PORT"
             case .requiredClientCertWithoutCA: "--tls-require-client-cert needs --tls-client-ca"
             case .logLevel: "--log-level must be one of: trace, debug, info, notice, warning, error, critical"
             case .noThreads, .tooManyThreads: "--threads must be between 1 and 1024"
-            case .noIdleTimeout, .idleTimeoutBeyondAYear: "--idle-timeout must be between 1 and 31536000 seconds (365 days)"
+            case .noIdleTimeout, .idleTimeoutBeyondAYear:
+                "--idle-timeout must be between 1 and 31536000 seconds (365 days)"
             case .unauthenticatedIdleTimeoutBeyondAYear:
                 "--unauthenticated-idle-timeout must be between 1 and 31536000 seconds (365 days)"
             case .negativeShutdown: "--shutdown-timeout cannot be negative"
@@ -94,7 +98,9 @@ struct ConfigurationTests {
         configuration.policy.registrationSecret = "a-registration-secret-for-tests"
         configuration.policy.providerKeys = [
             ProviderKeyConfiguration(
-                teamID: "TEAM000001", keyID: "KEY0000001", publicKey: try ES256PrivateKey.generate().publicKey.pemRepresentation,
+                teamID: "TEAM000001",
+                keyID: "KEY0000001",
+                publicKey: try ES256PrivateKey.generate().publicKey.pemRepresentation,
                 topics: ["com.example.app"]
             )
         ]
@@ -107,7 +113,10 @@ struct ConfigurationTests {
         return logger
     }()
 
-    @Test("cleartext on loopback serves: 127.0.0.0/8, ::1, localhost", arguments: ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "localhost"])
+    @Test(
+        "cleartext on loopback serves: 127.0.0.0/8, ::1, localhost",
+        arguments: ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "localhost"]
+    )
     func cleartextOnLoopback(host: String) throws {
         var main = try Self.authenticated(listen: host)
         #expect(try main.prepare(logger: Self.quiet).map(\.host) == [host])
@@ -126,8 +135,13 @@ struct ConfigurationTests {
                 _ = try configuration.prepare(logger: Self.quiet)
                 Issue.record("cleartext on \(host) (admin: \(admin)) was not refused")
             } catch let error as GatewayConfigurationError {
-                #expect(error.description.hasPrefix("refusing to serve cleartext on \(host):2197 (not loopback)"), "\(error)")
-                for advice in ["--tls-listen", "loopback behind a proxy that terminates TLS", "--allow-insecure-cleartext"] {
+                #expect(
+                    error.description.hasPrefix("refusing to serve cleartext on \(host):2197 (not loopback)"),
+                    "\(error)"
+                )
+                for advice in [
+                    "--tls-listen", "loopback behind a proxy that terminates TLS", "--allow-insecure-cleartext",
+                ] {
                     #expect(error.description.contains(advice), "\(error)")
                 }
             }

@@ -2,14 +2,15 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
-@testable import PushgateDelivery
 import PushgateModel
 import PushgateStore
 import PushgateStoreSQLite
+import PushgateTestKit
 import PushgateTransport
 import Synchronization
-import PushgateTestKit
 import Testing
+
+@testable import PushgateDelivery
 
 /// End-to-end delivery through a real gateway (PRODUCT.md sections 2, 3, 4 "Offline"/"Expiry", 8):
 /// providers push over HTTP/2, device agents register, hold an event stream, ack, reconnect.
@@ -18,7 +19,11 @@ import Testing
 /// generous timeout so that a missing event fails the test instead of hanging it; an event
 /// stream counts as attached once a no-op ack on its connection was answered, see
 /// `API.openEvents`), and time moves only on the injected clock.
-@Suite("Delivery: tokens, event streams, store-and-forward, expiry, acks, restart", .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "Delivery: tokens, event streams, store-and-forward, expiry, acks, restart",
+    .serialized,
+    .timeLimit(.minutes(2))
+)
 struct DeliveryTests {
     static let news = "com.example.news"
     static let chat = "com.example.chat"
@@ -27,7 +32,9 @@ struct DeliveryTests {
 
     // MARK: 1. Token lifecycle
 
-    @Test("token lifecycle: register, same token again, push, unregister → 410 with time, new token, bad token, wrong topic")
+    @Test(
+        "token lifecycle: register, same token again, push, unregister → 410 with time, new token, bad token, wrong topic"
+    )
     func tokenLifecycle() async throws {
         let clock = TestClock(Self.start)
         try await withGateway(clock: clock) { gateway in
@@ -109,9 +116,14 @@ struct DeliveryTests {
                 let anonymous = try await api.device(nil, id: device.id, method, route, body: body)
                 #expect(wrong.status == 401, "\(method) \(route) with a wrong secret")
                 #expect(wrong.json["reason"] is String)
-                for (name, response) in [("unknown device id", missing), ("malformed device id", malformed), ("no authorization", anonymous)] {
+                for (name, response) in [
+                    ("unknown device id", missing), ("malformed device id", malformed), ("no authorization", anonymous),
+                ] {
                     #expect(response.status == 401, "\(method) \(route), \(name)")
-                    #expect(response.text == wrong.text, "\(method) \(route): \(name) answers \(response.text), wrong secret \(wrong.text)")
+                    #expect(
+                        response.text == wrong.text,
+                        "\(method) \(route): \(name) answers \(response.text), wrong secret \(wrong.text)"
+                    )
                 }
             }
             // Nothing above changed the device: its token still works.
@@ -134,8 +146,14 @@ struct DeliveryTests {
             #expect(stream.contentType?.hasPrefix("text/event-stream") == true)
 
             let sent: [(apnsID: String?, pushType: String, priority: String, collapseID: String?, payload: String)] = [
-                (newAPNsID(), "alert", "10", "score-1", #"{"aps":{"alert":"Goal!","badge":3},"match":{"id":7,"home":[1,2.5,true,null]}}"#),
-                (newAPNsID(), "alert", "5", nil, "{\n  \"aps\" : {\"alert\" : {\"title\" : \"T\", \"body\" : \"line \\\"two\\\"\\nnext\"}},\n  \"u\" : \"\\u00e9\\u2603\"\n}"),
+                (
+                    newAPNsID(), "alert", "10", "score-1",
+                    #"{"aps":{"alert":"Goal!","badge":3},"match":{"id":7,"home":[1,2.5,true,null]}}"#
+                ),
+                (
+                    newAPNsID(), "alert", "5", nil,
+                    "{\n  \"aps\" : {\"alert\" : {\"title\" : \"T\", \"body\" : \"line \\\"two\\\"\\nnext\"}},\n  \"u\" : \"\\u00e9\\u2603\"\n}"
+                ),
                 (nil, "background", "5", "sync", #"{"aps":{"content-available":1},"since":12345678901}"#),
             ]
             var dispositions: [String?] = []
@@ -144,7 +162,13 @@ struct DeliveryTests {
                 clock.set(Self.start + Int64(index) * 1_000)
                 var headers: [(String, String)] = [("apns-push-type", push.pushType), ("apns-priority", push.priority)]
                 if let collapseID = push.collapseID { headers.append(("apns-collapse-id", collapseID)) }
-                let response = try await api.push(token: token, topic: Self.news, apnsID: push.apnsID, headers: headers, payload: push.payload)
+                let response = try await api.push(
+                    token: token,
+                    topic: Self.news,
+                    apnsID: push.apnsID,
+                    headers: headers,
+                    payload: push.payload
+                )
                 #expect(response.status == 200, "push \(index): \(response.text)")
                 #expect(response.text.isEmpty, "a 200 has an empty body")
                 dispositions.append(response.disposition)
@@ -198,7 +222,13 @@ struct DeliveryTests {
                 let apnsID = newAPNsID()
                 let payload = #"{"aps":{"alert":"stored \#(n)"},"n":\#(n)}"#
                 let headers = expiration.map { [("apns-expiration", "\($0)")] } ?? []
-                let response = try await api.push(token: token, topic: topic, apnsID: apnsID, headers: headers, payload: payload)
+                let response = try await api.push(
+                    token: token,
+                    topic: topic,
+                    apnsID: apnsID,
+                    headers: headers,
+                    payload: payload
+                )
                 #expect(response.status == 200)
                 #expect(response.disposition == "stored", "push \(n) to an offline device")
                 #expect(response.apnsID == apnsID)
@@ -207,7 +237,10 @@ struct DeliveryTests {
             func discard(expiration: String, _ n: Int) async throws {
                 let apnsID = newAPNsID()
                 let response = try await api.push(
-                    token: news, topic: Self.news, apnsID: apnsID, headers: [("apns-expiration", expiration)],
+                    token: news,
+                    topic: Self.news,
+                    apnsID: apnsID,
+                    headers: [("apns-expiration", expiration)],
                     payload: #"{"aps":{"alert":"discard \#(n)"},"discarded":\#(n)}"#
                 )
                 #expect(response.status == 200, "apns-expiration \(expiration): \(response.text)")
@@ -248,7 +281,12 @@ struct DeliveryTests {
 
             // apns-expiration 0 for a connected device: delivered now.
             let now = newAPNsID()
-            let immediate = try await api.push(token: news, topic: Self.news, apnsID: now, headers: [("apns-expiration", "0")])
+            let immediate = try await api.push(
+                token: news,
+                topic: Self.news,
+                apnsID: now,
+                headers: [("apns-expiration", "0")]
+            )
             #expect(immediate.status == 200)
             #expect(immediate.disposition == "delivered")
             #expect(try await stream.nextNotification().apnsID == now)
@@ -262,7 +300,11 @@ struct DeliveryTests {
             let api = try await API(gateway)
             let (device, token) = try await api.registeredDevice(topic: Self.news)
             for n in 1...100 {
-                let response = try await api.push(token: token, topic: Self.news, payload: #"{"aps":{"alert":"n\#(n)"}}"#)
+                let response = try await api.push(
+                    token: token,
+                    topic: Self.news,
+                    payload: #"{"aps":{"alert":"n\#(n)"}}"#
+                )
                 #expect(response.disposition == "stored")
             }
             let grown = try #require(try await gateway.core.queueCapacity(deviceID: device.id))
@@ -276,7 +318,10 @@ struct DeliveryTests {
             #expect(try await gateway.core.queueCapacity(deviceID: device.id) == grown)
             #expect(try await api.ack(device, upTo: last).status == 204)
             let drained = try #require(try await gateway.core.queueCapacity(deviceID: device.id))
-            #expect(drained <= DeviceState.retainedQueueCapacity, "an empty queue kept room for \(drained) notifications")
+            #expect(
+                drained <= DeviceState.retainedQueueCapacity,
+                "an empty queue kept room for \(drained) notifications"
+            )
 
             let response = try await api.push(token: token, topic: Self.news)
             #expect(response.disposition == "delivered")
@@ -299,23 +344,38 @@ struct DeliveryTests {
 
             // At delivery time.
             let (device, token) = try await api.registeredDevice(topic: Self.news)
-            let expiring = try await api.push(token: token, topic: Self.news, headers: [("apns-expiration", "\(Self.start / 1000 + 60)")])
+            let expiring = try await api.push(
+                token: token,
+                topic: Self.news,
+                headers: [("apns-expiration", "\(Self.start / 1000 + 60)")]
+            )
             #expect(expiring.disposition == "stored")
             let survivor = newAPNsID()
             #expect(try await api.push(token: token, topic: Self.news, apnsID: survivor).disposition == "stored")
             clock.set(Self.start + 61_000)
             let stream = try await api.openEvents(device)
             let first = try await stream.nextNotification()
-            #expect(first.apnsID == survivor, "the push that expired at \(Self.start + 60_000) ms was delivered at \(Self.start + 61_000)")
+            #expect(
+                first.apnsID == survivor,
+                "the push that expired at \(Self.start + 60_000) ms was delivered at \(Self.start + 61_000)"
+            )
             #expect(counters.drops[.expired] == 1)
 
             // By the sweep, while the device is offline.
             let offline = try await api.createDevice()
             let offlineToken = try await api.registeredToken(offline, topic: Self.chat)
             let deadline = Self.start / 1000 + 120
-            let doomed = try await api.push(token: offlineToken, topic: Self.chat, headers: [("apns-expiration", "\(deadline)")])
+            let doomed = try await api.push(
+                token: offlineToken,
+                topic: Self.chat,
+                headers: [("apns-expiration", "\(deadline)")]
+            )
             #expect(doomed.disposition == "stored")
-            let kept = try await api.push(token: offlineToken, topic: Self.chat, headers: [("apns-expiration", "\(deadline + 60)")])
+            let kept = try await api.push(
+                token: offlineToken,
+                topic: Self.chat,
+                headers: [("apns-expiration", "\(deadline + 60)")]
+            )
             #expect(kept.disposition == "stored")
 
             clock.set(deadline * 1000 - 1)
@@ -348,7 +408,11 @@ struct DeliveryTests {
 
             var apnsIDs: [Int: String] = [:]
             func pushLive(_ seq: Int, expecting disposition: String = "delivered") async throws {
-                let response = try await api.push(token: token, topic: Self.news, payload: #"{"aps":{"alert":"n\#(seq)"},"n":\#(seq)}"#)
+                let response = try await api.push(
+                    token: token,
+                    topic: Self.news,
+                    payload: #"{"aps":{"alert":"n\#(seq)"},"n":\#(seq)}"#
+                )
                 #expect(response.status == 200)
                 #expect(response.disposition == disposition)
                 apnsIDs[seq] = response.apnsID
@@ -428,13 +492,20 @@ struct DeliveryTests {
             let pad = String(repeating: "a", count: 3_800)
             var apnsIDs: [String] = []
             for n in 1...count {
-                let response = try await api.push(token: token, topic: Self.news, payload: #"{"aps":{"alert":"w\#(n)"},"pad":"\#(pad)"}"#)
+                let response = try await api.push(
+                    token: token,
+                    topic: Self.news,
+                    payload: #"{"aps":{"alert":"w\#(n)"},"pad":"\#(pad)"}"#
+                )
                 try #require(response.status == 200, "push \(n): \(response.text)")
                 apnsIDs.append(try #require(response.apnsID))
             }
             // Each 200 comes after its push was committed and pumped: the count is final.
             let written = gateway.core.counters.deliveries[.immediate]
-            try #require(written > 0 && written < count, "\(written) of \(count) events (~4 KiB each) written without an ack")
+            try #require(
+                written > 0 && written < count,
+                "\(written) of \(count) events (~4 KiB each) written without an ack"
+            )
 
             var bytes = 0
             var last = 0
@@ -512,7 +583,10 @@ struct DeliveryTests {
             let second = try await other.openEvents(device)
             #expect(second.status == 200)
             let end = try await first.nextEvent()
-            #expect(end == nil, "the replaced stream ends cleanly (END_STREAM, no reset), got \(String(describing: end))")
+            #expect(
+                end == nil,
+                "the replaced stream ends cleanly (END_STREAM, no reset), got \(String(describing: end))"
+            )
 
             let redelivered = try await second.nextNotification()
             #expect(redelivered.apnsID == p1.apnsID, "the unacked push is sent again on the new stream")
@@ -535,7 +609,9 @@ struct DeliveryTests {
 
     // MARK: 7. Restart
 
-    @Test("after a restart on the same directory, everything unacked comes back, acked never; tokens, secrets, seqs survive")
+    @Test(
+        "after a restart on the same directory, everything unacked comes back, acked never; tokens, secrets, seqs survive"
+    )
     func restart() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -564,7 +640,11 @@ struct DeliveryTests {
 
             let stream = try await api.openEvents(before.online)
             for n in 1...3 {
-                let response = try await api.push(token: before.onlineToken, topic: Self.news, payload: #"{"aps":{"alert":"a\#(n)"}}"#)
+                let response = try await api.push(
+                    token: before.onlineToken,
+                    topic: Self.news,
+                    payload: #"{"aps":{"alert":"a\#(n)"}}"#
+                )
                 #expect(response.disposition == "delivered")
                 before.delivered[n] = response.apnsID
             }
@@ -576,7 +656,11 @@ struct DeliveryTests {
             #expect(try await api.ack(before.online, upTo: 1).status == 204)
 
             for n in 1...2 {
-                let response = try await api.push(token: before.offlineToken, topic: Self.news, payload: #"{"aps":{"alert":"b\#(n)"}}"#)
+                let response = try await api.push(
+                    token: before.offlineToken,
+                    topic: Self.news,
+                    payload: #"{"aps":{"alert":"b\#(n)"}}"#
+                )
                 #expect(response.disposition == "stored")
                 before.stored.append(try #require(response.apnsID))
             }
@@ -618,7 +702,9 @@ struct DeliveryTests {
             #expect(laterSeq > before.stored.count)
 
             // Registrations, unregistrations and secrets came back.
-            #expect(try await api.register(before.online, topic: Self.news).json["token"] as? String == before.onlineToken)
+            #expect(
+                try await api.register(before.online, topic: Self.news).json["token"] as? String == before.onlineToken
+            )
             let gone = try await api.push(token: before.goneToken, topic: Self.chat)
             #expect(gone.status == 410)
             #expect(int64(gone.json["timestamp"]) == Self.start + 1_000)
@@ -641,7 +727,9 @@ struct DeliveryTests {
         }
     }
 
-    @Test("a seq the agent has seen is never given to another notification, even after its push expired and the gateway restarted")
+    @Test(
+        "a seq the agent has seen is never given to another notification, even after its push expired and the gateway restarted"
+    )
     func seqNotReusedAfterExpiryAndRestart() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -657,7 +745,11 @@ struct DeliveryTests {
             let stream = try await api.openEvents(device)
             _ = try await api.push(token: token, topic: Self.news)
             for _ in 2...3 {
-                _ = try await api.push(token: token, topic: Self.news, headers: [("apns-expiration", "\(Self.start / 1000 + 60)")])
+                _ = try await api.push(
+                    token: token,
+                    topic: Self.news,
+                    headers: [("apns-expiration", "\(Self.start / 1000 + 60)")]
+                )
             }
             for seq in 1...3 { #expect(try await stream.nextNotification().seq == seq) }
             #expect(try await api.ack(device, upTo: 1).status == 204)
@@ -676,7 +768,11 @@ struct DeliveryTests {
             let api = try await API(gateway)
             var sent: [String] = []
             for n in 1...2 {
-                let response = try await api.push(token: token, topic: Self.news, payload: #"{"aps":{"alert":"new \#(n)"}}"#)
+                let response = try await api.push(
+                    token: token,
+                    topic: Self.news,
+                    payload: #"{"aps":{"alert":"new \#(n)"}}"#
+                )
                 #expect(response.disposition == "stored")
                 sent.append(try #require(response.apnsID))
             }
@@ -691,15 +787,23 @@ struct DeliveryTests {
                 received.append(event.apnsID)
                 seqs.append(event.seq)
             }
-            #expect(received == sent, "pushes stored after the restart were lost: last-event-id 3 acked them (seqs \(seqs))")
-            #expect(seqs.allSatisfy { $0 > 3 }, "seqs \(seqs): 2 and 3 were already used for notifications the agent saw")
+            #expect(
+                received == sent,
+                "pushes stored after the restart were lost: last-event-id 3 acked them (seqs \(seqs))"
+            )
+            #expect(
+                seqs.allSatisfy { $0 > 3 },
+                "seqs \(seqs): 2 and 3 were already used for notifications the agent saw"
+            )
             await api.close()
         }
     }
 
     // MARK: 8. Delete device
 
-    @Test("deleting a device ends its stream, its tokens get 410 with the deletion time, its secret 401, also after a restart; its notifications leave the disk")
+    @Test(
+        "deleting a device ends its stream, its tokens get 410 with the deletion time, its secret 401, also after a restart; its notifications leave the disk"
+    )
     func deleteDevice() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -719,14 +823,21 @@ struct DeliveryTests {
             let bystander = try await api.createDevice()
             bystanderID = bystander.id
             let bystanderToken = try await api.registeredToken(bystander, topic: Self.news)
-            unauthorized = try await api.device(Device(id: randomHex(bytes: 16), secret: device.secret), "POST", "keepalive").text
+            unauthorized = try await api.device(
+                Device(id: randomHex(bytes: 16), secret: device.secret),
+                "POST",
+                "keepalive"
+            ).text
 
             let stream = try await api.openEvents(device)
             let live = try await api.push(token: tokens[0].token, topic: Self.news)
             #expect(live.disposition == "delivered")
             #expect(try await stream.nextNotification().apnsID == live.apnsID)
             // Priority 1 waits for a wake event: held, with no seq.
-            #expect(try await api.push(token: tokens[1].token, topic: Self.chat, headers: [("apns-priority", "1")]).disposition == "held")
+            #expect(
+                try await api.push(token: tokens[1].token, topic: Self.chat, headers: [("apns-priority", "1")])
+                    .disposition == "held"
+            )
             #expect(try await gateway.core.statistics().connectedDevices == 1)
 
             clock.set(Self.start + 30_000)
@@ -742,12 +853,22 @@ struct DeliveryTests {
                 #expect(response.json["reason"] as? String == "Unregistered")
                 #expect(int64(response.json["timestamp"]) == Self.start + 30_000)
             }
-            for (method, route) in [("POST", "keepalive"), ("GET", "events"), ("POST", "registrations"), ("DELETE", "")] {
-                let response = try await api.device(device, method, route, body: route == "registrations" ? #"{"topic":"com.example.x"}"# : nil)
+            for (method, route) in [
+                ("POST", "keepalive"), ("GET", "events"), ("POST", "registrations"), ("DELETE", ""),
+            ] {
+                let response = try await api.device(
+                    device,
+                    method,
+                    route,
+                    body: route == "registrations" ? #"{"topic":"com.example.x"}"# : nil
+                )
                 #expect(response.status == 401, "\(method) \(route) with a deleted device's secret")
                 #expect(response.text == unauthorized)
             }
-            #expect(try await gateway.core.statistics().connectedDevices == 0, "a deleted device is no longer connected")
+            #expect(
+                try await gateway.core.statistics().connectedDevices == 0,
+                "a deleted device is no longer connected"
+            )
             #expect(try await gateway.core.statistics().queued == 0, "its queue went with it")
 
             // Other devices are untouched.
@@ -764,7 +885,10 @@ struct DeliveryTests {
             let api = try await API(gateway)
             for (token, topic) in tokens {
                 let response = try await api.push(token: token, topic: topic)
-                #expect(response.status == 410, "after a restart, push to a deleted device's token: \(response.status) \(response.text)")
+                #expect(
+                    response.status == 410,
+                    "after a restart, push to a deleted device's token: \(response.status) \(response.text)"
+                )
                 #expect(int64(response.json["timestamp"]) == Self.start + 30_000)
             }
             let keepalive = try await api.device(device, "POST", "keepalive")
@@ -784,12 +908,24 @@ struct DeliveryTests {
         let gone = randomHex(bytes: 16)
         func orphan(_ id: UInt64, seq: UInt64?) -> StoreCommand {
             let push = Push(
-                deviceToken: String(repeating: "ab", count: 32), apnsID: newAPNsID(), topic: Self.news,
-                pushType: .alert, priority: .high, collapseID: nil, payload: Array("{}".utf8)
+                deviceToken: String(repeating: "ab", count: 32),
+                apnsID: newAPNsID(),
+                topic: Self.news,
+                pushType: .alert,
+                priority: .high,
+                collapseID: nil,
+                payload: Array("{}".utf8)
             )
-            return .enqueue(AcceptedPush(
-                acceptanceID: id, deviceID: gone, push: push, acceptedAt: Self.start, expiresAt: Self.start + 60_000, seq: seq
-            ))
+            return .enqueue(
+                AcceptedPush(
+                    acceptanceID: id,
+                    deviceID: gone,
+                    push: push,
+                    acceptedAt: Self.start,
+                    expiresAt: Self.start + 60_000,
+                    seq: seq
+                )
+            )
         }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             store.commit([orphan(1, seq: 1), orphan(2, seq: nil)]) { continuation.resume(with: $0) }
@@ -822,9 +958,19 @@ struct DeliveryTests {
             #expect(ok.json.keys.sorted() == ["notifications"])
 
             let wrong = try await api.device(Device(id: device.id, secret: other.secret), "POST", "keepalive")
-            let unknown = try await api.device(Device(id: randomHex(bytes: 16), secret: device.secret), "POST", "keepalive")
+            let unknown = try await api.device(
+                Device(id: randomHex(bytes: 16), secret: device.secret),
+                "POST",
+                "keepalive"
+            )
             let anonymous = try await api.device(nil, id: device.id, "POST", "keepalive")
-            let notBearer = try await api.device(nil, id: device.id, "POST", "keepalive", headers: [("authorization", "basic \(device.secret)")])
+            let notBearer = try await api.device(
+                nil,
+                id: device.id,
+                "POST",
+                "keepalive",
+                headers: [("authorization", "basic \(device.secret)")]
+            )
             for response in [wrong, unknown, anonymous, notBearer] {
                 #expect(response.status == 401)
                 #expect(response.json["reason"] is String)

@@ -14,7 +14,10 @@ struct DeviceIsolationTests {
     static func deviceOperations() throws -> [(method: String, path: String)] {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("openapi.yaml")
-        let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        let lines = try String(contentsOf: url, encoding: .utf8).split(
+            separator: "\n",
+            omittingEmptySubsequences: false
+        )
         var operations: [(String, String)] = []
         var path: String?
         for line in lines {
@@ -22,7 +25,8 @@ struct DeviceIsolationTests {
                 let candidate = String(line.dropFirst(2).dropLast())
                 path = candidate.hasPrefix("/v1/devices/{deviceId}") ? candidate : nil
             } else if let path, line.hasPrefix("    "), !line.hasPrefix("     "),
-                      let method = ["get", "put", "post", "delete", "patch"].first(where: { line == "    \($0):" }) {
+                let method = ["get", "put", "post", "delete", "patch"].first(where: { line == "    \($0):" })
+            {
                 operations.append((method.uppercased(), path))
             }
         }
@@ -52,7 +56,9 @@ struct DeviceIsolationTests {
         }
     }
 
-    @Test("a body the route refuses, with a wrong secret: 401, never what is wrong with the body; with the right secret, the 400")
+    @Test(
+        "a body the route refuses, with a wrong secret: 401, never what is wrong with the body; with the right secret, the 400"
+    )
     func wrongSecretBeforeBadBody() async throws {
         let operations = try Self.deviceOperations().filter { Self.badBody(for: $0.path) != nil }
         #expect(operations.count == 4, "\(operations)")
@@ -64,19 +70,31 @@ struct DeviceIsolationTests {
                 for deviceID in [device.id, String(repeating: "f", count: 32)] {
                     let path = template.replacingOccurrences(of: "{deviceId}", with: deviceID)
                     for secret in [intruder.secret, String(repeating: "0", count: 64)] {
-                        let reply = try await api.send(method, path, headers: [("authorization", "bearer \(secret)")], body: Self.badBody(for: template))
+                        let reply = try await api.send(
+                            method,
+                            path,
+                            headers: [("authorization", "bearer \(secret)")],
+                            body: Self.badBody(for: template)
+                        )
                         #expect(reply.status == 401, "\(method) \(path): \(reply.status) \(reply.text)")
                         #expect(reply.json["reason"] as? String == "Unauthorized")
                     }
                 }
                 let path = template.replacingOccurrences(of: "{deviceId}", with: device.id)
-                let own = try await api.send(method, path, headers: [("authorization", "bearer \(device.secret)")], body: Self.badBody(for: template))
+                let own = try await api.send(
+                    method,
+                    path,
+                    headers: [("authorization", "bearer \(device.secret)")],
+                    body: Self.badBody(for: template)
+                )
                 #expect(own.status == 400, "\(method) \(path) with its own secret: \(own.status) \(own.text)")
             }
         }
     }
 
-    @Test("another device's secret, a wrong one or none: the same 401 on every route for an existing and an unknown device, and the device's data is untouched")
+    @Test(
+        "another device's secret, a wrong one or none: the same 401 on every route for an existing and an unknown device, and the device's data is untouched"
+    )
     func wrongSecretOnEveryRoute() async throws {
         let operations = try Self.deviceOperations()
         // Delete, registrations (add, remove), events, ack, keepalive, state, fetch results.

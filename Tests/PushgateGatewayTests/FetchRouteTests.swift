@@ -7,7 +7,11 @@ import Testing
 /// Background fetch through the real server: the window in the event, the results route and
 /// its refusals, timeouts, fetch intervals in the state route, and what the admin view and the
 /// metrics then say.
-@Suite("Background fetch over HTTP/2: results, timeouts, intervals, the admin view", .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "Background fetch over HTTP/2: results, timeouts, intervals, the admin view",
+    .serialized,
+    .timeLimit(.minutes(2))
+)
 struct FetchRouteTests {
     static let fast = "com.example.fast"
     static let slow = "com.example.slow"
@@ -33,8 +37,14 @@ struct FetchRouteTests {
             let fastToken = try await api.registeredToken(device, topic: Self.fast)
             let slowToken = try await api.registeredToken(device, topic: Self.slow)
             let stream = try await api.openEvents(device)
-            #expect(try await api.push(token: fastToken, topic: Self.fast, headers: Self.silent, payload: Self.payload).disposition == "delivered")
-            #expect(try await api.push(token: slowToken, topic: Self.slow, headers: Self.silent, payload: Self.payload).disposition == "delivered")
+            #expect(
+                try await api.push(token: fastToken, topic: Self.fast, headers: Self.silent, payload: Self.payload)
+                    .disposition == "delivered"
+            )
+            #expect(
+                try await api.push(token: slowToken, topic: Self.slow, headers: Self.silent, payload: Self.payload)
+                    .disposition == "delivered"
+            )
             let fastEvent = try await stream.nextNotification()
             let slowEvent = try await stream.nextNotification()
             #expect(fastEvent.fetchWindowSeconds == 20)
@@ -65,12 +75,16 @@ struct FetchRouteTests {
             let slow = try #require(byTopic[Self.slow]?["fetch"] as? [String: Any])
             #expect(fast["results"] as? [String] == ["newData"])
             #expect(fast["refillPerHour"] as? Double == 4)
-            #expect(fast["explanation"] as? String == "refill 4/h as configured: score 1 over the last 1 result (1 newData)")
+            #expect(
+                fast["explanation"] as? String == "refill 4/h as configured: score 1 over the last 1 result (1 newData)"
+            )
             #expect(slow["results"] as? [String] == ["timeout"])
             #expect(slow["refillPerHour"] as? Double == 1)
             #expect(int64(slow["penaltyUntil"]) == Self.start + 20_000 + 86_400_000)
-            #expect(slow["explanation"] as? String
-                == "refill 1/h instead of 4/h, at the floor of 1/h: score 0 over the last 1 result (1 timeout); halved until 2023-11-15 22:13:40 UTC after a timeout")
+            #expect(
+                slow["explanation"] as? String
+                    == "refill 1/h instead of 4/h, at the floor of 1/h: score 0 over the last 1 result (1 timeout); halved until 2023-11-15 22:13:40 UTC after a timeout"
+            )
             #expect((byTopic[Self.slow]?["bucket"] as? [String: Any])?["refillPerHour"] as? Double == 1)
 
             let metrics = try await gateway.operatorGet("/metrics").body
@@ -81,7 +95,9 @@ struct FetchRouteTests {
         }
     }
 
-    @Test("fetch intervals: set in the state route, shown in the view, never holds silent pushes for a wake event; bad values refused")
+    @Test(
+        "fetch intervals: set in the state route, shown in the view, never holds silent pushes for a wake event; bad values refused"
+    )
     func intervals() async throws {
         let clock = TestClock(Self.start)
         try await withGateway(clock: clock, delivery: Self.delivery()) { gateway in
@@ -89,15 +105,27 @@ struct FetchRouteTests {
             let device = try await api.createDevice()
             let fastToken = try await api.registeredToken(device, topic: Self.fast)
             _ = try await api.registeredToken(device, topic: Self.slow)
-            let set = try await api.device(device, "PUT", "state", body: #"{"fetchIntervals":{"\#(Self.fast)":"never","\#(Self.slow)":600}}"#)
+            let set = try await api.device(
+                device,
+                "PUT",
+                "state",
+                body: #"{"fetchIntervals":{"\#(Self.fast)":"never","\#(Self.slow)":600}}"#
+            )
             #expect(set.status == 204, "\(set.text)")
             let stream = try await api.openEvents(device)
-            let held = try await api.push(token: fastToken, topic: Self.fast, headers: Self.silent, payload: Self.payload)
+            let held = try await api.push(
+                token: fastToken,
+                topic: Self.fast,
+                headers: Self.silent,
+                payload: Self.payload
+            )
             #expect(held.disposition == "held")
 
             let view = try await gateway.operatorGet("/v1/admin/devices/\(device.id)").json
             let registrations = try #require(view["registrations"] as? [[String: Any]])
-            let intervals = registrations.map { (($0["topic"] as? String) ?? "", ($0["fetch"] as? [String: Any])?["interval"]) }
+            let intervals = registrations.map {
+                (($0["topic"] as? String) ?? "", ($0["fetch"] as? [String: Any])?["interval"])
+            }
             #expect(intervals.first { $0.0 == Self.fast }?.1 as? String == "never")
             #expect(intervals.first { $0.0 == Self.slow }?.1 as? Int == 600)
             let notification = try #require((view["notifications"] as? [[String: Any]])?.first)
@@ -107,12 +135,19 @@ struct FetchRouteTests {
             #expect(released.map { $0["apnsId"] as? String } == [held.apnsID])
             #expect(released.first?["fetchWindowSeconds"] as? Int == 20)
 
-            for body in [#"{"fetchIntervals":{"\#(Self.fast)":0}}"#, #"{"fetchIntervals":{"\#(Self.fast)":"sometimes"}}"#] {
+            for body in [
+                #"{"fetchIntervals":{"\#(Self.fast)":0}}"#, #"{"fetchIntervals":{"\#(Self.fast)":"sometimes"}}"#,
+            ] {
                 let refused = try await api.device(device, "PUT", "state", body: body)
                 #expect(refused.status == 400)
                 #expect(refused.json["reason"] as? String == "BadState")
             }
-            let unknown = try await api.device(device, "PUT", "state", body: #"{"fetchIntervals":{"com.example.other":"never"}}"#)
+            let unknown = try await api.device(
+                device,
+                "PUT",
+                "state",
+                body: #"{"fetchIntervals":{"com.example.other":"never"}}"#
+            )
             #expect(unknown.json["reason"] as? String == "BadTopic")
             _ = stream
             await api.close()

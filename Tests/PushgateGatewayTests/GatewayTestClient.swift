@@ -3,9 +3,9 @@ import NIOCore
 import NIOHTTP1
 import PushgateDelivery
 import PushgateDeviceClient
+import PushgateTestKit
 import PushgateTransport
 import Synchronization
-import PushgateTestKit
 import Testing
 
 /// Clients, clock and event-stream reader shared by the gateway tests.
@@ -26,7 +26,7 @@ struct Reply {
 
     var json: [String: Any] {
         guard let data = text.data(using: .utf8), !data.isEmpty,
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return [:] }
         return object
     }
@@ -58,7 +58,12 @@ final class API: @unchecked Sendable {
 
     func close() async { await connection.close() }
 
-    func send(_ method: String, _ path: String, headers: [(String, String)] = [], body: String? = nil) async throws -> Reply {
+    func send(
+        _ method: String,
+        _ path: String,
+        headers: [(String, String)] = [],
+        body: String? = nil
+    ) async throws -> Reply {
         var request = HTTPClientRequest(method: method, path: path)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body {
@@ -69,7 +74,11 @@ final class API: @unchecked Sendable {
     }
 
     func createDevice() async throws -> Device {
-        let identity = try await DeviceSetup.createDevice(on: connection, server: gateway.serverURL, registrationSecret: nil)
+        let identity = try await DeviceSetup.createDevice(
+            on: connection,
+            server: gateway.serverURL,
+            registrationSecret: nil
+        )
         return Device(id: identity.deviceId, secret: identity.secret)
     }
 
@@ -164,7 +173,6 @@ final class API: @unchecked Sendable {
 
 // MARK: - Event stream
 
-
 struct TimedOut: Error, CustomStringConvertible {
     var what: String
     var description: String { "timed out waiting for \(what)" }
@@ -204,7 +212,10 @@ final class EventStream: @unchecked Sendable {
     /// The next event, which must be a notification.
     func nextNotification() async throws -> PushEvent {
         let event = try await nextEvent()
-        let notification = try #require(event.map(PushEvent.init), "the event stream ended; a notification was expected")
+        let notification = try #require(
+            event.map(PushEvent.init),
+            "the event stream ended; a notification was expected"
+        )
         return notification
     }
 
@@ -223,7 +234,6 @@ final class EventStream: @unchecked Sendable {
         return pending.removeFirst()
     }
 }
-
 
 /// A notification event, decoded.
 struct PushEvent: Sendable {
@@ -281,12 +291,15 @@ struct PushEvent: Sendable {
 // MARK: - Small helpers
 
 func canonicalJSON(_ text: String) -> String? {
-    guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) else { return nil }
+    guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) else {
+        return nil
+    }
     return canonicalJSON(object: object)
 }
 
 func canonicalJSON(object: Any) -> String {
-    guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed]) else {
+    guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed])
+    else {
         return "<not JSON: \(object)>"
     }
     return String(decoding: data, as: UTF8.self)
@@ -297,13 +310,21 @@ func int64(_ value: Any?) -> Int64? {
 }
 
 func isToken(_ text: String) -> Bool {
-    text.utf8.count == 64 && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    text.utf8.count == 64
+        && text.utf8.allSatisfy {
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+        }
 }
 
 func isCanonicalUUID(_ text: String) -> Bool {
     let groups = text.split(separator: "-", omittingEmptySubsequences: false)
     return groups.map(\.count) == [8, 4, 4, 4, 12]
-        && groups.allSatisfy { $0.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) } }
+        && groups.allSatisfy {
+            $0.utf8.allSatisfy {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            }
+        }
 }
 
 func newAPNsID() -> String { UUID().uuidString.lowercased() }

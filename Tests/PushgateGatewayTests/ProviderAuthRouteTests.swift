@@ -4,8 +4,8 @@ import PushgateCrypto
 import PushgateDelivery
 import PushgateGateway
 import PushgateProviderAuth
-import PushgateTransport
 import PushgateTestKit
+import PushgateTransport
 import Testing
 
 /// Provider authentication through the real server: the reasons reach the client as APNs sends
@@ -24,8 +24,18 @@ struct ProviderAuthRouteTests {
 
         func access(maxErrors: Int = 100, registrationSecret: String? = nil) throws -> AccessConfiguration {
             let keyring = try ProviderKeyring(keys: [
-                ProviderKey(teamID: "TEAM000001", keyID: "KEY0000001", publicKey: first.publicKey, topics: [ProviderAuthRouteTests.topic]),
-                ProviderKey(teamID: "TEAM000001", keyID: "KEY0000002", publicKey: second.publicKey, topics: ["com.example.other"]),
+                ProviderKey(
+                    teamID: "TEAM000001",
+                    keyID: "KEY0000001",
+                    publicKey: first.publicKey,
+                    topics: [ProviderAuthRouteTests.topic]
+                ),
+                ProviderKey(
+                    teamID: "TEAM000001",
+                    keyID: "KEY0000002",
+                    publicKey: second.publicKey,
+                    topics: ["com.example.other"]
+                ),
             ])
             return AccessConfiguration(
                 providers: ProviderAuthenticator(keyring: keyring, acceptsClientCertificates: false),
@@ -89,7 +99,9 @@ struct ProviderAuthRouteTests {
             let token = try await Self.deviceToken(gateway)
             let provider = try await API(gateway)
             let id = "8a5c3ea8-6e0c-4f45-a9a1-2e4b0b4b3f11"
-            for (method, path, body) in [("GET", "/3/device/\(token)", nil), ("PUT", "/3/device/\(token)", "{}"), ("GET", "/3/device/zz", nil)] {
+            for (method, path, body) in [
+                ("GET", "/3/device/\(token)", nil), ("PUT", "/3/device/\(token)", "{}"), ("GET", "/3/device/zz", nil),
+            ] {
                 let reply = try await provider.send(method, path, headers: [("apns-id", id)], body: body)
                 #expect(reply.status == 405, "\(method) \(path): \(reply.text)")
                 #expect(reply.json["reason"] as? String == "MethodNotAllowed", "\(method) \(path)")
@@ -108,7 +120,11 @@ struct ProviderAuthRouteTests {
             let token = try await Self.deviceToken(gateway)
             let provider = try await API(gateway)
             func push(_ jwt: String, topic: String = Self.topic) async throws -> (Int, String?) {
-                let reply = try await provider.push(token: token, topic: topic, headers: [("authorization", "bearer \(jwt)")])
+                let reply = try await provider.push(
+                    token: token,
+                    topic: topic,
+                    headers: [("authorization", "bearer \(jwt)")]
+                )
                 return (reply.status, reply.json["reason"] as? String)
             }
             let expired = keys.token(keys.first, at: Self.start - 3_601_000)
@@ -123,7 +139,9 @@ struct ProviderAuthRouteTests {
             let refreshed = keys.token(keys.first, at: Self.start + 600_000)
             #expect(try await push(refreshed) == (200, nil))
             clock.set(Self.start + 900_000)
-            #expect(try await push(keys.token(keys.first, at: Self.start + 900_000)) == (429, "TooManyProviderTokenUpdates"))
+            #expect(
+                try await push(keys.token(keys.first, at: Self.start + 900_000)) == (429, "TooManyProviderTokenUpdates")
+            )
             #expect(try await push(refreshed) == (200, nil))
 
             // Another key of the same team cannot join a connection bound to the first.
@@ -145,7 +163,12 @@ struct ProviderAuthRouteTests {
             let agent = try await API(gateway)
             let device = try await agent.createDevice()
             #expect(try await agent.connection.serverMaxConcurrentStreams() == 1)
-            let wrong = try await agent.device(Device(id: device.id, secret: "wrong"), "POST", "ack", body: #"{"upTo":0}"#)
+            let wrong = try await agent.device(
+                Device(id: device.id, secret: "wrong"),
+                "POST",
+                "ack",
+                body: #"{"upTo":0}"#
+            )
             #expect(wrong.status == 401)
             #expect(try await agent.connection.serverMaxConcurrentStreams() == 1)
             // The event stream and an ack at once need two streams.
@@ -188,13 +211,16 @@ struct ProviderAuthRouteTests {
         }
     }
 
-    @Test("a push admitted on its head before the drain began is in flight: its body arriving during the drain is stored and answered 200")
+    @Test(
+        "a push admitted on its head before the drain began is in flight: its body arriving during the drain is stored and answered 200"
+    )
     func inFlightThroughTheDrain() async throws {
         try await withGateway { gateway in
             let token = try await Self.deviceToken(gateway)
             let client = try await RawHTTP2Client.connect(port: gateway.port, group: gateway.group)
             let head: [(String, String)] = [
-                (":method", "POST"), (":scheme", "http"), (":path", "/3/device/\(token)"), (":authority", "localhost"), ("apns-topic", Self.topic),
+                (":method", "POST"), (":scheme", "http"), (":path", "/3/device/\(token)"), (":authority", "localhost"),
+                ("apns-topic", Self.topic),
             ]
             try await client.sendHeaders(streamID: 1, head, endStream: false)
             try await client.sendPing()
@@ -211,7 +237,9 @@ struct ProviderAuthRouteTests {
         }
     }
 
-    @Test("too many errors in a row end the connection with GOAWAY {\"reason\": ...}; 410s and a full device queue's 429s do not count")
+    @Test(
+        "too many errors in a row end the connection with GOAWAY {\"reason\": ...}; 410s and a full device queue's 429s do not count"
+    )
     func tooManyErrors() async throws {
         let keys = Keys()
         let clock = TestClock(Self.start)
@@ -231,9 +259,13 @@ struct ProviderAuthRouteTests {
             let auth = [("authorization", "bearer \(keys.token(keys.first, at: Self.start))")]
             let unknown = String(repeating: "ab", count: 32)
             // Two errors, a success (resets), two errors and any number of 410s: still open.
-            for _ in 0..<2 { #expect(try await provider.push(token: unknown, topic: Self.topic, headers: auth).status == 400) }
+            for _ in 0..<2 {
+                #expect(try await provider.push(token: unknown, topic: Self.topic, headers: auth).status == 400)
+            }
             #expect(try await provider.push(token: token, topic: Self.topic, headers: auth).status == 200)
-            for _ in 0..<2 { #expect(try await provider.push(token: unknown, topic: Self.topic, headers: auth).status == 400) }
+            for _ in 0..<2 {
+                #expect(try await provider.push(token: unknown, topic: Self.topic, headers: auth).status == 400)
+            }
             for _ in 0..<5 {
                 let reply = try await provider.push(token: gone, topic: Self.topic, headers: auth)
                 #expect(reply.status == 410)
@@ -253,7 +285,10 @@ struct ProviderAuthRouteTests {
         }
     }
 
-    @Test("token updates too often count as errors: the connection ends with GOAWAY TooManyProviderTokenUpdates", .timeLimit(.minutes(1)))
+    @Test(
+        "token updates too often count as errors: the connection ends with GOAWAY TooManyProviderTokenUpdates",
+        .timeLimit(.minutes(1))
+    )
     func tokenChurnEndsConnection() async throws {
         let keys = Keys()
         let clock = TestClock(Self.start)
@@ -261,7 +296,11 @@ struct ProviderAuthRouteTests {
             let token = try await Self.deviceToken(gateway)
             let provider = try await API(gateway)
             func push(at millis: Int64) async throws -> Int {
-                try await provider.push(token: token, topic: Self.topic, headers: [("authorization", "bearer \(keys.token(keys.first, at: millis))")]).status
+                try await provider.push(
+                    token: token,
+                    topic: Self.topic,
+                    headers: [("authorization", "bearer \(keys.token(keys.first, at: millis))")]
+                ).status
             }
             #expect(try await push(at: Self.start) == 200)
             clock.set(Self.start + 600_000)

@@ -14,8 +14,18 @@ struct ProviderKeyReloadTests {
     @Test("a removed key gets 403 InvalidProviderToken on the open connection; an added key is accepted there")
     func keysFollowTheReload() async throws {
         let keys = ProviderAuthRouteTests.Keys()
-        let added = ProviderKeyConfiguration(teamID: "TEAM000001", keyID: "KEY0000003", publicKey: keys.stranger.publicKey.pemRepresentation, topics: [Self.topic])
-        let kept = ProviderKeyConfiguration(teamID: "TEAM000001", keyID: "KEY0000002", publicKey: keys.second.publicKey.pemRepresentation, topics: ["com.example.other"])
+        let added = ProviderKeyConfiguration(
+            teamID: "TEAM000001",
+            keyID: "KEY0000003",
+            publicKey: keys.stranger.publicKey.pemRepresentation,
+            topics: [Self.topic]
+        )
+        let kept = ProviderKeyConfiguration(
+            teamID: "TEAM000001",
+            keyID: "KEY0000002",
+            publicKey: keys.second.publicKey.pemRepresentation,
+            topics: ["com.example.other"]
+        )
         let reread: @Sendable () throws -> GatewayConfiguration = {
             var configuration = GatewayConfiguration()
             configuration.policy.providerKeys = [kept, added]
@@ -35,8 +45,13 @@ struct ProviderKeyReloadTests {
             #expect(outcome.reloaded == ["providerKeys (2)", "scheduler"])
 
             let removed = try await provider.push(token: token, topic: Self.topic, headers: first)
-            #expect(removed.status == 403 && removed.json["reason"] as? String == "InvalidProviderToken", "\(removed.text)")
-            let stranger = [("authorization", "bearer \(keys.token(keys.stranger, keyID: "KEY0000003", at: Self.start))")]
+            #expect(
+                removed.status == 403 && removed.json["reason"] as? String == "InvalidProviderToken",
+                "\(removed.text)"
+            )
+            let stranger = [
+                ("authorization", "bearer \(keys.token(keys.stranger, keyID: "KEY0000003", at: Self.start))")
+            ]
             let accepted = try await provider.push(token: token, topic: Self.topic, headers: stranger)
             #expect(accepted.status == 200, "\(accepted.text)")
         }

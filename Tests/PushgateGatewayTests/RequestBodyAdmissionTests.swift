@@ -19,12 +19,20 @@ struct RequestBodyAdmissionTests {
     static let refusedStream: UInt32 = 7
 
     static func pushHead(_ extra: [(String, String)] = []) -> [(String, String)] {
-        [(":method", "POST"), (":scheme", "http"), (":path", "/3/device/\(token)"), (":authority", "localhost"), ("apns-topic", topic)] + extra
+        [
+            (":method", "POST"), (":scheme", "http"), (":path", "/3/device/\(token)"), (":authority", "localhost"),
+            ("apns-topic", topic),
+        ] + extra
     }
 
     /// Sends a provider request's head and `frames` DATA frames of 1,000 bytes, never ending
     /// it; returns what came back on its stream once answered and reset.
-    static func unfinishedPush(_ client: RawHTTP2Client, stream: UInt32, headers: [(String, String)], frames: Int) async throws -> [WireFrame] {
+    static func unfinishedPush(
+        _ client: RawHTTP2Client,
+        stream: UInt32,
+        headers: [(String, String)],
+        frames: Int
+    ) async throws -> [WireFrame] {
         try await client.sendHeaders(streamID: stream, pushHead(headers), endStream: false)
         for _ in 0..<frames {
             try await client.sendData(streamID: stream, Array(repeating: 0x20, count: 1000), endStream: false)
@@ -33,10 +41,14 @@ struct RequestBodyAdmissionTests {
         // have arrived before it).
         _ = try await client.frames { $0.answered(stream) }
         try await client.sendData(streamID: stream, Array(repeating: 0x20, count: 1000), endStream: false)
-        return try await client.frames { $0.answered(stream) && $0.reset(of: stream) != nil }.filter { $0.streamID == stream }
+        return try await client.frames { $0.answered(stream) && $0.reset(of: stream) != nil }.filter {
+            $0.streamID == stream
+        }
     }
 
-    @Test("no token, an invalid or an expired one: 403 with APNs' reason while the body is still coming, then the stream is reset when more body comes")
+    @Test(
+        "no token, an invalid or an expired one: 403 with APNs' reason while the body is still coming, then the stream is reset when more body comes"
+    )
     func refusedOnTheHead() async throws {
         let keys = ProviderAuthRouteTests.Keys()
         let now = ProviderAuthRouteTests.start
@@ -58,14 +70,21 @@ struct RequestBodyAdmissionTests {
         }
     }
 
-    @Test("a provider body past 5,120 bytes: 413 PayloadTooLarge before it ends, counted as a rejection; a push within it is served")
+    @Test(
+        "a provider body past 5,120 bytes: 413 PayloadTooLarge before it ends, counted as a rejection; a push within it is served"
+    )
     func payloadTooLarge() async throws {
         let keys = ProviderAuthRouteTests.Keys()
         let now = ProviderAuthRouteTests.start
         try await withGateway(clock: TestClock(now), access: try keys.access()) { gateway in
             let authorization = ("authorization", "bearer \(keys.token(keys.first, at: now))")
             let client = try await RawHTTP2Client.connect(port: gateway.port, group: gateway.group)
-            let frames = try await Self.unfinishedPush(client, stream: 1, headers: [authorization, ("apns-push-type", "voip")], frames: 6)
+            let frames = try await Self.unfinishedPush(
+                client,
+                stream: 1,
+                headers: [authorization, ("apns-push-type", "voip")],
+                frames: 6
+            )
             #expect(frames.body(of: 1).contains(#""reason":"PayloadTooLarge""#), "\(frames)")
             #expect(frames.body(of: 1).contains("larger than 5120 bytes"), "\(frames)")
             #expect(frames.reset(of: 1) == Self.noError)
@@ -75,13 +94,20 @@ struct RequestBodyAdmissionTests {
             let provider = try await API(gateway)
             let token = try await ProviderAuthRouteTests.deviceToken(gateway)
             let payload = #"{"aps":{"alert":"\#(String(repeating: "x", count: 4000))"}}"#
-            let pushed = try await provider.push(token: token, topic: Self.topic, headers: [authorization], payload: payload)
+            let pushed = try await provider.push(
+                token: token,
+                topic: Self.topic,
+                headers: [authorization],
+                payload: payload
+            )
             #expect(pushed.status == 200, "\(pushed.text)")
             await provider.close()
         }
     }
 
-    @Test("bodies past the server's budget get REFUSED_STREAM, counted; requests without a body are served, and bodies once the budget has room")
+    @Test(
+        "bodies past the server's budget get REFUSED_STREAM, counted; requests without a body are served, and bodies once the budget has room"
+    )
     func budget() async throws {
         // 13 bodies of 5,000 bytes fit in 64 KiB; the 14th does not.
         try await withGateway(configure: { $0.requestBodyBudgetBytes = 64 * 1024 }) { gateway in
@@ -99,7 +125,9 @@ struct RequestBodyAdmissionTests {
 
             #expect(try await other.send("GET", "/healthz").status == 200)
             let alert = #"{"aps":{"alert":"\#(String(repeating: "x", count: 1000))"}}"#
-            await #expect(throws: HTTP2ClientError.refused) { try await other.push(token: device.token, topic: Self.topic, payload: alert) }
+            await #expect(throws: HTTP2ClientError.refused) {
+                try await other.push(token: device.token, topic: Self.topic, payload: alert)
+            }
             let exhausted = try await scrape(gateway)
             #expect(exhausted["pushgate_request_body_budget_refusals_total"] == 2)
             #expect(exhausted["pushgate_request_body_bytes"] == Double(13 * 5000))

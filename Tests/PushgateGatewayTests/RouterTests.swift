@@ -9,8 +9,8 @@ import PushgateHTTP
 import PushgateOperator
 import PushgateStore
 import PushgateStoreSQLite
-import PushgateTransport
 import PushgateStoreTestKit
+import PushgateTransport
 import Testing
 
 @Suite("Gateway routing over both HTTP versions", .timeLimit(.minutes(1)))
@@ -51,17 +51,25 @@ struct RouterTests {
                 "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
             )
             let answers = text.components(separatedBy: "\r\n\r\n")
-            #expect(answers.count == 3 && answers[0].hasPrefix("HTTP/1.1 200") && answers[0].lowercased().contains("content-length: 3"), "\(text)")
+            #expect(
+                answers.count == 3 && answers[0].hasPrefix("HTTP/1.1 200")
+                    && answers[0].lowercased().contains("content-length: 3"),
+                "\(text)"
+            )
             #expect(answers.count == 3 && answers[1].hasPrefix("HTTP/1.1 200") && answers[2] == "ok\n", "\(text)")
             // A refusal to HEAD has no body either; and the allow of a GET route names HEAD.
             let refused = try await gateway.http1("HEAD /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             #expect(refused.hasPrefix("HTTP/1.1 404") && refused.hasSuffix("\r\n\r\n"), "\(refused)")
-            let post = try await gateway.http1("POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            let post = try await gateway.http1(
+                "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
             #expect(post.hasPrefix("HTTP/1.1 405") && post.lowercased().contains("allow: get, head"), "\(post)")
         }
     }
 
-    @Test("HTTP/1.1 to the provider API and the device event stream gets 505 with a hint (and the provider API its apns-id); operator and device JSON routes answer")
+    @Test(
+        "HTTP/1.1 to the provider API and the device event stream gets 505 with a hint (and the provider API its apns-id); operator and device JSON routes answer"
+    )
     func http1Routes() async throws {
         try await withGateway { gateway in
             for path in ["/3/device/abc", "/v1/devices/x/events"] {
@@ -77,11 +85,14 @@ struct RouterTests {
             #expect(provider.hasPrefix("HTTP/1.1 505"), "\(provider)")
             #expect(provider.lowercased().contains("apns-id: 123e4567-e89b-12d3-a456-4266554400a0\r\n"), "\(provider)")
             // A device set up and acked over HTTP/1.1 (plain curl, provisioning scripts).
-            let created = try await gateway.http1("POST /v1/devices HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            let created = try await gateway.http1(
+                "POST /v1/devices HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
             #expect(created.hasPrefix("HTTP/1.1 201"), "\(created)")
             let json = try #require(created.range(of: "\r\n\r\n").map { Data(created[$0.upperBound...].utf8) })
             let device = try JSONDecoder().decode([String: String].self, from: json)
-            let id = try #require(device["deviceId"]), secret = try #require(device["secret"])
+            let id = try #require(device["deviceId"])
+            let secret = try #require(device["secret"])
             let body = #"{"topic":"com.example.http1"}"#
             let registered = try await gateway.http1(
                 "POST /v1/devices/\(id)/registrations HTTP/1.1\r\nHost: x\r\nAuthorization: bearer \(secret)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
@@ -99,7 +110,10 @@ struct RouterTests {
             // Bytes that are not HTTP/1.1 get the 400 in the one error format, then the close.
             let garbage = try await gateway.http1("GET / HTTP/9.9\r\nHost: x\r\n\r\n")
             #expect(garbage.hasPrefix("HTTP/1.1 400"), "\(garbage)")
-            #expect(garbage.contains(#""reason":"BadRequest""#) && garbage.contains("not an HTTP/1.1 request"), "\(garbage)")
+            #expect(
+                garbage.contains(#""reason":"BadRequest""#) && garbage.contains("not an HTTP/1.1 request"),
+                "\(garbage)"
+            )
             #expect(garbage.lowercased().contains("connection: close"), "\(garbage)")
             let health = try await gateway.http1("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             #expect(health.hasPrefix("HTTP/1.1 200 OK"))
@@ -107,26 +121,52 @@ struct RouterTests {
         }
     }
 
-    @Test("header fields larger than the gateway reads get 431 RequestHeaderFieldsTooLarge as JSON: over HTTP/2 on that stream (a provider's with its apns-id), over HTTP/1.1 before the close")
+    @Test(
+        "header fields larger than the gateway reads get 431 RequestHeaderFieldsTooLarge as JSON: over HTTP/2 on that stream (a provider's with its apns-id), over HTTP/1.1 before the close"
+    )
     func headerFieldsTooLarge() async throws {
         try await withGateway { gateway in
             let connection = try await gateway.connect()
             let apnsID = "9b3a1a4e-0b5c-4f43-9d5e-6a1f2b3c4d5e"
             let huge = String(repeating: "a", count: 40 * 1024)
             let push = try await connection.send(
-                HTTPClientRequest(method: "POST", path: "/3/device/" + String(repeating: "a", count: 64), headers: ["apns-id": apnsID, "apns-topic": "com.example.app", "x-huge": huge], body: ByteBuffer(string: "{}"))
+                HTTPClientRequest(
+                    method: "POST",
+                    path: "/3/device/" + String(repeating: "a", count: 64),
+                    headers: ["apns-id": apnsID, "apns-topic": "com.example.app", "x-huge": huge],
+                    body: ByteBuffer(string: "{}")
+                )
             )
             #expect(push.status == 431)
             #expect(push.headers.first(name: "apns-id") == apnsID, "\(push.headers)")
-            #expect(String(buffer: push.body) == #"{"reason":"RequestHeaderFieldsTooLarge","detail":"the request's header fields come to more than 32768 bytes"}"#)
-            let device = try await connection.send(HTTPClientRequest(method: "POST", path: "/v1/devices", headers: ["x-huge": huge], body: ByteBuffer(string: "{}")))
-            #expect(device.status == 431 && String(buffer: device.body).contains(#""reason":"RequestHeaderFieldsTooLarge""#))
+            #expect(
+                String(buffer: push.body)
+                    == #"{"reason":"RequestHeaderFieldsTooLarge","detail":"the request's header fields come to more than 32768 bytes"}"#
+            )
+            let device = try await connection.send(
+                HTTPClientRequest(
+                    method: "POST",
+                    path: "/v1/devices",
+                    headers: ["x-huge": huge],
+                    body: ByteBuffer(string: "{}")
+                )
+            )
+            #expect(
+                device.status == 431 && String(buffer: device.body).contains(#""reason":"RequestHeaderFieldsTooLarge""#)
+            )
             #expect(try await connection.send(HTTPClientRequest(path: "/healthz")).status == 200)
             await connection.close()
 
-            let http1 = try await gateway.http1("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Huge: \(String(repeating: "a", count: 100 * 1024))\r\n\r\n")
+            let http1 = try await gateway.http1(
+                "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Huge: \(String(repeating: "a", count: 100 * 1024))\r\n\r\n"
+            )
             #expect(http1.hasPrefix("HTTP/1.1 431"), "\(http1.prefix(200))")
-            #expect(http1.contains(#"{"reason":"RequestHeaderFieldsTooLarge","detail":"the request's header fields come to more than 81920 bytes"}"#), "\(http1)")
+            #expect(
+                http1.contains(
+                    #"{"reason":"RequestHeaderFieldsTooLarge","detail":"the request's header fields come to more than 81920 bytes"}"#
+                ),
+                "\(http1)"
+            )
             #expect(http1.lowercased().contains("connection: close"), "\(http1)")
         }
     }
@@ -147,7 +187,9 @@ struct RouterTests {
         }
     }
 
-    @Test("a wrong method on the device and provider routes (prefix routes, which answer it themselves) gets 405 with allow")
+    @Test(
+        "a wrong method on the device and provider routes (prefix routes, which answer it themselves) gets 405 with allow"
+    )
     func wrongMethodOnPrefixRoutes() async throws {
         try await withGateway { gateway in
             let connection = try await gateway.connect()
@@ -161,7 +203,11 @@ struct RouterTests {
             ]
             for (method, path, allow) in cases {
                 let response = try await connection.send(
-                    HTTPClientRequest(method: method, path: path, headers: ["authorization": "bearer x", "apns-topic": "com.example.app"])
+                    HTTPClientRequest(
+                        method: method,
+                        path: path,
+                        headers: ["authorization": "bearer x", "apns-topic": "com.example.app"]
+                    )
                 )
                 #expect(response.status == 405, "\(method) \(path)")
                 #expect(response.headers.first(name: "allow") == allow, "\(method) \(path): \(response.headers)")
@@ -194,7 +240,9 @@ struct RouterTests {
             let connection = try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: port, group: group)
             var bodies: [String] = []
             // A query is not part of the path, even when it looks like one.
-            for path in ["/a/x", "/a/b/x", "/a/b/exact", "/a/b/exact/more", "/a/bb", "/a/b/exact?next=/a/b/x", "/a/b?/a/b/"] {
+            for path in [
+                "/a/x", "/a/b/x", "/a/b/exact", "/a/b/exact/more", "/a/bb", "/a/b/exact?next=/a/b/x", "/a/b?/a/b/",
+            ] {
                 bodies.append(String(buffer: try await connection.send(HTTPClientRequest(path: path)).body))
             }
             #expect(bodies == ["a", "ab", "exact", "ab", "a", "exact", "a"])
@@ -262,12 +310,15 @@ func withGateway(
     listenHost: String = "127.0.0.1",
     _ body: (RunningGateway) async throws -> Void
 ) async throws {
-    let dataDirectory = directory ?? FileManager.default.temporaryDirectory
+    let dataDirectory =
+        directory
+        ?? FileManager.default.temporaryDirectory
         .appendingPathComponent("pushgate-test-\(UUID().uuidString)").path
     defer { if directory == nil { try? FileManager.default.removeItem(atPath: dataDirectory) } }
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
     var logger = Logger(label: "test")
-    logger.logLevel = ProcessInfo.processInfo.environment["PUSHGATE_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+    logger.logLevel =
+        ProcessInfo.processInfo.environment["PUSHGATE_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
     let sqlite = try SQLiteStore(directory: dataDirectory, logger: logger)
     faults?.attach(sqlite)
     let store: any NotificationStore = faults ?? sqlite

@@ -9,7 +9,11 @@ import Testing
 /// holding, piggyback with `carrier`, keep-alive releases, budget releases after a refill,
 /// `lowPower`, `terminated`, collapse ids, and a restart. Time moves only on the injected clock;
 /// budget releases run when the test calls `advanceSchedulers()` after moving it.
-@Suite("Scheduler end to end: held, piggyback, keep-alive, budget, power, app state, restart", .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "Scheduler end to end: held, piggyback, keep-alive, budget, power, app state, restart",
+    .serialized,
+    .timeLimit(.minutes(2))
+)
 struct SchedulerDeliveryTests {
     static let topic = "com.example.sync"
     static let start: Int64 = 1_700_000_000_000
@@ -17,7 +21,12 @@ struct SchedulerDeliveryTests {
     static let silentHeaders = [("apns-push-type", "background"), ("apns-priority", "5")]
 
     /// App budget `burst`, refilled at `perHour`; device budget large enough not to interfere.
-    static func delivery(burst: Int = 2, perHour: Int = 3, maxHeld: Int = 8, maxDeferralMillis: Int64 = 15 * 60 * 1000) -> DeliveryConfiguration {
+    static func delivery(
+        burst: Int = 2,
+        perHour: Int = 3,
+        maxHeld: Int = 8,
+        maxDeferralMillis: Int64 = 15 * 60 * 1000
+    ) -> DeliveryConfiguration {
         var configuration = DeliveryConfiguration()
         configuration.scheduler = SchedulerConfiguration(
             global: SchedulerPolicy(
@@ -32,7 +41,12 @@ struct SchedulerDeliveryTests {
         return configuration
     }
 
-    static func silent(_ api: API, _ token: String, id: String = newAPNsID(), collapse: String? = nil) async throws -> Reply {
+    static func silent(
+        _ api: API,
+        _ token: String,
+        id: String = newAPNsID(),
+        collapse: String? = nil
+    ) async throws -> Reply {
         var headers = silentHeaders
         if let collapse { headers.append(("apns-collapse-id", collapse)) }
         return try await api.push(token: token, topic: topic, apnsID: id, headers: headers, payload: silentPayload)
@@ -43,7 +57,9 @@ struct SchedulerDeliveryTests {
         try #require(reply.status == 204, "PUT state \(body): \(reply.status) \(reply.text)")
     }
 
-    @Test("budget spent → held; everything held piggybacks on the next priority-10 push, with carrier, in acceptance order")
+    @Test(
+        "budget spent → held; everything held piggybacks on the next priority-10 push, with carrier, in acceptance order"
+    )
     func heldThenPiggyback() async throws {
         try await withGateway(clock: TestClock(Self.start), delivery: Self.delivery(burst: 2)) { gateway in
             let api = try await API(gateway)
@@ -135,7 +151,12 @@ struct SchedulerDeliveryTests {
             let api = try await API(gateway)
             let (device, token) = try await api.registeredDevice(topic: Self.topic)
             let expiration = ("apns-expiration", "\((Self.start + 60_000) / 1000)")
-            let reply = try await api.push(token: token, topic: Self.topic, headers: Self.silentHeaders + [expiration], payload: Self.silentPayload)
+            let reply = try await api.push(
+                token: token,
+                topic: Self.topic,
+                headers: Self.silentHeaders + [expiration],
+                payload: Self.silentPayload
+            )
             #expect(reply.disposition == "held")
             #expect(try await api.keepalive(device).count == 1)
             clock.set(Self.start + 120_000)
@@ -168,9 +189,13 @@ struct SchedulerDeliveryTests {
         }
     }
 
-    @Test("after a restart the stream still sends in seq order, though a held push was released after a later stored one")
+    @Test(
+        "after a restart the stream still sends in seq order, though a held push was released after a later stored one"
+    )
     func restartKeepsSeqOrder() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-sched-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "pushgate-sched-\(UUID().uuidString)"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let clock = TestClock(Self.start)
         var device: Device?
@@ -200,12 +225,15 @@ struct SchedulerDeliveryTests {
 
     @Test("after a restart, Last-Event-ID still acks what the old stream sent")
     func lastEventIDAfterRestart() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-sched-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "pushgate-sched-\(UUID().uuidString)"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var device: Device?
         let ids = (0..<3).map { _ in newAPNsID() }
         var seqs: [Int] = []
-        try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
+        try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) {
+            gateway in
             let api = try await API(gateway)
             device = try await api.createDevice()
             let token = try await api.registeredToken(device!, topic: Self.topic)
@@ -214,7 +242,8 @@ struct SchedulerDeliveryTests {
             for _ in ids { seqs.append(try await stream.nextNotification().seq) }
             await api.close()  // nothing acked
         }
-        try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
+        try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) {
+            gateway in
             let api = try await API(gateway)
             let stream = try await api.openEvents(device!, lastEventID: UInt64(seqs[1]))
             let next = try await stream.nextNotification()
@@ -225,11 +254,14 @@ struct SchedulerDeliveryTests {
 
     @Test("a terminated app stays terminated across a restart, even after reporting background")
     func terminatedSurvivesRestart() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-sched-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "pushgate-sched-\(UUID().uuidString)"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var device: Device?
         var token = ""
-        try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
+        try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) {
+            gateway in
             let api = try await API(gateway)
             device = try await api.createDevice()
             token = try await api.registeredToken(device!, topic: Self.topic)
@@ -237,14 +269,17 @@ struct SchedulerDeliveryTests {
             try await Self.state(api, device!, #"{"apps":{"\#(Self.topic)":"background"}}"#)
             await api.close()
         }
-        try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) { gateway in
+        try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) {
+            gateway in
             let api = try await API(gateway)
             #expect(try await Self.silent(api, token).disposition == "discarded")
             await api.close()
         }
     }
 
-    @Test("a refilled budget releases the oldest held silent push (budget); lowPower stops that, awake releases all (online)")
+    @Test(
+        "a refilled budget releases the oldest held silent push (budget); lowPower stops that, awake releases all (online)"
+    )
     func budgetReleaseAndPower() async throws {
         let clock = TestClock(Self.start)
         // One token, refilled every second.
@@ -292,7 +327,12 @@ struct SchedulerDeliveryTests {
             try await Self.state(api, device, #"{"apps":{"\#(Self.topic)":"foreground"}}"#)
             #expect(try await Self.silent(api, token).disposition == "held")
 
-            let unknown = try await api.device(device, "PUT", "state", body: #"{"apps":{"com.example.none":"terminated"}}"#)
+            let unknown = try await api.device(
+                device,
+                "PUT",
+                "state",
+                body: #"{"apps":{"com.example.none":"terminated"}}"#
+            )
             #expect(unknown.status == 400)
             let bad = try await api.device(device, "PUT", "state", body: #"{"power":"asleep"}"#)
             #expect(bad.status == 400)
@@ -318,8 +358,14 @@ struct SchedulerDeliveryTests {
             let storedSecond = newAPNsID()
             let collapse = [("apns-collapse-id", "score")]
             #expect(try await api.push(token: token, topic: Self.topic, apnsID: storedPlain).disposition == "stored")
-            #expect(try await api.push(token: token, topic: Self.topic, apnsID: storedFirst, headers: collapse).disposition == "stored")
-            #expect(try await api.push(token: token, topic: Self.topic, apnsID: storedSecond, headers: collapse).disposition == "coalesced")
+            #expect(
+                try await api.push(token: token, topic: Self.topic, apnsID: storedFirst, headers: collapse).disposition
+                    == "stored"
+            )
+            #expect(
+                try await api.push(token: token, topic: Self.topic, apnsID: storedSecond, headers: collapse).disposition
+                    == "coalesced"
+            )
 
             let stream = try await api.openEvents(device)
             #expect(try await stream.nextNotification().apnsID == storedPlain)
@@ -343,8 +389,14 @@ struct SchedulerDeliveryTests {
             try await Self.state(api, device, #"{"power":"idle"}"#)
             let normal = newAPNsID()
             let low = newAPNsID()
-            #expect(try await api.push(token: token, topic: Self.topic, apnsID: normal, headers: [("apns-priority", "5")]).disposition == "held")
-            #expect(try await api.push(token: token, topic: Self.topic, apnsID: low, headers: [("apns-priority", "1")]).disposition == "held")
+            #expect(
+                try await api.push(token: token, topic: Self.topic, apnsID: normal, headers: [("apns-priority", "5")])
+                    .disposition == "held"
+            )
+            #expect(
+                try await api.push(token: token, topic: Self.topic, apnsID: low, headers: [("apns-priority", "1")])
+                    .disposition == "held"
+            )
             clock.set(Self.start + 60_000)
             try await gateway.core.advanceSchedulers()
             let deferred = try await stream.nextNotification()
@@ -358,7 +410,9 @@ struct SchedulerDeliveryTests {
 
     @Test("a restart keeps held pushes and bucket levels: nothing is lost, no budget is refilled")
     func restart() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-sched-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "pushgate-sched-\(UUID().uuidString)"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let clock = TestClock(Self.start)
         let configuration = Self.delivery(burst: 2, perHour: 3)

@@ -1,11 +1,11 @@
 import Foundation
-import NIOCore
-import PushgateModel
-import PushgateDelivery
-import PushgateStore
 import NIOConcurrencyHelpers
-import PushgateTestKit
+import NIOCore
+import PushgateDelivery
+import PushgateModel
+import PushgateStore
 import PushgateStoreTestKit
+import PushgateTestKit
 import Testing
 
 /// What the gateway does when a commit fails or is slow, with faults injected into the store
@@ -16,7 +16,9 @@ struct StoreFailureTests {
     static let isRelease: FaultyStore.Match = { $0.contains { if case .assignSeq = $0 { true } else { false } } }
     static let isReservation: FaultyStore.Match = { $0.contains { if case .reserveSeqs = $0 { true } else { false } } }
 
-    @Test("a register of a topic whose registration is not on disk yet waits for it: the same failure, or the same token")
+    @Test(
+        "a register of a topic whose registration is not on disk yet waits for it: the same failure, or the same token"
+    )
     func registerWaitsForThePendingCommit() async throws {
         let faults = FaultyStore()
         try await withGateway(faults: faults) { gateway in
@@ -50,11 +52,14 @@ struct StoreFailureTests {
         }
     }
 
-    @Test("a keep-alive whose release fails to commit answers 503 and keeps the pushes held; the next one releases them")
+    @Test(
+        "a keep-alive whose release fails to commit answers 503 and keeps the pushes held; the next one releases them"
+    )
     func failedReleaseIsHeldAgain() async throws {
         let faults = FaultyStore()
         let delivery = SchedulerDeliveryTests.delivery()
-        try await withGateway(clock: TestClock(SchedulerDeliveryTests.start), delivery: delivery, faults: faults) { gateway in
+        try await withGateway(clock: TestClock(SchedulerDeliveryTests.start), delivery: delivery, faults: faults) {
+            gateway in
             let api = try await API(gateway)
             let device = try await api.createDevice()
             let token = try await api.registeredToken(device, topic: SchedulerDeliveryTests.topic)
@@ -76,7 +81,9 @@ struct StoreFailureTests {
         }
     }
 
-    @Test("a store that cannot commit: writes answer 503 with retry-after, /readyz 503 until a commit succeeds, /healthz 200; a refused command changes neither")
+    @Test(
+        "a store that cannot commit: writes answer 503 with retry-after, /readyz 503 until a commit succeeds, /healthz 200; a refused command changes neither"
+    )
     func storageCannotCommit() async throws {
         let faults = FaultyStore()
         let topic = "com.example.full"
@@ -98,7 +105,10 @@ struct StoreFailureTests {
                 ("device creation", try await api.send("POST", "/v1/devices")),
                 ("registration", try await api.register(device, topic: "com.example.other")),
                 ("ack", try await api.ack(device, upTo: UInt64(first.seq))),
-                ("state", try await api.device(device, "PUT", "state", body: #"{"apps":{"com.example.full":"terminated"}}"#)),
+                (
+                    "state",
+                    try await api.device(device, "PUT", "state", body: #"{"apps":{"com.example.full":"terminated"}}"#)
+                ),
             ]
             for (what, reply) in writes {
                 #expect(reply.status == 503, "\(what): \(reply.status) \(reply.text)")
@@ -107,7 +117,10 @@ struct StoreFailureTests {
             }
             #expect(writes[0].1.apnsID == refused)
             let notReady = try await api.send("GET", "/readyz")
-            #expect(notReady.status == 503 && notReady.text == "not ready: store cannot commit\n", "\(notReady.status) \(notReady.text)")
+            #expect(
+                notReady.status == 503 && notReady.text == "not ready: store cannot commit\n",
+                "\(notReady.status) \(notReady.text)"
+            )
             #expect(try await api.send("GET", "/healthz").status == 200)
             let failing = try Exposition(try await api.send("GET", "/metrics").text)
             #expect(failing["pushgate_store_healthy"] == 0)
@@ -127,13 +140,18 @@ struct StoreFailureTests {
             // and the store is still ready.
             faults.failNext(where: { $0.contains { if case .enqueue = $0 { true } else { false } } }, kind: .database)
             let content = try await api.push(token: token, topic: topic)
-            #expect(content.status == 503 && content.headers.first(name: "retry-after") == nil, "\(content.status) \(content.headers)")
+            #expect(
+                content.status == 503 && content.headers.first(name: "retry-after") == nil,
+                "\(content.status) \(content.headers)"
+            )
             #expect(try await api.send("GET", "/readyz").status == 200)
             await api.close()
         }
     }
 
-    @Test("with no request to commit, the durable totals' periodic write is what finds the disk back: /readyz 200 again")
+    @Test(
+        "with no request to commit, the durable totals' periodic write is what finds the disk back: /readyz 200 again"
+    )
     func totalsWriteProbesTheStore() async throws {
         let faults = FaultyStore()
         try await withGateway(faults: faults) { gateway in
@@ -150,7 +168,9 @@ struct StoreFailureTests {
         }
     }
 
-    @Test("an ack the store refused is committed by the next ack, even one that repeats it: what was acked 204 does not come back after a restart")
+    @Test(
+        "an ack the store refused is committed by the next ack, even one that repeats it: what was acked 204 does not come back after a restart"
+    )
     func refusedAckIsCommittedByTheNext() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -166,7 +186,10 @@ struct StoreFailureTests {
             let seq = UInt64(try await stream.nextNotification().seq)
             faults.failNext(where: { $0.contains { if case .ack = $0 { true } else { false } } }, kind: .unavailable)
             let refused = try await api.ack(device, upTo: seq)
-            #expect(refused.status == 503 && refused.headers.first(name: "retry-after") == "5", "\(refused.status) \(refused.text)")
+            #expect(
+                refused.status == 503 && refused.headers.first(name: "retry-after") == "5",
+                "\(refused.status) \(refused.text)"
+            )
             #expect(try await api.ack(device, upTo: seq).status == 204)
             await api.close()
         }
@@ -175,7 +198,10 @@ struct StoreFailureTests {
             let stream = try await api.openEvents(device)
             let marker = newAPNsID()
             #expect(try await api.push(token: token, topic: topic, apnsID: marker).status == 200)
-            #expect(try await stream.nextNotification().apnsID == marker, "a notification acked 204 came back after the restart")
+            #expect(
+                try await stream.nextNotification().apnsID == marker,
+                "a notification acked 204 came back after the restart"
+            )
             await api.close()
         }
     }

@@ -27,7 +27,10 @@ struct RefusalResponseTests {
 
     @Test("410 carries its timestamp; provider answers carry apns-id")
     func unregistered() throws {
-        let response = HTTPServerResponse.refusal(Refusal(.unregistered, "gone", timestamp: 1_700_000_000_000), apnsID: "id-1")
+        let response = HTTPServerResponse.refusal(
+            Refusal(.unregistered, "gone", timestamp: 1_700_000_000_000),
+            apnsID: "id-1"
+        )
         #expect(response.head.status == 410)
         #expect(response.head.headers.first(name: "apns-id") == "id-1")
         #expect(try Self.body(response)["timestamp"] as? Int == 1_700_000_000_000)

@@ -4,20 +4,23 @@ import Testing
 /// `authorization: bearer <credential>`, as provider tokens and device secrets alike are read.
 @Suite("Bearer credentials")
 struct BearerCredentialTests {
-    @Test("scheme in any case, blanks trimmed, nothing else accepted", arguments: [
-        ("bearer abc", String?.some("abc")),
-        ("Bearer abc", "abc"),
-        ("BEARER  abc \t", "abc"),
-        ("\tbearer abc", nil),
-        ("bearer\tabc", nil),
-        (" bearer abc", nil),
-        ("bearer", nil),
-        ("bearer ", nil),
-        ("bearerabc", nil),
-        ("basic abc", nil),
-        ("bear abc", nil),
-        ("", nil),
-    ])
+    @Test(
+        "scheme in any case, blanks trimmed, nothing else accepted",
+        arguments: [
+            ("bearer abc", String?.some("abc")),
+            ("Bearer abc", "abc"),
+            ("BEARER  abc \t", "abc"),
+            ("\tbearer abc", nil),
+            ("bearer\tabc", nil),
+            (" bearer abc", nil),
+            ("bearer", nil),
+            ("bearer ", nil),
+            ("bearerabc", nil),
+            ("basic abc", nil),
+            ("bear abc", nil),
+            ("", nil),
+        ]
+    )
     func credential(header: String, expected: String?) {
         #expect(BearerCredential.credential(in: header).map(String.init) == expected)
     }

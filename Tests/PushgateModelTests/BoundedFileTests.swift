@@ -22,7 +22,9 @@ struct BoundedFileTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         #expect(try BoundedFile.read(try file("empty", bytes: 0), limit: 16) == [])
         #expect(try BoundedFile.read(try file("full", bytes: 16), limit: 16) == [UInt8](repeating: 0x61, count: 16))
-        #expect(throws: BoundedFile.ReadError.tooLarge(limit: 16)) { try BoundedFile.read(try file("over", bytes: 17), limit: 16) }
+        #expect(throws: BoundedFile.ReadError.tooLarge(limit: 16)) {
+            try BoundedFile.read(try file("over", bytes: 17), limit: 16)
+        }
     }
 
     @Test("a huge file is refused from its size, before a byte is read")

@@ -29,7 +29,10 @@ struct JSONDocumentTests {
         #expect(a.keyPosition == TextPosition(line: 2, column: 3))
         #expect(a.value.position == TextPosition(line: 2, column: 8))
         let b = try #require(a.value.member("b"))
-        guard case .array(let elements) = b.value.value else { Issue.record("b is not an array"); return }
+        guard case .array(let elements) = b.value.value else {
+            Issue.record("b is not an array")
+            return
+        }
         #expect(elements[1].position == TextPosition(line: 4, column: 7))
         #expect(elements[1].member("c")?.value.position == TextPosition(line: 4, column: 13))
         #expect(root.member("d")?.keyPosition == TextPosition(line: 6, column: 2))
@@ -44,8 +47,14 @@ struct JSONDocumentTests {
             ("{\n  \"a\" 1\n}", "2:7", "expected ':' after the key \"a\""),
             ("{\"a\": +1}", "1:7", "expected a value (an object, array, string, number, true, false or null)"),
             ("[1, 2", "1:6", "the file ends inside an object or array"),
-            (#"{"a": "\ud83d\uade0"}"#, "1:20", "\\u escape of no character (a high surrogate must be followed by a low one, DC00-DFFF)"),
-            (#"{"a": "\ud800\ue000"}"#, "1:20", "\\u escape of no character (a high surrogate must be followed by a low one, DC00-DFFF)"),
+            (
+                #"{"a": "\ud83d\uade0"}"#, "1:20",
+                "\\u escape of no character (a high surrogate must be followed by a low one, DC00-DFFF)"
+            ),
+            (
+                #"{"a": "\ud800\ue000"}"#, "1:20",
+                "\\u escape of no character (a high surrogate must be followed by a low one, DC00-DFFF)"
+            ),
             // Non-JSON the parser took, of the kind fuzzing found (notUTF8 below), found by
             // reading it then: text Double reads but JSON's grammar does not, numbers beyond a
             // Double, a signed \u escape.
@@ -76,7 +85,8 @@ struct JSONDocumentTests {
             _ = try JSONDocument(Array(#"{"a": ""#.utf8) + bad + Array(#""}"#.utf8))
         } throws: { error in
             guard let error = error as? JSONSyntaxError else { return false }
-            return error.position.description == "1:8" && error.problem == "not UTF-8 (byte 0x\(String(bad[0], radix: 16, uppercase: true)))"
+            return error.position.description == "1:8"
+                && error.problem == "not UTF-8 (byte 0x\(String(bad[0], radix: 16, uppercase: true)))"
         }
         #expect(throws: Never.self) { try JSONDocument(Array("{\"a\": \"é 😀 \u{10FFFF}\"}".utf8)) }
     }
@@ -88,7 +98,10 @@ struct JSONDocumentTests {
     func nesting() throws {
         let deepest = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
         _ = try JSONDocument(Array(deepest.utf8))
-        for text in [String(repeating: "[", count: 65) + String(repeating: "]", count: 65), String(repeating: "{\"a\":[", count: 100_000)] {
+        for text in [
+            String(repeating: "[", count: 65) + String(repeating: "]", count: 65),
+            String(repeating: "{\"a\":[", count: 100_000),
+        ] {
             #expect {
                 _ = try JSONDocument(Array(text.utf8))
             } throws: { error in
@@ -109,13 +122,18 @@ struct JSONDocumentTests {
             case .number(let number): return "\(Double(number) ?? .nan)"
             case .string(let string): return "s:" + string
             case .array(let elements): return "[" + elements.map(plain).joined(separator: ",") + "]"
-            case .object(let members): return "{" + members.sorted { $0.key < $1.key }.map { $0.key + ":" + plain($0.value) }.joined(separator: ",") + "}"
+            case .object(let members):
+                return "{"
+                    + members.sorted { $0.key < $1.key }.map { $0.key + ":" + plain($0.value) }.joined(separator: ",")
+                    + "}"
             }
         case is NSNull: return "null"
         case let number as NSNumber: return "\(number.doubleValue)"
         case let string as String: return "s:" + string
         case let array as [Any]: return "[" + array.map(plain).joined(separator: ",") + "]"
-        case let object as [String: Any]: return "{" + object.sorted { $0.key < $1.key }.map { $0.key + ":" + plain($0.value) }.joined(separator: ",") + "}"
+        case let object as [String: Any]:
+            return "{" + object.sorted { $0.key < $1.key }.map { $0.key + ":" + plain($0.value) }.joined(separator: ",")
+                + "}"
         default: return "?\(value)"
         }
     }

@@ -6,8 +6,14 @@ import Testing
 @Suite("Push is a value")
 struct PushValueTests {
     static let original = Push(
-        deviceToken: String(repeating: "ab", count: 32), apnsID: "123e4567-e89b-12d3-a456-4266554400a0",
-        topic: "com.example.app", pushType: .alert, priority: .high, collapseID: "score", payload: Array(#"{"aps":{}}"#.utf8))
+        deviceToken: String(repeating: "ab", count: 32),
+        apnsID: "123e4567-e89b-12d3-a456-4266554400a0",
+        topic: "com.example.app",
+        pushType: .alert,
+        priority: .high,
+        collapseID: "score",
+        payload: Array(#"{"aps":{}}"#.utf8)
+    )
 
     @Test("changing a copy, field by field, leaves the original and the other copies as they were")
     func copiesAreIndependent() {
@@ -32,9 +38,14 @@ struct PushValueTests {
     @Test("equality compares the fields, not the storage")
     func equalityIsByValue() {
         var rebuilt = Push(
-            deviceToken: Self.original.deviceToken, apnsID: Self.original.apnsID, topic: Self.original.topic,
-            pushType: Self.original.pushType, priority: Self.original.priority, collapseID: Self.original.collapseID,
-            payload: Self.original.payload)
+            deviceToken: Self.original.deviceToken,
+            apnsID: Self.original.apnsID,
+            topic: Self.original.topic,
+            pushType: Self.original.pushType,
+            priority: Self.original.priority,
+            collapseID: Self.original.collapseID,
+            payload: Self.original.payload
+        )
         #expect(rebuilt == Self.original)
         rebuilt.priority = .low
         #expect(rebuilt != Self.original)

@@ -21,9 +21,13 @@ struct RefusalCatalogTests {
         (.expiredProviderToken, "ExpiredProviderToken", 403), (.unrelatedKeyIdInToken, "UnrelatedKeyIdInToken", 403),
         (.badEnvironmentKeyIdInToken, "BadEnvironmentKeyIdInToken", 403), (.badCertificate, "BadCertificate", 403),
         (.topicDisallowed, "TopicDisallowed", 400), (.tooManyProviderTokenUpdates, "TooManyProviderTokenUpdates", 429),
-        (.unauthorized, "Unauthorized", 401), (.forbidden, "Forbidden", 403), (.configurationRefused, "ConfigurationRefused", 422), (.badRequest, "BadRequest", 400), (.badState, "BadState", 400),
-        (.badLastEventId, "BadLastEventId", 400), (.badFetchResult, "BadFetchResult", 400), (.notFound, "NotFound", 404),
-        (.tooManyRegistrations, "TooManyRegistrations", 409), (.requestHeaderFieldsTooLarge, "RequestHeaderFieldsTooLarge", 431),
+        (.unauthorized, "Unauthorized", 401), (.forbidden, "Forbidden", 403),
+        (.configurationRefused, "ConfigurationRefused", 422), (.badRequest, "BadRequest", 400),
+        (.badState, "BadState", 400),
+        (.badLastEventId, "BadLastEventId", 400), (.badFetchResult, "BadFetchResult", 400),
+        (.notFound, "NotFound", 404),
+        (.tooManyRegistrations, "TooManyRegistrations", 409),
+        (.requestHeaderFieldsTooLarge, "RequestHeaderFieldsTooLarge", 431),
         (.httpVersionNotSupported, "HTTPVersionNotSupported", 505), (.serviceUnavailable, "ServiceUnavailable", 503),
         (.internalServerError, "InternalServerError", 500),
     ]
@@ -34,7 +38,10 @@ struct RefusalCatalogTests {
             #expect(reason.name == name)
             #expect(reason.status == status, "\(name)")
         }
-        #expect(Set(Self.catalog.map(\.0)) == Set(Refusal.Reason.allCases), "a reason added to the catalog needs its row here")
+        #expect(
+            Set(Self.catalog.map(\.0)) == Set(Refusal.Reason.allCases),
+            "a reason added to the catalog needs its row here"
+        )
     }
 
     @Test("statuses are errors: 4xx for the request, 5xx for the gateway")

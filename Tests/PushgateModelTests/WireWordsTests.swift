@@ -13,12 +13,20 @@ struct WireWordsTests {
 
     @Test("delivery kinds")
     func deliveryKinds() {
-        #expect(DeliveryKind.allCases.map(\.rawValue) == ["immediate", "stored", "piggyback", "keepalive", "budget", "online"])
+        #expect(
+            DeliveryKind.allCases.map(\.rawValue) == [
+                "immediate", "stored", "piggyback", "keepalive", "budget", "online",
+            ]
+        )
     }
 
     @Test("drop and discard reasons, as metric labels")
     func reasons() {
-        #expect(DropReason.allCases.map(\.rawValue) == ["expired", "overflow", "coalesced", "app_terminated", "unregistered"])
+        #expect(
+            DropReason.allCases.map(\.rawValue) == [
+                "expired", "overflow", "coalesced", "app_terminated", "unregistered",
+            ]
+        )
         #expect(DiscardReason.allCases.map(\.rawValue) == ["app_terminated", "undeliverable_now", "expired"])
     }
 

@@ -1,8 +1,9 @@
 import Logging
-@testable import PushgateOperator
 import PushgateStore
 import PushgateStoreTestKit
 import Testing
+
+@testable import PushgateOperator
 
 /// The totals since the store was created are written as additions: a count written twice stays
 /// in the store for good.

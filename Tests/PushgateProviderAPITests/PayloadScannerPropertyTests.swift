@@ -45,7 +45,10 @@ struct JSONGenerator {
     mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &rng) }
     mutating func pick<T>(_ items: [T]) -> T { items[int(0...items.count - 1)] }
 
-    static let keyPalette = ["aps", "alert", "badge", "sound", "content-available", "x", "", "data", "é", "a\"b", "k\\", "😀", "aps ", "Aps", "line\nbreak"]
+    static let keyPalette = [
+        "aps", "alert", "badge", "sound", "content-available", "x", "", "data", "é", "a\"b", "k\\", "😀", "aps ", "Aps",
+        "line\nbreak",
+    ]
     static let scalarPalette: [Unicode.Scalar] = [
         "a", "b", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "€", "\u{2028}",
         "\u{FFFF}", "😀", "\u{10FFFF}", "{", "}", "[", "]", ",", ":",
@@ -102,7 +105,9 @@ struct JSONGenerator {
             if chance(0.85) {
                 var apsMembers: [(String, JSONValue)] = []
                 for _ in 0..<int(0...5) {
-                    let key = pick(["alert", "badge", "sound", "content-available", "content-available", "thread-id", "x"])
+                    let key = pick([
+                        "alert", "badge", "sound", "content-available", "content-available", "thread-id", "x",
+                    ])
                     let v: JSONValue = key == "content-available" && chance(0.5) ? .number("1") : value(depth: 2)
                     apsMembers.append((key, v))
                 }
@@ -126,7 +131,9 @@ struct JSONWriter {
 
     mutating func whitespace() {
         guard Double.random(in: 0..<1, using: &rng) < 0.3 else { return }
-        for _ in 0..<Int.random(in: 1...2, using: &rng) { out.append([0x20, 0x09, 0x0A, 0x0D].randomElement(using: &rng)!) }
+        for _ in 0..<Int.random(in: 1...2, using: &rng) {
+            out.append([0x20, 0x09, 0x0A, 0x0D].randomElement(using: &rng)!)
+        }
     }
 
     mutating func hex4(_ v: UInt32) {
@@ -149,10 +156,13 @@ struct JSONWriter {
                 if v < 0x20 || escapeAnyway {
                     if v >= 0x10000 {
                         let u = v - 0x10000
-                        out += Array(#"\u"#.utf8); hex4(0xD800 + (u >> 10))
-                        out += Array(#"\u"#.utf8); hex4(0xDC00 + (u & 0x3FF))
+                        out += Array(#"\u"#.utf8)
+                        hex4(0xD800 + (u >> 10))
+                        out += Array(#"\u"#.utf8)
+                        hex4(0xDC00 + (u & 0x3FF))
                     } else {
-                        out += Array(#"\u"#.utf8); hex4(v)
+                        out += Array(#"\u"#.utf8)
+                        hex4(v)
                     }
                 } else {
                     out += Array(String(scalar).utf8)
@@ -168,7 +178,10 @@ struct JSONWriter {
             out.append(UInt8(ascii: "{"))
             whitespace()
             for (k, (key, member)) in ms.enumerated() {
-                if k > 0 { out.append(UInt8(ascii: ",")); whitespace() }
+                if k > 0 {
+                    out.append(UInt8(ascii: ","))
+                    whitespace()
+                }
                 string(key)
                 whitespace()
                 out.append(UInt8(ascii: ":"))
@@ -183,7 +196,10 @@ struct JSONWriter {
             out.append(UInt8(ascii: "["))
             whitespace()
             for (k, item) in items.enumerated() {
-                if k > 0 { out.append(UInt8(ascii: ",")); whitespace() }
+                if k > 0 {
+                    out.append(UInt8(ascii: ","))
+                    whitespace()
+                }
                 value(item, path: path + ["[]"])
                 whitespace()
             }
@@ -195,7 +211,10 @@ struct JSONWriter {
         }
     }
 
-    static func write(_ doc: JSONValue, seed: UInt64) -> (bytes: [UInt8], members: [(path: [String], range: Range<Int>)]) {
+    static func write(
+        _ doc: JSONValue,
+        seed: UInt64
+    ) -> (bytes: [UInt8], members: [(path: [String], range: Range<Int>)]) {
         var writer = JSONWriter(rng: SeededRandom(seed: seed))
         writer.whitespace()
         writer.value(doc, path: [])
@@ -214,7 +233,8 @@ func expectedFacts(_ doc: JSONValue, members: [(path: [String], range: Range<Int
     facts.hasSound = apsMembers.contains { $0.0 == "sound" }
     if let contentAvailable = apsMembers.last(where: { $0.0 == "content-available" })?.1 {
         let apsRange = members.last { $0.path == ["aps"] }!.range
-        let range = members.last { $0.path == ["aps", "content-available"] && apsRange.contains($0.range.lowerBound) }!.range
+        let range = members.last { $0.path == ["aps", "content-available"] && apsRange.contains($0.range.lowerBound) }!
+            .range
         facts.contentAvailable = JSONToken(kind: contentAvailable.kind, start: range.lowerBound, end: range.upperBound)
     }
     return facts
@@ -231,9 +251,18 @@ func foundationParse(_ bytes: [UInt8]) -> (object: [String: Any]?, error: String
 }
 
 /// The scanner's facts must agree with Foundation's reading of the same document.
-func expectAgreement(_ facts: APSFacts, _ object: [String: Any], _ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
+func expectAgreement(
+    _ facts: APSFacts,
+    _ object: [String: Any],
+    _ bytes: [UInt8],
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     let aps = object["aps"]
-    #expect((aps != nil) == (facts.aps != nil), "aps presence: \(String(decoding: bytes, as: UTF8.self).debugDescription)", sourceLocation: sourceLocation)
+    #expect(
+        (aps != nil) == (facts.aps != nil),
+        "aps presence: \(String(decoding: bytes, as: UTF8.self).debugDescription)",
+        sourceLocation: sourceLocation
+    )
     if let dict = aps as? [String: Any] {
         #expect(facts.aps == .object, sourceLocation: sourceLocation)
         #expect(facts.hasAlert == (dict["alert"] != nil), sourceLocation: sourceLocation)
@@ -275,7 +304,8 @@ func expectAgreement(_ facts: APSFacts, _ object: [String: Any], _ bytes: [UInt8
 
 struct Mutator {
     var rng: SeededRandom
-    static let interesting: [UInt8] = Array("{}[],:\"\\01-.eE+tfnu a".utf8) + [0x00, 0x09, 0x0A, 0x1F, 0x7F, 0x80, 0xBF, 0xC3, 0xED, 0xF0, 0xFF]
+    static let interesting: [UInt8] =
+        Array("{}[],:\"\\01-.eE+tfnu a".utf8) + [0x00, 0x09, 0x0A, 0x1F, 0x7F, 0x80, 0xBF, 0xC3, 0xED, 0xF0, 0xFF]
 
     mutating func byte() -> UInt8 {
         Bool.random(using: &rng) ? Self.interesting.randomElement(using: &rng)! : UInt8.random(in: 0...255, using: &rng)
@@ -294,7 +324,11 @@ struct Mutator {
             case 1: b.insert(byte(), at: at)
             case 2: b.remove(at: at)
             case 3: b.removeSubrange(at..<min(b.count, at + Int.random(in: 1...8, using: &rng)))
-            case 4: b.insert(contentsOf: b[at..<min(b.count, at + Int.random(in: 1...8, using: &rng))], at: Int.random(in: 0...b.count, using: &rng))
+            case 4:
+                b.insert(
+                    contentsOf: b[at..<min(b.count, at + Int.random(in: 1...8, using: &rng))],
+                    at: Int.random(in: 0...b.count, using: &rng)
+                )
             case 5: b.removeSubrange(at...)
             default: b.swapAt(at, Int.random(in: 0..<b.count, using: &rng))
             }
@@ -305,7 +339,9 @@ struct Mutator {
 
 /// The byte at `offset` closes a container right after a comma (JSON whitespace aside).
 func isTrailingComma(_ bytes: [UInt8], at offset: Int) -> Bool {
-    guard offset < bytes.count, bytes[offset] == UInt8(ascii: "]") || bytes[offset] == UInt8(ascii: "}") else { return false }
+    guard offset < bytes.count, bytes[offset] == UInt8(ascii: "]") || bytes[offset] == UInt8(ascii: "}") else {
+        return false
+    }
     var k = offset - 1
     while k >= 0, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[k]) { k -= 1 }
     return k >= 0 && bytes[k] == UInt8(ascii: ",")
@@ -324,7 +360,9 @@ func isTrailingComma(_ bytes: [UInt8], at offset: Int) -> Bool {
         let foundation = foundationParse(bytes)
         let foundationValid = foundation.object != nil
 
-        if bytes.prefix(4).contains(0) || bytes.starts(with: [0xEF, 0xBB, 0xBF]) || bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) {
+        if bytes.prefix(4).contains(0) || bytes.starts(with: [0xEF, 0xBB, 0xBF]) || bytes.starts(with: [0xFE, 0xFF])
+            || bytes.starts(with: [0xFF, 0xFE])
+        {
             excluded["encoding detection", default: 0] += 1
             continue
         }
@@ -334,7 +372,10 @@ func isTrailingComma(_ bytes: [UInt8], at offset: Int) -> Bool {
                 excluded["number range", default: 0] += 1
                 continue
             }
-            #expect(foundationValid, "we accept, Foundation says \(foundation.error ?? "not an object"): \(String(decoding: bytes, as: UTF8.self).debugDescription) \(bytes)")
+            #expect(
+                foundationValid,
+                "we accept, Foundation says \(foundation.error ?? "not an object"): \(String(decoding: bytes, as: UTF8.self).debugDescription) \(bytes)"
+            )
             if let object = foundation.object {
                 bothValid += 1
                 expectAgreement(facts, object, bytes)
@@ -344,7 +385,10 @@ func isTrailingComma(_ bytes: [UInt8], at offset: Int) -> Bool {
                 excluded["trailing comma", default: 0] += 1
                 continue
             }
-            #expect(!foundationValid, "we reject (\(error)), Foundation accepts: \(String(decoding: bytes, as: UTF8.self).debugDescription) \(bytes)")
+            #expect(
+                !foundationValid,
+                "we reject (\(error)), Foundation accepts: \(String(decoding: bytes, as: UTF8.self).debugDescription) \(bytes)"
+            )
         }
         compared += 1
     }

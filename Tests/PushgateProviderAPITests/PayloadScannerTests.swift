@@ -139,8 +139,10 @@ let invalidDocuments: [InvalidDocument] = [
     .init(bytes: Array(#"{"a":""#.utf8) + [0x80] + Array(#""}"#.utf8), 6, "0x80 cannot start"),
     .init(bytes: Array(#"{"a":""#.utf8) + [0xC0, 0x80] + Array(#""}"#.utf8), 6, "0xC0 cannot start"),  // overlong NUL
     .init(bytes: Array(#"{"a":""#.utf8) + [0xE0, 0x80, 0x80] + Array(#""}"#.utf8), 7, "continuation"),  // overlong
-    .init(bytes: Array(#"{"a":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8), 7, "continuation"),  // UTF-8 surrogate
-    .init(bytes: Array(#"{"a":""#.utf8) + [0xF4, 0x90, 0x80, 0x80] + Array(#""}"#.utf8), 7, "continuation"),  // > U+10FFFF
+    // UTF-8 surrogate
+    .init(bytes: Array(#"{"a":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8), 7, "continuation"),
+    // > U+10FFFF
+    .init(bytes: Array(#"{"a":""#.utf8) + [0xF4, 0x90, 0x80, 0x80] + Array(#""}"#.utf8), 7, "continuation"),
     .init(bytes: Array(#"{"a":""#.utf8) + [0xF5, 0x80, 0x80, 0x80] + Array(#""}"#.utf8), 6, "cannot start"),
     .init(bytes: Array(#"{"a":""#.utf8) + [0xE2, 0x82] + Array(#""}"#.utf8), 8, "continuation"),  // truncated €
     .init(bytes: Array(#"{"a":""#.utf8) + [0xE2, 0x82], 8, "continuation"),
@@ -152,7 +154,11 @@ let invalidDocuments: [InvalidDocument] = [
     .init("{\"a\":1}\u{2028}", 7, "end of input"),
     .init(#"{"a":1}//c"#, 7, "end of input"),
     .init(#"{"a":/*c*/1}"#, 5, "a value"),
-    .init("{\"a\":" + String(repeating: "[", count: 64) + String(repeating: "]", count: 64) + "}", 68, "at most 64 levels"),
+    .init(
+        "{\"a\":" + String(repeating: "[", count: 64) + String(repeating: "]", count: 64) + "}",
+        68,
+        "at most 64 levels"
+    ),
     .init(String(repeating: "{\"a\":", count: 65) + "1" + String(repeating: "}", count: 65), 320, "at most 64 levels"),
 ]
 
@@ -188,13 +194,25 @@ func invalidDocument(_ doc: InvalidDocument) {
 }
 
 @Test func errorMessageDescribesTheByteFound() {
-    guard case .failure(let e1) = scan("{\"a\":1 x}") else { Issue.record("accepted"); return }
+    guard case .failure(let e1) = scan("{\"a\":1 x}") else {
+        Issue.record("accepted")
+        return
+    }
     #expect(e1.description == "at byte offset 7: expected ',' or '}' after an object member, found 'x'")
-    guard case .failure(let e2) = scan("{\"a\":1 ") else { Issue.record("accepted"); return }
+    guard case .failure(let e2) = scan("{\"a\":1 ") else {
+        Issue.record("accepted")
+        return
+    }
     #expect(e2.description == "at byte offset 7: expected ',' or '}' after an object member, found end of input")
-    guard case .failure(let e3) = scan([0x7B, 0x80]) else { Issue.record("accepted"); return }
+    guard case .failure(let e3) = scan([0x7B, 0x80]) else {
+        Issue.record("accepted")
+        return
+    }
     #expect(e3.description == "at byte offset 1: expected a string key or '}', found byte 0x80")
-    guard case .failure(let e4) = scan("{\"a\":1 \"b\":2}") else { Issue.record("accepted"); return }
+    guard case .failure(let e4) = scan("{\"a\":1 \"b\":2}") else {
+        Issue.record("accepted")
+        return
+    }
     #expect(e4.found == "'\"'")
 }
 
@@ -214,23 +232,53 @@ let factsCases: [FactsCase] = [
     .init(doc: #"{"aps":null}"#, facts: APSFacts(aps: .null)),
     .init(doc: #"{"aps":false}"#, facts: APSFacts(aps: .bool)),
     .init(doc: #"{"aps":{}}"#, facts: APSFacts(aps: .object)),
-    .init(doc: #"{"aps":{"alert":"x","badge":1,"sound":"s"}}"#, facts: APSFacts(aps: .object, hasAlert: true, hasBadge: true, hasSound: true)),
+    .init(
+        doc: #"{"aps":{"alert":"x","badge":1,"sound":"s"}}"#,
+        facts: APSFacts(aps: .object, hasAlert: true, hasBadge: true, hasSound: true)
+    ),
     .init(doc: #"{"aps":{"badge":null}}"#, facts: APSFacts(aps: .object, hasBadge: true)),
-    .init(doc: #"{"aps":{"content-available":1}}"#, facts: APSFacts(aps: .object, contentAvailable: JSONToken(kind: .number, start: 28, end: 29)), contentAvailable: "1"),
-    .init(doc: #"{"aps":{"content-available": 1.0 }}"#, facts: APSFacts(aps: .object, contentAvailable: JSONToken(kind: .number, start: 29, end: 32)), contentAvailable: "1.0"),
-    .init(doc: #"{"aps":{"content-available":"1"}}"#, facts: APSFacts(aps: .object, contentAvailable: JSONToken(kind: .string, start: 28, end: 31)), contentAvailable: "\"1\""),
-    .init(doc: #"{"aps":{"content-available":{"a":[1]}}}"#, facts: APSFacts(aps: .object, contentAvailable: JSONToken(kind: .object, start: 28, end: 37)), contentAvailable: #"{"a":[1]}"#),
+    .init(
+        doc: #"{"aps":{"content-available":1}}"#,
+        facts: APSFacts(aps: .object, contentAvailable: JSONToken(kind: .number, start: 28, end: 29)),
+        contentAvailable: "1"
+    ),
+    .init(
+        doc: #"{"aps":{"content-available": 1.0 }}"#,
+        facts: APSFacts(aps: .object, contentAvailable: JSONToken(kind: .number, start: 29, end: 32)),
+        contentAvailable: "1.0"
+    ),
+    .init(
+        doc: #"{"aps":{"content-available":"1"}}"#,
+        facts: APSFacts(aps: .object, contentAvailable: JSONToken(kind: .string, start: 28, end: 31)),
+        contentAvailable: "\"1\""
+    ),
+    .init(
+        doc: #"{"aps":{"content-available":{"a":[1]}}}"#,
+        facts: APSFacts(aps: .object, contentAvailable: JSONToken(kind: .object, start: 28, end: 37)),
+        contentAvailable: #"{"a":[1]}"#
+    ),
     // Last one wins.
     .init(doc: #"{"aps":{"alert":1},"aps":{"sound":1}}"#, facts: APSFacts(aps: .object, hasSound: true)),
     .init(doc: #"{"aps":{"alert":1},"aps":7}"#, facts: APSFacts(aps: .number)),
     .init(doc: #"{"aps":7,"aps":{"badge":1}}"#, facts: APSFacts(aps: .object, hasBadge: true)),
-    .init(doc: #"{"aps":{"content-available":1,"content-available":true}}"#, facts: APSFacts(aps: .object, contentAvailable: JSONToken(kind: .bool, start: 50, end: 54)), contentAvailable: "true"),
+    .init(
+        doc: #"{"aps":{"content-available":1,"content-available":true}}"#,
+        facts: APSFacts(aps: .object, contentAvailable: JSONToken(kind: .bool, start: 50, end: 54)),
+        contentAvailable: "true"
+    ),
     // Escaped keys are unescaped before comparing.
-    .init(doc: #"{"\u0061\u0070\u0073":{"\u0061lert":1,"content\u002davailable":1}}"#, facts: APSFacts(aps: .object, hasAlert: true, contentAvailable: JSONToken(kind: .number, start: 63, end: 64)), contentAvailable: "1"),
+    .init(
+        doc: #"{"\u0061\u0070\u0073":{"\u0061lert":1,"content\u002davailable":1}}"#,
+        facts: APSFacts(aps: .object, hasAlert: true, contentAvailable: JSONToken(kind: .number, start: 63, end: 64)),
+        contentAvailable: "1"
+    ),
     .init(doc: #"{"ap\/s":{}}"#, facts: APSFacts()),
     // Not the top-level aps, or not aps's own keys.
     .init(doc: #"{"x":{"aps":{"alert":1}}}"#, facts: APSFacts()),
-    .init(doc: #"{"x":[{"aps":{}}],"aps":{"y":{"alert":1,"badge":1},"z":[{"sound":1}]}}"#, facts: APSFacts(aps: .object)),
+    .init(
+        doc: #"{"x":[{"aps":{}}],"aps":{"y":{"alert":1,"badge":1},"z":[{"sound":1}]}}"#,
+        facts: APSFacts(aps: .object)
+    ),
     .init(doc: #"{"aps":{"aps":{"alert":1}}}"#, facts: APSFacts(aps: .object)),
     .init(doc: #"{"alert":1,"badge":1,"content-available":1}"#, facts: APSFacts()),
     // Keys with non-ASCII or overlong spellings never match.

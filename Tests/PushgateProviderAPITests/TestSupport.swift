@@ -23,7 +23,10 @@ final class BitsSource: Sendable {
     }
 }
 
-func makeValidator(_ source: BitsSource = BitsSource(), defaultPriority: PushPriority = .high) -> ProviderRequestValidator {
+func makeValidator(
+    _ source: BitsSource = BitsSource(),
+    defaultPriority: PushPriority = .high
+) -> ProviderRequestValidator {
     ProviderRequestValidator(defaultPriority: defaultPriority, uuidGenerator: { source.next() })
 }
 
@@ -78,7 +81,9 @@ struct Request: Sendable, CustomTestStringConvertible {
 
     func validate(with validator: ProviderRequestValidator = makeValidator()) -> ValidationOutcome {
         validator.validate(
-            method: method, path: path, headers: headers.map { (name: $0.name, value: $0.value) },
+            method: method,
+            path: path,
+            headers: headers.map { (name: $0.name, value: $0.value) },
             body: buffer(body)
         )
     }
@@ -102,7 +107,10 @@ func plainPayload(size: Int) -> String {
 /// and returns the rejection.
 @discardableResult
 func expectRejected(
-    _ outcome: ValidationOutcome, _ status: Int, _ reason: String, detailContains fragments: [String],
+    _ outcome: ValidationOutcome,
+    _ status: Int,
+    _ reason: String,
+    detailContains fragments: [String],
     sourceLocation: SourceLocation = #_sourceLocation
 ) -> Refusal? {
     guard case .rejected(let rejection, _) = outcome else {
@@ -112,9 +120,17 @@ func expectRejected(
     #expect(rejection.status == status, "\(rejection)", sourceLocation: sourceLocation)
     #expect(rejection.reason.name == reason, "\(rejection)", sourceLocation: sourceLocation)
     for fragment in fragments {
-        #expect(rejection.detail.contains(fragment), "detail \(rejection.detail.debugDescription) lacks \(fragment.debugDescription)", sourceLocation: sourceLocation)
+        #expect(
+            rejection.detail.contains(fragment),
+            "detail \(rejection.detail.debugDescription) lacks \(fragment.debugDescription)",
+            sourceLocation: sourceLocation
+        )
     }
-    #expect(rejection.detail.utf8.count < 400, "detail too long: \(rejection.detail.utf8.count) bytes", sourceLocation: sourceLocation)
+    #expect(
+        rejection.detail.utf8.count < 400,
+        "detail too long: \(rejection.detail.utf8.count) bytes",
+        sourceLocation: sourceLocation
+    )
     return rejection
 }
 
@@ -128,7 +144,8 @@ func expectAccepted(_ outcome: ValidationOutcome, sourceLocation: SourceLocation
 }
 
 /// The expiration of an accepted request.
-func acceptedExpiration(_ outcome: ValidationOutcome, sourceLocation: SourceLocation = #_sourceLocation) -> Expiration? {
+func acceptedExpiration(_ outcome: ValidationOutcome, sourceLocation: SourceLocation = #_sourceLocation) -> Expiration?
+{
     guard case .accepted(_, let expiration) = outcome else {
         Issue.record("expected acceptance, got \(outcome)", sourceLocation: sourceLocation)
         return nil
@@ -160,5 +177,6 @@ func isCanonicalV4(_ s: String) -> Bool {
             return false
         }
     }
-    return b[14] == UInt8(ascii: "4") && [UInt8(ascii: "8"), UInt8(ascii: "9"), UInt8(ascii: "a"), UInt8(ascii: "b")].contains(b[19])
+    return b[14] == UInt8(ascii: "4")
+        && [UInt8(ascii: "8"), UInt8(ascii: "9"), UInt8(ascii: "a"), UInt8(ascii: "b")].contains(b[19])
 }

@@ -8,8 +8,13 @@ import Testing
     let source = BitsSource()
     let outcome = base.validate(with: makeValidator(source))
     let expected = Push(
-        deviceToken: sampleToken, apnsID: fixedGeneratedID, topic: "com.example.app", pushType: .alert,
-        priority: .high, collapseID: nil, payload: bytes(#"{"aps":{"alert":"Hello"}}"#)
+        deviceToken: sampleToken,
+        apnsID: fixedGeneratedID,
+        topic: "com.example.app",
+        pushType: .alert,
+        priority: .high,
+        collapseID: nil,
+        payload: bytes(#"{"aps":{"alert":"Hello"}}"#)
     )
     #expect(outcome == .accepted(expected, expiration: .defaultLifetime))
     #expect(outcome.apnsID == fixedGeneratedID)
@@ -18,7 +23,8 @@ import Testing
 
 @Test func everyHeaderIsCarriedOver() {
     let source = BitsSource()
-    let outcome = base
+    let outcome =
+        base
         .header("apns-id", "123E4567-E89B-12D3-A456-4266554400A0")
         .header("apns-push-type", "alert")
         .header("apns-priority", "5")
@@ -49,15 +55,32 @@ struct TypeCase: Sendable, CustomTestStringConvertible {
 let happyTypeCases: [TypeCase] = PushType.allCases.map { type in
     switch type {
     case .background:
-        return TypeCase(type: type, topic: "com.example.app", body: #"{"aps":{"content-available":1},"acme":42}"#, priority: "5")
+        return TypeCase(
+            type: type,
+            topic: "com.example.app",
+            body: #"{"aps":{"content-available":1},"acme":42}"#,
+            priority: "5"
+        )
     case .alert:
-        return TypeCase(type: type, topic: "com.example.app", body: #"{"aps":{"alert":{"title":"Hi","body":"There"},"sound":"default"}}"#)
+        return TypeCase(
+            type: type,
+            topic: "com.example.app",
+            body: #"{"aps":{"alert":{"title":"Hi","body":"There"},"sound":"default"}}"#
+        )
     case .mdm:
-        return TypeCase(type: type, topic: "com.apple.mgmt.External.1b2c3d4e-0000-1111-2222-333344445555", body: #"{"mdm":"abc"}"#)
+        return TypeCase(
+            type: type,
+            topic: "com.apple.mgmt.External.1b2c3d4e-0000-1111-2222-333344445555",
+            body: #"{"mdm":"abc"}"#
+        )
     case .voip:
         return TypeCase(type: type, topic: "com.example.app.voip", body: #"{"caller":"Ann"}"#)
     default:
-        return TypeCase(type: type, topic: "com.example.app" + type.topicSuffix!, body: #"{"aps":{"alert":"x","content-state":{}}}"#)
+        return TypeCase(
+            type: type,
+            topic: "com.example.app" + type.topicSuffix!,
+            body: #"{"aps":{"alert":"x","content-state":{}}}"#
+        )
     }
 }
 
@@ -74,7 +97,9 @@ func eachPushTypeWithItsTopic(_ c: TypeCase) {
 
 @Test(arguments: PushType.allCases.filter { $0.topicSuffix != nil })
 func topicSuffixAloneImpliesTheType(_ type: PushType) {
-    let push = expectAccepted(base.header("apns-topic", "com.example.app" + type.topicSuffix!).body(#"{"k":1}"#).validate())
+    let push = expectAccepted(
+        base.header("apns-topic", "com.example.app" + type.topicSuffix!).body(#"{"k":1}"#).validate()
+    )
     #expect(push?.pushType == type)
 }
 
@@ -93,11 +118,23 @@ struct InferenceCase: Sendable, CustomTestStringConvertible {
     InferenceCase(body: #"{"aps":{"content-available":1,"alert":"x"}}"#, type: .alert, priority: .high),
     InferenceCase(body: #"{"aps":{"content-available":0,"badge":1}}"#, type: .alert, priority: .high),
     InferenceCase(body: #"{"aps":{"content-available":1}}"#, type: .background, priority: .normal),
-    InferenceCase(body: #"{"aps":{"content-available":1,"thread-id":"t"},"acme":[1,2]}"#, type: .background, priority: .normal),
-    InferenceCase(body: #"{"aps":{"content-available":0},"aps":{"content-available":1}}"#, type: .background, priority: .normal),
+    InferenceCase(
+        body: #"{"aps":{"content-available":1,"thread-id":"t"},"acme":[1,2]}"#,
+        type: .background,
+        priority: .normal
+    ),
+    InferenceCase(
+        body: #"{"aps":{"content-available":0},"aps":{"content-available":1}}"#,
+        type: .background,
+        priority: .normal
+    ),
     InferenceCase(body: #"{"aps":{"\u0063ontent-available":1}}"#, type: .background, priority: .normal),
     InferenceCase(body: #"{"\u0061ps":{"b\u0061dge":1}}"#, type: .alert, priority: .high),
-    InferenceCase(body: #"{"x":{"aps":{"alert":1}},"aps":{"content-available":1}}"#, type: .background, priority: .normal),
+    InferenceCase(
+        body: #"{"x":{"aps":{"alert":1}},"aps":{"content-available":1}}"#,
+        type: .background,
+        priority: .normal
+    ),
     InferenceCase(body: #"{"aps":{"x":{"alert":1},"content-available":1}}"#, type: .background, priority: .normal),
     InferenceCase(body: " \n\t{ \"aps\" : { \"content-available\" : 1 } }\r\n", type: .background, priority: .normal),
 ])
@@ -109,10 +146,18 @@ func inference(_ c: InferenceCase) {
 
 @Test func keysThatOnlyLookLikeApsDoNotCount() {
     // "APS", "aps " and an "aps" nested elsewhere are not the top-level aps member.
-    for body in [#"{"APS":{"alert":"x"}}"#, #"{"aps ":{"alert":"x"}}"#, #"{"a":{"aps":{"alert":"x"}}}"#, #"{"aps\u0000":{"alert":"x"}}"#] {
+    for body in [
+        #"{"APS":{"alert":"x"}}"#, #"{"aps ":{"alert":"x"}}"#, #"{"a":{"aps":{"alert":"x"}}}"#,
+        #"{"aps\u0000":{"alert":"x"}}"#,
+    ] {
         expectRejected(base.body(body).validate(), 400, "BadPayload", detailContains: ["no \"aps\""])
     }
-    expectRejected(base.body(#"{"aps":{"Alert":"x","alerts":1,"content-available ":1}}"#).validate(), 400, "BadPayload", detailContains: ["cannot infer"])
+    expectRejected(
+        base.body(#"{"aps":{"Alert":"x","alerts":1,"content-available ":1}}"#).validate(),
+        400,
+        "BadPayload",
+        detailContains: ["cannot infer"]
+    )
 }
 
 @Test func expiration() {
@@ -157,13 +202,31 @@ func inference(_ c: InferenceCase) {
 @Test func payloadSizeBoundaries() {
     #expect(alertPayload(size: 4096).utf8.count == 4096)
     #expect(expectAccepted(base.body(alertPayload(size: 4096)).validate())?.pushType == .alert)
-    expectRejected(base.body(alertPayload(size: 4097)).validate(), 413, "PayloadTooLarge", detailContains: ["4097", "4096"])
+    expectRejected(
+        base.body(alertPayload(size: 4097)).validate(),
+        413,
+        "PayloadTooLarge",
+        detailContains: ["4097", "4096"]
+    )
     #expect(expectAccepted(voipBase.body(plainPayload(size: 5120)).validate())?.pushType == .voip)
-    #expect(expectAccepted(voipBase.header("apns-push-type", nil).body(plainPayload(size: 5120)).validate())?.pushType == .voip)
-    expectRejected(voipBase.body(plainPayload(size: 5121)).validate(), 413, "PayloadTooLarge", detailContains: ["5121", "5120"])
+    #expect(
+        expectAccepted(voipBase.header("apns-push-type", nil).body(plainPayload(size: 5120)).validate())?.pushType
+            == .voip
+    )
+    expectRejected(
+        voipBase.body(plainPayload(size: 5121)).validate(),
+        413,
+        "PayloadTooLarge",
+        detailContains: ["5121", "5120"]
+    )
     // A voip-sized payload is too large for any other type.
-    expectRejected(base.header("apns-push-type", "pushtotalk").header("apns-topic", "a.voip-ptt").body(plainPayload(size: 4097)).validate(),
-                   413, "PayloadTooLarge", detailContains: ["pushtotalk"])
+    expectRejected(
+        base.header("apns-push-type", "pushtotalk").header("apns-topic", "a.voip-ptt").body(plainPayload(size: 4097))
+            .validate(),
+        413,
+        "PayloadTooLarge",
+        detailContains: ["pushtotalk"]
+    )
     // A one-byte object is fine.
     #expect(expectAccepted(voipBase.body("{}").validate())?.payload == bytes("{}"))
 }
@@ -173,7 +236,10 @@ func inference(_ c: InferenceCase) {
     body.moveReaderIndex(forwardBy: 7)
     body.writeString(#"{"aps":{"alert":"x"}}"#)
     let outcome = makeValidator().validate(
-        method: "POST", path: "/3/device/" + sampleToken, headers: [(name: "apns-topic", value: "a.b")], body: body
+        method: "POST",
+        path: "/3/device/" + sampleToken,
+        headers: [(name: "apns-topic", value: "a.b")],
+        body: body
     )
     #expect(expectAccepted(outcome)?.payload == bytes(#"{"aps":{"alert":"x"}}"#))
 }
@@ -196,7 +262,10 @@ func inference(_ c: InferenceCase) {
 }
 
 @Test func unknownHeadersAndIdentityEncodingAreIgnored() {
-    expectAccepted(base.adding("content-encoding", "identity").adding("x-anything", "?").adding("content-type", "application/json").validate())
+    expectAccepted(
+        base.adding("content-encoding", "identity").adding("x-anything", "?").adding("content-type", "application/json")
+            .validate()
+    )
     expectAccepted(base.adding("content-encoding", "IDENTITY").validate())
 }
 
@@ -213,8 +282,18 @@ func inference(_ c: InferenceCase) {
     }
     // The default generator (OpenSSL's) gives distinct canonical ids.
     let validator = ProviderRequestValidator()
-    let a = validator.validate(method: "POST", path: "/3/device/" + sampleToken, headers: [(name: "apns-topic", value: "a.b")], body: buffer(#"{"aps":{"alert":"x"}}"#))
-    let b = validator.validate(method: "POST", path: "/3/device/" + sampleToken, headers: [(name: "apns-topic", value: "a.b")], body: buffer(#"{"aps":{"alert":"x"}}"#))
+    let a = validator.validate(
+        method: "POST",
+        path: "/3/device/" + sampleToken,
+        headers: [(name: "apns-topic", value: "a.b")],
+        body: buffer(#"{"aps":{"alert":"x"}}"#)
+    )
+    let b = validator.validate(
+        method: "POST",
+        path: "/3/device/" + sampleToken,
+        headers: [(name: "apns-topic", value: "a.b")],
+        body: buffer(#"{"aps":{"alert":"x"}}"#)
+    )
     #expect(isCanonicalV4(a.apnsID) && isCanonicalV4(b.apnsID))
     #expect(a.apnsID != b.apnsID)
 }
@@ -235,11 +314,19 @@ func inference(_ c: InferenceCase) {
 @Test func rejectionsWithoutAValidRequestIDGetAGeneratedOne() {
     let source = BitsSource()
     let validator = makeValidator(source)
-    #expect(base.method("GET").validate(with: validator) == .rejected(
-        Refusal(.methodNotAllowed, #":method must be POST, got "GET""#, allowedMethods: ["POST"]), apnsID: fixedGeneratedID))
+    #expect(
+        base.method("GET").validate(with: validator)
+            == .rejected(
+                Refusal(.methodNotAllowed, #":method must be POST, got "GET""#, allowedMethods: ["POST"]),
+                apnsID: fixedGeneratedID
+            )
+    )
     #expect(base.header("apns-id", "nope").validate(with: validator).apnsID == fixedGeneratedID)
     // Two apns-id headers: neither is trusted.
-    let twice = base.adding("apns-id", "123e4567-e89b-12d3-a456-4266554400a0").adding("apns-id", "223e4567-e89b-12d3-a456-4266554400a0")
+    let twice = base.adding("apns-id", "123e4567-e89b-12d3-a456-4266554400a0").adding(
+        "apns-id",
+        "223e4567-e89b-12d3-a456-4266554400a0"
+    )
     #expect(twice.validate(with: validator).apnsID == fixedGeneratedID)
     #expect(source.callCount == 3)
 }

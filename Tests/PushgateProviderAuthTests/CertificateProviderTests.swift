@@ -11,7 +11,8 @@ struct CertificateProviderTests {
     @Test(
         "the UID's bundle id and its push-type forms are allowed",
         arguments: [
-            "com.example.app", "com.example.app.voip", "com.example.app.complication", "com.example.app.pushkit.fileprovider",
+            "com.example.app", "com.example.app.voip", "com.example.app.complication",
+            "com.example.app.pushkit.fileprovider",
             "com.example.app.voip-ptt", "com.example.app.push-type.widgets", "com.example.app.push-type.controls",
         ]
     )

@@ -1,5 +1,5 @@
-import PushgateModel
 import PushgateCrypto
+import PushgateModel
 import Testing
 
 @testable import PushgateProviderAuth
@@ -19,8 +19,18 @@ struct ConnectionAuthTests {
         let token = world.bearer()
         #expect(!connection.hasValidToken)
         for request in 0..<1000 {
-            let result = connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now + Int64(request))
-            #expect(result.authorized == AuthorizedProvider(identity: .token(teamID: "TEAM000001", keyID: "KEY0000001"), topic: "com.example.app"))
+            let result = connection.authorize(
+                authorization: token,
+                topic: "com.example.app",
+                nowMillis: World.now + Int64(request)
+            )
+            #expect(
+                result.authorized
+                    == AuthorizedProvider(
+                        identity: .token(teamID: "TEAM000001", keyID: "KEY0000001"),
+                        topic: "com.example.app"
+                    )
+            )
         }
         #expect(connection.tokenVerifications == 1)
         #expect(connection.hasValidToken)
@@ -32,7 +42,10 @@ struct ConnectionAuthTests {
         var connection = world.connection()
         let bad = world.bearer(signer: world.keyB)
         for _ in 0..<100 {
-            #expect(connection.authorize(authorization: bad, topic: "com.example.app", nowMillis: World.now).refusal?.reason == .invalidProviderToken)
+            #expect(
+                connection.authorize(authorization: bad, topic: "com.example.app", nowMillis: World.now).refusal?.reason
+                    == .invalidProviderToken
+            )
         }
         #expect(connection.tokenVerifications == 1)
     }
@@ -41,9 +54,18 @@ struct ConnectionAuthTests {
     func cachedExpiry() {
         var connection = world.connection()
         let token = world.bearer(iat: World.nowSeconds)
-        #expect(connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now).authorized != nil)
-        #expect(connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now + 3_600_000).authorized != nil)
-        let expired = connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now + 3_600_001)
+        #expect(
+            connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now).authorized != nil
+        )
+        #expect(
+            connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now + 3_600_000)
+                .authorized != nil
+        )
+        let expired = connection.authorize(
+            authorization: token,
+            topic: "com.example.app",
+            nowMillis: World.now + 3_600_001
+        )
         #expect(expired.refusal?.status == 403)
         #expect(expired.refusal?.reason == .expiredProviderToken)
         #expect(connection.tokenVerifications == 1)
@@ -54,8 +76,14 @@ struct ConnectionAuthTests {
     func futureTokenLater() {
         var connection = world.connection()
         let token = world.bearer(iat: World.nowSeconds + 120)
-        #expect(connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now).refusal?.reason == .invalidProviderToken)
-        #expect(connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now + World.minute).authorized != nil)
+        #expect(
+            connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now).refusal?.reason
+                == .invalidProviderToken
+        )
+        #expect(
+            connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now + World.minute)
+                .authorized != nil
+        )
         #expect(connection.tokenVerifications == 1)
     }
 
@@ -66,22 +94,55 @@ struct ConnectionAuthTests {
         let second = world.bearer(iat: World.nowSeconds + 1)
         let third = world.bearer(iat: World.nowSeconds + 2)
         let fourth = world.bearer(iat: World.nowSeconds + 3)
-        #expect(connection.authorize(authorization: first, topic: "com.example.app", nowMillis: World.now).authorized != nil)
-        #expect(connection.authorize(authorization: second, topic: "com.example.app", nowMillis: World.now + World.minute).authorized != nil)
+        #expect(
+            connection.authorize(authorization: first, topic: "com.example.app", nowMillis: World.now).authorized != nil
+        )
+        #expect(
+            connection.authorize(authorization: second, topic: "com.example.app", nowMillis: World.now + World.minute)
+                .authorized != nil
+        )
 
-        let tooSoon = connection.authorize(authorization: third, topic: "com.example.app", nowMillis: World.now + 20 * World.minute)
+        let tooSoon = connection.authorize(
+            authorization: third,
+            topic: "com.example.app",
+            nowMillis: World.now + 20 * World.minute
+        )
         #expect(tooSoon.refusal?.status == 429)
         #expect(tooSoon.refusal?.reason == .tooManyProviderTokenUpdates)
         #expect(tooSoon.refusal?.detail.contains("switched tokens 1140 s ago") == true, "\(tooSoon)")
         #expect(tooSoon.refusal?.detail.contains("next in 60 s") == true, "\(tooSoon)")
         // The connection keeps the token it had.
-        #expect(connection.authorize(authorization: second, topic: "com.example.app", nowMillis: World.now + 20 * World.minute).authorized != nil)
+        #expect(
+            connection.authorize(
+                authorization: second,
+                topic: "com.example.app",
+                nowMillis: World.now + 20 * World.minute
+            ).authorized != nil
+        )
 
         // 20 minutes after the previous switch the refused token is fine, without verifying it again.
-        #expect(connection.authorize(authorization: third, topic: "com.example.app", nowMillis: World.now + 21 * World.minute).authorized != nil)
+        #expect(
+            connection.authorize(
+                authorization: third,
+                topic: "com.example.app",
+                nowMillis: World.now + 21 * World.minute
+            ).authorized != nil
+        )
         #expect(connection.tokenVerifications == 3)
-        #expect(connection.authorize(authorization: fourth, topic: "com.example.app", nowMillis: World.now + 40 * World.minute).refusal?.status == 429)
-        #expect(connection.authorize(authorization: fourth, topic: "com.example.app", nowMillis: World.now + 41 * World.minute).authorized != nil)
+        #expect(
+            connection.authorize(
+                authorization: fourth,
+                topic: "com.example.app",
+                nowMillis: World.now + 40 * World.minute
+            ).refusal?.status == 429
+        )
+        #expect(
+            connection.authorize(
+                authorization: fourth,
+                topic: "com.example.app",
+                nowMillis: World.now + 41 * World.minute
+            ).authorized != nil
+        )
     }
 
     @Test("the token used just before the current one may still be sent, and does not count as a switch")
@@ -89,15 +150,29 @@ struct ConnectionAuthTests {
         var connection = world.connection()
         let old = world.bearer(iat: World.nowSeconds)
         let new = world.bearer(iat: World.nowSeconds + 1)
-        #expect(connection.authorize(authorization: old, topic: "com.example.app", nowMillis: World.now).authorized != nil)
-        #expect(connection.authorize(authorization: new, topic: "com.example.app", nowMillis: World.now + 1000).authorized != nil)
+        #expect(
+            connection.authorize(authorization: old, topic: "com.example.app", nowMillis: World.now).authorized != nil
+        )
+        #expect(
+            connection.authorize(authorization: new, topic: "com.example.app", nowMillis: World.now + 1000).authorized
+                != nil
+        )
         for second in 2..<10 {
             let token = second.isMultiple(of: 2) ? old : new
-            #expect(connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now + Int64(second) * 1000).authorized != nil)
+            #expect(
+                connection.authorize(
+                    authorization: token,
+                    topic: "com.example.app",
+                    nowMillis: World.now + Int64(second) * 1000
+                ).authorized != nil
+            )
         }
         #expect(connection.tokenVerifications == 2)
         // ... until it expires.
-        #expect(connection.authorize(authorization: old, topic: "com.example.app", nowMillis: World.now + 3_600_001).refusal?.reason == .expiredProviderToken)
+        #expect(
+            connection.authorize(authorization: old, topic: "com.example.app", nowMillis: World.now + 3_600_001)
+                .refusal?.reason == .expiredProviderToken
+        )
     }
 
     @Test("replacing a token that has expired is always allowed, however recent the last switch")
@@ -106,24 +181,49 @@ struct ConnectionAuthTests {
         let stale = world.bearer(iat: World.nowSeconds - 3500)
         let fresh = world.bearer(iat: World.nowSeconds + 60)
         let fresher = world.bearer(iat: World.nowSeconds + 120)
-        #expect(connection.authorize(authorization: stale, topic: "com.example.app", nowMillis: World.now).authorized != nil)
-        #expect(connection.authorize(authorization: fresh, topic: "com.example.app", nowMillis: World.now + World.minute).authorized != nil)
+        #expect(
+            connection.authorize(authorization: stale, topic: "com.example.app", nowMillis: World.now).authorized != nil
+        )
+        #expect(
+            connection.authorize(authorization: fresh, topic: "com.example.app", nowMillis: World.now + World.minute)
+                .authorized != nil
+        )
         // `fresh` is in use and valid: a third token 2 minutes later is too soon ...
-        #expect(connection.authorize(authorization: fresher, topic: "com.example.app", nowMillis: World.now + 2 * World.minute).refusal?.status == 429)
+        #expect(
+            connection.authorize(
+                authorization: fresher,
+                topic: "com.example.app",
+                nowMillis: World.now + 2 * World.minute
+            ).refusal?.status == 429
+        )
 
         // ... but once the token in use has expired the provider has no choice.
         var second = world.connection()
         let shortLived = world.bearer(iat: World.nowSeconds - 3590)
-        #expect(second.authorize(authorization: stale, topic: "com.example.app", nowMillis: World.now).authorized != nil)
-        #expect(second.authorize(authorization: shortLived, topic: "com.example.app", nowMillis: World.now + 1000).authorized != nil)
-        #expect(second.authorize(authorization: shortLived, topic: "com.example.app", nowMillis: World.now + 11_000).refusal?.reason == .expiredProviderToken)
-        #expect(second.authorize(authorization: fresh, topic: "com.example.app", nowMillis: World.now + 11_000).authorized != nil)
+        #expect(
+            second.authorize(authorization: stale, topic: "com.example.app", nowMillis: World.now).authorized != nil
+        )
+        #expect(
+            second.authorize(authorization: shortLived, topic: "com.example.app", nowMillis: World.now + 1000)
+                .authorized != nil
+        )
+        #expect(
+            second.authorize(authorization: shortLived, topic: "com.example.app", nowMillis: World.now + 11_000)
+                .refusal?.reason == .expiredProviderToken
+        )
+        #expect(
+            second.authorize(authorization: fresh, topic: "com.example.app", nowMillis: World.now + 11_000).authorized
+                != nil
+        )
     }
 
     @Test("a connection is bound to its first key: another key of the team or another team is UnrelatedKeyIdInToken")
     func unrelatedKey() {
         var connection = world.connection()
-        #expect(connection.authorize(authorization: world.bearer(), topic: "com.example.app", nowMillis: World.now).authorized != nil)
+        #expect(
+            connection.authorize(authorization: world.bearer(), topic: "com.example.app", nowMillis: World.now)
+                .authorized != nil
+        )
 
         let sameTeam = connection.authorize(
             authorization: world.bearer(kid: "KEY0000002", signer: world.keyB),
@@ -143,7 +243,11 @@ struct ConnectionAuthTests {
         #expect(connection.boundKey?.keyID == "KEY0000001")
 
         // A bad token of another key is InvalidProviderToken: the signature is checked first.
-        let forged = connection.authorize(authorization: world.bearer(kid: "KEY0000002"), topic: "com.example.other", nowMillis: World.now)
+        let forged = connection.authorize(
+            authorization: world.bearer(kid: "KEY0000002"),
+            topic: "com.example.other",
+            nowMillis: World.now
+        )
         #expect(forged.refusal?.reason == .invalidProviderToken)
     }
 
@@ -191,11 +295,17 @@ struct ConnectionAuthTests {
             let claims = Base64URL.encode(#"{"iss":"TEAM000001","iat":\#(World.nowSeconds - Int64(index))}"#.utf8)
             let signature = (0..<64).map { UInt8(truncatingIfNeeded: index &* 31 &+ $0 &+ 1) }
             let token = "bearer \(header).\(claims).\(Base64URL.encode(signature))"
-            #expect(connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now).refusal?.reason == .invalidProviderToken)
+            #expect(
+                connection.authorize(authorization: token, topic: "com.example.app", nowMillis: World.now).refusal?
+                    .reason == .invalidProviderToken
+            )
             #expect(connection.recentVerdictCount <= RecentTokenVerdicts.capacity)
         }
         #expect(connection.tokenVerifications == 10_000)
         #expect(connection.recentVerdictCount == RecentTokenVerdicts.capacity)
-        #expect(connection.authorize(authorization: world.bearer(), topic: "com.example.app", nowMillis: World.now).authorized != nil)
+        #expect(
+            connection.authorize(authorization: world.bearer(), topic: "com.example.app", nowMillis: World.now)
+                .authorized != nil
+        )
     }
 }

@@ -16,7 +16,9 @@ struct ProviderAuthenticatorTests {
     func certificateWins() {
         let authenticator = ProviderAuthenticator(keyring: world.keyring, acceptsClientCertificates: true)
         var connection = authenticator.makeConnectionState()
-        for authorization in [nil, "bearer garbage", world.bearer(kid: "KEY0000003", iss: "TEAM000002", signer: world.keyC)] {
+        for authorization in [
+            nil, "bearer garbage", world.bearer(kid: "KEY0000003", iss: "TEAM000002", signer: world.keyC),
+        ] {
             let result = authenticator.authorize(
                 certificate: certificate,
                 authorization: authorization,
@@ -35,13 +37,30 @@ struct ProviderAuthenticatorTests {
         let authenticator = ProviderAuthenticator(keyring: world.keyring, acceptsClientCertificates: true)
         var connection = authenticator.makeConnectionState()
         #expect(authenticator.requiresToken(certificate: nil))
-        let missing = authenticator.authorize(certificate: nil, authorization: nil, topic: "com.example.app", connection: &connection, nowMillis: TestWorld.now)
+        let missing = authenticator.authorize(
+            certificate: nil,
+            authorization: nil,
+            topic: "com.example.app",
+            connection: &connection,
+            nowMillis: TestWorld.now
+        )
         #expect(missing.refusal?.reason == .missingProviderToken)
         // Certificates are accepted too: the detail names both ways in.
-        #expect(missing.refusal?.detail.hasSuffix("or connect over TLS with a client certificate from the operator's CA") == true, "\(String(describing: missing.refusal?.detail))")
-        var tokensOnly = ProviderAuthenticator(keyring: world.keyring, acceptsClientCertificates: false).makeConnectionState()
+        #expect(
+            missing.refusal?.detail.hasSuffix("or connect over TLS with a client certificate from the operator's CA")
+                == true,
+            "\(String(describing: missing.refusal?.detail))"
+        )
+        var tokensOnly = ProviderAuthenticator(keyring: world.keyring, acceptsClientCertificates: false)
+            .makeConnectionState()
         let missingTokenOnly = ProviderAuthenticator(keyring: world.keyring, acceptsClientCertificates: false)
-            .authorize(certificate: nil, authorization: nil, topic: "com.example.app", connection: &tokensOnly, nowMillis: TestWorld.now)
+            .authorize(
+                certificate: nil,
+                authorization: nil,
+                topic: "com.example.app",
+                connection: &tokensOnly,
+                nowMillis: TestWorld.now
+            )
         #expect(missingTokenOnly.refusal?.detail.contains("client certificate") == false)
         let good = authenticator.authorize(
             certificate: nil,
@@ -78,9 +97,21 @@ struct ProviderAuthenticatorTests {
         var connection = authenticator.makeConnectionState()
         #expect(authenticator.isUnauthenticated)
         #expect(!authenticator.requiresToken(certificate: nil))
-        let open = authenticator.authorize(certificate: nil, authorization: nil, topic: "com.example.app", connection: &connection, nowMillis: TestWorld.now)
+        let open = authenticator.authorize(
+            certificate: nil,
+            authorization: nil,
+            topic: "com.example.app",
+            connection: &connection,
+            nowMillis: TestWorld.now
+        )
         #expect(open.authorized == AuthorizedProvider(identity: .unauthenticated, topic: "com.example.app"))
-        let noTopic = authenticator.authorize(certificate: nil, authorization: nil, topic: nil, connection: &connection, nowMillis: TestWorld.now)
+        let noTopic = authenticator.authorize(
+            certificate: nil,
+            authorization: nil,
+            topic: nil,
+            connection: &connection,
+            nowMillis: TestWorld.now
+        )
         #expect(noTopic.refusal?.status == 400)
         #expect(noTopic.refusal?.reason == .missingTopic)
     }

@@ -21,7 +21,11 @@ struct ProviderTokenSignerTests {
         #expect(signer.token(nowMillis: TestWorld.now + 3_000_001) == second)
 
         var connection = world.connection()
-        let result = connection.authorize(authorization: "bearer " + first, topic: "com.example.app", nowMillis: TestWorld.now)
+        let result = connection.authorize(
+            authorization: "bearer " + first,
+            topic: "com.example.app",
+            nowMillis: TestWorld.now
+        )
         #expect(result.authorized != nil)
         let claims = Base64URL.decode(first.split(separator: ".")[1]).map { String(decoding: $0, as: UTF8.self) }
         #expect(claims == #"{"iss":"TEAM000001","iat":\#(TestWorld.nowSeconds)}"#)
@@ -42,7 +46,12 @@ struct ProviderTokenSignerTests {
             #expect(other.token(nowMillis: TestWorld.now + 60_000) != token, "\(keyID) \(teamID)")
         }
         // The iat kept with it must be the token's own.
-        var shifted = ProviderTokenSigner(privateKey: world.keyA, keyID: "KEY0000001", teamID: "TEAM000001", reusing: (token, kept.issuedAt + 1))
+        var shifted = ProviderTokenSigner(
+            privateKey: world.keyA,
+            keyID: "KEY0000001",
+            teamID: "TEAM000001",
+            reusing: (token, kept.issuedAt + 1)
+        )
         #expect(shifted.token(nowMillis: TestWorld.now + 60_000) != token)
     }
 
@@ -62,7 +71,11 @@ struct ProviderTokenSignerTests {
             let now = TestWorld.now + Int64(step) * 30_000
             let token = signer.token(nowMillis: now)
             distinct.insert(token)
-            let result = connection.authorize(authorization: "bearer " + token, topic: "com.example.app", nowMillis: now)
+            let result = connection.authorize(
+                authorization: "bearer " + token,
+                topic: "com.example.app",
+                nowMillis: now
+            )
             #expect(result.authorized != nil, "at \(step * 30) s: \(String(describing: result.refusal))")
         }
         #expect(distinct.count == 6)

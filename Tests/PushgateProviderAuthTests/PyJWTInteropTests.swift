@@ -27,7 +27,9 @@ final class PyJWTInteropTests {
         try tools.write("script.py", Array(script.utf8))
         let (status, output) = try tools.run(Self.python, ["script.py"] + arguments)
         guard status == 0 else {
-            throw ToolRunner.Failure(description: "python3 exited \(status) (are python3-jwt and python3-cryptography installed?): \(output)")
+            throw ToolRunner.Failure(
+                description: "python3 exited \(status) (are python3-jwt and python3-cryptography installed?): \(output)"
+            )
         }
         return output
     }
@@ -46,22 +48,40 @@ final class PyJWTInteropTests {
             for _ in range(int(count)):
                 print(jwt.encode({"iss": team, "iat": int(iat)}, key, algorithm="ES256", headers={"kid": kid}))
             """
-        let output = try python(script, ["AuthKey.p8", "TEAM000001", "KEY0000001", String(TestWorld.nowSeconds), "32", "python.pub"])
+        let output = try python(
+            script,
+            ["AuthKey.p8", "TEAM000001", "KEY0000001", String(TestWorld.nowSeconds), "32", "python.pub"]
+        )
         let tokens = output.split(separator: "\n").map(String.init)
         #expect(tokens.count == 32)
 
-        let configuration = ProviderKeyConfiguration(teamID: "TEAM000001", keyID: "KEY0000001", publicKeyFile: "python.pub", topics: ["com.example.app"])
+        let configuration = ProviderKeyConfiguration(
+            teamID: "TEAM000001",
+            keyID: "KEY0000001",
+            publicKeyFile: "python.pub",
+            topics: ["com.example.app"]
+        )
         let keyring = try ProviderKeyring(configurations: [configuration], relativeTo: tools.directory.path)
         #expect(keyring.key(id: "KEY0000001")?.publicKey == key.publicKey)
         for token in tokens {
             // PyJWT's header carries "typ": "JWT" as well; extra fields are fine.
             var connection = ProviderConnectionAuth(keyring: keyring)
-            let result = connection.authorize(authorization: "bearer " + token, topic: "com.example.app", nowMillis: TestWorld.now)
-            #expect(result.authorized?.identity == .token(teamID: "TEAM000001", keyID: "KEY0000001"), "\(token): \(String(describing: result.refusal))")
+            let result = connection.authorize(
+                authorization: "bearer " + token,
+                topic: "com.example.app",
+                nowMillis: TestWorld.now
+            )
+            #expect(
+                result.authorized?.identity == .token(teamID: "TEAM000001", keyID: "KEY0000001"),
+                "\(token): \(String(describing: result.refusal))"
+            )
         }
 
         // And a PyJWT token for another team is still refused for its iss.
-        let other = try python(script, ["AuthKey.p8", "TEAM000002", "KEY0000001", String(TestWorld.nowSeconds), "1", "python.pub"])
+        let other = try python(
+            script,
+            ["AuthKey.p8", "TEAM000002", "KEY0000001", String(TestWorld.nowSeconds), "1", "python.pub"]
+        )
         var connection = ProviderConnectionAuth(keyring: keyring)
         let refused = connection.authorize(
             authorization: "bearer " + other.trimmingCharacters(in: .whitespacesAndNewlines),
@@ -77,12 +97,19 @@ final class PyJWTInteropTests {
         try tools.write("public.pem", Array(key.publicKey.pemRepresentation.utf8))
         var signer = ProviderTokenSigner(privateKey: key, keyID: "KEY0000001", teamID: "TEAM000001")
         // One token per 50 minutes: each call past the reuse time signs afresh.
-        var tokens = (0..<32).map { signer.token(nowMillis: TestWorld.now + Int64($0) * ProviderTokenRules.signerReuse * 1000) }
+        var tokens = (0..<32).map {
+            signer.token(nowMillis: TestWorld.now + Int64($0) * ProviderTokenRules.signerReuse * 1000)
+        }
         #expect(Set(tokens).count == 32)
         var tampered = Array(tokens[0].utf8)
-        tampered[tampered.count - 50] = tampered[tampered.count - 50] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        tampered[tampered.count - 50] =
+            tampered[tampered.count - 50] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         tokens.append(String(decoding: tampered, as: UTF8.self))
-        var stranger = ProviderTokenSigner(privateKey: try ES256PrivateKey.generate(), keyID: "KEY0000001", teamID: "TEAM000001")
+        var stranger = ProviderTokenSigner(
+            privateKey: try ES256PrivateKey.generate(),
+            keyID: "KEY0000001",
+            teamID: "TEAM000001"
+        )
         tokens.append(stranger.token(nowMillis: TestWorld.now))
         try tools.write("tokens.txt", Array(tokens.joined(separator: "\n").utf8))
 
@@ -105,7 +132,13 @@ final class PyJWTInteropTests {
         for (index, result) in results.prefix(32).enumerated() {
             #expect(result.ok, "token \(index): \(result.error ?? "")")
             #expect(result.header == ["alg": "ES256", "kid": "KEY0000001"])
-            #expect(result.claims == PyJWTResult.Claims(iss: "TEAM000001", iat: TestWorld.nowSeconds + Int64(index) * ProviderTokenRules.signerReuse))
+            #expect(
+                result.claims
+                    == PyJWTResult.Claims(
+                        iss: "TEAM000001",
+                        iat: TestWorld.nowSeconds + Int64(index) * ProviderTokenRules.signerReuse
+                    )
+            )
         }
         #expect(results[32].error == "InvalidSignatureError")
         #expect(results[33].error == "InvalidSignatureError")

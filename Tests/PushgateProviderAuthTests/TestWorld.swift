@@ -1,5 +1,5 @@
-import PushgateModel
 import PushgateCrypto
+import PushgateModel
 import Testing
 
 @testable import PushgateProviderAuth
@@ -31,9 +31,24 @@ struct TestWorld: Sendable {
         keyD = try ES256PrivateKey.generate()
         keyring = try ProviderKeyring(
             keys: [
-                ProviderKey(teamID: "TEAM000001", keyID: "KEY0000001", publicKey: keyA.publicKey, topics: ["com.example.app", "com.example.second"]),
-                ProviderKey(teamID: "TEAM000001", keyID: "KEY0000002", publicKey: keyB.publicKey, topics: ["com.example.other"]),
-                ProviderKey(teamID: "TEAM000002", keyID: "KEY0000003", publicKey: keyC.publicKey, topics: ["org.example.app"]),
+                ProviderKey(
+                    teamID: "TEAM000001",
+                    keyID: "KEY0000001",
+                    publicKey: keyA.publicKey,
+                    topics: ["com.example.app", "com.example.second"]
+                ),
+                ProviderKey(
+                    teamID: "TEAM000001",
+                    keyID: "KEY0000002",
+                    publicKey: keyB.publicKey,
+                    topics: ["com.example.other"]
+                ),
+                ProviderKey(
+                    teamID: "TEAM000002",
+                    keyID: "KEY0000003",
+                    publicKey: keyC.publicKey,
+                    topics: ["org.example.app"]
+                ),
                 ProviderKey(
                     teamID: "TEAM000001",
                     keyID: "KEY0000004",
@@ -57,7 +72,12 @@ struct TestWorld: Sendable {
         iat: Int64 = TestWorld.nowSeconds,
         signer: ES256PrivateKey? = nil
     ) -> String {
-        "bearer " + jwt(header: #"{"alg":"ES256","kid":"\#(kid)"}"#, claims: #"{"iss":"\#(iss)","iat":\#(iat)}"#, signer: signer ?? keyA)
+        "bearer "
+            + jwt(
+                header: #"{"alg":"ES256","kid":"\#(kid)"}"#,
+                claims: #"{"iss":"\#(iss)","iat":\#(iat)}"#,
+                signer: signer ?? keyA
+            )
     }
 
     /// A compact JWT of these exact JSON texts, correctly signed.

@@ -50,7 +50,9 @@ import Testing
         #expect(error.description == "global scheduler policy: deviceRefillPerHour is 0; allowed 1...3600000")
     }
 
-    @Test("every field out of range is named once: a wrong global value not again for each topic inheriting it, a topic's own wrong value for the topic")
+    @Test(
+        "every field out of range is named once: a wrong global value not again for each topic inheriting it, a topic's own wrong value for the topic"
+    )
     func everyProblemOnce() {
         var configuration = SchedulerConfiguration(
             topics: [
@@ -61,7 +63,12 @@ import Testing
         configuration.global.appBurst = 0
         configuration.global.deviceBurst = 0
         let named = configuration.problems().map { "\($0.topic ?? "global") \($0.field) \($0.value)" }
-        #expect(named == ["global appBurst 0", "global deviceBurst 0", "com.example.own appBurst 2000", "com.example.own maxHeldPerApp 0"])
+        #expect(
+            named == [
+                "global appBurst 0", "global deviceBurst 0", "com.example.own appBurst 2000",
+                "com.example.own maxHeldPerApp 0",
+            ]
+        )
         #expect(throws: configuration.problems()[0]) { try configuration.validate() }
     }
 

@@ -175,8 +175,15 @@ import Testing
         #expect(after.scheduler.restoreFetchState(app: restored, stored))
         #expect(after.scheduler.restoreFetchWindow(app: restored, seq: 9, openedAt: t0))
         #expect(after.scheduler.advance(now: t0 + 10 * second).fetchTimeouts.isEmpty)
-        #expect(after.scheduler.fetchWindow(device: after.device, seq: 9) == .open(app: restored, until: t0 + 30 * second))
-        let state = after.scheduler.reportFetchResult(device: after.device, seq: 9, result: .newData, now: t0 + 20 * second)
+        #expect(
+            after.scheduler.fetchWindow(device: after.device, seq: 9) == .open(app: restored, until: t0 + 30 * second)
+        )
+        let state = after.scheduler.reportFetchResult(
+            device: after.device,
+            seq: 9,
+            result: .newData,
+            now: t0 + 20 * second
+        )
         #expect(state == .open(app: restored, until: t0 + 30 * second))
         #expect(after.scheduler.advance(now: t0 + hour).fetchTimeouts.isEmpty)
         #expect(after.scheduler.fetchSnapshot(app: restored)?.history.results == [.newData])
@@ -209,7 +216,10 @@ import Testing
         let restored = after.app()
         after.scheduler.restoreFetchState(app: restored, stored)
         #expect(after.scheduler.fetchSnapshot(app: restored) == stored)
-        #expect(after.silent(restored, now: t0 + minute).acceptance.disposition == .held, "the interval counts from before the restart")
+        #expect(
+            after.silent(restored, now: t0 + minute).acceptance.disposition == .held,
+            "the interval counts from before the restart"
+        )
         #expect(refill(after, restored, at: t0 + minute) == 1000)
     }
 
@@ -219,11 +229,22 @@ import Testing
         let app = harness.app()
         harness.scheduler.openFetchWindow(app: app, seq: 1, now: t0)
         harness.scheduler.openFetchWindow(app: app, seq: 2, now: t0)
-        #expect(harness.scheduler.reportFetchResult(device: harness.device, seq: 99, result: .newData, now: t0) == .none)
-        #expect(harness.scheduler.reportFetchResult(device: harness.device, seq: 1, result: .noData, now: t0) == .open(app: app, until: t0 + 30 * second))
-        #expect(harness.scheduler.reportFetchResult(device: harness.device, seq: 1, result: .newData, now: t0) == .reported(.noData))
+        #expect(
+            harness.scheduler.reportFetchResult(device: harness.device, seq: 99, result: .newData, now: t0) == .none
+        )
+        #expect(
+            harness.scheduler.reportFetchResult(device: harness.device, seq: 1, result: .noData, now: t0)
+                == .open(app: app, until: t0 + 30 * second)
+        )
+        #expect(
+            harness.scheduler.reportFetchResult(device: harness.device, seq: 1, result: .newData, now: t0)
+                == .reported(.noData)
+        )
         _ = harness.scheduler.advance(now: t0 + minute)
-        #expect(harness.scheduler.reportFetchResult(device: harness.device, seq: 2, result: .newData, now: t0 + minute) == .timedOut(at: t0 + 30 * second))
+        #expect(
+            harness.scheduler.reportFetchResult(device: harness.device, seq: 2, result: .newData, now: t0 + minute)
+                == .timedOut(at: t0 + 30 * second)
+        )
         #expect(harness.scheduler.fetchSnapshot(app: app)?.history.results == [.timeout, .noData])
         #expect(!harness.scheduler.openFetchWindow(app: app, seq: 1, now: t0 + minute), "a seq opens one window")
     }
@@ -259,7 +280,12 @@ import Testing
     func monotone() async {
         let order: [FetchResult] = [.timeout, .failed, .noData, .newData]
         // Results as ranks in `order`, a position to improve, and by how much.
-        await propertyCheck(count: 200, input: Gen.int(in: 0...3).array(of: 1...20), Gen.int(in: 0...19), Gen.int(in: 1...3)) { ranks, pick, step in
+        await propertyCheck(
+            count: 200,
+            input: Gen.int(in: 0...3).array(of: 1...20),
+            Gen.int(in: 0...19),
+            Gen.int(in: 1...3)
+        ) { ranks, pick, step in
             var ranks = ranks
             let position = pick % ranks.count
             // Something to improve: a newData picked is made worse first.

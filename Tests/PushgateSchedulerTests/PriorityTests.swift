@@ -69,7 +69,9 @@ import Testing
         #expect(output.releases == [Release(id: push.id, device: harness.device, app: app, kind: .keepalive)])
     }
 
-    @Test("a silent push at priority 1 never wakes the device: held with budget left, not released by budget, taking none; the next wake event brings it")
+    @Test(
+        "a silent push at priority 1 never wakes the device: held with budget left, not released by budget, taking none; the next wake event brings it"
+    )
     func silentPriority1WaitsForAWakeEvent() throws {
         let harness = try Harness()
         let app = harness.app()

@@ -7,9 +7,19 @@ import Testing
 /// rate applies from the reload on, held pushes meet the new limits at once, nothing is dropped
 /// by the reload itself.
 @Suite struct ReconfigureTests {
-    static func policy(appBurst: Int = 3, appRefillPerHour: Int = 3, maxHeldPerApp: Int = 8, maxDeferralMillis: Int64 = 15 * minute) -> SchedulerConfiguration {
+    static func policy(
+        appBurst: Int = 3,
+        appRefillPerHour: Int = 3,
+        maxHeldPerApp: Int = 8,
+        maxDeferralMillis: Int64 = 15 * minute
+    ) -> SchedulerConfiguration {
         SchedulerConfiguration(
-            global: SchedulerPolicy(appBurst: appBurst, appRefillPerHour: appRefillPerHour, maxHeldPerApp: maxHeldPerApp, maxDeferralMillis: maxDeferralMillis)
+            global: SchedulerPolicy(
+                appBurst: appBurst,
+                appRefillPerHour: appRefillPerHour,
+                maxHeldPerApp: maxHeldPerApp,
+                maxDeferralMillis: maxDeferralMillis
+            )
         )
     }
 
@@ -32,7 +42,10 @@ import Testing
         let more = (0..<2).map { _ in harness.silent(app, now: t0).id }
         // Three of three used; a burst of five leaves two: the two oldest held go now.
         let output = try harness.reconfigure(Self.policy(appBurst: 5), now: t0 + 1)
-        #expect(output.releases == [first, more[0]].map { Release(id: $0, device: harness.device, app: app, kind: .budget) })
+        #expect(
+            output.releases
+                == [first, more[0]].map { Release(id: $0, device: harness.device, app: app, kind: .budget) }
+        )
         #expect(harness.scheduler.heldIDs(app: app) == [more[1]])
     }
 

@@ -1,5 +1,5 @@
-import PushgateModel
 import PropertyBased
+import PushgateModel
 import Testing
 
 @testable import PushgateScheduler

@@ -1,4 +1,5 @@
 import PushgateModel
+
 @testable import PushgateScheduler
 
 /// Plays a random event sequence against a scheduler and records what came out of each step, plus
@@ -272,7 +273,8 @@ final class SchedulerSimulation {
         switch (push.pushClass, push.priority) {
         case (.silent, _) where appStates[push.app] == .terminated: expected = .discarded(.appTerminated)
         case (.silent, .low): expected = waits
-        case (.silent, _) where device.connected && device.power != .lowPower && before.heldSilent == 0 && before.tokens:
+        case (.silent, _)
+        where device.connected && device.power != .lowPower && before.heldSilent == 0 && before.tokens:
             expected = .delivered
         case (.silent, _): expected = waits
         case (.regular, _) where !device.connected: expected = push.nowOrNever ? .discarded(.undeliverableNow) : .stored
@@ -281,7 +283,9 @@ final class SchedulerSimulation {
         case (.regular, _): expected = waits
         }
         if !expected.matches(acceptance) {
-            violations.append("step \(steps.count): push \(push.id) got \(acceptance.disposition), expected \(expected)")
+            violations.append(
+                "step \(steps.count): push \(push.id) got \(acceptance.disposition), expected \(expected)"
+            )
         }
     }
 

@@ -1,7 +1,8 @@
 import GRDB
+import PushgateStore
 import PushgateStoreTestKit
 import Testing
-import PushgateStore
+
 @testable @_spi(Testing) import PushgateStoreSQLite
 
 @Suite("SQLite migrations")
@@ -24,7 +25,9 @@ struct MigrationTests {
     func v3ToV4() async throws {
         let directory = try TempDirectory()
         defer { directory.remove() }
-        try await Self.v3Database(in: directory, """
+        try await Self.v3Database(
+            in: directory,
+            """
             INSERT INTO devices (id, secret_hash, created_at, acked_seq, last_seq) VALUES ('d', x'00', 1, 2, 3);
             INSERT INTO notifications VALUES (1, 'd', 't', 'topic', 'a1', 'alert', 10, NULL, x'7b7d', 5, 99, 7);
             INSERT INTO notifications VALUES (2, 'd', 't', 'topic', 'a2', 'background', 5, 'c', x'7b7d', 6, 99, NULL);

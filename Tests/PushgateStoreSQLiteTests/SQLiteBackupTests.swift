@@ -1,15 +1,17 @@
 import Foundation
 import GRDB
-import PushgateStoreTestKit
-import Testing
 @_spi(Testing) import PushgateStore
 @_spi(Testing) import PushgateStoreSQLite
+import PushgateStoreTestKit
+import Testing
 
 /// `pushgate backup` and `pushgate restore` at the store's level: what a backup holds, what a
 /// restore refuses, and what it keeps.
 @Suite("SQLiteBackup")
 struct SQLiteBackupTests {
-    @Test("a backup of an open store holds exactly what was committed before it, and restores into a store that loads it")
+    @Test(
+        "a backup of an open store holds exactly what was committed before it, and restores into a store that loads it"
+    )
     func backupAndRestore() async throws {
         let root = try TempDirectory()
         defer { root.remove() }
@@ -33,7 +35,12 @@ struct SQLiteBackupTests {
         try await store.commit([.enqueue(notification(51, device: "d", seq: 51))])
         await store.close()
 
-        let restored = try SQLiteBackup.restore(file: file, into: root.path + "/restored", replacing: false, now: { "T" })
+        let restored = try SQLiteBackup.restore(
+            file: file,
+            into: root.path + "/restored",
+            replacing: false,
+            now: { "T" }
+        )
         #expect(restored.installed.path == root.path + "/restored/pushgate.sqlite")
         #expect(restored.replaced == nil)
         let reopened = try openStore(root.path + "/restored")
@@ -42,7 +49,9 @@ struct SQLiteBackupTests {
         await reopened.close()
     }
 
-    @Test("a backup is never written over the store's own files, by any path naming its directory, nor onto a directory")
+    @Test(
+        "a backup is never written over the store's own files, by any path naming its directory, nor onto a directory"
+    )
     func backupDestinationRefusals() async throws {
         let root = try TempDirectory()
         defer { root.remove() }
@@ -67,7 +76,10 @@ struct SQLiteBackupTests {
                 )
             }
         }
-        #expect(refusal(root.path) == "\(root.path) is a directory; name the backup file to write, e.g. \(root.path)/pushgate-backup.sqlite")
+        #expect(
+            refusal(root.path)
+                == "\(root.path) is a directory; name the backup file to write, e.g. \(root.path)/pushgate-backup.sqlite"
+        )
         // Another name in the data directory is only a file there.
         #expect(refusal(live + "/copy.sqlite") == "accepted")
         #expect(try store.load().notifications.count == 5)
@@ -75,7 +87,9 @@ struct SQLiteBackupTests {
         #expect(try await openStoreAndLoad(live).notifications.count == 5)
     }
 
-    @Test("a restore is refused while a store is open on the directory, and over a store unless replacing; the replaced one is kept whole")
+    @Test(
+        "a restore is refused while a store is open on the directory, and over a store unless replacing; the replaced one is kept whole"
+    )
     func restoreRefusals() async throws {
         let root = try TempDirectory()
         defer { root.remove() }
@@ -91,16 +105,23 @@ struct SQLiteBackupTests {
         #expect {
             _ = try SQLiteBackup.restore(file: file, into: target, replacing: true, now: { "T" })
         } throws: { error in
-            (error as? StoreError)?.message.contains("cannot restore into \(target): another Pushgate process (pid \(getpid()))") == true
+            (error as? StoreError)?.message.contains(
+                "cannot restore into \(target): another Pushgate process (pid \(getpid()))"
+            ) == true
         }
         await running.close()
 
         #expect {
             _ = try SQLiteBackup.restore(file: file, into: target, replacing: false, now: { "T" })
         } throws: { error in
-            (error as? StoreError)?.message.contains("\(target) already holds a store (\(target)/pushgate.sqlite); pass --replace") == true
+            (error as? StoreError)?.message.contains(
+                "\(target) already holds a store (\(target)/pushgate.sqlite); pass --replace"
+            ) == true
         }
-        #expect(try await openStoreAndLoad(target).devices.map(\.id) == ["already-there"], "a refused restore changes nothing")
+        #expect(
+            try await openStoreAndLoad(target).devices.map(\.id) == ["already-there"],
+            "a refused restore changes nothing"
+        )
 
         let restored = try SQLiteBackup.restore(file: file, into: target, replacing: true, now: { "20261126T000000Z" })
         let aside = target + "/pushgate.sqlite.replaced-20261126T000000Z"
@@ -123,12 +144,17 @@ struct SQLiteBackupTests {
             }
         }
 
-        #expect(refusal(root.path + "/missing").hasPrefix("cannot read \(root.path)/missing: No such file or directory"))
+        #expect(
+            refusal(root.path + "/missing").hasPrefix("cannot read \(root.path)/missing: No such file or directory")
+        )
         #expect(refusal(root.path) == "\(root.path) is not a regular file")
 
         let garbage = root.path + "/garbage.sqlite"
         try Data(repeating: 0x42, count: 8192).write(to: URL(fileURLWithPath: garbage))
-        #expect(refusal(garbage) == "\(garbage) is damaged or is not a SQLite database (SQLite error 26: file is not a database)")
+        #expect(
+            refusal(garbage)
+                == "\(garbage) is damaged or is not a SQLite database (SQLite error 26: file is not a database)"
+        )
 
         let foreign = root.path + "/foreign.sqlite"
         try execute("CREATE TABLE users (id INTEGER PRIMARY KEY)", in: foreign)
@@ -144,7 +170,11 @@ struct SQLiteBackupTests {
         _ = try SQLiteBackup.backup(directory: root.path + "/store", to: newer)
         await store.close()
         try execute("INSERT INTO grdb_migrations (identifier) VALUES ('v99')", in: newer)
-        #expect(refusal(newer).hasPrefix("\(newer) comes from a newer Pushgate (schema v1, v2, v3, v4, v5, v6, v99); this version knows v1"))
+        #expect(
+            refusal(newer).hasPrefix(
+                "\(newer) comes from a newer Pushgate (schema v1, v2, v3, v4, v5, v6, v99); this version knows v1"
+            )
+        )
 
         let damaged = root.path + "/damaged.sqlite"
         _ = try SQLiteBackup.backup(directory: root.path + "/store", to: damaged)

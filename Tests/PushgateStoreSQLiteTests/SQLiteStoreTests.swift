@@ -1,9 +1,9 @@
 import Foundation
 import GRDB
-import PushgateStoreTestKit
-import Testing
 @_spi(Testing) import PushgateStore
 @_spi(Testing) import PushgateStoreSQLite
+import PushgateStoreTestKit
+import Testing
 
 /// What only the SQLite backend has: its file, its settings, its directory handling, its
 /// ownership of the database and SQLite's own words in refusals. What every backend does is in
@@ -18,17 +18,23 @@ struct SQLiteStoreTests {
             #expect(try store.pragma("journal_mode") == "wal")
             #expect(try store.pragma("synchronous") == "2")  // FULL
             #expect(try store.pragma("foreign_keys") == "1")
-            #expect(try store.load() == StoreSnapshot(devices: [], registrations: [], notifications: [], maxAcceptanceID: 0))
+            #expect(
+                try store.load() == StoreSnapshot(devices: [], registrations: [], notifications: [], maxAcceptanceID: 0)
+            )
         }
     }
 
-    @Test("the store's files are owner-only whatever the umask and the directory: new ones made so, older ones narrowed")
+    @Test(
+        "the store's files are owner-only whatever the umask and the directory: new ones made so, older ones narrowed"
+    )
     func privateFiles() throws {
         let directory = try TempDirectory()
         defer { directory.remove() }
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
         func mode(_ name: String) throws -> Int {
-            try (FileManager.default.attributesOfItem(atPath: directory.path + "/" + name)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+            try
+                (FileManager.default.attributesOfItem(atPath: directory.path + "/" + name)[.posixPermissions]
+                as? NSNumber)?.intValue ?? -1
         }
         let files = ["pushgate.sqlite", "pushgate.sqlite-wal", "pushgate.sqlite-shm"]
         do {
@@ -103,14 +109,20 @@ struct SQLiteStoreTests {
         defer { root.remove() }
         let path = root.path + "/pushgate.sqlite"
         let other = try DatabaseQueue(path: path)
-        try other.write { db in try db.execute(sql: "CREATE TABLE users (id INTEGER PRIMARY KEY); CREATE TABLE orders (id INTEGER PRIMARY KEY)") }
+        try other.write { db in
+            try db.execute(
+                sql: "CREATE TABLE users (id INTEGER PRIMARY KEY); CREATE TABLE orders (id INTEGER PRIMARY KEY)"
+            )
+        }
         try other.close()
         #expect {
             _ = try openStore(root.path)
         } throws: { error in
             guard let error = error as? StoreError else { return false }
             return error.kind == .database
-                && error.message.contains("\(path) is not a Pushgate store: it holds the tables orders, users and no Pushgate schema")
+                && error.message.contains(
+                    "\(path) is not a Pushgate store: it holds the tables orders, users and no Pushgate schema"
+                )
         }
         let tables = try DatabaseQueue(path: path).read { db in
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
@@ -150,7 +162,8 @@ struct SQLiteStoreTests {
             _ = try openStore(directory.path)
         } throws: { error in
             guard let error = error as? StoreError else { return false }
-            return error.kind == .database && error.message.contains("another Pushgate process (pid \(getpid())) is using \(directory.path)")
+            return error.kind == .database
+                && error.message.contains("another Pushgate process (pid \(getpid())) is using \(directory.path)")
                 && error.message.contains(directory.path + "/pushgate.lock")
         }
         try await first.commit([.createDevice(device("d"))])  // the first one is unaffected
@@ -170,11 +183,16 @@ struct SQLiteStoreTests {
             try await store.commit([.createDevice(device("d"))])
             // About 1,300 pages of WAL: past the threshold of 1,000.
             for batch in 0..<12 {
-                try await store.commit((1...100).map { .enqueue(notification(UInt64(batch * 100 + $0), device: "d", payloadSize: 4000)) })
+                try await store.commit(
+                    (1...100).map { .enqueue(notification(UInt64(batch * 100 + $0), device: "d", payloadSize: 4000)) }
+                )
             }
             store.waitForCheckpoints()
             let after = try FileManager.default.attributesOfItem(atPath: database)[.size] as? Int ?? 0
-            #expect(after > before + 3_000_000, "the checkpoint copied the WAL into the database file: \(before) -> \(after) bytes")
+            #expect(
+                after > before + 3_000_000,
+                "the checkpoint copied the WAL into the database file: \(before) -> \(after) bytes"
+            )
             #expect(try store.load().notifications.count == 1200)
         }
     }
@@ -207,7 +225,10 @@ struct SQLiteStoreTests {
             var largest = 0
             for commit in UInt64(0)..<400 {
                 try commitPages(commit * perCommit + 1...(commit + 1) * perCommit, backend)
-                largest = max(largest, (try? FileManager.default.attributesOfItem(atPath: backend.path + "-wal")[.size] as? Int) ?? 0)
+                largest = max(
+                    largest,
+                    (try? FileManager.default.attributesOfItem(atPath: backend.path + "-wal")[.size] as? Int) ?? 0
+                )
             }
             // A frame is a page and its 24-byte header; a commit may end a few frames past the bound.
             let bound = (Int(SQLiteBackend.walBoundFrames) + 2 * Int(perCommit)) * (4096 + 24) + 32
@@ -236,7 +257,9 @@ struct SQLiteStoreTests {
         try await withSQLiteStore { store, directory in
             let reader = try DatabaseQueue(path: directory + "/pushgate.sqlite")
             func recorded() throws -> Int64? {
-                try reader.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'max_acceptance_id'") }
+                try reader.read { db in
+                    try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'max_acceptance_id'")
+                }
             }
             try await store.commit([.createDevice(device("d"))])
             for id in 1...5 {
@@ -282,7 +305,9 @@ struct SQLiteStoreTests {
             } throws: { ($0 as? StoreError)?.message.contains("UNIQUE constraint failed: devices.id") == true }
             await #expect {
                 try await store.commit([.enqueue(notification(1, device: "d"))])
-            } throws: { ($0 as? StoreError)?.message.contains("UNIQUE constraint failed: notifications.acceptance_id") == true }
+            } throws: {
+                ($0 as? StoreError)?.message.contains("UNIQUE constraint failed: notifications.acceptance_id") == true
+            }
             await #expect {
                 try await store.commit([.enqueue(notification(UInt64(Int64.max) + 1, device: "d"))])
             } throws: { ($0 as? StoreError)?.message.contains("exceeds the largest storable value") == true }
@@ -297,12 +322,16 @@ struct SQLiteStoreTests {
             // In a group: a batch of several commands (undone by its savepoint) and a single one.
             store.pauseWriter()
             let outcomes = Outcomes()
-            outcomes.submit(store, 1, [
-                .enqueue(notification(3, device: "d")),
-                .ack(deviceID: "d", acceptanceIDs: [1]),
-                .register(registration(9, device: "d", topic: "u")),
-                .createDevice(device("d")),
-            ])
+            outcomes.submit(
+                store,
+                1,
+                [
+                    .enqueue(notification(3, device: "d")),
+                    .ack(deviceID: "d", acceptanceIDs: [1]),
+                    .register(registration(9, device: "d", topic: "u")),
+                    .createDevice(device("d")),
+                ]
+            )
             outcomes.submit(store, 2, [.enqueue(notification(UInt64(Int64.max) + 1, device: "d"))])
             store.resumeWriter()
             let results = await outcomes.collect(2)

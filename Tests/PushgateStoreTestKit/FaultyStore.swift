@@ -1,7 +1,7 @@
 import Dispatch
 import Logging
-import PushgateStore
 import NIOConcurrencyHelpers
+import PushgateStore
 
 /// A store that passes commits through to a real one, except those a test singles out: the next
 /// commit matching a rule fails, or is held until the test lets it go (to fail or to commit), or
@@ -37,7 +37,10 @@ public final class FaultyStore: NotificationStore {
         health = StoreHealth(logger: logger)
     }
 
-    public convenience init(wrapping inner: any NotificationStore, logger: Logger = Logger(label: "faulty-store") { _ in SwiftLogNoOpLogHandler() }) {
+    public convenience init(
+        wrapping inner: any NotificationStore,
+        logger: Logger = Logger(label: "faulty-store") { _ in SwiftLogNoOpLogHandler() }
+    ) {
         self.init(logger: logger)
         attach(inner)
     }
@@ -108,7 +111,9 @@ public final class FaultyStore: NotificationStore {
     }
 
     private func pass(
-        _ commands: [StoreCommand], _ urgency: CommitUrgency, _ completion: @escaping @Sendable (Result<Void, StoreError>) -> Void
+        _ commands: [StoreCommand],
+        _ urgency: CommitUrgency,
+        _ completion: @escaping @Sendable (Result<Void, StoreError>) -> Void
     ) {
         let health = self.health
         inner.commit(commands, urgency: urgency) { result in
@@ -125,7 +130,11 @@ public final class FaultyStore: NotificationStore {
         urgency: CommitUrgency,
         completion: @escaping @Sendable (Result<Void, StoreError>) -> Void
     ) {
-        enum Action { case pass, fail(StoreError.Kind), hold([CheckedContinuation<Void, Never>]) }
+        enum Action {
+            case pass
+            case fail(StoreError.Kind)
+            case hold([CheckedContinuation<Void, Never>])
+        }
         let action: Action = state.withLockedValue { s in
             if s.storageFull { return .fail(.unavailable) }
             if let index = s.failNext.firstIndex(where: { $0.match(commands) }) {

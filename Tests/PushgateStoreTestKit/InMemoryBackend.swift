@@ -1,6 +1,6 @@
+import NIOConcurrencyHelpers
 import PushgateModel
 import PushgateStore
-import NIOConcurrencyHelpers
 
 /// What an in-memory database keeps between backends: a backend opened again on the same
 /// storage sees everything committed before, as a restart would.
@@ -35,7 +35,9 @@ public final class InMemoryBackend: StoreBackend {
                         try tables.apply(command)
                     }
                 } catch {
-                    return .failure(StoreError(.database, "batch of \(commands.count) command(s) refused: \(error.message)"))
+                    return .failure(
+                        StoreError(.database, "batch of \(commands.count) command(s) refused: \(error.message)")
+                    )
                 }
                 committed = tables
                 return .success(())
@@ -88,9 +90,11 @@ private struct Tables {
 
         case .register(var registration):
             if registrations[registration.token] != nil { throw refuse("duplicate token") }
-            if registration.unregisteredAt == nil, registrations.values.contains(where: {
-                $0.deviceID == registration.deviceID && $0.topic == registration.topic && $0.unregisteredAt == nil
-            }) {
+            if registration.unregisteredAt == nil,
+                registrations.values.contains(where: {
+                    $0.deviceID == registration.deviceID && $0.topic == registration.topic && $0.unregisteredAt == nil
+                })
+            {
                 throw refuse("the device has an active registration for the topic")
             }
             registration.appState = nil

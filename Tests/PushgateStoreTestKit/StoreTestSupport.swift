@@ -53,7 +53,12 @@ public final class Outcomes: Sendable {
     }
 
     /// Submits batch number `index`; returns when the batch is queued (or refused).
-    public func submit(_ store: any NotificationStore, _ index: Int, _ commands: [StoreCommand], urgency: CommitUrgency = .prompt) {
+    public func submit(
+        _ store: any NotificationStore,
+        _ index: Int,
+        _ commands: [StoreCommand],
+        urgency: CommitUrgency = .prompt
+    ) {
         store.commit(commands, urgency: urgency) { [continuation] result in
             continuation.yield((index, result))
         }
@@ -97,7 +102,12 @@ extension Result where Success == Void, Failure == StoreError {
 // MARK: - Records
 
 public func device(_ id: String, createdAt: Int64 = 1_000, lastSeq: UInt64 = 0) -> DeviceRecord {
-    DeviceRecord(id: id, secretHash: Array(repeating: 0xAB, count: 32) + Array(id.utf8), createdAt: createdAt, lastSeq: lastSeq)
+    DeviceRecord(
+        id: id,
+        secretHash: Array(repeating: 0xAB, count: 32) + Array(id.utf8),
+        createdAt: createdAt,
+        lastSeq: lastSeq
+    )
 }
 
 public func token(_ n: Int) -> String {
@@ -105,8 +115,20 @@ public func token(_ n: Int) -> String {
     return String(repeating: "0", count: 64 - hex.count) + hex
 }
 
-public func registration(_ tokenNumber: Int, device: String, topic: String, createdAt: Int64 = 2_000, unregisteredAt: Int64? = nil) -> RegistrationRecord {
-    RegistrationRecord(token: token(tokenNumber), deviceID: device, topic: topic, createdAt: createdAt, unregisteredAt: unregisteredAt)
+public func registration(
+    _ tokenNumber: Int,
+    device: String,
+    topic: String,
+    createdAt: Int64 = 2_000,
+    unregisteredAt: Int64? = nil
+) -> RegistrationRecord {
+    RegistrationRecord(
+        token: token(tokenNumber),
+        deviceID: device,
+        topic: topic,
+        createdAt: createdAt,
+        unregisteredAt: unregisteredAt
+    )
 }
 
 public func notification(

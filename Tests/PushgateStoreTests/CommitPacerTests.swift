@@ -1,5 +1,5 @@
-import Testing
 import PushgateStore
+import Testing
 
 /// The writer's pacing decisions, without a writer: arrivals and instants are given.
 @Suite("CommitPacer")
@@ -26,21 +26,35 @@ struct CommitPacerTests {
         let now = 100 * ms
         let pacer = pacer(gap: 250 * us, last: now)
         // Eight wanted, one pending: seven gaps (1.75 ms) exceed the 1 ms linger.
-        #expect(pacer.decide(now: now, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 1) == .wait(until: now + ms))
+        #expect(
+            pacer.decide(now: now, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 1)
+                == .wait(until: now + ms)
+        )
         // Six pending: two more gaps, within the linger.
-        #expect(pacer.decide(now: now, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 6) == .wait(until: now + 500 * us))
+        #expect(
+            pacer.decide(now: now, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 6)
+                == .wait(until: now + 500 * us)
+        )
         // The target reached: no reason to wait.
         #expect(pacer.decide(now: now, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 8) == .commitNow)
         // The oldest has waited its linger.
         #expect(pacer.decide(now: now + ms, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 2) == .commitNow)
     }
 
-    @Test("right after a commit, prompt batches (they came while the writer was busy) commit at once; lone acks still wait")
+    @Test(
+        "right after a commit, prompt batches (they came while the writer was busy) commit at once; lone acks still wait"
+    )
     func afterCommit() {
         let now = 100 * ms
         let pacer = pacer(gap: 250 * us, last: now)
-        #expect(pacer.decide(now: now, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 1, justCommitted: true) == .commitNow)
-        #expect(pacer.decide(now: now, oldestPrompt: nil, oldestDeferrable: now, pendingBatches: 1, justCommitted: true) == .wait(until: now + 10 * ms))
+        #expect(
+            pacer.decide(now: now, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 1, justCommitted: true)
+                == .commitNow
+        )
+        #expect(
+            pacer.decide(now: now, oldestPrompt: nil, oldestDeferrable: now, pendingBatches: 1, justCommitted: true)
+                == .wait(until: now + 10 * ms)
+        )
     }
 
     @Test("when nobody is expected within the linger (a slow rate) nothing waits")
@@ -50,7 +64,9 @@ struct CommitPacerTests {
         #expect(pacer.decide(now: now, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 1) == .commitNow)
         // Nor when the linger left is shorter than a gap.
         let fast = self.pacer(gap: 400 * us, last: now)
-        #expect(fast.decide(now: now + 700 * us, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 1) == .commitNow)
+        #expect(
+            fast.decide(now: now + 700 * us, oldestPrompt: now, oldestDeferrable: nil, pendingBatches: 1) == .commitNow
+        )
     }
 
     @Test("the rate estimate recovers within a few arrivals after an idle spell")
@@ -73,9 +89,16 @@ struct CommitPacerTests {
     func deferrable() {
         let now = 100 * ms
         let pacer = pacer(gap: 5 * ms, last: now)
-        #expect(pacer.decide(now: now, oldestPrompt: nil, oldestDeferrable: now, pendingBatches: 1) == .wait(until: now + 10 * ms))
-        #expect(pacer.decide(now: now + 10 * ms, oldestPrompt: nil, oldestDeferrable: now, pendingBatches: 1) == .commitNow)
-        #expect(pacer.decide(now: now + ms, oldestPrompt: now + ms, oldestDeferrable: now, pendingBatches: 2) == .commitNow)
+        #expect(
+            pacer.decide(now: now, oldestPrompt: nil, oldestDeferrable: now, pendingBatches: 1)
+                == .wait(until: now + 10 * ms)
+        )
+        #expect(
+            pacer.decide(now: now + 10 * ms, oldestPrompt: nil, oldestDeferrable: now, pendingBatches: 1) == .commitNow
+        )
+        #expect(
+            pacer.decide(now: now + ms, oldestPrompt: now + ms, oldestDeferrable: now, pendingBatches: 2) == .commitNow
+        )
     }
 
     @Test("immediate pacing never waits")

@@ -1,7 +1,7 @@
 import Foundation
+import PushgateStore
 import PushgateStoreTestKit
 import Testing
-import PushgateStore
 
 /// What every store does with each command, whichever backend it runs on (see
 /// `StoreBackendKind`): commands round-trip through `load()`, refusals fail their batch only.
@@ -10,7 +10,9 @@ struct ConformanceCommandTests {
     @Test("a new store is empty", arguments: StoreBackendKind.allCases)
     func newStoreIsEmpty(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store throws in
-            #expect(try store.load() == StoreSnapshot(devices: [], registrations: [], notifications: [], maxAcceptanceID: 0))
+            #expect(
+                try store.load() == StoreSnapshot(devices: [], registrations: [], notifications: [], maxAcceptanceID: 0)
+            )
         }
     }
 
@@ -22,7 +24,14 @@ struct ConformanceCommandTests {
             let r1 = registration(1, device: "dev-1", topic: "com.example.news", createdAt: 333)
             let r2 = registration(2, device: "dev-2", topic: "com.example.chat", createdAt: 444)
             let n1 = notification(5, device: "dev-1", collapseID: "c1", payloadSize: 300, seq: nil)
-            let n2 = notification(3, device: "dev-2", tokenNumber: 2, topic: "com.example.chat", payloadSize: 4096, seq: 5)
+            let n2 = notification(
+                3,
+                device: "dev-2",
+                tokenNumber: 2,
+                topic: "com.example.chat",
+                payloadSize: 4096,
+                seq: 5
+            )
             try await store.commit([.createDevice(d2), .createDevice(d1)])
             try await store.commit([.register(r2), .register(r1)])
             try await store.commit([.enqueue(n1), .enqueue(n2)])
@@ -68,10 +77,12 @@ struct ConformanceCommandTests {
             ])
             try await store.commit([.unregister(token: token(1), at: 5_000), .unregister(token: token(2), at: 5_000)])
             try await store.commit([.forgetRegistrations(tokens: [token(1), token(3), token(99)])])
-            #expect(try store.load().registrations == [
-                registration(2, device: "d", topic: "u", unregisteredAt: 5_000),
-                registration(3, device: "d", topic: "v"),
-            ])
+            #expect(
+                try store.load().registrations == [
+                    registration(2, device: "d", topic: "u", unregisteredAt: 5_000),
+                    registration(3, device: "d", topic: "v"),
+                ]
+            )
             try await store.commit([.forgetRegistrations(tokens: [token(2)])])
             #expect(try store.load().registrations == [registration(3, device: "d", topic: "v")])
         }
@@ -94,7 +105,9 @@ struct ConformanceCommandTests {
     @Test("remove deletes by acceptance id and ignores unknown ids", arguments: StoreBackendKind.allCases)
     func remove(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
-            try await store.commit([.createDevice(device("d"))] + (1...5).map { .enqueue(notification($0, device: "d")) })
+            try await store.commit(
+                [.createDevice(device("d"))] + (1...5).map { .enqueue(notification($0, device: "d")) }
+            )
             try await store.commit([.remove(acceptanceIDs: [2, 4, 40])])
             try await store.commit([.remove(acceptanceIDs: [5])])
             try await store.commit([.remove(acceptanceIDs: [])])
@@ -102,7 +115,10 @@ struct ConformanceCommandTests {
         }
     }
 
-    @Test("ack deletes exactly the notifications it names; it writes no device row", arguments: StoreBackendKind.allCases)
+    @Test(
+        "ack deletes exactly the notifications it names; it writes no device row",
+        arguments: StoreBackendKind.allCases
+    )
     func ack(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
             try await store.commit([
@@ -132,7 +148,10 @@ struct ConformanceCommandTests {
         }
     }
 
-    @Test("lastSeq covers every seq ever assigned: reserved, stored, or removed unacked; never lowered", arguments: StoreBackendKind.allCases)
+    @Test(
+        "lastSeq covers every seq ever assigned: reserved, stored, or removed unacked; never lowered",
+        arguments: StoreBackendKind.allCases
+    )
     func lastSeq(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
             try await store.commit([
@@ -156,7 +175,10 @@ struct ConformanceCommandTests {
         }
     }
 
-    @Test("bucket levels and app states survive a reload; unregister and deleteDevice remove their buckets", arguments: StoreBackendKind.allCases)
+    @Test(
+        "bucket levels and app states survive a reload; unregister and deleteDevice remove their buckets",
+        arguments: StoreBackendKind.allCases
+    )
     func schedulerState(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
             let d = BucketRecord.deviceKey("d")
@@ -169,7 +191,8 @@ struct ConformanceCommandTests {
                 .register(registration(3, device: "e", topic: "a")),
                 .saveBuckets([
                     BucketRecord(key: d, level: 5, at: 10), BucketRecord(key: a1, level: 1, at: 10),
-                    BucketRecord(key: a2, level: 2, at: 10), BucketRecord(key: BucketRecord.appKey(token(3)), level: 3, at: 10),
+                    BucketRecord(key: a2, level: 2, at: 10),
+                    BucketRecord(key: BucketRecord.appKey(token(3)), level: 3, at: 10),
                 ]),
                 .setAppState(token: token(1), state: .terminated),
             ])
@@ -189,12 +212,36 @@ struct ConformanceCommandTests {
         }
     }
 
-    @Test("fetch figures and fetch windows survive a reload; close marks, forget, unregister and deleteDevice remove", arguments: StoreBackendKind.allCases)
+    @Test(
+        "fetch figures and fetch windows survive a reload; close marks, forget, unregister and deleteDevice remove",
+        arguments: StoreBackendKind.allCases
+    )
     func fetchStatesAndWindows(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
-            let first = FetchStateRecord(token: token(1), results: 0b1101, resultCount: 2, penaltyUntil: 500, interval: .never, lastBudgetAt: nil)
-            let second = FetchStateRecord(token: token(2), results: 0, resultCount: 0, penaltyUntil: nil, interval: .seconds(900), lastBudgetAt: 77)
-            let third = FetchStateRecord(token: token(3), results: .max, resultCount: 16, penaltyUntil: nil, interval: .minimum, lastBudgetAt: nil)
+            let first = FetchStateRecord(
+                token: token(1),
+                results: 0b1101,
+                resultCount: 2,
+                penaltyUntil: 500,
+                interval: .never,
+                lastBudgetAt: nil
+            )
+            let second = FetchStateRecord(
+                token: token(2),
+                results: 0,
+                resultCount: 0,
+                penaltyUntil: nil,
+                interval: .seconds(900),
+                lastBudgetAt: 77
+            )
+            let third = FetchStateRecord(
+                token: token(3),
+                results: .max,
+                resultCount: 16,
+                penaltyUntil: nil,
+                interval: .minimum,
+                lastBudgetAt: nil
+            )
             try await store.commit([
                 .createDevice(DeviceRecord(id: "d", secretHash: [1], createdAt: 1)),
                 .createDevice(DeviceRecord(id: "e", secretHash: [2], createdAt: 1)),
@@ -214,8 +261,14 @@ struct ConformanceCommandTests {
             try await store.commit([.saveFetchStates([replaced]), .closeFetchWindows(deviceID: "e", seqs: [10, 11])])
             var snapshot = try store.load()
             #expect(snapshot.fetchStates == [replaced, second, third])
-            #expect(snapshot.fetchWindows.map { "\($0.deviceID):\($0.seq):\($0.closed)" } == ["d:2:false", "d:4:false", "e:9:false", "e:10:true"])
-            #expect(snapshot.fetchWindows.first == FetchWindowRecord(deviceID: "d", seq: 2, token: token(2), openedAt: 20))
+            #expect(
+                snapshot.fetchWindows.map { "\($0.deviceID):\($0.seq):\($0.closed)" } == [
+                    "d:2:false", "d:4:false", "e:9:false", "e:10:true",
+                ]
+            )
+            #expect(
+                snapshot.fetchWindows.first == FetchWindowRecord(deviceID: "d", seq: 2, token: token(2), openedAt: 20)
+            )
             try await store.commit([.forgetFetchWindows(deviceID: "e", seqs: [10, 12])])
             snapshot = try store.load()
             #expect(snapshot.fetchWindows.map { "\($0.deviceID):\($0.seq)" } == ["d:2", "d:4", "e:9"])
@@ -251,19 +304,27 @@ struct ConformanceCommandTests {
         }
     }
 
-    @Test("register leaves the app state unset, whatever the record says; setAppState sets it", arguments: StoreBackendKind.allCases)
+    @Test(
+        "register leaves the app state unset, whatever the record says; setAppState sets it",
+        arguments: StoreBackendKind.allCases
+    )
     func registerAppState(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
             var reported = registration(1, device: "d", topic: "t")
             reported.appState = .terminated
             try await store.commit([.createDevice(device("d")), .register(reported)])
             #expect(try store.load().registrations.map(\.appState) == [nil])
-            try await store.commit([.setAppState(token: token(1), state: .background), .setAppState(token: token(99), state: .foreground)])
+            try await store.commit([
+                .setAppState(token: token(1), state: .background), .setAppState(token: token(99), state: .foreground),
+            ])
             #expect(try store.load().registrations.map(\.appState) == [.background])
         }
     }
 
-    @Test("deleteDevice deletes the device and its notifications and marks its registrations unregistered at `at`", arguments: StoreBackendKind.allCases)
+    @Test(
+        "deleteDevice deletes the device and its notifications and marks its registrations unregistered at `at`",
+        arguments: StoreBackendKind.allCases
+    )
     func deleteDevice(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
             try await store.commit([
@@ -280,16 +341,20 @@ struct ConformanceCommandTests {
             var kept = device("keep")
             kept.lastSeq = 1
             #expect(snapshot.devices == [kept])
-            #expect(snapshot.registrations == [
-                registration(1, device: "d", topic: "a", unregisteredAt: 9_000),
-                registration(2, device: "d", topic: "b", unregisteredAt: 100),
-                registration(3, device: "keep", topic: "a"),
-            ])
+            #expect(
+                snapshot.registrations == [
+                    registration(1, device: "d", topic: "a", unregisteredAt: 9_000),
+                    registration(2, device: "d", topic: "b", unregisteredAt: 100),
+                    registration(3, device: "keep", topic: "a"),
+                ]
+            )
             #expect(snapshot.notifications.map(\.acceptanceID) == [2])
             #expect(snapshot.maxAcceptanceID == 3)
 
             // The id can be used again by a new device; the old registrations stay unregistered.
-            try await store.commit([.createDevice(device("d", createdAt: 5)), .register(registration(4, device: "d", topic: "a"))])
+            try await store.commit([
+                .createDevice(device("d", createdAt: 5)), .register(registration(4, device: "d", topic: "a")),
+            ])
             #expect(try store.load().registrations.map(\.unregisteredAt) == [9_000, 100, nil, nil])
         }
     }
@@ -297,7 +362,10 @@ struct ConformanceCommandTests {
     @Test("at most one active registration per (device, topic)", arguments: StoreBackendKind.allCases)
     func uniqueActiveRegistration(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
-            try await store.commit([.createDevice(device("d")), .createDevice(device("e")), .register(registration(1, device: "d", topic: "t"))])
+            try await store.commit([
+                .createDevice(device("d")), .createDevice(device("e")),
+                .register(registration(1, device: "d", topic: "t")),
+            ])
             await #expect {
                 try await store.commit([.register(registration(2, device: "d", topic: "t"))])
             } throws: { error in
@@ -305,29 +373,48 @@ struct ConformanceCommandTests {
                 return error.kind == .database && error.message.contains(token(2))
             }
             // Another device, or another topic: fine.
-            try await store.commit([.register(registration(3, device: "e", topic: "t")), .register(registration(4, device: "d", topic: "u"))])
+            try await store.commit([
+                .register(registration(3, device: "e", topic: "t")),
+                .register(registration(4, device: "d", topic: "u")),
+            ])
             // Once unregistered, the topic can be registered again, and again unregistered.
-            try await store.commit([.unregister(token: token(1), at: 50), .register(registration(5, device: "d", topic: "t"))])
-            try await store.commit([.unregister(token: token(5), at: 60), .register(registration(6, device: "d", topic: "t"))])
+            try await store.commit([
+                .unregister(token: token(1), at: 50), .register(registration(5, device: "d", topic: "t")),
+            ])
+            try await store.commit([
+                .unregister(token: token(5), at: 60), .register(registration(6, device: "d", topic: "t")),
+            ])
             let snapshot = try store.load()
             #expect(snapshot.registrations.map(\.token) == [token(1), token(3), token(4), token(5), token(6)])
             #expect(snapshot.registrations.map(\.unregisteredAt) == [50, nil, nil, 60, nil])
         }
     }
 
-    @Test("duplicate keys and values beyond 64 bits are refused, naming the command", arguments: StoreBackendKind.allCases)
+    @Test(
+        "duplicate keys and values beyond 64 bits are refused, naming the command",
+        arguments: StoreBackendKind.allCases
+    )
     func constraintViolations(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
             try await store.commit([.createDevice(device("d")), .enqueue(notification(1, device: "d"))])
             await #expect {
                 try await store.commit([.createDevice(device("d"))])
-            } throws: { ($0 as? StoreError)?.kind == .database && ($0 as? StoreError)?.message.contains("createDevice d") == true }
+            } throws: {
+                ($0 as? StoreError)?.kind == .database
+                    && ($0 as? StoreError)?.message.contains("createDevice d") == true
+            }
             await #expect {
                 try await store.commit([.enqueue(notification(1, device: "d"))])
-            } throws: { ($0 as? StoreError)?.kind == .database && ($0 as? StoreError)?.message.contains("enqueue acceptance id 1 ") == true }
+            } throws: {
+                ($0 as? StoreError)?.kind == .database
+                    && ($0 as? StoreError)?.message.contains("enqueue acceptance id 1 ") == true
+            }
             await #expect {
                 try await store.commit([.enqueue(notification(UInt64(Int64.max) + 1, device: "d"))])
-            } throws: { ($0 as? StoreError)?.kind == .database && ($0 as? StoreError)?.message.contains("enqueue acceptance id \(UInt64(Int64.max) + 1)") == true }
+            } throws: {
+                ($0 as? StoreError)?.kind == .database
+                    && ($0 as? StoreError)?.message.contains("enqueue acceptance id \(UInt64(Int64.max) + 1)") == true
+            }
             #expect(try store.load().notifications.map(\.acceptanceID) == [1])
             #expect(try store.load().maxAcceptanceID == 1)
             #expect(store.batchesFailed == 3)
@@ -337,7 +424,10 @@ struct ConformanceCommandTests {
         }
     }
 
-    @Test("a batch is atomic: a failing command undoes the batch's earlier commands", arguments: StoreBackendKind.allCases)
+    @Test(
+        "a batch is atomic: a failing command undoes the batch's earlier commands",
+        arguments: StoreBackendKind.allCases
+    )
     func batchAtomicity(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
             try await store.commit([.createDevice(device("d"))])

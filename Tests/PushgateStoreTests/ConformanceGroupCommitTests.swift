@@ -1,7 +1,7 @@
 import Foundation
+@_spi(Testing) import PushgateStore
 import PushgateStoreTestKit
 import Testing
-@_spi(Testing) import PushgateStore
 
 /// What every store does with batches, whichever backend it runs on (see `StoreBackendKind`):
 /// durability across a restart, group commit, atomic batches within a group, submission order,
@@ -125,7 +125,10 @@ struct ConformanceGroupCommitTests {
         }
     }
 
-    @Test("a failing batch in a group fails alone; the others commit in the same transaction", arguments: StoreBackendKind.allCases)
+    @Test(
+        "a failing batch in a group fails alone; the others commit in the same transaction",
+        arguments: StoreBackendKind.allCases
+    )
     func failingBatchInGroup(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
             try await store.commit([.createDevice(device("d")), .enqueue(notification(1, device: "d", seq: 1))])
@@ -137,12 +140,16 @@ struct ConformanceGroupCommitTests {
             outcomes.submit(store, 0, [.enqueue(notification(2, device: "d", seq: 2))])
             // 1: several commands, the last fails (duplicate device): all undone, including
             // the ack that would have deleted notifications 1 and 2.
-            outcomes.submit(store, 1, [
-                .enqueue(notification(3, device: "d")),
-                .ack(deviceID: "d", acceptanceIDs: [1, 2]),
-                .register(registration(9, device: "d", topic: "t")),
-                .createDevice(device("d")),
-            ])
+            outcomes.submit(
+                store,
+                1,
+                [
+                    .enqueue(notification(3, device: "d")),
+                    .ack(deviceID: "d", acceptanceIDs: [1, 2]),
+                    .register(registration(9, device: "d", topic: "t")),
+                    .createDevice(device("d")),
+                ]
+            )
             // 2: a single failing command (an acceptance id beyond 64 bits).
             outcomes.submit(store, 2, [.enqueue(notification(UInt64(Int64.max) + 1, device: "d"))])
             // 3: fine, and depends on batch 0 of the same group.
@@ -173,7 +180,10 @@ struct ConformanceGroupCommitTests {
         }
     }
 
-    @Test("batches commit and complete in submission order, in groups of about maxGroupCommands commands", arguments: StoreBackendKind.allCases)
+    @Test(
+        "batches commit and complete in submission order, in groups of about maxGroupCommands commands",
+        arguments: StoreBackendKind.allCases
+    )
     func submissionOrder(_ backend: StoreBackendKind) async throws {
         try await withStore(backend, maxGroupCommands: 4) { store in
             try await store.commit([.createDevice(device("d"))])
@@ -200,14 +210,19 @@ struct ConformanceGroupCommitTests {
         }
     }
 
-    @Test("over maxPendingCommands, batches are refused with .overloaded and counted", arguments: StoreBackendKind.allCases)
+    @Test(
+        "over maxPendingCommands, batches are refused with .overloaded and counted",
+        arguments: StoreBackendKind.allCases
+    )
     func overloaded(_ backend: StoreBackendKind) async throws {
         try await withStore(backend, maxPendingCommands: 3) { store in
             try await store.commit([.createDevice(device("d"))])
             store.pauseWriter()
             let outcomes = Outcomes()
-            outcomes.submit(store, 0, [.enqueue(notification(1, device: "d")), .enqueue(notification(2, device: "d"))])  // 2 pending
-            outcomes.submit(store, 1, [.enqueue(notification(3, device: "d")), .enqueue(notification(4, device: "d"))])  // 4 > 3: refused
+            // 2 pending
+            outcomes.submit(store, 0, [.enqueue(notification(1, device: "d")), .enqueue(notification(2, device: "d"))])
+            // 4 > 3: refused
+            outcomes.submit(store, 1, [.enqueue(notification(3, device: "d")), .enqueue(notification(4, device: "d"))])
             outcomes.submit(store, 2, [.enqueue(notification(5, device: "d"))])  // 3: accepted
             outcomes.submit(store, 3, [.enqueue(notification(6, device: "d"))])  // 4 > 3: refused
             outcomes.submit(store, 4, [])  // nothing more: accepted
@@ -226,7 +241,10 @@ struct ConformanceGroupCommitTests {
             #expect(try store.load().notifications.map(\.acceptanceID) == [1, 2, 5])
 
             // Room again once the writer has taken the queue; a batch larger than the limit never fits.
-            try await store.commit([.enqueue(notification(7, device: "d")), .enqueue(notification(8, device: "d")), .remove(acceptanceIDs: [1])])
+            try await store.commit([
+                .enqueue(notification(7, device: "d")), .enqueue(notification(8, device: "d")),
+                .remove(acceptanceIDs: [1]),
+            ])
             await #expect {
                 try await store.commit((10...13).map { .enqueue(notification($0, device: "d")) })
             } throws: { ($0 as? StoreError)?.kind == .overloaded }
@@ -267,7 +285,10 @@ struct ConformanceGroupCommitTests {
         }
     }
 
-    @Test("many threads committing concurrently: every batch completes once, all data is there", arguments: StoreBackendKind.allCases)
+    @Test(
+        "many threads committing concurrently: every batch completes once, all data is there",
+        arguments: StoreBackendKind.allCases
+    )
     func concurrentCommits(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in
             try await store.commit((0..<4).map { .createDevice(device("d\($0)")) })
@@ -277,7 +298,11 @@ struct ConformanceGroupCommitTests {
             DispatchQueue.concurrentPerform(iterations: threads) { t in
                 for i in 0..<perThread {
                     let id = t * perThread + i + 1
-                    outcomes.submit(store, id, [.enqueue(notification(UInt64(id), device: "d\(t)", seq: UInt64(i + 1)))])
+                    outcomes.submit(
+                        store,
+                        id,
+                        [.enqueue(notification(UInt64(id), device: "d\(t)", seq: UInt64(i + 1)))]
+                    )
                 }
             }
             let results = await outcomes.collect(threads * perThread)

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import InMemoryLogging
 import Logging
 import NIOConcurrencyHelpers
-import Testing
 @_spi(Testing) import PushgateStore
 import PushgateStoreTestKit
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The group-commit queue's answers to what no well-behaved database does on demand: a
 /// transaction that fails as a whole, and the order of calls a backend sees.
@@ -53,7 +54,10 @@ struct GroupCommitStoreTests {
         func close() { continuation.finish() }
     }
 
-    @Test("the backend hears when the writer has nothing left to apply (SQLite copies its WAL then)", .timeLimit(.minutes(1)))
+    @Test(
+        "the backend hears when the writer has nothing left to apply (SQLite copies its WAL then)",
+        .timeLimit(.minutes(1))
+    )
     func writerIdleReported() async throws {
         let backend = IdleReportingBackend()
         let store = GroupCommitStore(backend: backend, logger: quietLogger)
@@ -158,7 +162,10 @@ struct GroupCommitPacingTests {
     @Test("a deferrable batch (an ack) waits for the next prompt commit and shares its transaction")
     func deferrableRidesAlong() async throws {
         let store = GroupCommitStore(
-            backend: InMemoryBackend(), pacing: CommitPacing(lingerNanos: 0, deferNanos: 3_600_000_000_000), logger: quietLogger)
+            backend: InMemoryBackend(),
+            pacing: CommitPacing(lingerNanos: 0, deferNanos: 3_600_000_000_000),
+            logger: quietLogger
+        )
         try await store.commit([.createDevice(device("d"))])
         let before = store.transactionsCommitted
 
@@ -176,7 +183,11 @@ struct GroupCommitPacingTests {
 
     @Test("a deferrable batch alone gets its own commit once its deferral ends")
     func deferrableAlone() async throws {
-        let store = GroupCommitStore(backend: InMemoryBackend(), pacing: CommitPacing(lingerNanos: 0, deferNanos: 1_000_000), logger: quietLogger)
+        let store = GroupCommitStore(
+            backend: InMemoryBackend(),
+            pacing: CommitPacing(lingerNanos: 0, deferNanos: 1_000_000),
+            logger: quietLogger
+        )
         try await store.commit([.createDevice(device("d"))])
         let outcomes = Outcomes()
         outcomes.submit(store, 0, [.enqueue(notification(1, device: "d"))], urgency: .deferrable)
@@ -187,7 +198,11 @@ struct GroupCommitPacingTests {
     @Test("interval durability answers at once, commits later, and retries a failed transaction instead of losing it")
     func intervalMode() async throws {
         let backend = FailOnceBackend()
-        let store = GroupCommitStore(backend: backend, durability: .interval(nanoseconds: 1_000_000), logger: quietLogger)
+        let store = GroupCommitStore(
+            backend: backend,
+            durability: .interval(nanoseconds: 1_000_000),
+            logger: quietLogger
+        )
         let outcomes = Outcomes()
         outcomes.submit(store, 0, [.createDevice(device("d"))])
         outcomes.submit(store, 1, [.enqueue(notification(1, device: "d"))])
@@ -239,7 +254,11 @@ struct GroupCommitPacingTests {
     @Test("interval durability: a transaction that fails as the store closes is tried once more, not lost")
     func intervalFailureAtClose() async throws {
         let backend = FailsAsItClosesBackend()
-        let store = GroupCommitStore(backend: backend, durability: .interval(nanoseconds: 1_000_000), logger: quietLogger)
+        let store = GroupCommitStore(
+            backend: backend,
+            durability: .interval(nanoseconds: 1_000_000),
+            logger: quietLogger
+        )
         backend.isClosing.withLockedValue { $0 = { store.isClosing } }
         let outcomes = Outcomes()
         outcomes.submit(store, 0, [.createDevice(device("d"))])
@@ -261,7 +280,9 @@ struct GroupCommitPacingTests {
         func load() -> StoreSnapshot { inner.load() }
 
         func apply(_ group: [[StoreCommand]]) throws(StoreError) -> [Result<Void, StoreError>] {
-            if full.withLockedValue({ $0 }) { throw StoreError(.unavailable, "cannot commit: SQLite error 13: database or disk is full") }
+            if full.withLockedValue({ $0 }) {
+                throw StoreError(.unavailable, "cannot commit: SQLite error 13: database or disk is full")
+            }
             return inner.apply(group)
         }
 
@@ -277,7 +298,9 @@ struct GroupCommitPacingTests {
         }
     }
 
-    @Test("a storage fault makes the store unhealthy until a transaction commits; each change is logged once, not each failure")
+    @Test(
+        "a storage fault makes the store unhealthy until a transaction commits; each change is logged once, not each failure"
+    )
     func storageFaultHealth() async throws {
         let log = InMemoryLogHandler()
         let backend = FillableBackend()
@@ -287,7 +310,8 @@ struct GroupCommitPacingTests {
 
         backend.full.withLockedValue { $0 = true }
         for id in 1...5 {
-            await #expect(throws: StoreError(.unavailable, "cannot commit: SQLite error 13: database or disk is full")) {
+            await #expect(throws: StoreError(.unavailable, "cannot commit: SQLite error 13: database or disk is full"))
+            {
                 try await store.commit([.enqueue(notification(UInt64(id), device: "d"))])
             }
         }
@@ -302,17 +326,25 @@ struct GroupCommitPacingTests {
         #expect(backend.inner.load().notifications.map(\.acceptanceID) == [6])
 
         let lines = log.entries.map { "\($0.level) \($0.message)" }
-        #expect(lines == [
-            "error store cannot commit: cannot commit: SQLite error 13: database or disk is full",
-            "notice store commits again after 5 failed batches",
-        ])
+        #expect(
+            lines == [
+                "error store cannot commit: cannot commit: SQLite error 13: database or disk is full",
+                "notice store commits again after 5 failed batches",
+            ]
+        )
         await store.close()
     }
 
-    @Test("interval durability: while the storage fails, what was answered is retried and new batches are refused; nothing answered is lost")
+    @Test(
+        "interval durability: while the storage fails, what was answered is retried and new batches are refused; nothing answered is lost"
+    )
     func intervalModeStorageFault() async throws {
         let backend = FillableBackend()
-        let store = GroupCommitStore(backend: backend, durability: .interval(nanoseconds: 1_000_000), logger: quietLogger)
+        let store = GroupCommitStore(
+            backend: backend,
+            durability: .interval(nanoseconds: 1_000_000),
+            logger: quietLogger
+        )
         try await store.commit([.createDevice(device("d"))])
         try await eventually("the device's commit") { !backend.inner.load().devices.isEmpty }
 

@@ -52,10 +52,20 @@ struct StoreFixture {
         switch location {
         case .directory(let directory):
             let backend = try SQLiteBackend(directory: directory.path, logger: quietLogger)
-            return GroupCommitStore(backend: backend, maxPendingCommands: maxPendingCommands, maxGroupCommands: maxGroupCommands, logger: quietLogger)
+            return GroupCommitStore(
+                backend: backend,
+                maxPendingCommands: maxPendingCommands,
+                maxGroupCommands: maxGroupCommands,
+                logger: quietLogger
+            )
         case .memory(let storage):
             let backend = InMemoryBackend(storage: storage)
-            return GroupCommitStore(backend: backend, maxPendingCommands: maxPendingCommands, maxGroupCommands: maxGroupCommands, logger: quietLogger)
+            return GroupCommitStore(
+                backend: backend,
+                maxPendingCommands: maxPendingCommands,
+                maxGroupCommands: maxGroupCommands,
+                logger: quietLogger
+            )
         }
     }
 

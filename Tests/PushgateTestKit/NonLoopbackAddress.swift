@@ -4,7 +4,8 @@ import NIOCore
 /// off loopback, and a peer connecting to it from here is not a loopback peer.
 public func nonLoopbackAddress() throws -> String? {
     try System.enumerateDevices().compactMap { device -> String? in
-        guard let address = device.address, address.protocol == .inet, let ip = address.ipAddress, !ip.hasPrefix("127.") else { return nil }
+        guard let address = device.address, address.protocol == .inet, let ip = address.ipAddress, !ip.hasPrefix("127.")
+        else { return nil }
         return ip
     }.first
 }

@@ -41,7 +41,11 @@ public final class RawHTTP2Client: Sendable {
         /// Completes with every frame so far once `until` holds for them, or the connection
         /// closed, or `timeout` passed (then with what there is: the test's expectations say
         /// what was missing).
-        func frames(until: @escaping @Sendable ([WireFrame]) -> Bool, timeout: TimeAmount, on loop: any EventLoop) -> EventLoopFuture<[WireFrame]> {
+        func frames(
+            until: @escaping @Sendable ([WireFrame]) -> Bool,
+            timeout: TimeAmount,
+            on loop: any EventLoop
+        ) -> EventLoopFuture<[WireFrame]> {
             let promise = loop.makePromise(of: [WireFrame].self)
             let ready: [WireFrame]? = state.withLockedValue { state in
                 if until(state.frames) { return state.frames }
@@ -72,7 +76,11 @@ public final class RawHTTP2Client: Sendable {
     }
 
     /// Connects and sends the client preface with empty SETTINGS.
-    public static func connect(host: String = "127.0.0.1", port: Int, group: any EventLoopGroup) async throws -> RawHTTP2Client {
+    public static func connect(
+        host: String = "127.0.0.1",
+        port: Int,
+        group: any EventLoopGroup
+    ) async throws -> RawHTTP2Client {
         let reader = Reader()
         let channel = try await ClientBootstrap(group: group)
             .channelInitializer { channel in
@@ -81,7 +89,10 @@ public final class RawHTTP2Client: Sendable {
             .connect(host: host, port: port)
             .get()
         let client = RawHTTP2Client(channel: channel, reader: reader)
-        try await client.send(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + WireFrame(type: 4, flags: 0, streamID: 0, payload: []).bytes)
+        try await client.send(
+            Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+                + WireFrame(type: 4, flags: 0, streamID: 0, payload: []).bytes
+        )
         return client
     }
 
@@ -109,7 +120,10 @@ public final class RawHTTP2Client: Sendable {
 
     /// Every frame received so far once `until` holds for them, the connection closed, or
     /// `timeout` passed.
-    public func frames(until: @escaping @Sendable ([WireFrame]) -> Bool, timeout: TimeAmount = .seconds(30)) async throws -> [WireFrame] {
+    public func frames(
+        until: @escaping @Sendable ([WireFrame]) -> Bool,
+        timeout: TimeAmount = .seconds(30)
+    ) async throws -> [WireFrame] {
         try await reader.frames(until: until, timeout: timeout, on: channel.eventLoop).get()
     }
 

@@ -47,9 +47,20 @@ public final class RecordingSink: EventSink {
 
     public func estimatedSize(of notification: AcceptedPush) -> Int { 64 }
 
-    public func encode(_ notification: AcceptedPush, delivery: DeliveryKind, carrier: String?, fetchWindowSeconds: Int?, into events: inout ByteBuffer) {
+    public func encode(
+        _ notification: AcceptedPush,
+        delivery: DeliveryKind,
+        carrier: String?,
+        fetchWindowSeconds: Int?,
+        into events: inout ByteBuffer
+    ) {
         events.writeString("\(notification.seq ?? 0) \(delivery.rawValue) \(carrier ?? "-")\n")
-        let event = Event(notification: notification, delivery: delivery, carrier: carrier, fetchWindowSeconds: fetchWindowSeconds)
+        let event = Event(
+            notification: notification,
+            delivery: delivery,
+            carrier: carrier,
+            fetchWindowSeconds: fetchWindowSeconds
+        )
         state.withLockedValue { $0.encoded.append(event) }
     }
 

@@ -3,7 +3,13 @@ import NIOCore
 /// One HTTP/2 frame as it went over the wire.
 public struct WireFrame: Equatable, Sendable, CustomStringConvertible {
     public enum Kind: UInt8 {
-        case data = 0, headers = 1, rstStream = 3, settings = 4, ping = 6, goAway = 7, windowUpdate = 8
+        case data = 0
+        case headers = 1
+        case rstStream = 3
+        case settings = 4
+        case ping = 6
+        case goAway = 7
+        case windowUpdate = 8
     }
 
     public var type: UInt8
@@ -49,7 +55,9 @@ public struct WireFrame: Equatable, Sendable, CustomStringConvertible {
         return entries
     }
 
-    public var description: String { "\(kind.map { "\($0)" } ?? "type \(type)") flags=\(flags) stream=\(streamID) \(payload.count) bytes" }
+    public var description: String {
+        "\(kind.map { "\($0)" } ?? "type \(type)") flags=\(flags) stream=\(streamID) \(payload.count) bytes"
+    }
 
     /// The frame's bytes.
     public var bytes: [UInt8] {
@@ -76,12 +84,21 @@ public struct WireFrame: Equatable, Sendable, CustomStringConvertible {
         var frames: [WireFrame] = []
         while bytes.readableBytes >= 9 {
             let start = bytes.readerIndex
-            let length = Int(bytes.getInteger(at: start, as: UInt16.self)!) << 8 | Int(bytes.getInteger(at: start + 2, as: UInt8.self)!)
+            let length =
+                Int(bytes.getInteger(at: start, as: UInt16.self)!) << 8
+                | Int(bytes.getInteger(at: start + 2, as: UInt8.self)!)
             guard bytes.readableBytes >= 9 + length else { break }
             let type = bytes.getInteger(at: start + 3, as: UInt8.self)!
             let flags = bytes.getInteger(at: start + 4, as: UInt8.self)!
             let streamID = bytes.getInteger(at: start + 5, as: UInt32.self)! & 0x7FFF_FFFF
-            frames.append(WireFrame(type: type, flags: flags, streamID: streamID, payload: bytes.getBytes(at: start + 9, length: length)!))
+            frames.append(
+                WireFrame(
+                    type: type,
+                    flags: flags,
+                    streamID: streamID,
+                    payload: bytes.getBytes(at: start + 9, length: length)!
+                )
+            )
             bytes.moveReaderIndex(forwardBy: 9 + length)
         }
         return frames

@@ -26,7 +26,8 @@ struct CallbackStreamTests {
             var expected = ""
             for event in ["id: 1\n\n", "id: 2\n\n"] {
                 expected += event
-                try await writer.eventLoop.submit { #expect(writer.write(ByteBuffer(string: event)) == .accepted) }.get()
+                try await writer.eventLoop.submit { #expect(writer.write(ByteBuffer(string: event)) == .accepted) }
+                    .get()
                 // HTTP/2 may split or join DATA frames: compare what has arrived so far.
                 while text.count < expected.count, let chunk = await received.next() { text += chunk }
                 #expect(text == expected)

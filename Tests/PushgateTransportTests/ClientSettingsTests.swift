@@ -34,7 +34,10 @@ struct ClientSettingsTests {
     func silentServer() async throws {
         try await Self.withRawServer(closeAtOnce: false) { port, group in
             let connection = try await HTTP2ClientConnection.connect(
-                host: "127.0.0.1", port: port, settingsTimeout: .milliseconds(100), group: group
+                host: "127.0.0.1",
+                port: port,
+                settingsTimeout: .milliseconds(100),
+                group: group
             )
             await #expect(throws: HTTP2ClientError.noSettings(within: .milliseconds(100))) {
                 try await connection.waitForServerSettings()
@@ -48,7 +51,9 @@ struct ClientSettingsTests {
         #expect(HTTP2ClientError.noSettings(within: .milliseconds(100)).description.contains("within 0.1 s"))
     }
 
-    @Test("a server that hangs up before its SETTINGS: the wait fails with closedBeforeSettings, which names the likely causes")
+    @Test(
+        "a server that hangs up before its SETTINGS: the wait fails with closedBeforeSettings, which names the likely causes"
+    )
     func closingServer() async throws {
         try await Self.withRawServer(closeAtOnce: true) { port, group in
             let connection = try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: port, group: group)
@@ -56,21 +61,28 @@ struct ClientSettingsTests {
                 try await connection.waitForServerSettings()
             }
         }
-        #expect(HTTP2ClientError.closedBeforeSettings.description.contains("TLS port spoken to in cleartext (use https://)"))
+        #expect(
+            HTTP2ClientError.closedBeforeSettings.description.contains("TLS port spoken to in cleartext (use https://)")
+        )
     }
 
     @Test("nothing listening: the connect fails with the host, the port and the reason, not NIO's nested text")
     func nothingListening() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        await #expect(throws: HTTP2ClientError.cannotConnect(host: "127.0.0.1", port: 1, reason: "connection refused")) {
+        await #expect(throws: HTTP2ClientError.cannotConnect(host: "127.0.0.1", port: 1, reason: "connection refused"))
+        {
             _ = try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: 1, group: group)
         }
-        #expect(HTTP2ClientError.cannotConnect(host: "127.0.0.1", port: 1, reason: "connection refused").description
-            == "cannot connect to 127.0.0.1:1: connection refused")
+        #expect(
+            HTTP2ClientError.cannotConnect(host: "127.0.0.1", port: 1, reason: "connection refused").description
+                == "cannot connect to 127.0.0.1:1: connection refused"
+        )
         try await group.shutdownGracefully()
     }
 
-    @Test("a TLS server whose certificate the client does not trust: the wait fails with the handshake's own error, not a bare close")
+    @Test(
+        "a TLS server whose certificate the client does not trust: the wait fails with the handshake's own error, not a bare close"
+    )
     func untrustedServer() async throws {
         try await withTestServer(tls: [try Fixtures.serverContext()], cleartext: false) { server in
             let connection = try await server.connect(tls: try Fixtures.clientContext(trustRoots: "other-ca.pem"))

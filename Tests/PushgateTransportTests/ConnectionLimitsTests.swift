@@ -1,6 +1,7 @@
 import NIOCore
-@testable import PushgateTransport
 import Testing
+
+@testable import PushgateTransport
 
 @Suite("Connection limits: per client address and in all, without sockets")
 struct ConnectionLimitsTests {
@@ -24,10 +25,13 @@ struct ConnectionLimitsTests {
         #expect(ClientAddress(try SocketAddress(unixDomainSocketPath: "/tmp/x")) == nil)
     }
 
-    @Test("per address: the limit counts each address apart; a closed connection frees its place; an address's entry goes with its last connection")
+    @Test(
+        "per address: the limit counts each address apart; a closed connection frees its place; an address's entry goes with its last connection"
+    )
     func perAddress() throws {
         var counts = ConnectionCounts(limits: ConnectionLimits(maxPerAddress: 2))
-        let a = try Self.address("192.0.2.1"), b = try Self.address("2001:db8::1")
+        let a = try Self.address("192.0.2.1")
+        let b = try Self.address("2001:db8::1")
         #expect(counts.admit(a) == nil)
         #expect(counts.admit(a) == nil)
         #expect(counts.admit(a) == .addressFull)
@@ -42,7 +46,9 @@ struct ConnectionLimitsTests {
         #expect(counts.byAddress.isEmpty)
     }
 
-    @Test("loopback clients are not counted per address unless the exemption is off; unknown addresses count in the total only")
+    @Test(
+        "loopback clients are not counted per address unless the exemption is off; unknown addresses count in the total only"
+    )
     func loopbackAndUnknown() throws {
         var counts = ConnectionCounts(limits: ConnectionLimits(maxConnections: 4, maxPerAddress: 1))
         #expect(counts.admit(.loopback) == nil)

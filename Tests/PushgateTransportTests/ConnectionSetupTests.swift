@@ -13,7 +13,12 @@ struct ConnectionSetupTests {
         let log = InMemoryLogHandler()
         let logger = Logger(label: "test") { _ in log }
         // No such TCP option: setsockopt fails with ENOPROTOOPT even for root.
-        let refused = AcceptedSocketOption(level: .tcp, name: NIOBSDSocket.Option(rawValue: 0x7FFF), value: 1, description: "TEST_OPTION")
+        let refused = AcceptedSocketOption(
+            level: .tcp,
+            name: NIOBSDSocket.Option(rawValue: 0x7FFF),
+            value: 1,
+            description: "TEST_OPTION"
+        )
         try await withTestServer(configure: { $0.socketOptions = [.tcpNoDelay, refused] }, logger: logger) { server in
             for _ in 0..<3 {
                 let raw = try await RawConnection.connect(port: server.port, group: server.group)
@@ -63,7 +68,9 @@ struct ConnectionLimitSocketTests {
 
     @Test("loopback clients are exempt from maxPerAddress by default; maxConnections still holds")
     func loopbackExemptTotalHolds() async throws {
-        try await withTestServer(configure: { $0.connectionLimits = ConnectionLimits(maxConnections: 3, maxPerAddress: 1) }) { server in
+        try await withTestServer(configure: {
+            $0.connectionLimits = ConnectionLimits(maxConnections: 3, maxPerAddress: 1)
+        }) { server in
             var open: [HTTP2ClientConnection] = []
             for _ in 0..<3 {
                 let connection = try await server.connect()

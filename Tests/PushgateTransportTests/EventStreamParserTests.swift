@@ -19,7 +19,8 @@ struct EventStreamParserTests {
         return events
     }
 
-    static let stream = "id: 1\nevent: notification\ndata: {\"a\":1}\n\n: heartbeat\n\nid: 2\r\ndata: x\r\ndata: y\r\n\r\nevent:bare\rdata:z\r\rdata: no id\n\n"
+    static let stream =
+        "id: 1\nevent: notification\ndata: {\"a\":1}\n\n: heartbeat\n\nid: 2\r\ndata: x\r\ndata: y\r\n\r\nevent:bare\rdata:z\r\rdata: no id\n\n"
     static let expected = [
         Event(id: "1", type: "notification", data: "{\"a\":1}"),
         Event(id: "2", type: "message", data: "x\ny"),
@@ -55,7 +56,9 @@ struct EventStreamParserTests {
     func retry() {
         var parser = EventStreamParser()
         #expect(parser.retryMillis == nil)
-        let events = parser.feed(ByteBuffer(string: "retry: 1000\nevent: shutdown\ndata: {\"reason\":\"Shutdown\",\"retryMs\":1000}\n\n"))
+        let events = parser.feed(
+            ByteBuffer(string: "retry: 1000\nevent: shutdown\ndata: {\"reason\":\"Shutdown\",\"retryMs\":1000}\n\n")
+        )
         #expect(events == [Event(id: nil, type: "shutdown", data: "{\"reason\":\"Shutdown\",\"retryMs\":1000}")])
         #expect(parser.retryMillis == 1000)
         _ = parser.feed(ByteBuffer(string: "retry: soon\nretry: -5\nretry:\nretry: 1e3\n\n"))
@@ -64,18 +67,24 @@ struct EventStreamParserTests {
         #expect(parser.retryMillis == 250)
     }
 
-    @Test("the last event id carries over until an id: field changes it; an empty id: clears it; an id: with NUL is ignored")
+    @Test(
+        "the last event id carries over until an id: field changes it; an empty id: clears it; an id: with NUL is ignored"
+    )
     func lastEventID() {
-        let events = Self.parse("data: a\n\nid: 7\ndata: b\n\ndata: c\n\nid: 8\u{0}9\ndata: d\n\nid\ndata: e\n\nid: 9\n\ndata: f\n\n")
-        #expect(events == [
-            Event(id: nil, type: "message", data: "a"),
-            Event(id: "7", type: "message", data: "b"),
-            Event(id: "7", type: "message", data: "c"),
-            Event(id: "7", type: "message", data: "d"),
-            Event(id: "", type: "message", data: "e"),
-            // An id: in a block with no data still sets it.
-            Event(id: "9", type: "message", data: "f"),
-        ])
+        let events = Self.parse(
+            "data: a\n\nid: 7\ndata: b\n\ndata: c\n\nid: 8\u{0}9\ndata: d\n\nid\ndata: e\n\nid: 9\n\ndata: f\n\n"
+        )
+        #expect(
+            events == [
+                Event(id: nil, type: "message", data: "a"),
+                Event(id: "7", type: "message", data: "b"),
+                Event(id: "7", type: "message", data: "c"),
+                Event(id: "7", type: "message", data: "d"),
+                Event(id: "", type: "message", data: "e"),
+                // An id: in a block with no data still sets it.
+                Event(id: "9", type: "message", data: "f"),
+            ]
+        )
     }
 
     @Test("one leading byte order mark is dropped, also when split across chunks; a second one, or one later, is text")

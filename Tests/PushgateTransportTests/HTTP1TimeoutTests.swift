@@ -1,8 +1,9 @@
 import Logging
 import NIOCore
 import NIOEmbedded
-@testable import PushgateTransport
 import Testing
+
+@testable import PushgateTransport
 
 /// HTTP/1.1's timers in an `EmbeddedChannel`: time moves only when the test moves it.
 @Suite("HTTP/1.1 idle and request timeouts without sockets")
@@ -20,15 +21,24 @@ struct HTTP1TimeoutTests {
             configure(&configuration)
             let loop = EmbeddedEventLoop()
             info = ConnectionInfo(
-                id: 1, remoteAddress: nil, localAddress: nil, httpVersion: .http1_1, isTLS: false,
-                negotiatedProtocol: nil, peerCertificate: nil, eventLoop: loop
+                id: 1,
+                remoteAddress: nil,
+                localAddress: nil,
+                httpVersion: .http1_1,
+                isTLS: false,
+                negotiatedProtocol: nil,
+                peerCertificate: nil,
+                eventLoop: loop
             )
             var logger = Logger(label: "embedded-http1")
             logger.logLevel = .critical
             channel = EmbeddedChannel(loop: loop)
             try channel.pipeline.syncOperations.addHandlers(
                 ServerConnectionPipeline.http1Handlers(
-                    connection: info, configuration: configuration, application: HoldingApplication(), statistics: statistics,
+                    connection: info,
+                    configuration: configuration,
+                    application: HoldingApplication(),
+                    statistics: statistics,
                     logger: logger
                 )
             )
@@ -42,7 +52,9 @@ struct HTTP1TimeoutTests {
         func finish() { _ = try? channel.finish() }
     }
 
-    @Test("a connection that has sent nothing, or only requests that proved nothing, closes after the unauthenticated idle timeout")
+    @Test(
+        "a connection that has sent nothing, or only requests that proved nothing, closes after the unauthenticated idle timeout"
+    )
     func unauthenticatedIdle() throws {
         let silent = try Connection { _ in }
         defer { silent.finish() }
@@ -64,7 +76,9 @@ struct HTTP1TimeoutTests {
         #expect(!proven.channel.isActive)
     }
 
-    @Test("a body that trickles in (slowloris) is cut off at the request timeout, though each chunk restarts the idle timer")
+    @Test(
+        "a body that trickles in (slowloris) is cut off at the request timeout, though each chunk restarts the idle timer"
+    )
     func slowBody() throws {
         let connection = try Connection { $0.http2.unauthenticatedIdleTimeout = nil }
         defer { connection.finish() }

@@ -1,7 +1,8 @@
 import NIOCore
 import NIOEmbedded
-@testable import PushgateTransport
 import Testing
+
+@testable import PushgateTransport
 
 /// The HTTP/2 client handler in an `EmbeddedChannel` against an nghttp2 server session in memory.
 @Suite("HTTP/2 client handler without sockets")

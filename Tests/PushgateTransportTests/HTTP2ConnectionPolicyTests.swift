@@ -1,5 +1,6 @@
-@testable import PushgateTransport
 import Testing
+
+@testable import PushgateTransport
 
 /// The connection policy alone: events in, actions out, no socket, no event loop, no clock.
 @Suite("HTTP/2 connection policy")
@@ -80,7 +81,9 @@ struct HTTP2ConnectionPolicyTests {
         #expect(policy.finishTimerFired() == .none)
     }
 
-    @Test("quiesce with streams open: no GOAWAY yet (h2 clients take any GOAWAY as the end), streamed responses told, new streams refused, the finish timer armed")
+    @Test(
+        "quiesce with streams open: no GOAWAY yet (h2 clients take any GOAWAY as the end), streamed responses told, new streams refused, the finish timer armed"
+    )
     func quiesceWithStreams() {
         var policy = policy(streams: 2)
         #expect(policy.quiesceRequested() == Actions(notifyShutdown: true, arm: .finish))
@@ -142,7 +145,9 @@ struct HTTP2ConnectionPolicyTests {
 
     // MARK: Authentication
 
-    @Test("vouching for the peer once: a gated connection gets the full stream limit; the idle timer that runs starts again (for the full time)")
+    @Test(
+        "vouching for the peer once: a gated connection gets the full stream limit; the idle timer that runs starts again (for the full time)"
+    )
     func authentication() {
         var gated = policy(gated: true)
         #expect(gated.isGated && !gated.isAuthenticated)

@@ -68,7 +68,8 @@ struct HTTP2ExchangeTests {
             var body = response.body.makeAsyncIterator()
 
             for event in ["id: 1\n\n", "id: 2\n\n"] {
-                try await writer.eventLoop.submit { #expect(writer.write(ByteBuffer(string: event)) == .accepted) }.get()
+                try await writer.eventLoop.submit { #expect(writer.write(ByteBuffer(string: event)) == .accepted) }
+                    .get()
                 let chunk = try await body.next()
                 #expect(chunk.map { String(buffer: $0) } == event)
             }
@@ -209,7 +210,9 @@ struct HTTP2LimitTests {
             let queued = try await server.connect()
             try await queued.waitForServerSettings()
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-                for _ in 0..<20 { group.addTask { try await queued.send(HTTPClientRequest(method: "GET", path: "/hello")).status } }
+                for _ in 0..<20 {
+                    group.addTask { try await queued.send(HTTPClientRequest(method: "GET", path: "/hello")).status }
+                }
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
             #expect(statuses == Array(repeating: 200, count: 20))
@@ -242,7 +245,15 @@ struct HTTP2LimitTests {
             let text = String(buffer: refused.body)
             #expect(text.contains("the request's header fields come to more than 32768 bytes"), "\(text)")
             // Fields after the limit are decoded, not kept: the HPACK table stays in step.
-            let split = try await connection.send(HTTPClientRequest(path: "/hello", headers: ["x-a": String(repeating: "b", count: 20 * 1024), "x-b": String(repeating: "c", count: 20 * 1024), "x-after": "d"]))
+            let split = try await connection.send(
+                HTTPClientRequest(
+                    path: "/hello",
+                    headers: [
+                        "x-a": String(repeating: "b", count: 20 * 1024),
+                        "x-b": String(repeating: "c", count: 20 * 1024), "x-after": "d",
+                    ]
+                )
+            )
             #expect(split.status == 431)
             #expect(try await connection.send(HTTPClientRequest(path: "/hello")).status == 200)
             await connection.close()

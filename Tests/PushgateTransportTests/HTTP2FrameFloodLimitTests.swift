@@ -1,6 +1,7 @@
 import NIOCore
-@testable import PushgateTransport
 import Testing
+
+@testable import PushgateTransport
 
 @Suite("HTTP/2 frame flood limit: a token bucket with the time passed in")
 struct HTTP2FrameFloodLimitTests {

@@ -1,8 +1,9 @@
 import CNGHTTP2
 import NIOCore
 import NIOEmbedded
-@testable import PushgateTransport
 import Testing
+
+@testable import PushgateTransport
 
 /// What a request body may cost the HTTP/2 server before its request ends: nothing when the
 /// application refuses the request on its head, no more than its route admits, and, across all
@@ -12,7 +13,9 @@ struct HTTP2RequestBodyTests {
     private static let noError = NGHTTP2_NO_ERROR.rawValue
     private static let refusedStream = NGHTTP2_REFUSED_STREAM.rawValue
 
-    @Test("a request refused on its head is answered right after HEADERS, its body never buffered; body still arriving after the answer resets the stream")
+    @Test(
+        "a request refused on its head is answered right after HEADERS, its body never buffered; body still arriving after the answer resets the stream"
+    )
     func refusedOnItsHead() throws {
         // A stream window of 16 KiB: the client sends HEADERS and a part of its 64 KiB body.
         let connection = try EmbeddedHTTP2Connection { $0.session.initialStreamWindowSize = 16 * 1024 }
@@ -42,7 +45,9 @@ struct HTTP2RequestBodyTests {
         #expect(connection.client.responses[next]?.status == 200)
     }
 
-    @Test("a body that ends right after the early answer, as curl's second TLS record does, closes the stream without a reset")
+    @Test(
+        "a body that ends right after the early answer, as curl's second TLS record does, closes the stream without a reset"
+    )
     func finishedBodyAfterEarlyAnswer() throws {
         let connection = try EmbeddedHTTP2Connection()
         defer { connection.finish() }
@@ -66,7 +71,9 @@ struct HTTP2RequestBodyTests {
     func routeLimit() throws {
         let budget = RequestBodyBudget()
         // The window lets 16 KiB of a 64 KiB body through: the stream cannot end yet.
-        let connection = try EmbeddedHTTP2Connection(bodyBudget: budget) { $0.session.initialStreamWindowSize = 16 * 1024 }
+        let connection = try EmbeddedHTTP2Connection(bodyBudget: budget) {
+            $0.session.initialStreamWindowSize = 16 * 1024
+        }
         defer { connection.finish() }
         try connection.handshake()
         let stream = try connection.client.post("/limited", body: ByteBuffer(repeating: 0x41, count: 64 * 1024))
@@ -81,13 +88,19 @@ struct HTTP2RequestBodyTests {
         let reset = try connection.serverFrames().filter { $0.streamID == UInt32(stream) && $0.kind != .windowUpdate }
         #expect(reset.map(\.kind) == [.rstStream])
         #expect(reset.first?.resetErrorCode == Self.noError)
-        #expect(connection.client.responses[stream]?.body == "request body larger than \(HoldingApplication.limitedBodySize) bytes\n")
+        #expect(
+            connection.client.responses[stream]?.body
+                == "request body larger than \(HoldingApplication.limitedBodySize) bytes\n"
+        )
         #expect(connection.application.paths.isEmpty)
         #expect(connection.handler.bufferedRequestBytes == 0)
         #expect(budget.heldBytes == 0)
 
         // Within its limit, a body is served.
-        let small = try connection.client.post("/limited", body: ByteBuffer(repeating: 0x41, count: HoldingApplication.limitedBodySize))
+        let small = try connection.client.post(
+            "/limited",
+            body: ByteBuffer(repeating: 0x41, count: HoldingApplication.limitedBodySize)
+        )
         try connection.sendClientBytes()
         _ = try connection.serverFrames()
         #expect(connection.client.responses[small] == .init(status: 200, body: "1024 bytes", complete: true))
@@ -105,7 +118,9 @@ struct HTTP2RequestBodyTests {
         #expect(connection.client.responses[stream]?.body == "request body larger than 2048 bytes\n")
     }
 
-    @Test("the budget is shared by connections: a body that does not fit gets REFUSED_STREAM; requests without a body are served, and bodies again once bytes are released")
+    @Test(
+        "the budget is shared by connections: a body that does not fit gets REFUSED_STREAM; requests without a body are served, and bodies again once bytes are released"
+    )
     func sharedBudget() throws {
         let budget = RequestBodyBudget(limit: 20 * 1024)
         let window: (inout HTTP2ServerConfiguration) -> Void = { $0.session.initialStreamWindowSize = 16 * 1024 }
@@ -153,7 +168,9 @@ struct HTTP2RequestBodyTests {
         #expect(other.application.paths == ["/hello", "/upload"])
     }
 
-    @Test("connections that have proven nothing hold a quarter of the budget at most: past it their bodies are refused, a proven connection's still fit")
+    @Test(
+        "connections that have proven nothing hold a quarter of the budget at most: past it their bodies are refused, a proven connection's still fit"
+    )
     func unauthenticatedPart() throws {
         let budget = RequestBodyBudget(limit: 80 * 1024)
         #expect(budget.unauthenticatedLimit == 20 * 1024)
@@ -190,9 +207,13 @@ struct HTTP2RequestBodyTests {
     @Test("a connection that closes with bodies half received gives their bytes back to the budget")
     func closingReleases() throws {
         let budget = RequestBodyBudget()
-        let connection = try EmbeddedHTTP2Connection(bodyBudget: budget) { $0.session.initialStreamWindowSize = 16 * 1024 }
+        let connection = try EmbeddedHTTP2Connection(bodyBudget: budget) {
+            $0.session.initialStreamWindowSize = 16 * 1024
+        }
         try connection.handshake()
-        for _ in 0..<3 { _ = try connection.client.post("/upload", body: ByteBuffer(repeating: 0x41, count: 64 * 1024)) }
+        for _ in 0..<3 {
+            _ = try connection.client.post("/upload", body: ByteBuffer(repeating: 0x41, count: 64 * 1024))
+        }
         try connection.sendClientBytes()
         _ = try connection.serverFrames()
         #expect(budget.heldBytes == 3 * 16 * 1024)

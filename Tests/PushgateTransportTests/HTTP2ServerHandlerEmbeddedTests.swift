@@ -3,9 +3,10 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
-@testable import PushgateTransport
 import PushgateTestKit
 import Testing
+
+@testable import PushgateTransport
 
 /// The HTTP/2 server handler byte for byte, in an `EmbeddedChannel` against an nghttp2 client
 /// session in memory: no socket, and time moves only when the test moves it.
@@ -92,7 +93,9 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(try proven.serverFrames().compactMap(\.goAway).count == 1)
     }
 
-    @Test("vouched for while idle (the application says so from another thread, after the stream closed): the idle timer starts again for the full time")
+    @Test(
+        "vouched for while idle (the application says so from another thread, after the stream closed): the idle timer starts again for the full time"
+    )
     func authenticatedWhileIdle() throws {
         let connection = try Self.idlingConnection()
         defer { connection.finish() }
@@ -118,7 +121,9 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(connection.channel.isActive)
     }
 
-    @Test("graceful shutdown with a stream open: no GOAWAY while it is unanswered (h2 clients fail on frames after one); a stream opened meanwhile is refused; the answer, then the GOAWAY naming it, then the close")
+    @Test(
+        "graceful shutdown with a stream open: no GOAWAY while it is unanswered (h2 clients fail on frames after one); a stream opened meanwhile is refused; the answer, then the GOAWAY naming it, then the close"
+    )
     func gracefulShutdownAfterTheAnswer() throws {
         let connection = try EmbeddedHTTP2Connection()
         defer { connection.finish() }
@@ -144,7 +149,9 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(!connection.channel.isActive)
     }
 
-    @Test("graceful shutdown whose open stream stays unanswered: the GOAWAY after goAwayFinishTimeout, the stream still answered after it")
+    @Test(
+        "graceful shutdown whose open stream stays unanswered: the GOAWAY after goAwayFinishTimeout, the stream still answered after it"
+    )
     func gracefulShutdownOnTimeout() throws {
         let connection = try EmbeddedHTTP2Connection { $0.goAwayFinishTimeout = .seconds(2) }
         defer { connection.finish() }
@@ -180,7 +187,9 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(!connection.channel.isActive)
     }
 
-    @Test("the application's GOAWAY waits for the open stream's answer (HEADERS, DATA, then GOAWAY), carries its debug data and replaces a shutdown's")
+    @Test(
+        "the application's GOAWAY waits for the open stream's answer (HEADERS, DATA, then GOAWAY), carries its debug data and replaces a shutdown's"
+    )
     func applicationGoAwayAfterTheAnswer() throws {
         let connection = try EmbeddedHTTP2Connection()
         defer { connection.finish() }
@@ -244,7 +253,9 @@ struct HTTP2ServerHandlerEmbeddedTests {
         defer { connection.finish() }
         try connection.handshake()
         // A HEADERS frame claiming 16 MiB on stream 0.
-        try connection.channel.writeInbound(ByteBuffer(bytes: [0xFF, 0xFF, 0xFF, 0x01, 0x04, 0, 0, 0, 0] + Array(repeating: 0x41, count: 64)))
+        try connection.channel.writeInbound(
+            ByteBuffer(bytes: [0xFF, 0xFF, 0xFF, 0x01, 0x04, 0, 0, 0, 0] + Array(repeating: 0x41, count: 64))
+        )
         let goAway = try connection.serverFrames().compactMap(\.goAway)
         #expect(goAway.count == 1)
         #expect(goAway.first.map { $0.errorCode != 0 } == true)
@@ -253,14 +264,21 @@ struct HTTP2ServerHandlerEmbeddedTests {
 
     /// POST / on stream 1 without END_STREAM: HPACK :method POST, :scheme http, :path / from
     /// the static table, :authority localhost.
-    private static let openPost = WireFrame(type: 1, flags: 0x4, streamID: 1, payload: [0x83, 0x86, 0x84, 0x41, 9] + Array("localhost".utf8))
+    private static let openPost = WireFrame(
+        type: 1,
+        flags: 0x4,
+        streamID: 1,
+        payload: [0x83, 0x86, 0x84, 0x41, 9] + Array("localhost".utf8)
+    )
     private static let enhanceYourCalm: UInt32 = 0xB
 
     private static func frames(_ count: Int, _ frame: (Int) -> WireFrame) -> ByteBuffer {
         ByteBuffer(bytes: (0..<count).flatMap { frame($0).bytes })
     }
 
-    @Test("empty DATA frames that do not end their stream: a thousand are taken, 33 more a second, then GOAWAY ENHANCE_YOUR_CALM, the channel closes, counted as a flood")
+    @Test(
+        "empty DATA frames that do not end their stream: a thousand are taken, 33 more a second, then GOAWAY ENHANCE_YOUR_CALM, the channel closes, counted as a flood"
+    )
     func emptyDataFlood() throws {
         let statistics = ConnectionStatistics()
         let connection = try EmbeddedHTTP2Connection(statistics: statistics)
@@ -282,13 +300,17 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(statistics.floodClosures == 1)
     }
 
-    @Test("streams opened with an empty header block: each is reset, and past a thousand the connection ends with ENHANCE_YOUR_CALM, counted as a flood")
+    @Test(
+        "streams opened with an empty header block: each is reset, and past a thousand the connection ends with ENHANCE_YOUR_CALM, counted as a flood"
+    )
     func emptyHeadersFlood() throws {
         let statistics = ConnectionStatistics()
         let connection = try EmbeddedHTTP2Connection(statistics: statistics)
         defer { connection.finish() }
         try connection.handshake()
-        let emptyHeaders = { (index: Int) in WireFrame(type: 1, flags: 0x5, streamID: UInt32(2 * index + 1), payload: []) }
+        let emptyHeaders = { (index: Int) in
+            WireFrame(type: 1, flags: 0x5, streamID: UInt32(2 * index + 1), payload: [])
+        }
         try connection.channel.writeInbound(Self.frames(900, emptyHeaders))
         let answers = try connection.serverFrames()
         #expect(answers.filter { $0.kind == .rstStream }.count == 900)
@@ -299,7 +321,9 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(statistics.floodClosures == 1)
     }
 
-    @Test("rapid reset: requests opened and reset at once; past nghttp2's limit (1,000, then 33 a second) it sends GOAWAY INTERNAL_ERROR, counted as a flood")
+    @Test(
+        "rapid reset: requests opened and reset at once; past nghttp2's limit (1,000, then 33 a second) it sends GOAWAY INTERNAL_ERROR, counted as a flood"
+    )
     func rapidReset() throws {
         let statistics = ConnectionStatistics()
         let connection = try EmbeddedHTTP2Connection(statistics: statistics)
@@ -327,23 +351,31 @@ struct HTTP2ServerHandlerEmbeddedTests {
         let connection = try EmbeddedHTTP2Connection(statistics: statistics)
         defer { connection.finish() }
         try connection.handshake()
-        let heads = (0..<3).map { WireFrame(type: 1, flags: 0x4, streamID: UInt32(2 * $0 + 1), payload: Self.openPost.payload) }
+        let heads = (0..<3).map {
+            WireFrame(type: 1, flags: 0x4, streamID: UInt32(2 * $0 + 1), payload: Self.openPost.payload)
+        }
         try connection.channel.writeInbound(ByteBuffer(bytes: heads.flatMap(\.bytes)))
         #expect(statistics.openStreams == 3)
         // DATA on stream 0: a connection error (PROTOCOL_ERROR).
-        try connection.channel.writeInbound(ByteBuffer(bytes: WireFrame(type: 0, flags: 0, streamID: 0, payload: [0]).bytes))
+        try connection.channel.writeInbound(
+            ByteBuffer(bytes: WireFrame(type: 0, flags: 0, streamID: 0, payload: [0]).bytes)
+        )
         connection.loop.run()
         #expect(!connection.channel.isActive)
         #expect(statistics.openStreams == 0)
     }
 
-    @Test("PINGs whose acks the peer does not read: past nghttp2's 1,000 queued acks the connection closes, counted as a flood")
+    @Test(
+        "PINGs whose acks the peer does not read: past nghttp2's 1,000 queued acks the connection closes, counted as a flood"
+    )
     func pingFlood() throws {
         let statistics = ConnectionStatistics()
         let connection = try EmbeddedHTTP2Connection(statistics: statistics)
         defer { connection.finish() }
         try connection.handshake()
-        try connection.channel.writeInbound(Self.frames(2000) { _ in WireFrame(type: 6, flags: 0, streamID: 0, payload: Array("abusive!".utf8)) })
+        try connection.channel.writeInbound(
+            Self.frames(2000) { _ in WireFrame(type: 6, flags: 0, streamID: 0, payload: Array("abusive!".utf8)) }
+        )
         connection.loop.run()
         #expect(!connection.channel.isActive)
         #expect(statistics.floodClosures == 1)
@@ -367,28 +399,39 @@ struct HTTP2ServerHandlerEmbeddedTests {
         let outcome = Self.returns(within: 20) { () throws -> (timer: Bool, onlyHeaders: Bool, active: Bool) in
             var client = HTTP2SessionLimits()
             client.initialStreamWindowSize = 0
-            let connection = try EmbeddedHTTP2Connection(clientLimits: client) { $0.session.initialStreamWindowSize = 0 }
+            let connection = try EmbeddedHTTP2Connection(clientLimits: client) {
+                $0.session.initialStreamWindowSize = 0
+            }
             defer { connection.finish() }
             try connection.handshake()
             let stream = try connection.client.post("/refused", body: ByteBuffer(repeating: 0x41, count: 1024))
             try connection.sendClientBytes()
             let frames = try connection.serverFrames().filter { $0.streamID == UInt32(stream) }
             connection.advance(by: .seconds(31))
-            return (connection.handler.requestTimer != nil, frames.map(\.kind) == [.headers], connection.channel.isActive)
+            return (
+                connection.handler.requestTimer != nil, frames.map(\.kind) == [.headers], connection.channel.isActive
+            )
         }
-        let result = try #require(outcome, "moving the clock past the request timeout did not return: the timer fires again and again")
+        let result = try #require(
+            outcome,
+            "moving the clock past the request timeout did not return: the timer fires again and again"
+        )
         let (timer, onlyHeaders, active) = try result.get()
         #expect(onlyHeaders, "the 403's body waits for the client's window")
         #expect(!timer)
         #expect(active)
     }
 
-    @Test("a request reset at the request timeout while the peer reads nothing arms no timer again; its RST_STREAM leaves once the channel is writable")
+    @Test(
+        "a request reset at the request timeout while the peer reads nothing arms no timer again; its RST_STREAM leaves once the channel is writable"
+    )
     func resetRequestArmsNoTimer() throws {
         let statistics = ConnectionStatistics()
         let outcome = Self.returns(within: 20) { () throws -> (timer: Bool, reset: UInt32?) in
             // The window lets 16 KiB of a 64 KiB body through: the request stays arriving.
-            let connection = try EmbeddedHTTP2Connection(statistics: statistics) { $0.session.initialStreamWindowSize = 16 * 1024 }
+            let connection = try EmbeddedHTTP2Connection(statistics: statistics) {
+                $0.session.initialStreamWindowSize = 16 * 1024
+            }
             defer { connection.finish() }
             try connection.handshake()
             let stream = try connection.client.post("/upload", body: ByteBuffer(repeating: 0x41, count: 64 * 1024))
@@ -403,7 +446,10 @@ struct HTTP2ServerHandlerEmbeddedTests {
             let reset = try connection.serverFrames().first { $0.streamID == UInt32(stream) && $0.kind == .rstStream }
             return (timer, reset?.resetErrorCode)
         }
-        let result = try #require(outcome, "moving the clock past the request timeout did not return: the timer fires again and again")
+        let result = try #require(
+            outcome,
+            "moving the clock past the request timeout did not return: the timer fires again and again"
+        )
         let (timer, reset) = try result.get()
         #expect(!timer)
         #expect(reset == NGHTTP2_CANCEL.rawValue)
@@ -413,7 +459,10 @@ struct HTTP2ServerHandlerEmbeddedTests {
     /// Runs `body` on a thread of its own (an EmbeddedEventLoop belongs to the thread that made
     /// it) and returns what it returned, or nil if it has not returned within `seconds`: a timer
     /// that keeps firing keeps `advanceTime` from ever returning, and the test must fail, not hang.
-    private static func returns<T: Sendable>(within seconds: Int, _ body: @escaping @Sendable () throws -> T) -> Result<T, any Error>? {
+    private static func returns<T: Sendable>(
+        within seconds: Int,
+        _ body: @escaping @Sendable () throws -> T
+    ) -> Result<T, any Error>? {
         let result = NIOLockedValueBox<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread {

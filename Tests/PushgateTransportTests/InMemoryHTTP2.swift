@@ -4,8 +4,9 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
-@testable import PushgateTransport
 import PushgateTestKit
+
+@testable import PushgateTransport
 
 /// The peer of a handler under test: an nghttp2 session in memory (a client for the server
 /// handler, a server for the client handler), whose bytes the test carries by hand. It answers

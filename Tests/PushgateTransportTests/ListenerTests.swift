@@ -59,7 +59,9 @@ struct ListenerTests {
         }
     }
 
-    @Test("HTTP/1.1 targets in absolute form are served as their origin form, their authority taking Host's place (RFC 9112 3.2.2)")
+    @Test(
+        "HTTP/1.1 targets in absolute form are served as their origin form, their authority taking Host's place (RFC 9112 3.2.2)"
+    )
     func http1AbsoluteForm() async throws {
         try await withTestServer { server in
             for (target, expected) in [
@@ -114,12 +116,16 @@ struct ListenerTests {
             let healthy = try await server.connect()
             let raw = try await RawConnection.connect(port: server.port, group: server.group)
             // A valid preface, then a frame header claiming a 16 MiB HEADERS frame on stream 0.
-            try await raw.send(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0xFF, 0xFF, 0xFF, 0x01, 0x04, 0, 0, 0, 0] + Array(repeating: 0x41, count: 64))
+            try await raw.send(
+                Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0xFF, 0xFF, 0xFF, 0x01, 0x04, 0, 0, 0, 0]
+                    + Array(repeating: 0x41, count: 64)
+            )
             var received = try await raw.receiveUntilClosed()
             // Server SETTINGS first, then a GOAWAY frame (type 7) somewhere after it.
             var sawGoAway = false
             while received.readableBytes >= 9 {
-                let length = Int(received.getInteger(at: received.readerIndex, as: UInt16.self)!) << 8
+                let length =
+                    Int(received.getInteger(at: received.readerIndex, as: UInt16.self)!) << 8
                     | Int(received.getInteger(at: received.readerIndex + 2, as: UInt8.self)!)
                 let type = received.getInteger(at: received.readerIndex + 3, as: UInt8.self)!
                 if type == 7 { sawGoAway = true }
@@ -163,13 +169,17 @@ struct AbuseTests {
         }) { server in
             let raw = try await RawConnection.connect(port: server.port, group: server.group)
             // Preface, empty SETTINGS, then HEADERS (END_HEADERS, no END_STREAM) for POST /echo.
-            let block: [UInt8] = [0x83, 0x86, 0x44, 0x05] + Array("/echo".utf8) + [0x01, 0x09] + Array("localhost".utf8)
+            let block: [UInt8] =
+                [0x83, 0x86, 0x44, 0x05] + Array("/echo".utf8) + [0x01, 0x09] + Array("localhost".utf8)
             let headers: [UInt8] = [0, 0, UInt8(block.count), 0x01, 0x04, 0, 0, 0, 1] + block
-            try await raw.send(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 0x04, 0, 0, 0, 0, 0] + headers)
+            try await raw.send(
+                Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 0x04, 0, 0, 0, 0, 0] + headers
+            )
             var received = try await raw.receiveUntilClosed()
             var resetStream1 = false
             while received.readableBytes >= 9 {
-                let length = Int(received.getInteger(at: received.readerIndex, as: UInt16.self)!) << 8
+                let length =
+                    Int(received.getInteger(at: received.readerIndex, as: UInt16.self)!) << 8
                     | Int(received.getInteger(at: received.readerIndex + 2, as: UInt8.self)!)
                 let type = received.getInteger(at: received.readerIndex + 3, as: UInt8.self)!
                 let stream = received.getInteger(at: received.readerIndex + 5, as: UInt32.self)! & 0x7FFF_FFFF
@@ -194,7 +204,9 @@ struct AbuseTests {
                 for _ in 0..<10 {
                     group.addTask {
                         do {
-                            let response = try await connection.send(HTTPClientRequest(method: "POST", path: "/echo", body: body))
+                            let response = try await connection.send(
+                                HTTPClientRequest(method: "POST", path: "/echo", body: body)
+                            )
                             return response.status == 200 && response.body == body ? "ok" : "bad \(response.status)"
                         } catch HTTP2ClientError.refused {
                             return "refused"
@@ -214,12 +226,17 @@ struct AbuseTests {
         }
     }
 
-    @Test("HTTP/1.1: a body that does not fit in the server's budget gets 503 with retry-after, the connection closes, the budget is whole again; a request without a body is served")
+    @Test(
+        "HTTP/1.1: a body that does not fit in the server's budget gets 503 with retry-after, the connection closes, the budget is whole again; a request without a body is served"
+    )
     func http1BodyBudget() async throws {
         let budget = RequestBodyBudget(limit: 1024)
         try await withTestServer(configure: { $0.requestBodyBudget = budget }) { server in
             let raw = try await RawConnection.connect(port: server.port, group: server.group)
-            try await raw.send("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2000\r\n\r\n" + String(repeating: "x", count: 2000))
+            try await raw.send(
+                "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2000\r\n\r\n"
+                    + String(repeating: "x", count: 2000)
+            )
             let text = String(buffer: try await raw.receiveUntilClosed())
             #expect(text.hasPrefix("HTTP/1.1 503"), "\(text)")
             #expect(text.lowercased().contains("retry-after: 1\r\n"), "\(text)")

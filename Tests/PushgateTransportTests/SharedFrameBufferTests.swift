@@ -1,8 +1,9 @@
 import CNGHTTP2
 import NIOCore
 import NIOPosix
-@testable import PushgateTransport
 import Testing
+
+@testable import PushgateTransport
 
 @Suite("Server sessions of one event loop share nghttp2's frame buffer", .timeLimit(.minutes(1)))
 struct SharedFrameBufferTests {
@@ -15,7 +16,12 @@ struct SharedFrameBufferTests {
         func sharedBuffers(on loop: any EventLoop) async throws -> [ObjectIdentifier?] {
             try await loop.submit {
                 let sessions = try (0..<2).map { _ in
-                    try NGHTTP2Session(role: .server, limits: HTTP2SessionLimits(), sharingFrameBuffer: true, delegate: delegate)
+                    try NGHTTP2Session(
+                        role: .server,
+                        limits: HTTP2SessionLimits(),
+                        sharingFrameBuffer: true,
+                        delegate: delegate
+                    )
                 }
                 return sessions.map { $0.sharedFrameBuffer.map(ObjectIdentifier.init) }
             }.get()
@@ -28,7 +34,12 @@ struct SharedFrameBufferTests {
         let second = try await sharedBuffers(on: loops[1])
         #expect(second[0] != nil && second[0] != first[0])
 
-        let offLoop = try NGHTTP2Session(role: .server, limits: HTTP2SessionLimits(), sharingFrameBuffer: true, delegate: delegate)
+        let offLoop = try NGHTTP2Session(
+            role: .server,
+            limits: HTTP2SessionLimits(),
+            sharingFrameBuffer: true,
+            delegate: delegate
+        )
         #expect(offLoop.sharedFrameBuffer == nil)
         try await group.shutdownGracefully()
     }

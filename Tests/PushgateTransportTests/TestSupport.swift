@@ -21,7 +21,11 @@ enum Fixtures {
         )
     }
 
-    static func clientContext(certificate: String? = nil, alpn: [String] = ["h2"], trustRoots: String = "ca.pem") throws -> TLSContext {
+    static func clientContext(
+        certificate: String? = nil,
+        alpn: [String] = ["h2"],
+        trustRoots: String = "ca.pem"
+    ) throws -> TLSContext {
         try TLSContext.client(
             TLSClientConfiguration(
                 trustRootsPath: tls(trustRoots),
@@ -110,14 +114,18 @@ struct TestApplication: HTTPServerHandler {
             let count = Int(query.dropFirst(2)) ?? 0
             responder.respond(HTTPServerResponse(status: 200, body: Self.pattern(count)))
         case ("GET", "/target"):
-            responder.respond(HTTPServerResponse(status: 200, text: "path=\(request.path) authority=\(request.authority ?? "none")"))
+            responder.respond(
+                HTTPServerResponse(status: 200, text: "path=\(request.path) authority=\(request.authority ?? "none")")
+            )
         case ("GET", "/conn"):
             let info = request.connection
-            let text = "version=\(info.httpVersion.rawValue) tls=\(info.isTLS) alpn=\(info.negotiatedProtocol ?? "none") uid=\(info.peerCertificate?.userID ?? "none")"
+            let text =
+                "version=\(info.httpVersion.rawValue) tls=\(info.isTLS) alpn=\(info.negotiatedProtocol ?? "none") uid=\(info.peerCertificate?.userID ?? "none")"
             responder.respond(HTTPServerResponse(status: 200, text: text))
         case ("GET", "/stream"):
             let hooks = self.hooks
-            responder.startStream(ResponseHead(status: 200, headers: ["content-type": "text/event-stream"])).whenSuccess { writer in
+            responder.startStream(ResponseHead(status: 200, headers: ["content-type": "text/event-stream"])).whenSuccess
+            { writer in
                 writer.onClose = { hooks.streamClosed.succeed($0) }
                 hooks.streamWriter.succeed(writer)
             }
@@ -234,12 +242,16 @@ func withTestServer(
     configure(&configuration)
     var listeners: [ListenerConfiguration] = cleartext ? [ListenerConfiguration(host: "127.0.0.1", port: 0)] : []
     listeners += tls.map { ListenerConfiguration(host: "127.0.0.1", port: 0, tls: TLSContextSource($0)) }
-    let logger = logger ?? {
-        var logger = Logger(label: "test")
-        // PUSHGATE_TEST_LOG=debug shows the server's logs when a test needs explaining.
-        logger.logLevel = ProcessInfo.processInfo.environment["PUSHGATE_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
-        return logger
-    }()
+    let logger =
+        logger
+        ?? {
+            var logger = Logger(label: "test")
+            // PUSHGATE_TEST_LOG=debug shows the server's logs when a test needs explaining.
+            logger.logLevel =
+                ProcessInfo.processInfo.environment["PUSHGATE_TEST_LOG"].flatMap(Logger.Level.init(rawValue:))
+                ?? .critical
+            return logger
+        }()
     let server = HTTPServer(
         listeners: listeners,
         configuration: configuration,

@@ -71,10 +71,12 @@ public struct DeviceInspection: Sendable, Equatable {
         }
 
         public static func == (lhs: Fetch, rhs: Fetch) -> Bool {
-            lhs.score == rhs.score && lhs.results == rhs.results && lhs.configuredRefillPerHour == rhs.configuredRefillPerHour
+            lhs.score == rhs.score && lhs.results == rhs.results
+                && lhs.configuredRefillPerHour == rhs.configuredRefillPerHour
                 && lhs.minRefillPerHour == rhs.minRefillPerHour && lhs.penaltyUntil == rhs.penaltyUntil
                 && lhs.interval == rhs.interval && lhs.intervalReadyAt == rhs.intervalReadyAt
-                && lhs.openWindows.map(\.seq) == rhs.openWindows.map(\.seq) && lhs.openWindows.map(\.until) == rhs.openWindows.map(\.until)
+                && lhs.openWindows.map(\.seq) == rhs.openWindows.map(\.seq)
+                && lhs.openWindows.map(\.until) == rhs.openWindows.map(\.until)
         }
     }
 

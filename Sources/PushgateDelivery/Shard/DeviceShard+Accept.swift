@@ -34,7 +34,10 @@ extension DeviceShard {
         let latest = now + configuration.maxExpirationMillis
         switch expiration {
         case .defaultLifetime:
-            expiresAt = min(now + scheduler.configuration.policy(forTopic: registration.topic).defaultExpirationMillis, latest)
+            expiresAt = min(
+                now + scheduler.configuration.policy(forTopic: registration.topic).defaultExpirationMillis,
+                latest
+            )
         case .immediately:
             expiresAt = now + configuration.immediateGraceMillis
         case .at(let seconds):
@@ -74,7 +77,8 @@ extension DeviceShard {
         )
         record.push.topic = registration.topic  // the shard's copy (equal, checked above)
         let nowOrNever = expiration == .immediately
-        guard let acceptance = scheduler.accept(SchedulerPush(record, app: app, nowOrNever: nowOrNever), now: now) else {
+        guard let acceptance = scheduler.accept(SchedulerPush(record, app: app, nowOrNever: nowOrNever), now: now)
+        else {
             promise.fail(Refusal(.internalServerError, "the scheduler does not know this registration"))
             return
         }
@@ -104,8 +108,10 @@ extension DeviceShard {
                 // the device may be handling it (a review saw `coalesced` answered while both
                 // were redelivered and nothing was counted).
                 let unsent = device.queue.dropFirst(device.deliveredCount)
-                for entry in unsent where !entry.sent && entry.committed && entry.record.push.deviceToken == record.push.deviceToken
-                    && entry.record.push.collapseID == collapseID {
+                for entry in unsent
+                where !entry.sent && entry.committed && entry.record.push.deviceToken == record.push.deviceToken
+                    && entry.record.push.collapseID == collapseID
+                {
                     replacing.insert(entry.record.acceptanceID)
                 }
                 if !replacing.isEmpty { commands.append(.remove(acceptanceIDs: replacing.sorted())) }
@@ -117,7 +123,9 @@ extension DeviceShard {
         case .held, .coalesced:
             commands.append(.enqueue(record))
             held[record.acceptanceID] = record
-            if let observer, observer.isListening { heldUnannounced[record.acceptanceID] = (record, acceptance.emptyBudget) }
+            if let observer, observer.isListening {
+                heldUnannounced[record.acceptanceID] = (record, acceptance.emptyBudget)
+            }
             enteredMemory(record)
             device.heldCount += 1
             disposition = acceptance.disposition

@@ -16,7 +16,9 @@ extension DeviceShard {
             let record = entry.record
             guard let seq = record.seq, let app = registrations[record.push.deviceToken]?.app else { continue }
             if scheduler.openFetchWindow(app: app, seq: seq, now: now) {
-                records.append(FetchWindowRecord(deviceID: device.id, seq: seq, token: record.push.deviceToken, openedAt: now))
+                records.append(
+                    FetchWindowRecord(deviceID: device.id, seq: seq, token: record.push.deviceToken, openedAt: now)
+                )
             } else if scheduler.openFetchWindows(device: device.handle).count >= Scheduler.openWindowsPerDevice {
                 counters.recordFetchWindowOverflow()
             }
@@ -76,7 +78,12 @@ extension DeviceShard {
                     // A window that ended while the commit ran has timed out here meanwhile;
                     // the disk then holds the report and memory the timeout, until the app's
                     // next save.
-                    if case .open = scheduler.reportFetchResult(device: device.handle, seq: seq, result: result, now: now) {
+                    if case .open = scheduler.reportFetchResult(
+                        device: device.handle,
+                        seq: seq,
+                        result: result,
+                        now: now
+                    ) {
                         counters.fetchResults.add(result)
                     }
                 }
@@ -107,26 +114,39 @@ extension DeviceShard {
         case .open(let app, let until) where until > now:
             return .success(app)
         case .open(_, let until), .timedOut(let until):
-            return .failure(Refusal(
-                .badFetchResult,
-                "the fetch window of seq \(seq) ended at \(until) (milliseconds since the epoch) without a report and counted as a timeout; report within fetchWindowSeconds of receiving the push"
-            ))
+            return .failure(
+                Refusal(
+                    .badFetchResult,
+                    "the fetch window of seq \(seq) ended at \(until) (milliseconds since the epoch) without a report and counted as a timeout; report within fetchWindowSeconds of receiving the push"
+                )
+            )
         case .reported(let result):
-            return .failure(Refusal(.badFetchResult, "the result of seq \(seq) was already reported (\(result.rawValue)); report each once"))
+            return .failure(
+                Refusal(
+                    .badFetchResult,
+                    "the result of seq \(seq) was already reported (\(result.rawValue)); report each once"
+                )
+            )
         case .none:
             if seq == 0 || seq >= device.nextSeq {
                 return .failure(Refusal(.badFetchResult, "seq \(seq) was never sent to this device"))
             }
-            if let queued = device.queue.first(where: { $0.seq == seq }), queued.record.push.pushType.pushClass != .silent {
-                return .failure(Refusal(
-                    .badFetchResult,
-                    "seq \(seq) is not a silent push (its push type is \(queued.record.push.pushType.rawValue)): only silent (background) pushes open a fetch window"
-                ))
+            if let queued = device.queue.first(where: { $0.seq == seq }),
+                queued.record.push.pushType.pushClass != .silent
+            {
+                return .failure(
+                    Refusal(
+                        .badFetchResult,
+                        "seq \(seq) is not a silent push (its push type is \(queued.record.push.pushType.rawValue)): only silent (background) pushes open a fetch window"
+                    )
+                )
             }
-            return .failure(Refusal(
-                .badFetchResult,
-                "seq \(seq) has no fetch window: it was not a silent push, or its window closed long ago"
-            ))
+            return .failure(
+                Refusal(
+                    .badFetchResult,
+                    "seq \(seq) has no fetch window: it was not a silent push, or its window closed long ago"
+                )
+            )
         }
     }
 
@@ -176,11 +196,17 @@ extension DeviceShard {
 
     func load(fetchStates records: [FetchStateRecord]) {
         for record in records {
-            guard let app = registrations[record.token]?.app, let history = FetchHistory(packed: record.results, count: record.resultCount)
+            guard let app = registrations[record.token]?.app,
+                let history = FetchHistory(packed: record.results, count: record.resultCount)
             else { continue }
             scheduler.restoreFetchState(
                 app: app,
-                FetchSnapshot(history: history, penaltyUntil: record.penaltyUntil, interval: record.interval, lastBudgetAt: record.lastBudgetAt)
+                FetchSnapshot(
+                    history: history,
+                    penaltyUntil: record.penaltyUntil,
+                    interval: record.interval,
+                    lastBudgetAt: record.lastBudgetAt
+                )
             )
         }
         _ = scheduler.drainDirtyFetchStates()
@@ -201,13 +227,15 @@ extension DeviceShard {
                 continue
             }
             guard let app = registrations[record.token]?.app,
-                  scheduler.restoreFetchWindow(app: app, seq: record.seq, openedAt: record.openedAt)
+                scheduler.restoreFetchWindow(app: app, seq: record.seq, openedAt: record.openedAt)
             else {
                 orphans[record.deviceID, default: []].append(record.seq)
                 continue
             }
         }
-        let commands = orphans.sorted { $0.key < $1.key }.map { StoreCommand.forgetFetchWindows(deviceID: $0.key, seqs: $0.value) }
+        let commands = orphans.sorted { $0.key < $1.key }.map {
+            StoreCommand.forgetFetchWindows(deviceID: $0.key, seqs: $0.value)
+        }
         if !commands.isEmpty { commit(commands) { _ in } }
         armSchedulerTimer()
     }

@@ -66,7 +66,11 @@ extension DeviceShard {
             leaders.insert(device, at: position)
         }
         overview.topHeldDevices = leaders.map { device in
-            DeliveryOverview.HeldDevice(deviceID: device.id, held: device.heldCount, oldestHeldAcceptedAt: oldestHeld(of: device) ?? 0)
+            DeliveryOverview.HeldDevice(
+                deviceID: device.id,
+                held: device.heldCount,
+                oldestHeldAcceptedAt: oldestHeld(of: device) ?? 0
+            )
         }
         overview.heldDevicesTruncated = holding > deviceLimit
         return overview
@@ -81,7 +85,7 @@ extension DeviceShard {
         var oldest: Int64?
         for token in device.tokensByTopic.values {
             guard let app = registrations[token]?.app, let first = scheduler.heldPushes(app: app)?.map(\.id).min(),
-                  let acceptedAt = held[first]?.acceptedAt
+                let acceptedAt = held[first]?.acceptedAt
             else { continue }
             oldest = min(oldest ?? acceptedAt, acceptedAt)
         }
@@ -106,7 +110,7 @@ extension DeviceShard {
         var waiting: [DeviceInspection.Waiting] = []
         for (topic, token) in device.tokensByTopic.sorted(by: { $0.key < $1.key }) {
             guard let app = registrations[token]?.app, let policy = scheduler.policy(of: app),
-                  let figures = scheduler.fetchFigures(app: app, now: now)
+                let figures = scheduler.fetchFigures(app: app, now: now)
             else { continue }
             let appBucket = bucket(
                 scheduler.bucket(app: app, now: now),
@@ -125,7 +129,13 @@ extension DeviceShard {
                 openWindows: windows.filter { $0.app == app }.map { ($0.seq, $0.until) }
             )
             registrationViews.append(
-                .init(token: token, topic: topic, appState: scheduler.appState(app) ?? .background, bucket: appBucket, fetch: fetch)
+                .init(
+                    token: token,
+                    topic: topic,
+                    appState: scheduler.appState(app) ?? .background,
+                    bucket: appBucket,
+                    fetch: fetch
+                )
             )
             for push in scheduler.heldPushes(app: app) ?? [] {
                 guard let record = held[push.id] else { continue }
@@ -154,11 +164,25 @@ extension DeviceShard {
         }
         for (index, entry) in device.queue.enumerated() {
             if index < device.deliveredCount || entry.sentInKeepalive {
-                waiting.append(.init(notification: entry.record, state: .unacked, reason: .awaitingAck(inKeepaliveResponse: entry.sentInKeepalive)))
+                waiting.append(
+                    .init(
+                        notification: entry.record,
+                        state: .unacked,
+                        reason: .awaitingAck(inKeepaliveResponse: entry.sentInKeepalive)
+                    )
+                )
             } else if !connected {
-                waiting.append(.init(notification: entry.record, state: .stored, reason: .offline(since: device.offlineSince)))
+                waiting.append(
+                    .init(notification: entry.record, state: .stored, reason: .offline(since: device.offlineSince))
+                )
             } else {
-                waiting.append(.init(notification: entry.record, state: .stored, reason: .behindUnackedWindow(unackedBytes: device.unackedBytes)))
+                waiting.append(
+                    .init(
+                        notification: entry.record,
+                        state: .stored,
+                        reason: .behindUnackedWindow(unackedBytes: device.unackedBytes)
+                    )
+                )
             }
         }
         waiting.sort { $0.notification.acceptanceID < $1.notification.acceptanceID }
@@ -177,7 +201,12 @@ extension DeviceShard {
     /// `nextTokenAt`: when the bucket next holds a whole token (now when it does); the bucket's
     /// next token is shown only while it is not full, and then it is the next whole token above
     /// the level, which is the scheduler's answer only when the level is below one.
-    private func bucket(_ snapshot: BucketSnapshot?, capacity: Int, refillPerHour: Double, nextTokenAt: Int64) -> DeviceInspection.Bucket {
+    private func bucket(
+        _ snapshot: BucketSnapshot?,
+        capacity: Int,
+        refillPerHour: Double,
+        nextTokenAt: Int64
+    ) -> DeviceInspection.Bucket {
         let unit = Int64(BucketSnapshot.unitsPerToken)
         let level = Int64(snapshot?.level ?? 0)
         let nextWhole = (level / unit + 1) * unit

@@ -50,7 +50,9 @@ extension DeviceShard {
             let snapshot = BucketSnapshot(level: record.level, at: record.at)
             if record.key.hasPrefix("device:"), let device = devices[String(record.key.dropFirst("device:".count))] {
                 scheduler.restoreBucket(device: device.handle, snapshot)
-            } else if record.key.hasPrefix("app:"), let app = registrations[String(record.key.dropFirst("app:".count))]?.app {
+            } else if record.key.hasPrefix("app:"),
+                let app = registrations[String(record.key.dropFirst("app:".count))]?.app
+            {
                 scheduler.restoreBucket(app: app, snapshot)
             }
         }
@@ -81,7 +83,7 @@ extension DeviceShard {
                 continue
             }
             if let app = registrations[record.push.deviceToken]?.app,
-                      scheduler.restoreHeld(SchedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
+                scheduler.restoreHeld(SchedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
             {
                 held[record.acceptanceID] = record
                 enteredMemory(record)

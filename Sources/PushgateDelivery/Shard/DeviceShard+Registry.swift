@@ -45,10 +45,12 @@ extension DeviceShard {
             return
         }
         guard device.tokensByTopic.count < configuration.maxRegistrationsPerDevice else {
-            promise.fail(Refusal(
-                .tooManyRegistrations,
-                "the device has \(device.tokensByTopic.count) registrations, the most it may have (maxRegistrationsPerDevice); unregister an app before registering another"
-            ))
+            promise.fail(
+                Refusal(
+                    .tooManyRegistrations,
+                    "the device has \(device.tokensByTopic.count) registrations, the most it may have (maxRegistrationsPerDevice); unregister an app before registering another"
+                )
+            )
             return
         }
         let token: String
@@ -62,7 +64,12 @@ extension DeviceShard {
         let record = RegistrationRecord(token: token, deviceID: deviceID, topic: topic, createdAt: clock.nowMillis())
         let app = scheduler.addApp(device: device.handle, topic: topic)
         if let app { appTokens[app] = token }
-        registrations[token] = RegistrationState(deviceID: deviceID, topic: topic, app: app, committing: promise.futureResult)
+        registrations[token] = RegistrationState(
+            deviceID: deviceID,
+            topic: topic,
+            app: app,
+            committing: promise.futureResult
+        )
         device.tokensByTopic[topic] = token
         commit([.register(record)]) { [self] result in
             switch result {
@@ -88,7 +95,7 @@ extension DeviceShard {
             return
         }
         guard var registration = registrations[token], registration.deviceID == deviceID,
-              registration.unregisteredAt == nil
+            registration.unregisteredAt == nil
         else {
             promise.fail(
                 Refusal(.notFound, "no active registration \(token) on this device")
@@ -136,7 +143,9 @@ extension DeviceShard {
         device.stream?.sink?.finish()
         setStream(nil, of: device)
         // Every notification of the device goes, held ones included.
-        let acceptanceIDs = device.queue.map(\.record.acceptanceID) + forgetHeld(scheduler.removeDevice(device.handle)).map(\.acceptanceID)
+        let acceptanceIDs =
+            device.queue.map(\.record.acceptanceID)
+            + forgetHeld(scheduler.removeDevice(device.handle)).map(\.acceptanceID)
         deviceIDs[device.handle] = nil
         // Dropped undelivered: one sent (on a stream or in a keep-alive's response) reached the
         // device and only its ack is missing.
@@ -145,7 +154,9 @@ extension DeviceShard {
         devices[deviceID] = nil
         withQueue[deviceID] = nil
         commit([.deleteDevice(id: deviceID, at: now, acceptanceIDs: acceptanceIDs)]) { [self] result in
-            if case .success = result { logDevice("device deleted", deviceID, ["notifications.removed": "\(acceptanceIDs.count)"]) }
+            if case .success = result {
+                logDevice("device deleted", deviceID, ["notifications.removed": "\(acceptanceIDs.count)"])
+            }
             promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
     }

@@ -100,7 +100,8 @@ extension DeviceShard {
     /// Adds the bucket levels the scheduler changed, commits, then marks the new queue entries
     /// committed and writes them; a failed commit takes them back out of the queues, and the
     /// released held pushes among them (still held on disk) are held again (`holdAgain`).
-    func finish(_ commands: [StoreCommand], entries: [QueuedEntry], then: @escaping (Result<Void, StoreError>) -> Void) {
+    func finish(_ commands: [StoreCommand], entries: [QueuedEntry], then: @escaping (Result<Void, StoreError>) -> Void)
+    {
         var commands = commands
         if let buckets = bucketCommand() { commands.append(buckets) }
         if let fetchStates = fetchStateCommand() { commands.append(fetchStates) }
@@ -113,7 +114,7 @@ extension DeviceShard {
             let now = clock.nowMillis()
             for entry in entries {
                 guard let device = devices[entry.deviceID],
-                      let index = device.queue.lastIndex(where: { $0.seq == entry.seq })
+                    let index = device.queue.lastIndex(where: { $0.seq == entry.seq })
                 else { continue }
                 switch result {
                 case .success:
@@ -148,7 +149,7 @@ extension DeviceShard {
     /// event) instead of waiting for a restart.
     func holdAgain(_ record: AcceptedPush) {
         guard let device = devices[record.deviceID], let app = registrations[record.push.deviceToken]?.app,
-              scheduler.restoreHeld(SchedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
+            scheduler.restoreHeld(SchedulerPush(record, app: app, nowOrNever: false), acceptedAt: record.acceptedAt)
         else { return }
         held[record.acceptanceID] = record
         enteredMemory(record)
@@ -174,11 +175,15 @@ extension DeviceShard {
         records.reserveCapacity(dirty.devices.count + dirty.apps.count)
         for change in dirty.devices {
             guard let id = deviceIDs[change.handle] else { continue }
-            records.append(BucketRecord(key: BucketRecord.deviceKey(id), level: change.bucket.level, at: change.bucket.at))
+            records.append(
+                BucketRecord(key: BucketRecord.deviceKey(id), level: change.bucket.level, at: change.bucket.at)
+            )
         }
         for change in dirty.apps {
             guard let token = appTokens[change.handle] else { continue }
-            records.append(BucketRecord(key: BucketRecord.appKey(token), level: change.bucket.level, at: change.bucket.at))
+            records.append(
+                BucketRecord(key: BucketRecord.appKey(token), level: change.bucket.level, at: change.bucket.at)
+            )
         }
         return records.isEmpty ? nil : .saveBuckets(records)
     }

@@ -63,7 +63,9 @@ extension DeviceShard {
 
     /// The stream ended, or its head could not be sent. A newer stream is left alone.
     func close(deviceID: String, generation: UInt64) {
-        guard let device = devices[deviceID], let stream = device.stream, stream.generation == generation else { return }
+        guard let device = devices[deviceID], let stream = device.stream, stream.generation == generation else {
+            return
+        }
         logDevice("event stream closed", deviceID)
         disconnect(device)
     }
@@ -99,7 +101,12 @@ extension DeviceShard {
     /// agent may resume with a keep-alive's seq, newer than a stored push still waiting: that
     /// push was deleted unseen), but acks those read from the store at start, which an earlier
     /// process may have sent on the stream being resumed.
-    private func acknowledge(_ device: DeviceState, upTo requested: UInt64, onlySent: Bool, promise: EventLoopPromise<Void>?) {
+    private func acknowledge(
+        _ device: DeviceState,
+        upTo requested: UInt64,
+        onlySent: Bool,
+        promise: EventLoopPromise<Void>?
+    ) {
         var upTo = min(requested, device.nextSeq - 1)
         // Everything before `deliveredCount` went out on this stream or in a keep-alive.
         var index = device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)
@@ -120,7 +127,9 @@ extension DeviceShard {
             leftMemory(first.record)
             removed.append(first.record.acceptanceID)
             // A closed window goes with its push; an open one stays until its result or end.
-            if first.windowOpened, !scheduler.isFetchWindowOpen(device: device.handle, seq: first.seq) { windows.append(first.seq) }
+            if first.windowOpened, !scheduler.isFetchWindowOpen(device: device.handle, seq: first.seq) {
+                windows.append(first.seq)
+            }
             if device.deliveredCount > 0 {
                 device.deliveredCount -= 1
                 device.unackedBytes -= first.eventSize
@@ -140,7 +149,9 @@ extension DeviceShard {
         // for can be the next one made for a push. If it fails, memory stays as it is (the device
         // has these notifications) and the next ack carries the deletions to the disk.
         let committed = eventLoop.makePromise(of: Void.self)
-        promise?.completeWith(EventLoopFuture.andAllSucceed(device.ackCommitsInFlight + [committed.futureResult], on: eventLoop))
+        promise?.completeWith(
+            EventLoopFuture.andAllSucceed(device.ackCommitsInFlight + [committed.futureResult], on: eventLoop)
+        )
         device.ackCommitsInFlight.append(committed.futureResult)
         commit(commands, urgency: .deferrable) { [self] result in
             if case .failure = result, devices[device.id] === device {

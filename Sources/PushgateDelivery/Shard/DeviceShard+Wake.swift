@@ -33,7 +33,11 @@ extension DeviceShard {
                 let entries = released.compactMap { record in device.queue.last { $0.seq == record.seq } }
                 openFetchWindows(entries, on: device, now: now)
                 let policy = scheduler.configuration
-                promise.succeed(released.map { KeepaliveRelease(notification: $0, fetchWindowSeconds: policy.fetchWindowSeconds(of: $0)) })
+                promise.succeed(
+                    released.map {
+                        KeepaliveRelease(notification: $0, fetchWindowSeconds: policy.fetchWindowSeconds(of: $0))
+                    }
+                )
             case .failure(let error):
                 promise.fail(Refusal.storeFailed(error))
             }
@@ -84,7 +88,11 @@ extension DeviceShard {
             commands.append(.setAppState(token: target.token, state: applied))
         }
         if let power {
-            _ = apply(scheduler.setPower(device.handle, power, now: clock.nowMillis()), into: &commands, entries: &entries)
+            _ = apply(
+                scheduler.setPower(device.handle, power, now: clock.nowMillis()),
+                into: &commands,
+                entries: &entries
+            )
         }
         finish(commands, entries: entries) { result in
             promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })

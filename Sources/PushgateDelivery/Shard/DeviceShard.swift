@@ -117,7 +117,8 @@ final class DeviceShard {
         logger.debug(
             "push dropped",
             metadata: [
-                LogMetadataKey.apnsID: "\(record.push.apnsID)", LogMetadataKey.device: "\(record.deviceID)", "push.drop_reason": "\(reason.rawValue)",
+                LogMetadataKey.apnsID: "\(record.push.apnsID)", LogMetadataKey.device: "\(record.deviceID)",
+                "push.drop_reason": "\(reason.rawValue)",
             ]
         )
     }
@@ -129,7 +130,11 @@ final class DeviceShard {
     }
 
     /// A line about one device (debug: per request, not per push).
-    func logDevice(_ message: @autoclosure () -> Logger.Message, _ device: String, _ metadata: @autoclosure () -> Logger.Metadata = [:]) {
+    func logDevice(
+        _ message: @autoclosure () -> Logger.Message,
+        _ device: String,
+        _ metadata: @autoclosure () -> Logger.Metadata = [:]
+    ) {
         logger.debug(message(), metadata: metadata().merging([LogMetadataKey.device: "\(device)"]) { $1 })
     }
 

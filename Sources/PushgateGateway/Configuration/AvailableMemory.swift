@@ -6,19 +6,19 @@ import Foundation
 func availableMemoryBytes() -> Int? {
     var limits: [Int] = []
     if let meminfo = try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8),
-       let line = meminfo.split(separator: "\n").first(where: { $0.hasPrefix("MemTotal:") }),
-       let kibibytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        let line = meminfo.split(separator: "\n").first(where: { $0.hasPrefix("MemTotal:") }),
+        let kibibytes = Int(line.split(separator: " ").dropFirst().first ?? "")
     {
         limits.append(kibibytes * 1024)
     }
     if let cgroup = try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8),
-       let line = cgroup.split(separator: "\n").first(where: { $0.hasPrefix("0::") })
+        let line = cgroup.split(separator: "\n").first(where: { $0.hasPrefix("0::") })
     {
         var path = String(line.dropFirst(3))
         while true {
             let file = "/sys/fs/cgroup" + (path == "/" ? "" : path) + "/memory.max"
             if let text = try? String(contentsOfFile: file, encoding: .utf8),
-               let bytes = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+                let bytes = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
             {
                 limits.append(bytes)
             }

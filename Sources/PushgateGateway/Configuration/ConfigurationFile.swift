@@ -1,5 +1,5 @@
-import PushgateModel
 import Foundation
+import PushgateModel
 
 /// The configuration file (`--config`, `PUSHGATE_CONFIG`): one JSON object with a key for every
 /// setting of `Settings.all` (`scheduler.appBurst` is `{"scheduler": {"appBurst": 3}}`), and a
@@ -41,15 +41,26 @@ public struct ConfigurationFile: Sendable {
             throw SettingError(place: "\(path):\(error.position)", problem: "not valid JSON: \(error.problem)")
         }
         guard case .object(let members) = root.value else {
-            throw SettingError(place: "\(path):\(root.position)", problem: "must be a JSON object ({...}), not \(root.kindName)")
+            throw SettingError(
+                place: "\(path):\(root.position)",
+                problem: "must be a JSON object ({...}), not \(root.kindName)"
+            )
         }
-        return ConfigurationFile(path: path, directory: URL(fileURLWithPath: path).deletingLastPathComponent().path, members: members)
+        return ConfigurationFile(
+            path: path,
+            directory: URL(fileURLWithPath: path).deletingLastPathComponent().path,
+            members: members
+        )
     }
 
     /// The member at a dotted key (`scheduler.appBurst`); nil when the file does not have it
     /// (or has something other than an object on the way, which `unknownKeys` reports).
     func member(at key: String) -> JSONNode.Member? {
-        var found = JSONNode.Member(key: "", keyPosition: TextPosition(line: 1, column: 1), value: JSONNode(value: .object(members), position: TextPosition(line: 1, column: 1)))
+        var found = JSONNode.Member(
+            key: "",
+            keyPosition: TextPosition(line: 1, column: 1),
+            value: JSONNode(value: .object(members), position: TextPosition(line: 1, column: 1))
+        )
         for component in key.split(separator: ".") {
             guard let member = found.value.member(String(component)) else { return nil }
             found = member
@@ -72,10 +83,12 @@ public struct ConfigurationFile: Sendable {
                 for member in members {
                     let dotted = path.isEmpty ? member.key : path + "." + member.key
                     if let earlier = first[member.key] {
-                        problems.append(SettingError(
-                            place: "\(self.path):\(member.keyPosition): \(dotted)",
-                            problem: "given twice (first at line \(earlier.line)); give each key once"
-                        ))
+                        problems.append(
+                            SettingError(
+                                place: "\(self.path):\(member.keyPosition): \(dotted)",
+                                problem: "given twice (first at line \(earlier.line)); give each key once"
+                            )
+                        )
                     } else {
                         first[member.key] = member.keyPosition
                     }
@@ -105,13 +118,23 @@ public struct ConfigurationFile: Sendable {
                 guard let member = member(at: group) else { continue }
                 guard case .object(let inner) = member.value.value else {
                     let at = member.value.position
-                    problems.append((at.line, SettingError(place: "\(path):\(at): \(group)", problem: "must be an object ({...}), not \(member.value.kindName)")))
+                    problems.append(
+                        (
+                            at.line,
+                            SettingError(
+                                place: "\(path):\(at): \(group)",
+                                problem: "must be an object ({...}), not \(member.value.kindName)"
+                            )
+                        )
+                    )
                     continue
                 }
                 members = inner
             }
             let names = keysInGroup.map { String($0.split(separator: ".").last ?? "") }
-            let nested = Set(groups.keys.filter { !$0.isEmpty }.compactMap { $0.split(separator: ".").first.map(String.init) })
+            let nested = Set(
+                groups.keys.filter { !$0.isEmpty }.compactMap { $0.split(separator: ".").first.map(String.init) }
+            )
             for member in members where !names.contains(member.key) && !(group.isEmpty && nested.contains(member.key)) {
                 problems.append(Self.unknown(member, in: group, known: names, file: path))
             }
@@ -120,7 +143,12 @@ public struct ConfigurationFile: Sendable {
     }
 
     /// "unknown key", with the closest known one.
-    static func unknown(_ member: JSONNode.Member, in group: String, known: [String], file: String) -> (line: Int?, error: SettingError) {
+    static func unknown(
+        _ member: JSONNode.Member,
+        in group: String,
+        known: [String],
+        file: String
+    ) -> (line: Int?, error: SettingError) {
         let key = group.isEmpty ? member.key : group + "." + member.key
         let hint = closestName(to: member.key, among: known).map { "; did you mean \"\($0)\"?" } ?? ""
         return (
@@ -141,7 +169,10 @@ struct FileObject {
 
     init(_ node: JSONNode, key: String, file: String) throws(SettingError) {
         guard case .object(let members) = node.value else {
-            throw SettingError(place: "\(file):\(node.position): \(key)", problem: "must be an object ({...}), not \(node.kindName)")
+            throw SettingError(
+                place: "\(file):\(node.position): \(key)",
+                problem: "must be an object ({...}), not \(node.kindName)"
+            )
         }
         self.members = members
         self.position = node.position
@@ -157,7 +188,9 @@ struct FileObject {
 
     mutating func text(_ field: String) throws(SettingError) -> String? {
         guard let (node, place) = node(field) else { return nil }
-        guard case .string(let text) = node.value else { throw SettingError(place: place, problem: "must be a string, not \(node.kindName)") }
+        guard case .string(let text) = node.value else {
+            throw SettingError(place: place, problem: "must be a string, not \(node.kindName)")
+        }
         return text
     }
 
@@ -166,7 +199,9 @@ struct FileObject {
         guard case .number(let written) = node.value else {
             throw SettingError(place: place, problem: "must be a whole number, not \(node.kindName)")
         }
-        guard let number = Int(written) else { throw SettingError(place: place, problem: "\(written) is not a whole number") }
+        guard let number = Int(written) else {
+            throw SettingError(place: place, problem: "\(written) is not a whole number")
+        }
         return number
     }
 
@@ -178,7 +213,10 @@ struct FileObject {
         var strings: [String] = []
         for element in elements {
             guard case .string(let string) = element.value else {
-                throw SettingError(place: "\(file):\(element.position): \(key).\(field)", problem: "must be an array of strings; this item is \(element.kindName)")
+                throw SettingError(
+                    place: "\(file):\(element.position): \(key).\(field)",
+                    problem: "must be an array of strings; this item is \(element.kindName)"
+                )
             }
             strings.append(string)
         }
@@ -186,14 +224,20 @@ struct FileObject {
     }
 
     /// A required field: missing, it is an error at the object's place.
-    mutating func required<T>(_ field: String, _ read: (inout FileObject, String) throws(SettingError) -> T?) throws(SettingError) -> T {
+    mutating func required<T>(
+        _ field: String,
+        _ read: (inout FileObject, String) throws(SettingError) -> T?
+    ) throws(SettingError) -> T {
         guard let value = try read(&self, field) else {
             // A key close to the field's name is most likely it, misspelt: say so.
             let unread = members.map(\.key).filter { !self.read.contains($0) }
             if let misspelt = unread.first(where: { closestName(to: $0, among: [field]) != nil }),
-               let member = members.first(where: { $0.key == misspelt })
+                let member = members.first(where: { $0.key == misspelt })
             {
-                throw SettingError(place: "\(file):\(member.keyPosition): \(key).\(misspelt)", problem: "unknown key; did you mean \"\(field)\"? (\"\(field)\" is required)")
+                throw SettingError(
+                    place: "\(file):\(member.keyPosition): \(key).\(misspelt)",
+                    problem: "unknown key; did you mean \"\(field)\"? (\"\(field)\" is required)"
+                )
             }
             throw SettingError(place: "\(file):\(position): \(key)", problem: "missing \"\(field)\"")
         }

@@ -142,31 +142,44 @@ public struct GatewayConfiguration: Sendable {
             throw GatewayConfigurationError("--tls-listen needs --tls-cert and --tls-key")
         }
         if tlsListen.isEmpty, tlsCertificateChain != nil || tlsPrivateKey != nil || tlsClientCA != nil {
-            throw GatewayConfigurationError("--tls-cert, --tls-key and --tls-client-ca apply to TLS listeners; add --tls-listen HOST:PORT")
+            throw GatewayConfigurationError(
+                "--tls-cert, --tls-key and --tls-client-ca apply to TLS listeners; add --tls-listen HOST:PORT"
+            )
         }
         if tlsRequireClientCertificate, tlsClientCA == nil {
             throw GatewayConfigurationError("--tls-require-client-cert needs --tls-client-ca")
         }
         if Logger.Level(rawValue: logLevel) == nil {
-            throw GatewayConfigurationError("--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw GatewayConfigurationError(
+                "--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
         }
-        if !(1...Self.maxThreads).contains(threads) { throw GatewayConfigurationError("--threads must be between 1 and \(Self.maxThreads)") }
+        if !(1...Self.maxThreads).contains(threads) {
+            throw GatewayConfigurationError("--threads must be between 1 and \(Self.maxThreads)")
+        }
         if !(0...100_000).contains(commitLingerMicroseconds) {
             throw GatewayConfigurationError("--commit-linger-us must be between 0 and 100000 (0.1 s)")
         }
         if !(1...60_000).contains(commitIntervalMilliseconds) {
             throw GatewayConfigurationError("--commit-interval-ms must be between 1 and 60000")
         }
-        for (flag, seconds) in [("--idle-timeout", idleTimeoutSeconds), ("--unauthenticated-idle-timeout", unauthenticatedIdleTimeoutSeconds)]
+        for (flag, seconds) in [
+            ("--idle-timeout", idleTimeoutSeconds),
+            ("--unauthenticated-idle-timeout", unauthenticatedIdleTimeoutSeconds),
+        ]
         where !(1...Self.maxIdleTimeoutSeconds).contains(seconds) {
-            throw GatewayConfigurationError("\(flag) must be between 1 and \(Self.maxIdleTimeoutSeconds) seconds (365 days)")
+            throw GatewayConfigurationError(
+                "\(flag) must be between 1 and \(Self.maxIdleTimeoutSeconds) seconds (365 days)"
+            )
         }
         if shutdownTimeoutSeconds < 0 { throw GatewayConfigurationError("--shutdown-timeout cannot be negative") }
         if adminOnlyOnAdminListener, adminListen.isEmpty {
             throw GatewayConfigurationError("--admin-only-on-admin-listener needs --admin-listen HOST:PORT")
         }
         if let adminToken, adminToken.isEmpty {
-            throw GatewayConfigurationError("the admin token is empty (--admin-token, PUSHGATE_ADMIN_TOKEN or adminToken)")
+            throw GatewayConfigurationError(
+                "the admin token is empty (--admin-token, PUSHGATE_ADMIN_TOKEN or adminToken)"
+            )
         }
         // Deploy/kubernetes/secret.yaml's values are public: long enough to pass as secrets,
         // they would let anyone create devices or read the admin API.
@@ -188,7 +201,10 @@ public struct GatewayConfiguration: Sendable {
     public mutating func prepare(logger: Logger) throws -> [ListenerConfiguration] {
         try validate()
         if let (before, after) = OpenFileLimit.raiseToHardLimit(), after > before {
-            logger.info("raised the open-file limit to its hard limit", metadata: ["limit.before": "\(before)", "limit.now": "\(after)"])
+            logger.info(
+                "raised the open-file limit to its hard limit",
+                metadata: ["limit.before": "\(before)", "limit.now": "\(after)"]
+            )
         }
         let listeners = try listenerConfigurations()
         try readPolicy()

@@ -12,17 +12,23 @@ extension SettingValue {
             for item in try list() { keys.append(try providerKey(flagForm: item)) }
             return keys
         case .node(let node):
-            guard case .array(let elements) = node.value else { throw problem("must be an array of key objects, not \(node.kindName)") }
+            guard case .array(let elements) = node.value else {
+                throw problem("must be an array of key objects, not \(node.kindName)")
+            }
             var keys: [ProviderKeyConfiguration] = []
             for (index, element) in elements.enumerated() {
                 var object = try object(element, key: "\(setting.key)[\(index)]")
                 var key = ProviderKeyConfiguration(
-                    teamID: try object.required("teamId") { object, field throws(SettingError) in try object.text(field) },
-                    keyID: try object.required("keyId") { object, field throws(SettingError) in try object.text(field) },
+                    teamID: try object.required("teamId") { object, field throws(SettingError) in try object.text(field)
+                    },
+                    keyID: try object.required("keyId") { object, field throws(SettingError) in try object.text(field)
+                    },
                     publicKeyFile: try object.text("publicKeyFile"),
                     privateKeyFile: try object.text("privateKeyFile"),
                     publicKey: try object.text("publicKey"),
-                    topics: try object.required("topics") { object, field throws(SettingError) in try object.strings(field) },
+                    topics: try object.required("topics") { object, field throws(SettingError) in
+                        try object.strings(field)
+                    },
                     environment: try object.text("environment")
                 )
                 try object.finish()
@@ -41,7 +47,10 @@ extension SettingValue {
         }
         // Which half the file holds decides the field; a file that cannot be read is reported
         // by the key's own loading, naming it.
-        let contents = (try? BoundedFile.read(parts[2], limit: ProviderKeyConfiguration.maxKeyFileBytes)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let contents =
+            (try? BoundedFile.read(parts[2], limit: ProviderKeyConfiguration.maxKeyFileBytes)).map {
+                String(decoding: $0, as: UTF8.self)
+            } ?? ""
         let isPublic = contents.contains("-----BEGIN PUBLIC KEY-----")
         return ProviderKeyConfiguration(
             teamID: parts[0],

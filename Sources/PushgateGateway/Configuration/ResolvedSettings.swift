@@ -72,10 +72,13 @@ public struct ResolvedSettings: Sendable {
         switch error {
         case let error as SchedulerConfigurationError:
             if let topic = error.topic {
-                if let file, let field = file.member(at: "scheduler.topics")?.value.member(topic)?.value.member(error.field) {
+                if let file,
+                    let field = file.member(at: "scheduler.topics")?.value.member(topic)?.value.member(error.field)
+                {
                     return "\(file.path):\(field.value.position): scheduler.topics.\(topic).\(error.field): \(error)"
                 }
-            } else if let origin = entries.first(where: { $0.setting.key == "scheduler." + error.field })?.origins.first {
+            } else if let origin = entries.first(where: { $0.setting.key == "scheduler." + error.field })?.origins.first
+            {
                 return "\(origin.place): \(error)"
             }
         case let error as ProviderKeyConfigurationError:
@@ -84,7 +87,8 @@ public struct ResolvedSettings: Sendable {
             {
                 let field = keys[index].member(error.field)
                 let position = field?.value.position ?? keys[index].position
-                return "\(file.path):\(position): providerKeys[\(index)]\(field == nil ? "" : "." + error.field): \(error)"
+                return
+                    "\(file.path):\(position): providerKeys[\(index)]\(field == nil ? "" : "." + error.field): \(error)"
             }
         default: break
         }
@@ -116,7 +120,12 @@ private struct FlagValues {
             let argument = arguments[index]
             index += 1
             guard argument.hasPrefix("--") else {
-                problems.append(SettingError(place: argument, problem: "unexpected argument: every setting is a flag with a name (--listen HOST:PORT)"))
+                problems.append(
+                    SettingError(
+                        place: argument,
+                        problem: "unexpected argument: every setting is a flag with a name (--listen HOST:PORT)"
+                    )
+                )
                 continue
             }
             let parts = argument.split(separator: "=", maxSplits: 1).map(String.init)
@@ -137,7 +146,9 @@ private struct FlagValues {
                 value = arguments[index]
                 index += 1
             } else {
-                problems.append(SettingError(place: name, problem: "needs a value (\(isSecretFile ? "FILE" : setting.placeholder))"))
+                problems.append(
+                    SettingError(place: name, problem: "needs a value (\(isSecretFile ? "FILE" : setting.placeholder))")
+                )
                 continue
             }
             if isSecretFile {
@@ -162,12 +173,17 @@ private struct Sources {
             let given = flags.values[setting.key]
             let secretFile = flags.secretFiles[setting.key]?.last
             if given != nil, secretFile != nil {
-                throw SettingError(place: "\(flag) and \(setting.secretFileFlag ?? "")", problem: "give the \(setting.words) once")
+                throw SettingError(
+                    place: "\(flag) and \(setting.secretFileFlag ?? "")",
+                    problem: "give the \(setting.words) once"
+                )
             }
             if let secretFile {
                 values.append(try secret(setting, fromFile: secretFile, namedBy: .flag(setting.secretFileFlag ?? flag)))
             } else if let given {
-                values.append(SettingValue(setting: setting, input: .strings(given), origin: .flag(flag), baseDirectory: nil))
+                values.append(
+                    SettingValue(setting: setting, input: .strings(given), origin: .flag(flag), baseDirectory: nil)
+                )
             }
         }
         if let variable = setting.environmentVariable {
@@ -175,12 +191,24 @@ private struct Sources {
             let fileVariable = setting.secretFileEnvironmentVariable
             let secretFile = fileVariable.flatMap { environment[$0] }
             if given != nil, secretFile != nil {
-                throw SettingError(place: "\(variable) and \(fileVariable ?? "")", problem: "give the \(setting.words) once")
+                throw SettingError(
+                    place: "\(variable) and \(fileVariable ?? "")",
+                    problem: "give the \(setting.words) once"
+                )
             }
             if let secretFile {
-                values.append(try secret(setting, fromFile: secretFile, namedBy: .environment(fileVariable ?? variable)))
+                values.append(
+                    try secret(setting, fromFile: secretFile, namedBy: .environment(fileVariable ?? variable))
+                )
             } else if let given {
-                values.append(SettingValue(setting: setting, input: .strings([given]), origin: .environment(variable), baseDirectory: nil))
+                values.append(
+                    SettingValue(
+                        setting: setting,
+                        input: .strings([given]),
+                        origin: .environment(variable),
+                        baseDirectory: nil
+                    )
+                )
             }
         }
         if let file, let key = setting.fileKey {
@@ -189,14 +217,27 @@ private struct Sources {
             if let given, let secretFile {
                 throw SettingError(
                     place: "\(file.path):\(secretFile.keyPosition): \(secretFile.key)",
-                    problem: "give the \(setting.words) once: \(key) (line \(given.keyPosition.line)) or \(secretFile.key)"
+                    problem:
+                        "give the \(setting.words) once: \(key) (line \(given.keyPosition.line)) or \(secretFile.key)"
                 )
             }
             if let secretFile, let secretKey = setting.secretFileKey {
-                let named = SettingValue(setting: setting, input: .node(secretFile.value), origin: file.origin(of: secretFile, key: secretKey), baseDirectory: file.directory)
+                let named = SettingValue(
+                    setting: setting,
+                    input: .node(secretFile.value),
+                    origin: file.origin(of: secretFile, key: secretKey),
+                    baseDirectory: file.directory
+                )
                 values.append(try secret(setting, fromFile: try named.path(), namedBy: named.origin))
             } else if let given {
-                values.append(SettingValue(setting: setting, input: .node(given.value), origin: file.origin(of: given, key: key), baseDirectory: file.directory))
+                values.append(
+                    SettingValue(
+                        setting: setting,
+                        input: .node(given.value),
+                        origin: file.origin(of: given, key: key),
+                        baseDirectory: file.directory
+                    )
+                )
             }
         }
         return values
@@ -207,7 +248,11 @@ private struct Sources {
     /// A token or a secret is at most a few hundred bytes; a file of more is not one.
     static let maxSecretFileBytes = 64 * 1024
 
-    private func secret(_ setting: Setting, fromFile path: String, namedBy: SettingOrigin) throws(SettingError) -> SettingValue {
+    private func secret(
+        _ setting: Setting,
+        fromFile path: String,
+        namedBy: SettingOrigin
+    ) throws(SettingError) -> SettingValue {
         let data: [UInt8]
         do {
             data = try BoundedFile.read(path, limit: Self.maxSecretFileBytes)
@@ -216,7 +261,12 @@ private struct Sources {
         }
         let secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if secret.isEmpty { throw SettingError(place: namedBy.place, problem: "\(path) is empty") }
-        return SettingValue(setting: setting, input: .strings([secret]), origin: .secretFile(path: path, namedBy: namedBy), baseDirectory: nil)
+        return SettingValue(
+            setting: setting,
+            input: .strings([secret]),
+            origin: .secretFile(path: path, namedBy: namedBy),
+            baseDirectory: nil
+        )
     }
 }
 
@@ -244,7 +294,8 @@ extension JSONNode {
         switch value {
         case .string(let string): JSONText.quote(string)
         case .array(let elements): "[" + elements.map(\.jsonText).joined(separator: ",") + "]"
-        case .object(let members): "{" + members.map { JSONText.quote($0.key) + ":" + $0.value.jsonText }.joined(separator: ",") + "}"
+        case .object(let members):
+            "{" + members.map { JSONText.quote($0.key) + ":" + $0.value.jsonText }.joined(separator: ",") + "}"
         default: displayText
         }
     }

@@ -66,7 +66,12 @@ public struct SchedulerSettings: Sendable {
         if let millis = try millis("maxDeferralSeconds", maxDeferralSeconds, Limits.maxDeferralMillis, nil) {
             global.maxDeferralMillis = millis
         }
-        if let millis = try millis("defaultExpirationSeconds", defaultExpirationSeconds, Limits.defaultExpirationMillis, nil) {
+        if let millis = try millis(
+            "defaultExpirationSeconds",
+            defaultExpirationSeconds,
+            Limits.defaultExpirationMillis,
+            nil
+        ) {
             global.defaultExpirationMillis = millis
         }
         if let millis = try millis("fetchWindowSeconds", fetchWindowSeconds, Limits.fetchWindowMillis, nil) {
@@ -84,10 +89,30 @@ public struct SchedulerSettings: Sendable {
                 appBurst: section.appBurst,
                 appRefillPerHour: section.appRefillPerHour,
                 maxHeldPerApp: section.maxHeldPerApp,
-                maxDeferralMillis: try millis("maxDeferralSeconds", section.maxDeferralSeconds, Limits.maxDeferralMillis, topic),
-                defaultExpirationMillis: try millis("defaultExpirationSeconds", section.defaultExpirationSeconds, Limits.defaultExpirationMillis, topic),
-                fetchWindowMillis: try millis("fetchWindowSeconds", section.fetchWindowSeconds, Limits.fetchWindowMillis, topic),
-                timeoutPenaltyMillis: try millis("timeoutPenaltySeconds", section.timeoutPenaltySeconds, Limits.timeoutPenaltyMillis, topic),
+                maxDeferralMillis: try millis(
+                    "maxDeferralSeconds",
+                    section.maxDeferralSeconds,
+                    Limits.maxDeferralMillis,
+                    topic
+                ),
+                defaultExpirationMillis: try millis(
+                    "defaultExpirationSeconds",
+                    section.defaultExpirationSeconds,
+                    Limits.defaultExpirationMillis,
+                    topic
+                ),
+                fetchWindowMillis: try millis(
+                    "fetchWindowSeconds",
+                    section.fetchWindowSeconds,
+                    Limits.fetchWindowMillis,
+                    topic
+                ),
+                timeoutPenaltyMillis: try millis(
+                    "timeoutPenaltySeconds",
+                    section.timeoutPenaltySeconds,
+                    Limits.timeoutPenaltyMillis,
+                    topic
+                ),
                 minRefillPerHour: section.minRefillPerHour
             )
         }

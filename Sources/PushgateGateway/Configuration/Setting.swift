@@ -1,5 +1,5 @@
-import PushgateModel
 import Foundation
+import PushgateModel
 import PushgateTransport
 
 /// One `serve` setting, defined once: its key in the configuration file, from which its flag
@@ -106,8 +106,10 @@ public struct Setting: Sendable {
                 current = ""
                 continue
             }
-            let startsWord = character.isUppercase && !current.isEmpty
-                && (!(characters[index - 1].isUppercase) || (index + 1 < characters.count && characters[index + 1].isLowercase))
+            let startsWord =
+                character.isUppercase && !current.isEmpty
+                && (!(characters[index - 1].isUppercase)
+                    || (index + 1 < characters.count && characters[index + 1].isLowercase))
             if startsWord {
                 words.append(current)
                 current = ""
@@ -174,10 +176,14 @@ struct SettingValue: Sendable {
         let token = try text()
         let bytes = Array(token.utf8)
         if bytes.count > Self.maxAdminTokenBytes {
-            throw problem("is \(bytes.count) bytes; a token is at most \(Self.maxAdminTokenBytes) (it is sent in a header)")
+            throw problem(
+                "is \(bytes.count) bytes; a token is at most \(Self.maxAdminTokenBytes) (it is sent in a header)"
+            )
         }
         if let bad = bytes.firstIndex(where: { !(0x21...0x7E).contains($0) }) {
-            throw problem("has a space, a control or a non-ASCII character at byte \(bad + 1) of \(bytes.count); a token is visible ASCII only, as it is sent in `authorization: bearer TOKEN`")
+            throw problem(
+                "has a space, a control or a non-ASCII character at byte \(bad + 1) of \(bytes.count); a token is visible ASCII only, as it is sent in `authorization: bearer TOKEN`"
+            )
         }
         return token
     }
@@ -208,13 +214,16 @@ struct SettingValue: Sendable {
         switch input {
         case .strings(let strings): written = strings.last ?? ""
         case .node(let node):
-            guard case .number(let number) = node.value else { throw problem("must be a whole number, not \(node.kindName)") }
+            guard case .number(let number) = node.value else {
+                throw problem("must be a whole number, not \(node.kindName)")
+            }
             written = number
         }
         guard let number = Int(written) else { throw problem("\"\(written)\" is not a whole number") }
         guard allowed.contains(number) else {
             let range =
-                allowed.upperBound == Int.max ? "at least \(allowed.lowerBound)" : "\(allowed.lowerBound) to \(allowed.upperBound)"
+                allowed.upperBound == Int.max
+                ? "at least \(allowed.lowerBound)" : "\(allowed.lowerBound) to \(allowed.upperBound)"
             throw problem("is \(number); must be \(range)")
         }
         return number
@@ -229,7 +238,9 @@ struct SettingValue: Sendable {
             case let other: throw problem("\"\(other)\" is neither true nor false")
             }
         case .node(let node):
-            guard case .bool(let value) = node.value else { throw problem("must be true or false, not \(node.kindName)") }
+            guard case .bool(let value) = node.value else {
+                throw problem("must be true or false, not \(node.kindName)")
+            }
             return value
         }
     }
@@ -240,7 +251,9 @@ struct SettingValue: Sendable {
             guard case .environment = origin else { return strings }
             return strings.flatMap { $0.split(whereSeparator: \.isWhitespace).map(String.init) }
         case .node(let node):
-            guard case .array(let elements) = node.value else { throw problem("must be an array of strings, not \(node.kindName)") }
+            guard case .array(let elements) = node.value else {
+                throw problem("must be an array of strings, not \(node.kindName)")
+            }
             var strings: [String] = []
             for element in elements {
                 guard case .string(let string) = element.value else {
@@ -254,7 +267,8 @@ struct SettingValue: Sendable {
 
     /// One of a closed set of names (a log level, an APNs environment), all of them named in
     /// the error when it is none.
-    func choice<Choice: CaseIterable & RawRepresentable>(_: Choice.Type) throws(SettingError) -> Choice where Choice.RawValue == String {
+    func choice<Choice: CaseIterable & RawRepresentable>(_: Choice.Type) throws(SettingError) -> Choice
+    where Choice.RawValue == String {
         let value = try text()
         guard let choice = Choice(rawValue: value) else {
             throw problem("\"\(value)\" is not one of \(Choice.allCases.map(\.rawValue).joined(separator: ", "))")

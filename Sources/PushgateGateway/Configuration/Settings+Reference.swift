@@ -8,13 +8,17 @@ extension Settings {
     public static var helpText: String {
         var lines = ["SETTINGS (a flag wins over PUSHGATE_*, which wins over the file):"]
         for setting in all {
-            let flag = setting.flag.map { setting.placeholder.isEmpty || setting.kind == .toggle ? $0 : "\($0) \(setting.placeholder)" }
+            let flag = setting.flag.map {
+                setting.placeholder.isEmpty || setting.kind == .toggle ? $0 : "\($0) \(setting.placeholder)"
+            }
             let names = [flag, setting.environmentVariable, setting.fileKey.map { "file: \($0)" }].compactMap { $0 }
             lines += wrap(names.joined(separator: ", ") + " (default: \(setting.defaultValue))", indent: 2)
             var help = setting.help
             if setting.kind == .list { help += " Repeatable." }
             if setting.reloads { help += " " + reloadNote }
-            if let fileFlag = setting.secretFileFlag, let fileVariable = setting.secretFileEnvironmentVariable, let fileKey = setting.secretFileKey {
+            if let fileFlag = setting.secretFileFlag, let fileVariable = setting.secretFileEnvironmentVariable,
+                let fileKey = setting.secretFileKey
+            {
                 help += " From a file: \(fileFlag) FILE, \(fileVariable) or \(fileKey)."
             }
             lines += wrap(help, indent: 6)
@@ -46,10 +50,14 @@ extension Settings {
         }
         var lines = ["| file key | flag | environment | default | meaning |", "|---|---|---|---|---|"]
         for setting in all {
-            let flag = setting.flag.map { setting.placeholder.isEmpty || setting.kind == .toggle ? $0 : "\($0) \(setting.placeholder)" }
+            let flag = setting.flag.map {
+                setting.placeholder.isEmpty || setting.kind == .toggle ? $0 : "\($0) \(setting.placeholder)"
+            }
             let fileFlag = setting.secretFileFlag.map { "\($0) FILE" }
             var meaning = setting.help
-            if setting.kind == .list { meaning += " Repeatable (spaces between items in the environment, an array in the file)." }
+            if setting.kind == .list {
+                meaning += " Repeatable (spaces between items in the environment, an array in the file)."
+            }
             if setting.isSecret { meaning += " Never printed nor logged." }
             if setting.reloads { meaning += " " + reloadNote }
             let row = [

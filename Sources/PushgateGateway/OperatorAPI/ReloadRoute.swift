@@ -17,9 +17,18 @@ enum ReloadRoute {
                 switch await reloader.reload(trigger: "POST /v1/admin/reload") {
                 case .success(let outcome):
                     let list = { (items: [String]) in "[" + items.map(JSONText.quote).joined(separator: ",") + "]" }
-                    responder.respond(.json("{\"reloaded\":\(list(outcome.reloaded)),\"needsRestart\":\(list(outcome.needsRestart))}"))
+                    responder.respond(
+                        .json("{\"reloaded\":\(list(outcome.reloaded)),\"needsRestart\":\(list(outcome.needsRestart))}")
+                    )
                 case .failure(let failure):
-                    responder.respond(.refusal(Refusal(.configurationRefused, "\(failure.description); the running configuration keeps serving")))
+                    responder.respond(
+                        .refusal(
+                            Refusal(
+                                .configurationRefused,
+                                "\(failure.description); the running configuration keeps serving"
+                            )
+                        )
+                    )
                 }
             }
         }

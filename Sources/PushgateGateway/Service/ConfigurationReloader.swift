@@ -1,10 +1,10 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import PushgateDelivery
 import PushgateOperator
 import PushgateProviderAuth
 import PushgateTLS
-import NIOConcurrencyHelpers
 
 /// Reloads, on SIGHUP or `POST /v1/admin/reload`, what can change under open connections: the
 /// TLS listeners' certificate and key (and their client CA file's contents), the provider
@@ -82,10 +82,15 @@ public final class ConfigurationReloader: Sendable {
         switch result {
         case .success(let outcome):
             logger.info("access", metadata: current.withLockedValue { $0.access.logMetadata })
-            var metadata: Logger.Metadata = ["reload.trigger": "\(trigger)", "reload.reloaded": "\(outcome.reloaded.joined(separator: ", "))"]
+            var metadata: Logger.Metadata = [
+                "reload.trigger": "\(trigger)", "reload.reloaded": "\(outcome.reloaded.joined(separator: ", "))",
+            ]
             if !outcome.needsRestart.isEmpty {
                 metadata["reload.needs_restart"] = "\(outcome.needsRestart.joined(separator: ", "))"
-                logger.warning("configuration reloaded; changed settings that only a restart applies were left as they are", metadata: metadata)
+                logger.warning(
+                    "configuration reloaded; changed settings that only a restart applies were left as they are",
+                    metadata: metadata
+                )
             } else {
                 logger.notice("configuration reloaded", metadata: metadata)
             }
@@ -135,22 +140,28 @@ public final class ConfigurationReloader: Sendable {
             ("allowInsecureCleartext", "\(c.allowInsecureCleartext)"), ("dataDir", c.dataDirectory),
             ("idleTimeout", "\(c.idleTimeoutSeconds)"),
             ("unauthenticatedIdleTimeout", "\(c.unauthenticatedIdleTimeoutSeconds)"),
-            ("connectionSetupTimeout", "\(c.connectionSetupTimeoutSeconds)"), ("requestTimeout", "\(c.requestTimeoutSeconds)"),
+            ("connectionSetupTimeout", "\(c.connectionSetupTimeoutSeconds)"),
+            ("requestTimeout", "\(c.requestTimeoutSeconds)"),
             ("writeStallTimeout", "\(c.writeStallTimeoutSeconds)"),
             ("heartbeatInterval", "\(c.delivery.heartbeatIntervalMillis / 1000)"),
             ("maxConnections", c.maxConnections.map(String.init) ?? "derived"),
             ("maxConnectionsPerAddress", "\(c.maxConnectionsPerAddress)"),
             ("deviceCreationsPerAddressPerHour", "\(c.deviceCreationsPerAddressPerHour)"),
-            ("http2FloodBurst", "\(c.http2FloodBurst)"), ("http2FloodFramesPerSecond", "\(c.http2FloodFramesPerSecond)"),
-            ("queuedNotificationBudgetBytes", "\(c.delivery.queuedNotificationBudgetBytes)"), ("shutdownTimeout", "\(c.shutdownTimeoutSeconds)"),
+            ("http2FloodBurst", "\(c.http2FloodBurst)"),
+            ("http2FloodFramesPerSecond", "\(c.http2FloodFramesPerSecond)"),
+            ("queuedNotificationBudgetBytes", "\(c.delivery.queuedNotificationBudgetBytes)"),
+            ("shutdownTimeout", "\(c.shutdownTimeoutSeconds)"),
             ("requestBodyBudgetBytes", "\(c.requestBodyBudgetBytes)"),
             ("drainGraceSeconds", "\(c.drainGraceSeconds)"), ("threads", "\(c.threads)"),
             ("durability", c.durabilityMode.rawValue), ("commitIntervalMs", "\(c.commitIntervalMilliseconds)"),
-            ("commitLingerUs", "\(c.commitLingerMicroseconds)"), ("logLevel", c.logLevel), ("logFormat", c.logFormat.rawValue),
+            ("commitLingerUs", "\(c.commitLingerMicroseconds)"), ("logLevel", c.logLevel),
+            ("logFormat", c.logFormat.rawValue),
             ("adminToken", c.adminToken ?? ""), ("adminOnlyOnAdminListener", "\(c.adminOnlyOnAdminListener)"),
-            ("metricsTopicLabels", "\(c.metricsTopicLabels)"), ("registrationSecret", c.policy.registrationSecret ?? ""),
+            ("metricsTopicLabels", "\(c.metricsTopicLabels)"),
+            ("registrationSecret", c.policy.registrationSecret ?? ""),
             ("maxConsecutiveProviderErrors", "\(c.policy.maxConsecutiveProviderErrors)"),
-            ("maxQueuedPerDevice", "\(c.delivery.maxQueuedPerDevice)"), ("maxQueuedPerApp", "\(c.delivery.maxQueuedPerApp)"),
+            ("maxQueuedPerDevice", "\(c.delivery.maxQueuedPerDevice)"),
+            ("maxQueuedPerApp", "\(c.delivery.maxQueuedPerApp)"),
             ("maxExpirationSeconds", "\(c.delivery.maxExpirationMillis / 1000)"),
             ("maxRegistrationsPerDevice", "\(c.delivery.maxRegistrationsPerDevice)"),
             ("unregisteredRetentionSeconds", "\(c.delivery.unregisteredRetentionMillis / 1000)"),

@@ -132,12 +132,18 @@ extension Refusal {
 
     /// The memory the gateway gives waiting notifications, all devices together, is spent.
     public static func gatewayQueuesFull(megabytes: Int) -> Refusal {
-        Refusal(.tooManyRequests, "the gateway's notifications waiting for devices fill the \(megabytes) MiB it keeps for them (queuedNotificationBudgetBytes); retry later")
+        Refusal(
+            .tooManyRequests,
+            "the gateway's notifications waiting for devices fill the \(megabytes) MiB it keeps for them (queuedNotificationBudgetBytes); retry later"
+        )
     }
 
     /// One app's share of a device's queue is full; other apps' pushes to the device still go.
     public static func appQueueFull(waiting: Int) -> Refusal {
-        Refusal(.tooManyRequests, "\(waiting) notifications of this app are already waiting for this device (the limit per app); retry later, or use apns-collapse-id so that a newer push replaces an older one")
+        Refusal(
+            .tooManyRequests,
+            "\(waiting) notifications of this app are already waiting for this device (the limit per app); retry later, or use apns-collapse-id so that a newer push replaces an older one"
+        )
     }
 
     /// The same answer for a wrong secret and an unknown device: it never tells whether a device

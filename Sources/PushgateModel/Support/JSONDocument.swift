@@ -129,10 +129,17 @@ private struct Parser {
             if bytes[index] == UInt8(ascii: "{") { return JSONNode(value: .object(try members()), position: start) }
             return JSONNode(value: .array(try elements()), position: start)
         case UInt8(ascii: "\""): return JSONNode(value: .string(try string()), position: start)
-        case UInt8(ascii: "t"): try literal("true"); return JSONNode(value: .bool(true), position: start)
-        case UInt8(ascii: "f"): try literal("false"); return JSONNode(value: .bool(false), position: start)
-        case UInt8(ascii: "n"): try literal("null"); return JSONNode(value: .null, position: start)
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return JSONNode(value: .number(try number()), position: start)
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return JSONNode(value: .bool(true), position: start)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return JSONNode(value: .bool(false), position: start)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return JSONNode(value: .null, position: start)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return JSONNode(value: .number(try number()), position: start)
         default: throw error("expected a value (an object, array, string, number, true, false or null)")
         }
     }
@@ -145,7 +152,9 @@ private struct Parser {
         while true {
             skipBlanks()
             let keyPosition = position
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a key in double quotes") }
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                throw error("expected a key in double quotes")
+            }
             let key = try string()
             skipBlanks()
             guard try take(":") else { throw error("expected ':' after the key \"\(key)\"") }
@@ -246,9 +255,16 @@ private struct Parser {
                 index += 1
                 return String(scalars)
             }
-            if byte < 0x20 { throw error(byte == UInt8(ascii: "\n") ? "the string is not closed on its line" : "a control character in a string") }
+            if byte < 0x20 {
+                throw error(
+                    byte == UInt8(ascii: "\n")
+                        ? "the string is not closed on its line" : "a control character in a string"
+                )
+            }
             if byte >= 0x80 {
-                guard let length = utf8SequenceLength() else { throw error("not UTF-8 (byte 0x\(String(byte, radix: 16, uppercase: true)))") }
+                guard let length = utf8SequenceLength() else {
+                    throw error("not UTF-8 (byte 0x\(String(byte, radix: 16, uppercase: true)))")
+                }
                 index += length
                 continue
             }
@@ -279,7 +295,9 @@ private struct Parser {
                     // trap, reachable with a provider token's header), above DFFF it made up
                     // another character.
                     guard (0xDC00..<0xE000).contains(low) else {
-                        throw error("\\u escape of no character (a high surrogate must be followed by a low one, DC00-DFFF)")
+                        throw error(
+                            "\\u escape of no character (a high surrogate must be followed by a low one, DC00-DFFF)"
+                        )
                     }
                     code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                 }
@@ -297,7 +315,7 @@ private struct Parser {
     private mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
         // Hex digits only: UInt32(_:radix:) would also take a sign (`\u+41A`).
         guard index + 4 <= bytes.count, bytes[index..<index + 4].allSatisfy(\.isASCIIHexDigit),
-              let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
+            let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
         else {
             throw error("\\u needs four hex digits")
         }
@@ -308,7 +326,9 @@ private struct Parser {
     /// The length of the well-formed UTF-8 sequence at `index` (`UTF8Sequence`), nil when there
     /// is none: a file or token in another encoding is an error, not text with U+FFFD in it.
     private func utf8SequenceLength() -> Int? {
-        guard let sequence = UTF8Sequence(lead: bytes[index]), index + sequence.trailing < bytes.count else { return nil }
+        guard let sequence = UTF8Sequence(lead: bytes[index]), index + sequence.trailing < bytes.count else {
+            return nil
+        }
         for k in 0..<sequence.trailing where !sequence.accepts(bytes[index + 1 + k], at: k) { return nil }
         return sequence.trailing + 1
     }
@@ -317,7 +337,9 @@ private struct Parser {
 extension UInt8 {
     fileprivate var isASCIIHexDigit: Bool {
         switch self {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+            UInt8(ascii: "A")...UInt8(ascii: "F"):
+            true
         default: false
         }
     }

@@ -17,7 +17,10 @@ public enum JSONNumber {
         var leadingFractionZeros = 0
         var significant = false
         while k < end, isDigit(number[k]) {
-            if significant || number[k] != UInt8(ascii: "0") { significant = true; integerDigits += 1 }
+            if significant || number[k] != UInt8(ascii: "0") {
+                significant = true
+                integerDigits += 1
+            }
             k += 1
         }
         if k < end, number[k] == UInt8(ascii: ".") {

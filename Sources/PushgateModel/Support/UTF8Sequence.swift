@@ -17,12 +17,20 @@ public struct UTF8Sequence: Sendable {
         var high: UInt8 = 0xBF
         switch lead {
         case 0xC2...0xDF: trailing = 1
-        case 0xE0: trailing = 2; low = 0xA0
+        case 0xE0:
+            trailing = 2
+            low = 0xA0
         case 0xE1...0xEC, 0xEE...0xEF: trailing = 2
-        case 0xED: trailing = 2; high = 0x9F
-        case 0xF0: trailing = 3; low = 0x90
+        case 0xED:
+            trailing = 2
+            high = 0x9F
+        case 0xF0:
+            trailing = 3
+            low = 0x90
         case 0xF1...0xF3: trailing = 3
-        case 0xF4: trailing = 3; high = 0x8F
+        case 0xF4:
+            trailing = 3
+            high = 0x8F
         default: return nil
         }
         secondLow = low

@@ -27,8 +27,11 @@ public struct AdminAccess: Sendable {
     public func refusal(authorization: String?, peer: SocketAddress?, forwardedBy: String?) -> Refusal? {
         guard let tokenHash else {
             let loopbackOnly = "this gateway has no admin token, so its operator routes answer loopback clients only"
-            let advice = "set one (--admin-token-file FILE, --admin-token or PUSHGATE_ADMIN_TOKEN) and send it as authorization: bearer <token>"
-            guard let peer, ClientAddress(peer)?.isLoopback == true else { return Refusal(.forbidden, "\(loopbackOnly); \(advice)") }
+            let advice =
+                "set one (--admin-token-file FILE, --admin-token or PUSHGATE_ADMIN_TOKEN) and send it as authorization: bearer <token>"
+            guard let peer, ClientAddress(peer)?.isLoopback == true else {
+                return Refusal(.forbidden, "\(loopbackOnly); \(advice)")
+            }
             guard let forwardedBy else { return nil }
             return Refusal(
                 .forbidden,
@@ -36,7 +39,7 @@ public struct AdminAccess: Sendable {
             )
         }
         guard let given = BearerCredential.credential(in: authorization),
-              constantTimeEquals(SHA256.hash(given.utf8), tokenHash)
+            constantTimeEquals(SHA256.hash(given.utf8), tokenHash)
         else {
             return Refusal(
                 .unauthorized,

@@ -34,7 +34,13 @@ struct AdminStats: Encodable {
         var oldestHeldAt: Int64
     }
 
-    init(startedAt: Int64, totals: Totals, durableTotals: Totals, statistics: DeliveryStatistics, overview: DeliveryOverview) {
+    init(
+        startedAt: Int64,
+        totals: Totals,
+        durableTotals: Totals,
+        statistics: DeliveryStatistics,
+        overview: DeliveryOverview
+    ) {
         self.startedAt = startedAt
         self.totals = totals
         self.durableTotals = durableTotals
@@ -44,7 +50,13 @@ struct AdminStats: Encodable {
         connectedDevices = statistics.connectedDevices
         devices = statistics.devices
         topics = overview.topics.map {
-            Topic(topic: $0.topic, registrations: $0.registrations, held: $0.held, stored: $0.stored, unacked: $0.unacked)
+            Topic(
+                topic: $0.topic,
+                registrations: $0.registrations,
+                held: $0.held,
+                stored: $0.stored,
+                unacked: $0.unacked
+            )
         }
         topicsTruncated = overview.topicsTruncated
         topHeldDevices = overview.topHeldDevices.map {
@@ -139,9 +151,11 @@ struct AdminDevice: Encodable {
         init(_ fetch: DeviceInspection.Fetch, refillPerHour: Double, now: Int64) {
             score = (fetch.score * 1000).rounded() / 1000
             results = fetch.results.map(\.rawValue)
-            counts = Dictionary(uniqueKeysWithValues: FetchResult.allCases.map { result in
-                (result.rawValue, fetch.results.filter { $0 == result }.count)
-            })
+            counts = Dictionary(
+                uniqueKeysWithValues: FetchResult.allCases.map { result in
+                    (result.rawValue, fetch.results.filter { $0 == result }.count)
+                }
+            )
             self.refillPerHour = (refillPerHour * 1000).rounded() / 1000
             configuredRefillPerHour = fetch.configuredRefillPerHour
             minRefillPerHour = fetch.minRefillPerHour
@@ -170,7 +184,8 @@ struct AdminDevice: Encodable {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case score, results, counts, refillPerHour, configuredRefillPerHour, minRefillPerHour, penaltyUntil, interval
+            case score, results, counts, refillPerHour, configuredRefillPerHour, minRefillPerHour, penaltyUntil,
+                interval
             case nextReleaseAllowedAt, openWindows, explanation
         }
     }

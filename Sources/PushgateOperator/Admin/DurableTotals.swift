@@ -50,7 +50,10 @@ actor DurableTotals {
             persisted = persisted - delta
             // A storage fault is logged by the store as it begins and ends, not every 10 s.
             if error.kind != .unavailable {
-                logger.warning("durable totals not written; retried with the next write", metadata: ["error": "\(error)"])
+                logger.warning(
+                    "durable totals not written; retried with the next write",
+                    metadata: ["error": "\(error)"]
+                )
             }
         }
     }

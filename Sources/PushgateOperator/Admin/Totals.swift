@@ -32,8 +32,8 @@ public struct Totals: Sendable, Equatable, Encodable {
 
     private static var fields: [(name: String, value: WritableKeyPath<Totals, Int64>)] {
         [
-        ("received", \.received), ("delivered", \.delivered), ("dropped", \.dropped),
-        ("rejected", \.rejected), ("discarded", \.discarded), ("acknowledged", \.acknowledged),
+            ("received", \.received), ("delivered", \.delivered), ("dropped", \.dropped),
+            ("rejected", \.rejected), ("discarded", \.discarded), ("acknowledged", \.acknowledged),
         ]
     }
 
@@ -46,7 +46,9 @@ public struct Totals: Sendable, Equatable, Encodable {
     /// By name, for the store; only the nonzero ones.
     var stored: [String: Int64] {
         var counts: [String: Int64] = [:]
-        for field in Self.fields where self[keyPath: field.value] != 0 { counts[field.name] = self[keyPath: field.value] }
+        for field in Self.fields where self[keyPath: field.value] != 0 {
+            counts[field.name] = self[keyPath: field.value]
+        }
         return counts
     }
 

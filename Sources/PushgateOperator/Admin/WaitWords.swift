@@ -28,14 +28,17 @@ enum WaitWords {
         case .behindUnackedWindow(let bytes):
             "queued behind \(bytes) bytes sent and not yet acknowledged (the unacked window)"
         case .awaitingAck(let inKeepaliveResponse):
-            inKeepaliveResponse ? "sent in a keep-alive response; waits for the device's ack" : "sent; waits for the device's ack"
+            inKeepaliveResponse
+                ? "sent in a keep-alive response; waits for the device's ack" : "sent; waits for the device's ack"
         }
     }
 
     /// The time the reason names, if it names one.
     static func until(_ reason: DeviceInspection.WaitReason) -> Int64? {
         switch reason {
-        case .appBudgetEmpty(let until), .deviceBudgetEmpty(let until), .deferred(let until), .fetchInterval(_, let until): until
+        case .appBudgetEmpty(let until), .deviceBudgetEmpty(let until), .deferred(let until),
+            .fetchInterval(_, let until):
+            until
         default: nil
         }
     }
@@ -54,9 +57,13 @@ enum FetchWords {
             let count = fetch.results.filter { $0 == result }.count
             return count == 0 ? nil : "\(count) \(result.rawValue)"
         }
-        let score = "score \(rate(fetch.score)) over the last \(fetch.results.count) result\(fetch.results.count == 1 ? "" : "s") (\(counts.joined(separator: ", ")))"
-        let floor = refillPerHour <= Double(fetch.minRefillPerHour) && refillPerHour < Double(configured) ? ", at the floor of \(fetch.minRefillPerHour)/h" : ""
-        let head = refillPerHour < Double(configured)
+        let score =
+            "score \(rate(fetch.score)) over the last \(fetch.results.count) result\(fetch.results.count == 1 ? "" : "s") (\(counts.joined(separator: ", ")))"
+        let floor =
+            refillPerHour <= Double(fetch.minRefillPerHour) && refillPerHour < Double(configured)
+            ? ", at the floor of \(fetch.minRefillPerHour)/h" : ""
+        let head =
+            refillPerHour < Double(configured)
             ? "refill \(rate(refillPerHour))/h instead of \(configured)/h\(floor)"
             : "refill \(configured)/h as configured"
         return "\(head): \(score)\(penalty)"

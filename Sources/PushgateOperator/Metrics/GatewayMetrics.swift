@@ -107,7 +107,10 @@ public final class GatewayMetrics: Sendable {
                 Double(servers.withLockedValue { $0.reduce(0) { $0 + $1.statistics.timedOut(timeout) } })
             }
         }
-        let reloads = name("pushgate_config_reloads_total", "Configuration reloads (SIGHUP, POST /v1/admin/reload), by result; a failed one changed nothing.")
+        let reloads = name(
+            "pushgate_config_reloads_total",
+            "Configuration reloads (SIGHUP, POST /v1/admin/reload), by result; a failed one changed nothing."
+        )
         self.reloads = (
             registry.makeCounter(descriptor: reloads, labels: [("result", "success")]),
             registry.makeCounter(descriptor: reloads, labels: [("result", "failure")])
@@ -127,14 +130,25 @@ public final class GatewayMetrics: Sendable {
             "pushgate_device_creations_refused_total",
             "POST /v1/devices refused with 429 because the client's address had created deviceCreationsPerAddressPerHour devices within the hour."
         ) { Double(creationRefusals.withLockedValue { $0?() ?? 0 }) }
-        counter("process_cpu_seconds_total", "User and system CPU time of the process, in seconds.") { ProcessStatistics.read()?.cpuSeconds ?? 0 }
+        counter("process_cpu_seconds_total", "User and system CPU time of the process, in seconds.") {
+            ProcessStatistics.read()?.cpuSeconds ?? 0
+        }
 
         gauges = Gauges(
             held: gauge("pushgate_held_notifications", "Notifications the scheduler holds now."),
-            stored: gauge("pushgate_stored_notifications", "Notifications queued for a device and not yet written to it (offline, or behind its unacked window)."),
-            unacked: gauge("pushgate_unacked_notifications", "Notifications written to a device and not yet acknowledged."),
+            stored: gauge(
+                "pushgate_stored_notifications",
+                "Notifications queued for a device and not yet written to it (offline, or behind its unacked window)."
+            ),
+            unacked: gauge(
+                "pushgate_unacked_notifications",
+                "Notifications written to a device and not yet acknowledged."
+            ),
             connected: gauge("pushgate_connected_devices", "Devices with an open event stream."),
-            oldestHeldAge: gauge("pushgate_held_oldest_age_seconds", "Age of the oldest held notification, in seconds; 0 when none is held."),
+            oldestHeldAge: gauge(
+                "pushgate_held_oldest_age_seconds",
+                "Age of the oldest held notification, in seconds; 0 when none is held."
+            ),
             oldestDeferredAge: gauge(
                 "pushgate_deferred_oldest_age_seconds",
                 "Age of the oldest held regular (not silent) priority-5 notification, in seconds (released after at most its maximum deferral); 0 when none is held."
@@ -156,7 +170,14 @@ public final class GatewayMetrics: Sendable {
                 "Request body bytes held now, all connections together, until their requests end; at most requestBodyBudgetBytes."
             ),
             connections: ConnectionRole.allCases.map { role in
-                (role, gauge("pushgate_http2_connections", "Open HTTP/2 connections, by what their first request was for.", [("role", role.name)]))
+                (
+                    role,
+                    gauge(
+                        "pushgate_http2_connections",
+                        "Open HTTP/2 connections, by what their first request was for.",
+                        [("role", role.name)]
+                    )
+                )
             },
             streams: gauge("pushgate_http2_streams", "Open HTTP/2 streams."),
             residentBytes: gauge("process_resident_memory_bytes", "Resident memory of the process, in bytes."),
@@ -194,7 +215,8 @@ public final class GatewayMetrics: Sendable {
         let commitBatches = registry.makeValueHistogram(
             descriptor: name(
                 "pushgate_store_commit_batches",
-                "Requests (pushes, acks, registrations...) sharing one commit; the commit pacer makes them share at moderate load."),
+                "Requests (pushes, acks, registrations...) sharing one commit; the commit pacer makes them share at moderate load."
+            ),
             buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096]
         )
         store = StoreMetrics(
@@ -203,13 +225,27 @@ public final class GatewayMetrics: Sendable {
                 "Duration of one store transaction, from its start to its durable commit.",
                 [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
             ),
-            commitPushes: Recorder(label: "pushgate_store_commit_pushes", dimensions: [], aggregate: true, handler: commitPushes),
-            commitBatches: Recorder(label: "pushgate_store_commit_batches", dimensions: [], aggregate: true, handler: commitBatches),
+            commitPushes: Recorder(
+                label: "pushgate_store_commit_pushes",
+                dimensions: [],
+                aggregate: true,
+                handler: commitPushes
+            ),
+            commitBatches: Recorder(
+                label: "pushgate_store_commit_batches",
+                dimensions: [],
+                aggregate: true,
+                handler: commitBatches
+            ),
             lostBatches: CoreMetrics.Counter(
-                label: "pushgate_store_lost_batches_total", dimensions: [],
-                handler: registry.makeCounter(descriptor: name(
-                    "pushgate_store_lost_batches_total",
-                    "With --durability interval: batches (pushes, acks...) answered 200 that never reached the disk."))
+                label: "pushgate_store_lost_batches_total",
+                dimensions: [],
+                handler: registry.makeCounter(
+                    descriptor: name(
+                        "pushgate_store_lost_batches_total",
+                        "With --durability interval: batches (pushes, acks...) answered 200 that never reached the disk."
+                    )
+                )
             )
         )
     }
@@ -222,16 +258,42 @@ public final class GatewayMetrics: Sendable {
             MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
         }
         // One series per label value, all present from the start at 0.
-        func follow<Label>(_ metric: String, _ help: String, _ label: String, _ family: CounterFamily<Label>, _ value: (Label) -> String) {
+        func follow<Label>(
+            _ metric: String,
+            _ help: String,
+            _ label: String,
+            _ family: CounterFamily<Label>,
+            _ value: (Label) -> String
+        ) {
             for case let item in Label.allCases {
                 let counter = registry.makeCounter(descriptor: name(metric, help), labels: [(label, value(item))])
                 following.follow(counter) { Double(family[item]) }
             }
         }
-        follow("pushgate_notifications_received_total", "Pushes that passed validation, by push type.", "push_type", provider.received) { $0.rawValue }
-        follow("pushgate_notifications_rejected_total", "Provider requests refused, by APNs-style reason.", "reason", provider.rejected) { $0.name }
-        follow("pushgate_notifications_delivered_total", "Notifications written to a device, by how they came; each counts once, at its first write.", "delivery", deliveryCounters.deliveries) { $0.rawValue }
-        follow("pushgate_notifications_dropped_total", "Kept notifications dropped undelivered, by reason.", "reason", deliveryCounters.drops) { $0.rawValue }
+        follow(
+            "pushgate_notifications_received_total",
+            "Pushes that passed validation, by push type.",
+            "push_type",
+            provider.received
+        ) { $0.rawValue }
+        follow(
+            "pushgate_notifications_rejected_total",
+            "Provider requests refused, by APNs-style reason.",
+            "reason",
+            provider.rejected
+        ) { $0.name }
+        follow(
+            "pushgate_notifications_delivered_total",
+            "Notifications written to a device, by how they came; each counts once, at its first write.",
+            "delivery",
+            deliveryCounters.deliveries
+        ) { $0.rawValue }
+        follow(
+            "pushgate_notifications_dropped_total",
+            "Kept notifications dropped undelivered, by reason.",
+            "reason",
+            deliveryCounters.drops
+        ) { $0.rawValue }
         follow(
             "pushgate_silent_budget_exhausted_total",
             "Silent pushes held because a budget had no token when they came, by the empty bucket (app or device); one queued behind older held pushes of its app is not counted.",
@@ -301,7 +363,11 @@ public final class GatewayMetrics: Sendable {
     /// The exposition, with the gauges set from `statistics` (read from the shards just before)
     /// and every counter brought up to its total; per-topic gauges for `topics` when given. One
     /// scrape at a time.
-    public func exposition(statistics: DeliveryStatistics, topics: [DeliveryOverview.Topic]? = nil, now: Int64) -> [UInt8] {
+    public func exposition(
+        statistics: DeliveryStatistics,
+        topics: [DeliveryOverview.Topic]? = nil,
+        now: Int64
+    ) -> [UInt8] {
         scrape.withLock {
             if let topics { setTopicGauges(topics) }
             counters.sync()
@@ -311,7 +377,9 @@ public final class GatewayMetrics: Sendable {
             gauges.connected.set(Int64(statistics.connectedDevices))
             let oldest = statistics.oldestHeldAcceptedAt.map { Double(max(0, now - $0)) / 1000 } ?? 0
             gauges.oldestHeldAge.set(oldest)
-            gauges.oldestDeferredAge.set(statistics.oldestDeferredAcceptedAt.map { Double(max(0, now - $0)) / 1000 } ?? 0)
+            gauges.oldestDeferredAge.set(
+                statistics.oldestDeferredAcceptedAt.map { Double(max(0, now - $0)) / 1000 } ?? 0
+            )
             gauges.refillScaled.set(Int64(statistics.refillScaled))
             gauges.storeHealthy.set(Int64(storeHealth.withLockedValue { $0?.canCommit ?? true } ? 1 : 0))
             gauges.requestBodyBytes.set(Int64(bodyBudget.withLockedValue { $0?.heldBytes ?? 0 }))
@@ -342,20 +410,30 @@ public final class GatewayMetrics: Sendable {
                 gauges[topic] = nil
             }
             for topic in topics {
-                let series = gauges[topic.topic] ?? {
-                    func gauge(_ name: String, _ help: String, _ state: String?) -> Gauge {
-                        var labels = [("topic", topic.topic)]
-                        if let state { labels.append(("state", state)) }
-                        return registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
-                    }
-                    let help = "Notifications of a topic now, by state (held, stored, unacked); the topics with the most held, at most 100."
-                    return TopicGauges(
-                        registrations: gauge("pushgate_topic_registrations", "Active registrations of a topic.", nil),
-                        held: gauge("pushgate_topic_notifications", help, "held"),
-                        stored: gauge("pushgate_topic_notifications", help, "stored"),
-                        unacked: gauge("pushgate_topic_notifications", help, "unacked")
-                    )
-                }()
+                let series =
+                    gauges[topic.topic]
+                    ?? {
+                        func gauge(_ name: String, _ help: String, _ state: String?) -> Gauge {
+                            var labels = [("topic", topic.topic)]
+                            if let state { labels.append(("state", state)) }
+                            return registry.makeGauge(
+                                descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help),
+                                labels: labels
+                            )
+                        }
+                        let help =
+                            "Notifications of a topic now, by state (held, stored, unacked); the topics with the most held, at most 100."
+                        return TopicGauges(
+                            registrations: gauge(
+                                "pushgate_topic_registrations",
+                                "Active registrations of a topic.",
+                                nil
+                            ),
+                            held: gauge("pushgate_topic_notifications", help, "held"),
+                            stored: gauge("pushgate_topic_notifications", help, "stored"),
+                            unacked: gauge("pushgate_topic_notifications", help, "unacked")
+                        )
+                    }()
                 series.registrations.set(Int64(topic.registrations))
                 series.held.set(Int64(topic.held))
                 series.stored.set(Int64(topic.stored))

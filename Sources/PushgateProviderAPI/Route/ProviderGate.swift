@@ -46,7 +46,8 @@ final class ProviderConnectionState {
     init(providers: ProviderAuthenticatorSource, peerCertificate: PeerCertificate?) {
         (authenticator, generation) = providers.current
         auth = authenticator.makeConnectionState()
-        certificate = authenticator.acceptsClientCertificates
+        certificate =
+            authenticator.acceptsClientCertificates
             ? peerCertificate.map { CertificateProvider(userID: $0.userID, subject: $0.subject) }
             : nil
     }

@@ -1,10 +1,10 @@
 import Logging
 import NIOCore
 import NIOHTTP1
-import PushgateModel
 import PushgateDelivery
-import PushgateProviderAuth
 import PushgateHTTP
+import PushgateModel
+import PushgateProviderAuth
 import PushgateTransport
 
 /// `POST /3/device/{token}`: APNs' provider endpoint (PRODUCT.md section 2), HTTP/2 only.
@@ -33,20 +33,34 @@ public enum ProviderRoute {
                     return false
                 }
                 // Two fields of the head: looked up where they lie, without copying the others.
-                let (authorization, topic) = (head.headers.first(name: "authorization"), head.headers.first(name: "apns-topic"))
-                return authorize(head, authorization: authorization, topic: topic, draining: draining, responder, validator: validator, gate: gate, logger: logger) != nil
+                let (authorization, topic) = (
+                    head.headers.first(name: "authorization"), head.headers.first(name: "apns-topic")
+                )
+                return authorize(
+                    head,
+                    authorization: authorization,
+                    topic: topic,
+                    draining: draining,
+                    responder,
+                    validator: validator,
+                    gate: gate,
+                    logger: logger
+                ) != nil
             },
             refuse: { head, refusal, responder in
                 var refusal = refusal
                 if refusal.reason == .payloadTooLarge {
-                    refusal.detail = "the payload is larger than \(ProviderRequestValidator.maxBodyBytes) bytes, the limit of voip pushes (\(ProviderRequestValidator.defaultMaxPayloadBytes) for the others)"
+                    refusal.detail =
+                        "the payload is larger than \(ProviderRequestValidator.maxBodyBytes) bytes, the limit of voip pushes (\(ProviderRequestValidator.defaultMaxPayloadBytes) for the others)"
                 }
                 refuseHead(head, refusal, responder, validator: validator, gate: gate, logger: logger)
             }
         )
         // Any method: a wrong one is answered in APNs' own terms (405 MethodNotAllowed).
         let context = Context(core: core, validator: validator, gate: gate, logger: logger)
-        router.addPrefix(nil, "/3/", protocols: .http2Only, role: .provider, admission: admission) { request, responder in
+        router.addPrefix(nil, "/3/", protocols: .http2Only, role: .provider, admission: admission) {
+            request,
+            responder in
             handle(request, responder, context)
         }
     }
@@ -59,18 +73,39 @@ public enum ProviderRoute {
         // request admitted before it is in flight, and in-flight requests are finished.
         // One pass over the fields for authentication and validation.
         var fields = ProviderHeaderFields(request.headers)
-        guard let (state, provider) = authorize(
-            request, authorization: fields.authorization, topic: fields.topic, draining: false, responder, validator: context.validator, gate: context.gate,
-            logger: context.logger
-        ) else { return }
+        guard
+            let (state, provider) = authorize(
+                request,
+                authorization: fields.authorization,
+                topic: fields.topic,
+                draining: false,
+                responder,
+                validator: context.validator,
+                gate: context.gate,
+                logger: context.logger
+            )
+        else { return }
         let connection = request.connection
         // A single-app certificate implies its topic when the request names none (APNs).
         if fields.topic == nil { fields.topic = provider.topic }
 
-        let outcome = context.validator.validate(method: request.method, path: request.path, fields: fields, body: request.body)
+        let outcome = context.validator.validate(
+            method: request.method,
+            path: request.path,
+            fields: fields,
+            body: request.body
+        )
         switch outcome {
         case .rejected(let refusal, let apnsID):
-            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: context.gate, responder: responder, logger: context.logger)
+            answer(
+                refusal: refusal,
+                apnsID: apnsID,
+                state: state,
+                connection: connection,
+                gate: context.gate,
+                responder: responder,
+                logger: context.logger
+            )
         case .accepted(let push, let expiration):
             let boundState = NIOLoopBound(state, eventLoop: connection.eventLoop)
             // The answer needs two of the push's fields: captured alone, not the whole push
@@ -89,8 +124,14 @@ public enum ProviderRoute {
                     responder.respond(HTTPServerResponse(status: 200, headers: headers))
                 case .failure(let error):
                     answer(
-                        refusal: Refusal(error), apnsID: apnsID, state: state, connection: connection, gate: context.gate, responder: responder,
-                        logger: context.logger)
+                        refusal: Refusal(error),
+                        apnsID: apnsID,
+                        state: state,
+                        connection: connection,
+                        gate: context.gate,
+                        responder: responder,
+                        logger: context.logger
+                    )
                 }
             }
         }
@@ -129,7 +170,9 @@ public enum ProviderRoute {
         let state = state(of: connection, gate)
         if draining {
             let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
-            responder.respond(.refusal(Refusal(.shutdown, "the gateway is shutting down; retry on a new connection"), apnsID: apnsID))
+            responder.respond(
+                .refusal(Refusal(.shutdown, "the gateway is shutting down; retry on a new connection"), apnsID: apnsID)
+            )
             gate.counters.rejected.add(.shutdown)
             return nil
         }
@@ -148,7 +191,15 @@ public enum ProviderRoute {
         switch authorized {
         case .failure(let refusal):
             let apnsID = validator.responseAPNsID(requestHeader: request.headers.first(name: "apns-id"))
-            answer(refusal: refusal, apnsID: apnsID, state: state, connection: connection, gate: gate, responder: responder, logger: logger)
+            answer(
+                refusal: refusal,
+                apnsID: apnsID,
+                state: state,
+                connection: connection,
+                gate: gate,
+                responder: responder,
+                logger: logger
+            )
             return nil
         case .success(let provider):
             return (state, provider)
@@ -166,7 +217,15 @@ public enum ProviderRoute {
         logger: Logger
     ) {
         let apnsID = validator.responseAPNsID(requestHeader: head.headers.first(name: "apns-id"))
-        answer(refusal: refusal, apnsID: apnsID, state: state(of: head.connection, gate), connection: head.connection, gate: gate, responder: responder, logger: logger)
+        answer(
+            refusal: refusal,
+            apnsID: apnsID,
+            state: state(of: head.connection, gate),
+            connection: head.connection,
+            gate: gate,
+            responder: responder,
+            logger: logger
+        )
     }
 
     /// The connection's provider state, following the keys in force.
@@ -193,13 +252,17 @@ public enum ProviderRoute {
         // detail: some repeat what the request said (a key id, a topic).
         logger.debug(
             "push refused",
-            metadata: [LogMetadataKey.apnsID: "\(apnsID)", "push.reason": "\(refusal.reason.name)", "push.status": "\(refusal.status)"]
+            metadata: [
+                LogMetadataKey.apnsID: "\(apnsID)", "push.reason": "\(refusal.reason.name)",
+                "push.status": "\(refusal.status)",
+            ]
         )
         responder.respond(.refusal(refusal, apnsID: apnsID))
         gate.counters.rejected.add(refusal.reason)
         // 410 is not an error condition at APNs, and the gateway's own limits are not the
         // provider misbehaving (429 TooManyProviderTokenUpdates is).
-        guard (400..<500).contains(refusal.status), refusal.reason != .unregistered, !refusal.reason.isGatewayLimit else { return }
+        guard (400..<500).contains(refusal.status), refusal.reason != .unregistered, !refusal.reason.isGatewayLimit
+        else { return }
         state.consecutiveErrors += 1
         if gate.maxConsecutiveErrors > 0, state.consecutiveErrors >= gate.maxConsecutiveErrors {
             connection.goAway(debugData: Array(JSONText.object(["reason": refusal.reason.name]).utf8))

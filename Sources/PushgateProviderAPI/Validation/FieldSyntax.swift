@@ -1,7 +1,8 @@
+import PushgateModel
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import PushgateModel
 
 /// Syntax of the individual request fields. Pure functions over strings; no allocation unless a
 /// value has to be normalized.
@@ -47,7 +48,8 @@ enum FieldSyntax {
             count += 1
         }
         if let bad = firstBad {
-            return "device token must be 64 hex digits (0-9, a-f), found \(Detail.scalar(bad.scalar)) at position \(bad.offset + 1) of \(Detail.quote(token))"
+            return
+                "device token must be 64 hex digits (0-9, a-f), found \(Detail.scalar(bad.scalar)) at position \(bad.offset + 1) of \(Detail.quote(token))"
         }
         if count != 64 {
             return "device token must be 64 hex digits, got \(count): \(Detail.quote(token))"
@@ -133,7 +135,8 @@ enum FieldSyntax {
         let utf8 = topic.utf8
         if utf8.isEmpty { return "apns-topic is empty; send the app's bundle id, e.g. \"com.example.app\"" }
         if utf8.count > TopicRules.maxBytes {
-            return "apns-topic is \(utf8.count) bytes, at most \(TopicRules.maxBytes) are allowed: \(Detail.quote(topic))"
+            return
+                "apns-topic is \(utf8.count) bytes, at most \(TopicRules.maxBytes) are allowed: \(Detail.quote(topic))"
         }
         var position = 0
         for scalar in topic.unicodeScalars {
@@ -143,7 +146,8 @@ enum FieldSyntax {
                 (v >= 0x61 && v <= 0x7A) || (v >= 0x41 && v <= 0x5A) || (v >= 0x30 && v <= 0x39)
                 || v == 0x2E || v == 0x2D || v == 0x5F
             if !allowed {
-                return "apns-topic may contain only letters, digits, '.', '-' and '_'; found \(Detail.scalar(scalar)) at position \(position) of \(Detail.quote(topic))"
+                return
+                    "apns-topic may contain only letters, digits, '.', '-' and '_'; found \(Detail.scalar(scalar)) at position \(position) of \(Detail.quote(topic))"
             }
         }
         return "apns-topic \(Detail.quote(topic)): " + TopicRules.explain(topic)

@@ -136,7 +136,9 @@ extension PayloadScanner {
                 return 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
             case 0xDC00...0xDFFF:
                 i = escapeStart
-                throw fail("a high surrogate before the low surrogate \\u\(hex4(unit)) (lone surrogates are not allowed)")
+                throw fail(
+                    "a high surrogate before the low surrogate \\u\(hex4(unit)) (lone surrogates are not allowed)"
+                )
             default:
                 return UInt32(unit)
             }

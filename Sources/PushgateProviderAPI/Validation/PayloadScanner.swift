@@ -10,8 +10,13 @@ struct APSFacts: Sendable, Equatable {
     /// The raw token of `aps.content-available`, as it appears in the payload.
     var contentAvailable: JSONToken?
 
-    init(aps: JSONValueKind? = nil, hasAlert: Bool = false, hasBadge: Bool = false, hasSound: Bool = false,
-         contentAvailable: JSONToken? = nil) {
+    init(
+        aps: JSONValueKind? = nil,
+        hasAlert: Bool = false,
+        hasBadge: Bool = false,
+        hasSound: Bool = false,
+        contentAvailable: JSONToken? = nil
+    ) {
         self.aps = aps
         self.hasAlert = hasAlert
         self.hasBadge = hasBadge

@@ -16,7 +16,10 @@ extension ProviderRequestValidator {
         let expected = "expected /3/device/<64 hex digit device token>"
         if let mark = path.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
             return .failure(
-                Refusal(.badPath, ":path must not carry a query or fragment, got \(Detail.quote(path[mark...])); \(expected)")
+                Refusal(
+                    .badPath,
+                    ":path must not carry a query or fragment, got \(Detail.quote(path[mark...])); \(expected)"
+                )
             )
         }
         guard path.utf8.starts(with: devicePrefix.utf8) else {
@@ -24,14 +27,18 @@ extension ProviderRequestValidator {
         }
         let rest = path.utf8.dropFirst(devicePrefix.utf8.count)
         if rest.isEmpty || rest.elementsEqual(CollectionOfOne(UInt8(ascii: "/"))) {
-            return .failure(Refusal(.missingDeviceToken, ":path \(Detail.quote(path)) has no device token; \(expected)"))
+            return .failure(
+                Refusal(.missingDeviceToken, ":path \(Detail.quote(path)) has no device token; \(expected)")
+            )
         }
         guard rest.first == UInt8(ascii: "/") else {
             return .failure(Refusal(.badPath, ":path \(Detail.quote(path)) is not an APNs path; \(expected)"))
         }
         let tokenBytes = rest.dropFirst()
         if tokenBytes.contains(UInt8(ascii: "/")) {
-            return .failure(Refusal(.badPath, ":path \(Detail.quote(path)) has more than one segment after /3/device/; \(expected)"))
+            return .failure(
+                Refusal(.badPath, ":path \(Detail.quote(path)) has more than one segment after /3/device/; \(expected)")
+            )
         }
         let token = Substring(tokenBytes)
         if let problem = FieldSyntax.deviceTokenProblem(token) {
@@ -47,7 +54,7 @@ extension ProviderRequestValidator {
         let prefix: StaticString = "/3/device/"
         let prefixCount = prefix.utf8CodeUnitCount
         guard path.count == prefixCount + 64,
-              UnsafeBufferPointer(rebasing: path[..<prefixCount])
+            UnsafeBufferPointer(rebasing: path[..<prefixCount])
                 .elementsEqual(UnsafeBufferPointer(start: prefix.utf8Start, count: prefixCount))
         else { return nil }
         // Checked and lowered in one pass; nil (and the partial string dropped) at a non-digit.

@@ -25,9 +25,10 @@ extension ProviderRequestValidator {
             return badPayload("\"aps\" must be a JSON object, got \(kind.article)")
         }
 
-        let contentAvailableIsOne: Bool = facts.contentAvailable.map { token in
-            token.kind == .number && token.end - token.start == 1 && bytes[token.start] == UInt8(ascii: "1")
-        } ?? false
+        let contentAvailableIsOne: Bool =
+            facts.contentAvailable.map { token in
+                token.kind == .number && token.end - token.start == 1 && bytes[token.start] == UInt8(ascii: "1")
+            } ?? false
 
         // 14. The push type.
         let pushType: PushType

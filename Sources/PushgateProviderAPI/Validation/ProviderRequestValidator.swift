@@ -1,6 +1,6 @@
 import NIOCore
-import PushgateModel
 import PushgateCrypto
+import PushgateModel
 
 /// The verdict on one provider request.
 public enum ValidationOutcome: Sendable, Equatable {
@@ -112,7 +112,9 @@ public struct ProviderRequestValidator: Sendable {
     /// before the credentials, so that a wrong method is answered 405 whoever sends it (it says
     /// nothing about tokens), not `MissingTopic` or 403 for what a POST would have needed.
     public static func methodRefusal(_ method: String) -> Refusal? {
-        method == "POST" ? nil : Refusal(.methodNotAllowed, ":method must be POST, got \(Detail.quote(method))", allowedMethods: ["POST"])
+        method == "POST"
+            ? nil
+            : Refusal(.methodNotAllowed, ":method must be POST, got \(Detail.quote(method))", allowedMethods: ["POST"])
     }
 
     /// The `apns-id` of a response to a request refused before validation: the request's own
@@ -166,7 +168,10 @@ public struct ProviderRequestValidator: Sendable {
 
         // 3. Duplicate headers.
         if let name = fields.duplicate {
-            return reject(.duplicateHeaders, "header \(Detail.quote(name)) appears more than once; send each header once")
+            return reject(
+                .duplicateHeaders,
+                "header \(Detail.quote(name)) appears more than once; send each header once"
+            )
         }
 
         // 4. apns-id.
@@ -247,25 +252,35 @@ public struct ProviderRequestValidator: Sendable {
 
         // 10. content-encoding.
         if let encoding = fields.contentEncoding, encoding.lowercased() != "identity" {
-            return reject(.badPayload, "the payload must not be compressed, got content-encoding \(Detail.quote(encoding))")
+            return reject(
+                .badPayload,
+                "the payload must not be compressed, got content-encoding \(Detail.quote(encoding))"
+            )
         }
 
         // 11. Size, before any parsing.
         let size = body.readableBytes
         if size == 0 {
-            return reject(.payloadEmpty, "the payload is empty; send a JSON object, e.g. {\"aps\":{\"alert\":\"Hello\"}}")
+            return reject(
+                .payloadEmpty,
+                "the payload is empty; send a JSON object, e.g. {\"aps\":{\"alert\":\"Hello\"}}"
+            )
         }
         let sizeType = declaredType ?? topicType
         let limit = sizeType?.maxPayloadBytes ?? Self.defaultMaxPayloadBytes
         if size > limit {
-            let whose = sizeType.map { "\($0.rawValue) pushes" } ?? "pushes without apns-push-type (voip: \(PushType.voip.maxPayloadBytes))"
+            let whose =
+                sizeType.map { "\($0.rawValue) pushes" }
+                ?? "pushes without apns-push-type (voip: \(PushType.voip.maxPayloadBytes))"
             return reject(.payloadTooLarge, "the payload is \(size) bytes; the limit for \(whose) is \(limit) bytes")
         }
 
         // 12-15. The payload.
         let payloadVerdict: Result<(PushType, PushPriority), Refusal> = body.withUnsafeReadableBytes { bytes in
             Self.checkPayload(
-                bytes, declaredType: declaredType ?? topicType, explicitPriority: explicitPriority,
+                bytes,
+                declaredType: declaredType ?? topicType,
+                explicitPriority: explicitPriority,
                 defaultPriority: defaultPriority
             )
         }

@@ -88,7 +88,11 @@ public struct EventStreamParser: Sendable {
                 data = []
             }
             guard !data.isEmpty else { return nil }
-            return Event(id: lastEventID, type: type.isEmpty ? "message" : type, data: data.count == 1 ? data[0] : data.joined(separator: "\n"))
+            return Event(
+                id: lastEventID,
+                type: type.isEmpty ? "message" : type,
+                data: data.count == 1 ? data[0] : data.joined(separator: "\n")
+            )
         }
         if line.first == UInt8(ascii: ":") { return nil }
         let text = String(decoding: line, as: UTF8.self)

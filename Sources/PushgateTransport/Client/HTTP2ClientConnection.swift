@@ -32,8 +32,16 @@ public final class HTTP2ClientConnection: Sendable {
         group: any EventLoopGroup
     ) async throws -> HTTP2ClientConnection {
         do {
-            return try await bootstrap(host: host, port: port, tls: tls, serverName: serverName, limits: limits,
-                                       maxResponseBodySize: maxResponseBodySize, settingsTimeout: settingsTimeout, group: group)
+            return try await bootstrap(
+                host: host,
+                port: port,
+                tls: tls,
+                serverName: serverName,
+                limits: limits,
+                maxResponseBodySize: maxResponseBodySize,
+                settingsTimeout: settingsTimeout,
+                group: group
+            )
         } catch let error as NIOConnectionError {
             // NIO's own text nests every attempt's error ("SingleConnectionFailure(target: ...")
             // and calls a refusal a reset: the person running a client wants the cause.

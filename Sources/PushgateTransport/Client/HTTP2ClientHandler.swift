@@ -14,7 +14,11 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         case streaming(EventLoopPromise<HTTPClientStreamingResponse>)
         /// Body chunks go to `onChunk` on the event loop, with no task or async sequence in
         /// between; `ended` completes when the body does.
-        case callbacks(EventLoopPromise<HTTPClientStreamedHead>, onChunk: (ByteBuffer) -> Void, ended: EventLoopPromise<Void>)
+        case callbacks(
+            EventLoopPromise<HTTPClientStreamedHead>,
+            onChunk: (ByteBuffer) -> Void,
+            ended: EventLoopPromise<Void>
+        )
     }
 
     private final class Stream {
@@ -119,7 +123,9 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     /// The connection is gone: whatever still waits fails with why.
     private func endEverything() {
         output?.tearDown()
-        let error = closingError ?? (settingsCompleted ? HTTP2ClientError.connectionClosed : HTTP2ClientError.closedBeforeSettings)
+        let error =
+            closingError
+            ?? (settingsCompleted ? HTTP2ClientError.connectionClosed : HTTP2ClientError.closedBeforeSettings)
         failAll(error)
         completeGoAway(.failure(error))
         completeSettings(.failure(error))
@@ -258,7 +264,9 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         case (_, let error?):
             fail(stream.delivery, error)
         case (.whole(let promise), nil):
-            promise.succeed(HTTPClientResponse(status: stream.status, headers: stream.headers, body: stream.body ?? ByteBuffer()))
+            promise.succeed(
+                HTTPClientResponse(status: stream.status, headers: stream.headers, body: stream.body ?? ByteBuffer())
+            )
         case (.streaming, nil), (.callbacks, nil):
             // Ended with only an informational (1xx) head.
             fail(stream.delivery, HTTP2ClientError.noFinalResponse)
@@ -289,7 +297,14 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
                 // server stops sending, and credit what was never read.
                 abandoned: { eventLoop.execute { loopBound.value.reset(streamID: streamID) } }
             )
-            promise.succeed(HTTPClientStreamingResponse(streamID: streamID, status: stream.status, headers: stream.headers, body: body))
+            promise.succeed(
+                HTTPClientStreamingResponse(
+                    streamID: streamID,
+                    status: stream.status,
+                    headers: stream.headers,
+                    body: body
+                )
+            )
         case .callbacks(let promise, let onChunk, let ended):
             stream.sink = BodySink(
                 // Handled by the time the callback returns: credited at once.
@@ -299,7 +314,14 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
                 },
                 end: { error in if let error { ended.fail(error) } else { ended.succeed() } }
             )
-            promise.succeed(HTTPClientStreamedHead(streamID: streamID, status: stream.status, headers: stream.headers, ended: ended.futureResult))
+            promise.succeed(
+                HTTPClientStreamedHead(
+                    streamID: streamID,
+                    status: stream.status,
+                    headers: stream.headers,
+                    ended: ended.futureResult
+                )
+            )
         }
     }
 }
@@ -317,7 +339,10 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
         if name.first == UInt8(ascii: ":") {
             if name.elementsEqual(":status".utf8) { stream.status = Int(String(decoding: value, as: UTF8.self)) ?? 0 }
         } else {
-            stream.headers.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+            stream.headers.add(
+                name: String(decoding: name, as: UTF8.self),
+                value: String(decoding: value, as: UTF8.self)
+            )
         }
         return true
     }

@@ -133,15 +133,19 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
         case .connectionClosed: return "the HTTP/2 connection closed before the response was complete"
         case .cannotConnect(let host, let port, let reason): return "cannot connect to \(host):\(port): \(reason)"
         case .closedBeforeSettings:
-            return "the server closed the connection before its HTTP/2 SETTINGS: not an HTTP/2 server, a TLS port spoken to in cleartext (use https://), or a server refusing connections (its connection limits)"
+            return
+                "the server closed the connection before its HTTP/2 SETTINGS: not an HTTP/2 server, a TLS port spoken to in cleartext (use https://), or a server refusing connections (its connection limits)"
         case .streamReset(let code): return "the server reset the stream (HTTP/2 error code \(code))"
-        case .refused: return "the server refused the stream without processing it (going away or over a limit); retry it"
+        case .refused:
+            return "the server refused the stream without processing it (going away or over a limit); retry it"
         case .submitFailed(let reason): return "the request could not be sent: \(reason)"
-        case .responseTooLarge(let limit): return "the response body is larger than \(limit) bytes; use a streamed request"
+        case .responseTooLarge(let limit):
+            return "the response body is larger than \(limit) bytes; use a streamed request"
         case .noFinalResponse:
             return "the server ended the stream without a final response (only an informational 1xx head)"
         case .noSettings(let timeout):
-            return "the server sent no HTTP/2 SETTINGS within \(Double(timeout.nanoseconds) / 1e9) s; is it an HTTP/2 server (h2 or prior-knowledge h2c)?"
+            return
+                "the server sent no HTTP/2 SETTINGS within \(Double(timeout.nanoseconds) / 1e9) s; is it an HTTP/2 server (h2 or prior-knowledge h2c)?"
         }
     }
 }

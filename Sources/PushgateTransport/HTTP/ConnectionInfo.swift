@@ -60,7 +60,9 @@ public final class ConnectionInfo: Sendable {
     /// do not change it. One atomic load once classified. A device's HTTP/2 connection then
     /// asks its client to stop indexing header fields (`HTTP2ConnectionPolicy.classified(as:)`).
     public func classify(as role: ConnectionRole) {
-        guard role != .unclassified, self.role.load(ordering: .relaxed) == ConnectionRole.unclassified.rawValue else { return }
+        guard role != .unclassified, self.role.load(ordering: .relaxed) == ConnectionRole.unclassified.rawValue else {
+            return
+        }
         let (exchanged, _) = self.role.compareExchange(
             expected: ConnectionRole.unclassified.rawValue,
             desired: role.rawValue,

@@ -19,7 +19,11 @@ struct ConnectionLogger: Sendable {
         log(.trace, message(), metadata())
     }
 
-    private func log(_ level: Logger.Level, _ message: @autoclosure () -> Logger.Message, _ metadata: @autoclosure () -> Logger.Metadata) {
+    private func log(
+        _ level: Logger.Level,
+        _ message: @autoclosure () -> Logger.Message,
+        _ metadata: @autoclosure () -> Logger.Metadata
+    ) {
         guard base.logLevel <= level else { return }
         var all = metadata()
         all["connection.id"] = "\(connection.id)"

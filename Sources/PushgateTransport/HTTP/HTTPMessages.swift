@@ -55,7 +55,9 @@ public struct HTTPServerResponse: Sendable {
 
     public init(status: Int, headers: HTTPHeaders = [:], text: String) {
         var headers = headers
-        if !headers.contains(name: "content-type") { headers.add(name: "content-type", value: "text/plain; charset=utf-8") }
+        if !headers.contains(name: "content-type") {
+            headers.add(name: "content-type", value: "text/plain; charset=utf-8")
+        }
         self.init(status: status, headers: headers, body: ByteBuffer(string: text))
     }
 }

@@ -33,13 +33,19 @@ final class HTTP1MalformedRequestHandler: ChannelDuplexHandler, RemovableChannel
             let response = application.headlessRefusal(
                 parseError == .headerOverflow
                     ? .headerListTooLarge(limit: Self.maxHeaderBytes)
-                    : .malformed(detail: "the bytes received are not an HTTP/1.1 request (\(parseError)); the connection is closed")
+                    : .malformed(
+                        detail:
+                            "the bytes received are not an HTTP/1.1 request (\(parseError)); the connection is closed"
+                    )
             )
             var headers = response.head.headers
             headers.replaceOrAdd(name: "connection", value: "close")
             headers.replaceOrAdd(name: "content-length", value: String(response.body?.readableBytes ?? 0))
             let status = HTTPResponseStatus(statusCode: response.head.status)
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
+                promise: nil
+            )
             if let body = response.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }

@@ -121,7 +121,8 @@ final class HTTP1ServerHandler: ChannelInboundHandler, HTTPResponseSink {
             answered = false
             // After CONNECT or an Upgrade request NIO's parser stops parsing and would buffer
             // every later byte: answer, then close.
-            keepAlive = requestHead.isKeepAlive && requestHead.method != .CONNECT
+            keepAlive =
+                requestHead.isKeepAlive && requestHead.method != .CONNECT
                 && !requestHead.headers.contains(name: "upgrade")
             switch application.admit(request(requestHead, body: ByteBuffer()), responder: responder(context)) {
             case .readBody(let limit): bodyLimit = min(limit, maxBodySize)

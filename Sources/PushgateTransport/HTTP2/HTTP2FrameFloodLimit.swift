@@ -35,7 +35,9 @@ public struct HTTP2FrameFloodLimit: Sendable {
             let elapsed = max(0, (now - refilledAt).nanoseconds)
             let missing = Int64(burst) * Self.frame - tokens
             // Compared before multiplying: a long quiet spell times the rate would overflow.
-            tokens = elapsed >= (missing + Int64(perSecond) - 1) / Int64(perSecond) ? Int64(burst) * Self.frame : tokens + elapsed * Int64(perSecond)
+            tokens =
+                elapsed >= (missing + Int64(perSecond) - 1) / Int64(perSecond)
+                ? Int64(burst) * Self.frame : tokens + elapsed * Int64(perSecond)
         }
         refilledAt = max(refilledAt ?? now, now)
         guard tokens >= Self.frame else { return false }

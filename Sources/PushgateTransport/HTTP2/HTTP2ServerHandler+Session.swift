@@ -95,7 +95,10 @@ extension HTTP2ServerHandler {
 
     /// The application judges the request on its head, before a byte of body is buffered.
     private func admit(_ pending: PendingRequest, streamID: Int32, endStream: Bool) {
-        switch application.admit(request(pending, streamID: streamID, body: ByteBuffer()), responder: responder(streamID: streamID)) {
+        switch application.admit(
+            request(pending, streamID: streamID, body: ByteBuffer()),
+            responder: responder(streamID: streamID)
+        ) {
         case .readBody(let limit):
             pending.maxBodySize = min(limit, configuration.maxRequestBodySize)
         case .answered:
@@ -116,7 +119,11 @@ extension HTTP2ServerHandler {
         pending.rejected = true
         _ = takeBody(of: pending)
         earlyAnswers[streamID] = .answering
-        application.refuse(request(pending, streamID: streamID, body: ByteBuffer()), refusal, responder: responder(streamID: streamID))
+        application.refuse(
+            request(pending, streamID: streamID, body: ByteBuffer()),
+            refusal,
+            responder: responder(streamID: streamID)
+        )
     }
 
     /// RST_STREAM REFUSED_STREAM: the request was not processed and may be retried as it is
@@ -186,14 +193,19 @@ extension HTTP2ServerHandler: NGHTTP2SessionDelegate {
                 pending.scheme = text
             }
         } else {
-            pending.headers.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+            pending.headers.add(
+                name: String(decoding: name, as: UTF8.self),
+                value: String(decoding: value, as: UTF8.self)
+            )
         }
         return true
     }
 
     func sessionHeadersComplete(streamID: Int32, category: nghttp2_headers_category, endStream: Bool) {
         // Trailers (another category) follow an admitted head.
-        if category == NGHTTP2_HCAT_REQUEST, let pending = streamID == headerStreamID ? headerRequest : requests[streamID] {
+        if category == NGHTTP2_HCAT_REQUEST,
+            let pending = streamID == headerStreamID ? headerRequest : requests[streamID]
+        {
             if policy.refusesNewStreams {
                 refuseStream(pending, streamID: streamID, because: "its GOAWAY waits for the open streams")
             } else if pending.headerListTooLarge {

@@ -247,10 +247,22 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     }
 
     private func cancel(_ timers: HTTP2ConnectionPolicy.Timers) {
-        if timers.contains(.idle) { idleTimer?.cancel(); idleTimer = nil }
-        if timers.contains(.finish) { finishTimer?.cancel(); finishTimer = nil }
-        if timers.contains(.stall) { stallTimer?.cancel(); stallTimer = nil }
-        if timers.contains(.request) { requestTimer?.cancel(); requestTimer = nil }
+        if timers.contains(.idle) {
+            idleTimer?.cancel()
+            idleTimer = nil
+        }
+        if timers.contains(.finish) {
+            finishTimer?.cancel()
+            finishTimer = nil
+        }
+        if timers.contains(.stall) {
+            stallTimer?.cancel()
+            stallTimer = nil
+        }
+        if timers.contains(.request) {
+            requestTimer?.cancel()
+            requestTimer = nil
+        }
     }
 
     private func arm(_ timers: HTTP2ConnectionPolicy.Timers) {
@@ -270,9 +282,12 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         }
         if timers.contains(.stall) {
             stallTimer?.cancel()
-            stallTimer = eventLoop.scheduleTask(in: configuration.writeStallTimeout) { loopBound.value.stallTimerFired() }
+            stallTimer = eventLoop.scheduleTask(in: configuration.writeStallTimeout) {
+                loopBound.value.stallTimerFired()
+            }
         }
-        if timers.contains(.request), let oldest = requests.values.lazy.filter({ !$0.rejected }).map(\.startedAt).min() {
+        if timers.contains(.request), let oldest = requests.values.lazy.filter({ !$0.rejected }).map(\.startedAt).min()
+        {
             requestTimer?.cancel()
             requestTimer = eventLoop.scheduleTask(deadline: oldest + configuration.requestTimeout) {
                 loopBound.value.requestTimerFired()
@@ -295,7 +310,10 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         finishTimer = nil
         let actions = policy.finishTimerFired()
         if actions.submit != nil {
-            logger.debug("sending GOAWAY with streams still open", metadata: ["h2.open_streams": "\(policy.openStreams)"])
+            logger.debug(
+                "sending GOAWAY with streams still open",
+                metadata: ["h2.open_streams": "\(policy.openStreams)"]
+            )
         }
         perform(actions)
     }
@@ -325,7 +343,10 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
     func goAway(debugData: [UInt8]) {
         guard session != nil else { return }
         guard !policy.isClosed else { return }
-        logger.debug("closing HTTP/2 connection", metadata: ["h2.goaway_debug_data": "\(String(decoding: debugData, as: UTF8.self))"])
+        logger.debug(
+            "closing HTTP/2 connection",
+            metadata: ["h2.goaway_debug_data": "\(String(decoding: debugData, as: UTF8.self))"]
+        )
         goAwayDebugData = debugData
         perform(policy.goAwayRequested())
     }

@@ -18,13 +18,17 @@ enum HeaderBlockBuilder {
         return build(count: headers.count + 1, byteCount: headers.totalByteCount + 7 + statusText.utf8.count) { add in
             add(":status", statusText)
             for (name, value) in headers { add(name, value) }
-        } body: { body($0, $1) }
+        } body: {
+            body($0, $1)
+        }
     }
 
     static func withFields<R>(_ headers: HTTPFieldList, _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
         build(count: headers.count, byteCount: headers.totalByteCount) { add in
             for (name, value) in headers { add(name, value) }
-        } body: { body($0, $1) }
+        } body: {
+            body($0, $1)
+        }
     }
 
     private static func build<R>(

@@ -9,7 +9,13 @@ extension NGHTTP2Session {
     }
 
     static let readCallback: nghttp2_data_source_read_callback = {
-        _, streamID, buffer, length, flags, _, userData in
+        _,
+        streamID,
+        buffer,
+        length,
+        flags,
+        _,
+        userData in
         NGHTTP2Session.from(userData).readBody(streamID: streamID, into: buffer!, length: length, flags: flags!)
     }
 
@@ -66,7 +72,14 @@ extension NGHTTP2Session {
             return ok ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) {
-            _, frame, name, nameLength, value, valueLength, _, userData in
+            _,
+            frame,
+            name,
+            nameLength,
+            value,
+            valueLength,
+            _,
+            userData in
             let frame = frame!.pointee
             let ok = NGHTTP2Session.from(userData).delegate.sessionHeader(
                 streamID: frame.hd.stream_id,
@@ -77,7 +90,12 @@ extension NGHTTP2Session {
             return ok ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) {
-            _, _, streamID, data, length, userData in
+            _,
+            _,
+            streamID,
+            data,
+            length,
+            userData in
             let ok = NGHTTP2Session.from(userData).delegate.sessionData(
                 streamID: streamID,
                 bytes: UnsafeRawBufferPointer(start: data, count: length)
@@ -97,12 +115,17 @@ extension NGHTTP2Session {
                 )
             case NGHTTP2_DATA.rawValue:
                 delegate.sessionDataFrame(streamID: frame.hd.stream_id, endStream: endStream)
-                if !endStream, frame.hd.length == 0, !delegate.sessionWastedFrame() { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+                if !endStream, frame.hd.length == 0, !delegate.sessionWastedFrame() {
+                    return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+                }
             case NGHTTP2_GOAWAY.rawValue:
                 delegate.sessionGoAwayReceived(
                     lastStreamID: frame.goaway.last_stream_id,
                     errorCode: frame.goaway.error_code,
-                    debugData: UnsafeRawBufferPointer(start: frame.goaway.opaque_data, count: frame.goaway.opaque_data_len)
+                    debugData: UnsafeRawBufferPointer(
+                        start: frame.goaway.opaque_data,
+                        count: frame.goaway.opaque_data_len
+                    )
                 )
             case NGHTTP2_SETTINGS.rawValue:
                 if frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { delegate.sessionSettingsReceived() }
@@ -118,8 +141,8 @@ extension NGHTTP2Session {
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
             let header = frame!.pointee.hd
             let type = UInt32(header.type)
-            if (type == NGHTTP2_DATA.rawValue || type == NGHTTP2_HEADERS.rawValue),
-               header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            if type == NGHTTP2_DATA.rawValue || type == NGHTTP2_HEADERS.rawValue,
+                header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
             {
                 NGHTTP2Session.from(userData).delegate.sessionEndStreamSent(streamID: header.stream_id)
             } else if type == NGHTTP2_GOAWAY.rawValue {

@@ -168,12 +168,18 @@ final class NGHTTP2Session {
         if lease?.pointee.taken == true { sharedFrameBuffer = shared }
 
         var settings: [nghttp2_settings_entry] = [
-            .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
-                  value: initialMaxConcurrentStreams ?? limits.maxConcurrentStreams),
-            .init(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
-                  value: UInt32(limits.initialStreamWindowSize)),
-            .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
-                  value: UInt32(limits.maxHeaderListSize)),
+            .init(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                value: initialMaxConcurrentStreams ?? limits.maxConcurrentStreams
+            ),
+            .init(
+                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
+                value: UInt32(limits.initialStreamWindowSize)
+            ),
+            .init(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                value: UInt32(limits.maxHeaderListSize)
+            ),
             .init(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
             .init(settings_id: Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue), value: 1),
         ]
@@ -218,7 +224,10 @@ final class NGHTTP2Session {
             // another session's callbacks could overwrite one; handlers never do that.
             guard !shared.busy else {
                 assertionFailure("an HTTP/2 session serialized inside another session's send")
-                throw NGHTTP2Error(code: NGHTTP2_ERR_INVALID_STATE.rawValue, operation: "send (nested in another session's send)")
+                throw NGHTTP2Error(
+                    code: NGHTTP2_ERR_INVALID_STATE.rawValue,
+                    operation: "send (nested in another session's send)"
+                )
             }
             shared.busy = true
             defer { shared.busy = false }
@@ -256,7 +265,8 @@ final class NGHTTP2Session {
 
     /// Submits response headers; `body` nil means headers only (END_STREAM on HEADERS).
     /// `streaming` keeps the stream open for later `appendBody` calls.
-    func submitResponse(streamID: Int32, status: Int, headers: HTTPFieldList, body: ByteBuffer?, streaming: Bool) throws {
+    func submitResponse(streamID: Int32, status: Int, headers: HTTPFieldList, body: ByteBuffer?, streaming: Bool) throws
+    {
         // nghttp2 would queue a response for a stream that is already gone and drop it only when
         // sending; checking here keeps its body from lingering in `bodies`.
         guard nghttp2_session_find_stream(session, streamID) != nil else {

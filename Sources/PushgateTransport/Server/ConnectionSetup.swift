@@ -14,7 +14,12 @@ public struct AcceptedSocketOption: Sendable, CustomStringConvertible {
     /// The option's C name, for the log line of a refusal.
     public var description: String
 
-    public init(level: NIOBSDSocket.OptionLevel, name: NIOBSDSocket.Option, value: SocketOptionValue, description: String) {
+    public init(
+        level: NIOBSDSocket.OptionLevel,
+        name: NIOBSDSocket.Option,
+        value: SocketOptionValue,
+        description: String
+    ) {
         self.level = level
         self.name = name
         self.value = value
@@ -23,7 +28,12 @@ public struct AcceptedSocketOption: Sendable, CustomStringConvertible {
 
     /// Responses and events leave at once instead of waiting for Nagle's algorithm to fill a
     /// segment.
-    public static let tcpNoDelay = AcceptedSocketOption(level: .tcp, name: .tcp_nodelay, value: 1, description: "TCP_NODELAY")
+    public static let tcpNoDelay = AcceptedSocketOption(
+        level: .tcp,
+        name: .tcp_nodelay,
+        value: 1,
+        description: "TCP_NODELAY"
+    )
 
     func apply(to channel: any Channel) -> EventLoopFuture<Void> {
         channel.setOption(ChannelOptions.Types.SocketOption(level: level, name: name), value: value)
@@ -71,7 +81,10 @@ final class ConnectionSetupFailures: Sendable {
             "failures.total": "\(total)",
         ]
         if let peer { metadata["connection.peer"] = "\(peer)" }
-        logger.warning("connection setup failed; the connection was closed (later failures with this cause are counted, not logged)", metadata: metadata)
+        logger.warning(
+            "connection setup failed; the connection was closed (later failures with this cause are counted, not logged)",
+            metadata: metadata
+        )
     }
 }
 

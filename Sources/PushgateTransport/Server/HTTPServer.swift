@@ -3,10 +3,11 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import PushgateTLS
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import PushgateTLS
 
 /// One address to listen on, cleartext (h2c + HTTP/1.1 by sniffing) or TLS.
 public struct ListenerConfiguration: Sendable {
@@ -51,7 +52,8 @@ public final class HTTPServer: Sendable {
         private static func hint(port: Int, error: any Error) -> String {
             switch (error as? IOError)?.errnoCode {
             case EACCES where port < 1024:
-                return "ports below 1024 need CAP_NET_BIND_SERVICE: systemd's AmbientCapabilities=CAP_NET_BIND_SERVICE, "
+                return
+                    "ports below 1024 need CAP_NET_BIND_SERVICE: systemd's AmbientCapabilities=CAP_NET_BIND_SERVICE, "
                     + "or `setcap cap_net_bind_service=+ep` on the binary; or listen on a port from 1024 up"
             case EADDRINUSE:
                 return "another process is using the port"
@@ -170,11 +172,19 @@ public final class HTTPServer: Sendable {
         timeout.cancel()
     }
 
-    private static func logFirstRefusal(_ reason: ConnectionRefusal, peer: SocketAddress?, limits: ConnectionLimits, logger: Logger) {
+    private static func logFirstRefusal(
+        _ reason: ConnectionRefusal,
+        peer: SocketAddress?,
+        limits: ConnectionLimits,
+        logger: Logger
+    ) {
         let limit: String
         switch reason {
-        case .serverFull: limit = "maxConnections (\(limits.maxConnections.map(String.init) ?? "none")) connections are open"
-        case .addressFull: limit = "maxConnectionsPerAddress (\(limits.maxPerAddress.map(String.init) ?? "none")) connections from this client's address are open"
+        case .serverFull:
+            limit = "maxConnections (\(limits.maxConnections.map(String.init) ?? "none")) connections are open"
+        case .addressFull:
+            limit =
+                "maxConnectionsPerAddress (\(limits.maxPerAddress.map(String.init) ?? "none")) connections from this client's address are open"
         }
         var metadata: Logger.Metadata = ["connection.refusal": "\(reason.rawValue)"]
         if let peer { metadata["connection.peer"] = "\(peer)" }
@@ -198,7 +208,10 @@ public final class HTTPServer: Sendable {
             // NIO keeps each connection's last receive buffer for reuse. Starting small (and
             // adapting up under load) keeps that at a few hundred bytes on idle connections,
             // where the default would hold 2 KiB on each of them.
-            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 128, initial: 256, maximum: 64 * 1024))
+            .childChannelOption(
+                .recvAllocator,
+                value: AdaptiveRecvByteBufferAllocator(minimum: 128, initial: 256, maximum: 64 * 1024)
+            )
             // Socket options are set here rather than as child channel options: SwiftNIO closes a
             // connection whose option fails and reports it nowhere a person would see.
             .childChannelInitializer { channel in
@@ -209,10 +222,19 @@ public final class HTTPServer: Sendable {
                 case .draining:
                     return channel.close()
                 case .refused(let reason, let isFirst):
-                    if isFirst { Self.logFirstRefusal(reason, peer: channel.remoteAddress, limits: configuration.connectionLimits, logger: logger) }
+                    if isFirst {
+                        Self.logFirstRefusal(
+                            reason,
+                            peer: channel.remoteAddress,
+                            limits: configuration.connectionLimits,
+                            logger: logger
+                        )
+                    }
                     return channel.close()
                 }
-                let options = configuration.socketOptions.reduce(channel.eventLoop.makeSucceededVoidFuture()) { done, option in
+                let options = configuration.socketOptions.reduce(channel.eventLoop.makeSucceededVoidFuture()) {
+                    done,
+                    option in
                     done.flatMap { option.apply(to: channel) }
                 }
                 return options.flatMapThrowing {

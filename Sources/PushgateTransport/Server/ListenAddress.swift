@@ -16,7 +16,7 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         let portPart: Substring
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]"),
-                  text[text.index(after: close)...].hasPrefix(":")
+                text[text.index(after: close)...].hasPrefix(":")
             else { return nil }
             hostPart = text[text.index(after: text.startIndex)..<close]
             portPart = text[text.index(close, offsetBy: 2)...]

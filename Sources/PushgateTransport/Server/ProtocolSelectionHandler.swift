@@ -72,7 +72,7 @@ final class ProtocolSelectionHandler: ChannelInboundHandler, RemovableChannelHan
             return
         }
         guard state == .awaitingHandshake, let tlsEvent = event as? TLSUserEvent,
-              case .handshakeCompleted(let negotiated) = tlsEvent
+            case .handshakeCompleted(let negotiated) = tlsEvent
         else {
             context.fireUserInboundEventTriggered(event)
             return

@@ -44,7 +44,11 @@ public final class RequestBodyBudget: Sendable {
                 refusals.add(1, ordering: .relaxed)
                 return false
             }
-            let (exchanged, original) = held.compareExchange(expected: current, desired: current + bytes, ordering: .relaxed)
+            let (exchanged, original) = held.compareExchange(
+                expected: current,
+                desired: current + bytes,
+                ordering: .relaxed
+            )
             if exchanged { return true }
             current = original
         }

@@ -1,6 +1,6 @@
 import Foundation
-import NIOCore
 import NIOConcurrencyHelpers
+import NIOCore
 import PushgateDeviceClient
 import PushgateModel
 import PushgateTransport
@@ -57,7 +57,9 @@ final class Agent: Sendable {
                     link.disconnected()
                     Task { await connection.close() }
                 }
-                if device == nil { device = DeviceRequests(server: client.server, identity: try await loadOrCreateIdentity(connection)) }
+                if device == nil {
+                    device = DeviceRequests(server: client.server, identity: try await loadOrCreateIdentity(connection))
+                }
                 if !registered {
                     for topic in topics { try await register(topic, device!, connection) }
                     registered = true
@@ -88,7 +90,9 @@ final class Agent: Sendable {
     private func loadOrCreateIdentity(_ connection: HTTP2ClientConnection) async throws -> DeviceIdentity {
         if let data = FileManager.default.contents(atPath: identityPath) {
             guard let identity = try? JSONDecoder().decode(DeviceIdentity.self, from: data) else {
-                throw ClientFailure(description: "\(identityPath) is not an agent identity file (expected {\"deviceId\",\"secret\"})")
+                throw ClientFailure(
+                    description: "\(identityPath) is not an agent identity file (expected {\"deviceId\",\"secret\"})"
+                )
             }
             return identity
         }
@@ -97,29 +101,41 @@ final class Agent: Sendable {
             try await DeviceSetup.createDevice(on: connection, server: server, registrationSecret: secret)
         }
         let data = try JSONEncoder().encode(identity)
-        guard FileManager.default.createFile(atPath: identityPath, contents: data, attributes: [.posixPermissions: 0o600]) else {
+        guard
+            FileManager.default.createFile(atPath: identityPath, contents: data, attributes: [.posixPermissions: 0o600])
+        else {
             let directory = (identityPath as NSString).deletingLastPathComponent
             let place = directory.isEmpty ? "." : directory
-            let why = !FileManager.default.fileExists(atPath: place) ? "\(place) does not exist"
-                : !FileManager.default.isWritableFile(atPath: place) ? "\(place) is not writable by this user" : "the file system refused it"
+            let why =
+                !FileManager.default.fileExists(atPath: place)
+                ? "\(place) does not exist"
+                : !FileManager.default.isWritableFile(atPath: place)
+                    ? "\(place) is not writable by this user" : "the file system refused it"
             throw ClientFailure(description: "cannot write the identity file \(identityPath): \(why)")
         }
         return identity
     }
 
     private var unknownDevice: ClientFailure {
-        ClientFailure(description: "the gateway does not know this device or its secret (401); delete \(identityPath) to start as a new device")
+        ClientFailure(
+            description:
+                "the gateway does not know this device or its secret (401); delete \(identityPath) to start as a new device"
+        )
     }
 
     private func register(_ topic: String, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
         let token: String
         do {
-            token = try await answer("registering \(topic)", on: connection) { try await DeviceSetup.register(topic, device, on: connection) }
+            token = try await answer("registering \(topic)", on: connection) {
+                try await DeviceSetup.register(topic, device, on: connection)
+            }
         } catch is UnknownDevice {
             // The same words as on the event stream: the identity file names a device the gateway no longer has.
             throw unknownDevice
         }
-        emit("{\"type\":\"registered\",\"deviceId\":\(JSONText.quote(device.identity.deviceId)),\"topic\":\(JSONText.quote(topic)),\"token\":\(JSONText.quote(token))}")
+        emit(
+            "{\"type\":\"registered\",\"deviceId\":\(JSONText.quote(device.identity.deviceId)),\"topic\":\(JSONText.quote(topic)),\"token\":\(JSONText.quote(token))}"
+        )
     }
 
     private func holdStream(
@@ -129,32 +145,44 @@ final class Agent: Sendable {
         backoff: inout ReconnectDelay
     ) async throws {
         let request = device.events(lastEventID: lastSeq)
-        let response = try await answer("the event stream request", on: connection) { try await connection.stream(request) }
+        let response = try await answer("the event stream request", on: connection) {
+            try await connection.stream(request)
+        }
         if response.status == 401 { throw unknownDevice }
         guard response.status == 200 else {
             let body = await Self.start(of: response.body)
-            throw RetryableRefusal.refusal(of: "the event stream", status: response.status, body: body, failure: "event stream refused")
+            throw RetryableRefusal.refusal(
+                of: "the event stream",
+                status: response.status,
+                body: body,
+                failure: "event stream refused"
+            )
         }
         backoff.reset()
         emit("{\"type\":\"connected\",\"deviceId\":\(JSONText.quote(device.identity.deviceId))}")
-        let keepalives = keepaliveSeconds > 0 ? Task { [keepaliveSeconds] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(keepaliveSeconds))
-                if Task.isCancelled { break }
-                do {
-                    try await self.sendKeepalive(device, connection)
-                } catch where !Task.isCancelled {
-                    printError("keep-alive failed (\(error))")
+        let keepalives =
+            keepaliveSeconds > 0
+            ? Task { [keepaliveSeconds] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(keepaliveSeconds))
+                    if Task.isCancelled { break }
+                    do {
+                        try await self.sendKeepalive(device, connection)
+                    } catch  where !Task.isCancelled {
+                        printError("keep-alive failed (\(error))")
+                    }
                 }
-            }
-        } : nil
+            } : nil
         defer { keepalives?.cancel() }
         // Stream acks run beside the reads, one in flight at a time: waiting for each ack's
         // answer before reading on would hold every later notification back a round trip. Acks
         // are cumulative, so the newest seq handled meanwhile is the only one worth sending next.
         let (handled, handledSink) = AsyncStream<UInt64>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let silence = NIOLockedValueBox(
-            StreamSilence(heartbeatIntervalHeader: response.headers.first(name: "pushgate-heartbeat-interval"), openedAt: .now)
+            StreamSilence(
+                heartbeatIntervalHeader: response.headers.first(name: "pushgate-heartbeat-interval"),
+                openedAt: .now
+            )
         )
         try await withThrowingTaskGroup(of: Void.self) { acks in
             // A connection that went dead without a word would otherwise be read from forever:
@@ -172,7 +200,7 @@ final class Agent: Sendable {
             acks.addTask {
                 do {
                     for await seq in handled { try await self.ack(upTo: seq, device, connection) }
-                } catch where !Task.isCancelled && !(error is Unanswered) {
+                } catch  where !Task.isCancelled && !(error is Unanswered) {
                     // Reading on without acking would stall once the gateway's unacked window
                     // is full: start over on a new connection, as a lost stream does.
                     printError("ack failed (\(error)); reconnecting")
@@ -237,14 +265,18 @@ final class Agent: Sendable {
     }
 
     private func ack(upTo seq: UInt64, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
-        let ack = try await answer("the ack up to \(seq)", on: connection) { try await connection.send(device.ack(upTo: seq)) }
+        let ack = try await answer("the ack up to \(seq)", on: connection) {
+            try await connection.send(device.ack(upTo: seq))
+        }
         if ack.status != 204 { printError("ack up to \(seq) answered \(ack.status)") }
     }
 
     /// A wake event: what the gateway held comes back in the response; printed and acked like
     /// notifications from the stream.
     private func sendKeepalive(_ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
-        let response = try await answer("the keep-alive", on: connection) { try await connection.send(device.keepalive) }
+        let response = try await answer("the keep-alive", on: connection) {
+            try await connection.send(device.keepalive)
+        }
         let receivedAt = ContinuousClock.now
         guard response.status == 200 else {
             printError("keep-alive answered \(response.status) \(String(buffer: response.body))")
@@ -263,8 +295,14 @@ final class Agent: Sendable {
         if let newest { try await ack(upTo: newest, device, connection) }
     }
 
-    private func sendState(_ report: DeviceStateReport, _ device: DeviceRequests, _ connection: HTTP2ClientConnection) async throws {
-        let response = try await answer("the state report", on: connection) { try await connection.send(device.state(report)) }
+    private func sendState(
+        _ report: DeviceStateReport,
+        _ device: DeviceRequests,
+        _ connection: HTTP2ClientConnection
+    ) async throws {
+        let response = try await answer("the state report", on: connection) {
+            try await connection.send(device.state(report))
+        }
         guard response.status == 204 else {
             printError("state report answered \(response.status) \(String(buffer: response.body))")
             return
@@ -280,7 +318,9 @@ final class Agent: Sendable {
     /// all the same (a NIO future ignores cancellation): its callers close the connection when
     /// they cancel, which ends it.
     private func answer<T: Sendable>(
-        _ what: String, on connection: HTTP2ClientConnection, _ request: @escaping @Sendable () async throws -> T
+        _ what: String,
+        on connection: HTTP2ClientConnection,
+        _ request: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let answer = try await firstWithin(requestTimeout, request, whenLate: { await connection.close() })
         guard let answer else { throw Unanswered(request: what, timeout: requestTimeout) }
@@ -301,17 +341,27 @@ final class Agent: Sendable {
             var report: DeviceStateReport?
             switch words.first {
             case "power" where words.count == 2 && DevicePower(rawValue: words[1]) != nil:
-                report = state.withLockedValue { $0.power = DevicePower(rawValue: words[1]); return $0 }
+                report = state.withLockedValue {
+                    $0.power = DevicePower(rawValue: words[1])
+                    return $0
+                }
             case "app" where words.count == 3 && AppState(rawValue: words[2]) != nil:
-                report = state.withLockedValue { $0.apps[words[1]] = AppState(rawValue: words[2]); return $0 }
+                report = state.withLockedValue {
+                    $0.apps[words[1]] = AppState(rawValue: words[2])
+                    return $0
+                }
             case "keepalive" where words.count == 1:
                 break
             default:
-                printError("unknown command \"\(line)\": power idle|awake|lowPower, app TOPIC foreground|background|terminated, keepalive")
+                printError(
+                    "unknown command \"\(line)\": power idle|awake|lowPower, app TOPIC foreground|background|terminated, keepalive"
+                )
                 continue
             }
             guard let (connection, device) = link.current else {
-                printError("not connected; \(report == nil ? "keep-alive skipped" : "the state is reported on connect")")
+                printError(
+                    "not connected; \(report == nil ? "keep-alive skipped" : "the state is reported on connect")"
+                )
                 continue
             }
             do {

@@ -54,10 +54,16 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(help: "Register this topic (an app's bundle id). Repeatable.")
     var topic: [String] = []
 
-    @Option(help: "Power state to report: awake, idle or lowPower (default: report none, which the gateway treats as awake).")
+    @Option(
+        help:
+            "Power state to report: awake, idle or lowPower (default: report none, which the gateway treats as awake)."
+    )
     var power: String?
 
-    @Option(name: .customLong("app-state"), help: "An app's state to report, TOPIC=foreground|background|terminated. Repeatable.")
+    @Option(
+        name: .customLong("app-state"),
+        help: "An app's state to report, TOPIC=foreground|background|terminated. Repeatable."
+    )
     var appStates: [String] = []
 
     @Option(help: "Send a keep-alive (a wake event) every this many seconds (at most 86400); 0: never.")
@@ -65,20 +71,23 @@ struct AgentCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("fetch-command"),
-        help: "Run this with /bin/sh -c for each silent push, within its fetch window: exit 0 reports newData, 1 noData, anything else failed; killed at the window's end, unreported (see below). Default: report newData."
+        help:
+            "Run this with /bin/sh -c for each silent push, within its fetch window: exit 0 reports newData, 1 noData, anything else failed; killed at the window's end, unreported (see below). Default: report newData."
     )
     var fetchCommand: String?
 
     @Option(
         name: .customLong("fetch-interval"),
-        help: "An app's fetch interval to report, TOPIC=minimum|never|SECONDS (1 to 604800): how often the gateway may release its held silent pushes on budget. Repeatable.",
+        help:
+            "An app's fetch interval to report, TOPIC=minimum|never|SECONDS (1 to 604800): how often the gateway may release its held silent pushes on budget. Repeatable.",
         transform: { argument in try FetchIntervalSetting.parse(argument) }
     )
     var fetchIntervals: [(topic: String, interval: FetchInterval)] = []
 
     @Option(
         name: .customLong("request-timeout"),
-        help: "Seconds (1 to 3600) to wait for the answer to each request (device creation, registration, state report, the event stream's head, an ack, a keep-alive) before taking the connection as dead and reconnecting."
+        help:
+            "Seconds (1 to 3600) to wait for the answer to each request (device creation, registration, state report, the event stream's head, an ack, a keep-alive) before taking the connection as dead and reconnecting."
     )
     var requestTimeout: Int = 30
 
@@ -86,13 +95,17 @@ struct AgentCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let power, DevicePower(rawValue: power) == nil {
-            throw ValidationError("--power must be one of \(DevicePower.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw ValidationError(
+                "--power must be one of \(DevicePower.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
         }
         for entry in appStates where Self.appState(entry) == nil {
             throw ValidationError("--app-state must be TOPIC=foreground|background|terminated, got \(entry)")
         }
         // A day at most: far larger values overflowed the interval's Duration and trapped.
-        if !(0...86_400).contains(keepalive) { throw ValidationError("--keepalive must be 0 to 86400 seconds, got \(keepalive)") }
+        if !(0...86_400).contains(keepalive) {
+            throw ValidationError("--keepalive must be 0 to 86400 seconds, got \(keepalive)")
+        }
         try RequestTimeout.check(requestTimeout)
     }
 

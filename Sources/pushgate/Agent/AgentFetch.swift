@@ -1,8 +1,8 @@
 import Foundation
+import NIOConcurrencyHelpers
 import PushgateDeviceClient
 import PushgateModel
 import PushgateTransport
-import NIOConcurrencyHelpers
 
 /// Background fetch on the agent's side: each silent push printed gets its app's fetch (the
 /// command, or `newData` at once without one) beside the stream, then its result reported; one
@@ -54,7 +54,11 @@ final class AgentFetch: Sendable {
         var line = "{\"type\":\"fetch\",\"seq\":\(notification.seq),\"topic\":\(JSONText.quote(notification.topic))"
         let result: FetchResult
         if let runner {
-            let outcome = await runner.run(input: notification.json, environment: notification.commandEnvironment, deadline: job.deadline)
+            let outcome = await runner.run(
+                input: notification.json,
+                environment: notification.commandEnvironment,
+                deadline: job.deadline
+            )
             let elapsed = Self.milliseconds(job.receivedAt.duration(to: .now))
             line += ",\"result\":\(JSONText.quote((outcome.result ?? .timeout).rawValue))"
             switch outcome {

@@ -40,13 +40,15 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("silent-percent"),
-        help: "Percentage of silent pushes (background, priority 5); the rest are alerts. Held ones are collected with one keep-alive per device at the end."
+        help:
+            "Percentage of silent pushes (background, priority 5); the rest are alerts. Held ones are collected with one keep-alive per device at the end."
     )
     var silentPercent: Int = 0
 
     @Option(
         name: .customLong("ack-delay"),
-        help: "Milliseconds a device waits before acking, so that what arrives meanwhile shares the ack (0: ack at once; events arriving while an ack is in flight share the next one either way)."
+        help:
+            "Milliseconds a device waits before acking, so that what arrives meanwhile shares the ack (0: ack at once; events arriving while an ack is in flight share the next one either way)."
     )
     var ackDelay: Int = 0
 
@@ -58,15 +60,22 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("drain-seconds"), help: "How long to wait for the last deliveries.")
     var drainSeconds: Int = 15
 
-    @Option(name: .customLong("idle-seconds"), help: "Hold the open, idle streams this long before sending (to measure the gateway's memory per idle device).")
+    @Option(
+        name: .customLong("idle-seconds"),
+        help: "Hold the open, idle streams this long before sending (to measure the gateway's memory per idle device)."
+    )
     var idleSeconds: Int = 0
 
     @Flag(
-        help: "Reconnect storm: send the pushes while no device is connected (they are stored), run --then-run's command if given (a gateway restart), then open every event stream at --concurrent-connects at a time; reports how long until every stream is open and every stored push is delivered."
+        help:
+            "Reconnect storm: send the pushes while no device is connected (they are stored), run --then-run's command if given (a gateway restart), then open every event stream at --concurrent-connects at a time; reports how long until every stream is open and every stored push is delivered."
     )
     var backlog = false
 
-    @Option(name: .customLong("then-run"), help: "With --backlog: a shell command run after the pushes and before the streams open; it must exit 0.")
+    @Option(
+        name: .customLong("then-run"),
+        help: "With --backlog: a shell command run after the pushes and before the streams open; it must exit 0."
+    )
     var thenRun: String?
 
     @Option(name: .customLong("concurrent-connects"), help: "Event streams being opened at once.")
@@ -74,7 +83,8 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("server-pid"),
-        help: "The gateway's process id, when it runs on this machine: the bench then reports the gateway's CPU-seconds per 100k delivered pushes, from the first push sent to the last received (read from /proc)."
+        help:
+            "The gateway's process id, when it runs on this machine: the bench then reports the gateway's CPU-seconds per 100k delivered pushes, from the first push sent to the last received (read from /proc)."
     )
     var serverPID: Int32?
 
@@ -88,7 +98,9 @@ struct BenchCommand: AsyncParsableCommand {
         if concurrentConnects < 1 { throw ValidationError("--concurrent-connects must be at least 1") }
         if thenRun != nil, !backlog { throw ValidationError("--then-run needs --backlog") }
         if backlog, silentPercent > 0 || idleSeconds > 0 || serverPID != nil {
-            throw ValidationError("--backlog measures delivery of stored alerts: not with --silent-percent, --idle-seconds or --server-pid")
+            throw ValidationError(
+                "--backlog measures delivery of stored alerts: not with --silent-percent, --idle-seconds or --server-pid"
+            )
         }
         if !(0...60_000).contains(ackDelay) { throw ValidationError("--ack-delay must be 0 to 60000 milliseconds") }
         if !(0...100).contains(silentPercent) { throw ValidationError("--silent-percent must be 0 to 100") }
@@ -103,13 +115,21 @@ struct BenchCommand: AsyncParsableCommand {
         let group = MultiThreadedEventLoopGroup.singleton
         let tls = try client.tlsContext()
         let connect: @Sendable () async throws -> HTTP2ClientConnection = { [client] in
-            try await HTTP2ClientConnection.connect(host: client.server.host, port: client.server.port, tls: tls, group: group)
+            try await HTTP2ClientConnection.connect(
+                host: client.server.host,
+                port: client.server.port,
+                tls: tls,
+                group: group
+            )
         }
         var authorization: String?
         if let key = signing.signing {
             // One token for the whole run, as a provider would use one for its hour.
             let token = try ProviderTokenCache.sign(
-                keyFile: key.keyFile, keyID: key.keyID, teamID: key.teamID, nowMillis: Int64(Date().timeIntervalSince1970 * 1000)
+                keyFile: key.keyFile,
+                keyID: key.keyID,
+                teamID: key.teamID,
+                nowMillis: Int64(Date().timeIntervalSince1970 * 1000)
             )
             authorization = "bearer \(token)"
         }

@@ -45,7 +45,9 @@ final class BenchDevice {
         guard !acking, !failed, newest > acked, !ledger.stopped.load(ordering: .relaxed) else { return }
         acking = true
         if ackDelay > 0 {
-            connection.channel.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(ackDelay))) { self.sendAck() }
+            connection.channel.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(ackDelay))) {
+                self.sendAck()
+            }
         } else {
             sendAck()
         }

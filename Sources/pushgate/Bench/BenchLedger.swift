@@ -25,7 +25,9 @@ final class BenchLedger: Sendable {
     let acksSent = Atomic<Int>(0)
 
     init(pushes: Int) {
-        state = NIOLockedValueBox(State(sentAt: Array(repeating: 0, count: pushes), received: Array(repeating: 0, count: pushes)))
+        state = NIOLockedValueBox(
+            State(sentAt: Array(repeating: 0, count: pushes), received: Array(repeating: 0, count: pushes))
+        )
     }
 
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }

@@ -34,13 +34,19 @@ struct BenchRun: Sendable {
             return
         }
         log("opening \(devices.count) event streams")
-        let streams = try await devices.concurrentMap(width: options.concurrentConnects) { device in try await openStream(device, ledger: ledger) }
+        let streams = try await devices.concurrentMap(width: options.concurrentConnects) { device in
+            try await openStream(device, ledger: ledger)
+        }
         if options.idleSeconds > 0 {
             log("\(devices.count) streams open and idle for \(options.idleSeconds) s")
             try await Task.sleep(for: .seconds(options.idleSeconds))
         }
-        log("sending \(options.pushes) pushes over \(options.providers) connections" + (options.rate.map { " at \($0)/s" } ?? " flat out"))
-        let cpuBefore = try options.serverPID.map { pid throws(ProcessCPU.Unreadable) in try ProcessCPU.sample(pid: pid) }
+        log(
+            "sending \(options.pushes) pushes over \(options.providers) connections"
+                + (options.rate.map { " at \($0)/s" } ?? " flat out")
+        )
+        let cpuBefore = try options.serverPID.map { pid throws(ProcessCPU.Unreadable) in try ProcessCPU.sample(pid: pid)
+        }
         let started = BenchLedger.now()
         let progress = Task { await reportProgress(ledger, started: started) }
         try await send(devices, ledger: ledger)
@@ -74,11 +80,15 @@ struct BenchRun: Sendable {
         if let command = options.thenRun {
             log("running \(command)")
             let status = Self.runShell(command)
-            guard status == 0 else { throw ClientFailure(description: "--then-run ended with status \(status): \(command)") }
+            guard status == 0 else {
+                throw ClientFailure(description: "--then-run ended with status \(status): \(command)")
+            }
         }
         log("opening \(devices.count) event streams, \(options.concurrentConnects) at a time")
         let stormStarted = BenchLedger.now()
-        let streams = try await devices.concurrentMap(width: options.concurrentConnects) { device in try await openStream(device, ledger: ledger) }
+        let streams = try await devices.concurrentMap(width: options.concurrentConnects) { device in
+            try await openStream(device, ledger: ledger)
+        }
         let openSeconds = Double(BenchLedger.now() - stormStarted) / 1e9
         let deadline = BenchLedger.now() + UInt64(options.drainSeconds) * 1_000_000_000
         while BenchLedger.now() < deadline {
@@ -98,7 +108,8 @@ struct BenchRun: Sendable {
     /// returned here for a command that outlived its start (it waits on a run loop the bench's
     /// threads do not run). The exit status, or -1 when it could not start or ended by a signal.
     private static func runShell(_ command: String) -> Int32 {
-        let argv: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", command].map { (argument: String) in strdup(argument) } + [nil]
+        let argv: [UnsafeMutablePointer<CChar>?] =
+            ["/bin/sh", "-c", command].map { (argument: String) in strdup(argument) } + [nil]
         defer { for arg in argv { free(arg) } }
         var pid: pid_t = 0
         guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { return -1 }
@@ -121,9 +132,16 @@ struct BenchRun: Sendable {
 
     private func createDevice(on connection: HTTP2ClientConnection) async throws -> Device {
         let server = options.client.server
-        let identity = try await DeviceSetup.createDevice(on: connection, server: server, registrationSecret: options.deviceCreation.registrationSecret)
+        let identity = try await DeviceSetup.createDevice(
+            on: connection,
+            server: server,
+            registrationSecret: options.deviceCreation.registrationSecret
+        )
         let requests = DeviceRequests(server: server, identity: identity)
-        return Device(requests: requests, token: try await DeviceSetup.register(options.topic, requests, on: connection))
+        return Device(
+            requests: requests,
+            token: try await DeviceSetup.register(options.topic, requests, on: connection)
+        )
     }
 
     /// One device's connection and event stream, acking on its own from then on (see
@@ -173,7 +191,7 @@ struct BenchRun: Sendable {
             scan: while start + marker.count + 12 <= bytes.count {
                 defer { start += 1 }
                 guard bytes[start] == marker[0],
-                      UnsafeBufferPointer(rebasing: bytes[start..<start + marker.count]).elementsEqual(marker)
+                    UnsafeBufferPointer(rebasing: bytes[start..<start + marker.count]).elementsEqual(marker)
                 else { continue }
                 var index = 0
                 for byte in bytes[(start + marker.count)..<(start + marker.count + 12)] {
@@ -200,7 +218,9 @@ struct BenchRun: Sendable {
         let padding = String(repeating: "x", count: max(0, options.payloadBytes - 40))
         let body = ByteBuffer(string: "{\"aps\":{\"alert\":\"bench\"},\"pad\":\"\(padding)\"}")
         // Silent pushes are the same size, so that a mix compares like with like.
-        let silentBody = ByteBuffer(string: "{\"aps\":{\"content-available\":1},\"pad\":\"\(String(padding.dropLast(6)))\"}")
+        let silentBody = ByteBuffer(
+            string: "{\"aps\":{\"content-available\":1},\"pad\":\"\(String(padding.dropLast(6)))\"}"
+        )
         var alertHeaders = HTTPHeaders()
         alertHeaders.add(name: "apns-topic", value: options.topic)
         alertHeaders.add(name: "apns-push-type", value: "alert")
@@ -222,12 +242,23 @@ struct BenchRun: Sendable {
             let silent = (round + 1) * silentPercent / 100 > round * silentPercent / 100
             var headers = silent ? silentHeaders : alertHeaders
             headers.add(name: "apns-id", value: BenchRun.apnsID(for: index))
-            return server.request("POST", paths[index % paths.count], headers: headers, body: silent ? silentBody : body)
+            return server.request(
+                "POST",
+                paths[index % paths.count],
+                headers: headers,
+                body: silent ? silentBody : body
+            )
         }
         let started = BenchLedger.now()
         var connections: [HTTP2ClientConnection] = []
         for _ in 0..<options.providers { connections.append(try await connectSettled()) }
-        let plan = ProviderPump.Plan(pushes: options.pushes, inFlight: options.inFlight, rate: options.rate, started: started, request: request)
+        let plan = ProviderPump.Plan(
+            pushes: options.pushes,
+            inFlight: options.inFlight,
+            rate: options.rate,
+            started: started,
+            request: request
+        )
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for connection in connections {
@@ -276,9 +307,21 @@ struct BenchRun: Sendable {
         var last = (accepted: 0, received: 0)
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
-            let (accepted, received, refused) = ledger.state.withLockedValue { ($0.accepted, $0.receivedTotal, $0.refused) }
+            let (accepted, received, refused) = ledger.state.withLockedValue {
+                ($0.accepted, $0.receivedTotal, $0.refused)
+            }
             let seconds = Double(BenchLedger.now() - started) / 1e9
-            log(String(format: "%6.1fs accepted %d (%d/s) received %d (%d/s) refused %d", seconds, accepted, accepted - last.accepted, received, received - last.received, refused))
+            log(
+                String(
+                    format: "%6.1fs accepted %d (%d/s) received %d (%d/s) refused %d",
+                    seconds,
+                    accepted,
+                    accepted - last.accepted,
+                    received,
+                    received - last.received,
+                    refused
+                )
+            )
             last = (accepted, received)
         }
     }
@@ -286,7 +329,12 @@ struct BenchRun: Sendable {
     /// `serverCPU`: what the gateway used over the pushes, when --server-pid was given.
     /// `storm`: with --backlog, seconds from the first stream opened to the last open, and to
     /// the last stored push delivered.
-    private func report(_ ledger: BenchLedger, sendSeconds: Double, serverCPU: ProcessCPU?, storm: (open: Double, delivered: Double)? = nil) {
+    private func report(
+        _ ledger: BenchLedger,
+        sendSeconds: Double,
+        serverCPU: ProcessCPU?,
+        storm: (open: Double, delivered: Double)? = nil
+    ) {
         let state = ledger.state.withLockedValue { $0 }
         let acks = ledger.acksSent.load(ordering: .relaxed)
         let streamsLost = ledger.streamsLost.load(ordering: .relaxed)
@@ -305,8 +353,25 @@ struct BenchRun: Sendable {
             ("accepted (200)", "\(state.accepted)"),
             ("refused", "\(state.refused)" + (state.firstRefusal.map { " (first: \($0.prefix(120)))" } ?? "")),
             ("accepted per second", String(format: "%.0f", acceptRate)),
-            ("accept latency p50 / p99 / max ms", String(format: "%.2f / %.2f / %.2f", ms(state.acceptLatency.valueAtPercentile(50)), ms(state.acceptLatency.valueAtPercentile(99)), ms(state.acceptLatency.max))),
-            ("delivery latency p50 / p99 / p99.9 / max ms", String(format: "%.2f / %.2f / %.2f / %.2f", ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)), ms(state.deliveryLatency.valueAtPercentile(99.9)), ms(state.deliveryLatency.max))),
+            (
+                "accept latency p50 / p99 / max ms",
+                String(
+                    format: "%.2f / %.2f / %.2f",
+                    ms(state.acceptLatency.valueAtPercentile(50)),
+                    ms(state.acceptLatency.valueAtPercentile(99)),
+                    ms(state.acceptLatency.max)
+                )
+            ),
+            (
+                "delivery latency p50 / p99 / p99.9 / max ms",
+                String(
+                    format: "%.2f / %.2f / %.2f / %.2f",
+                    ms(state.deliveryLatency.valueAtPercentile(50)),
+                    ms(state.deliveryLatency.valueAtPercentile(99)),
+                    ms(state.deliveryLatency.valueAtPercentile(99.9)),
+                    ms(state.deliveryLatency.max)
+                )
+            ),
             ("received", "\(delivered)"),
             ("lost (accepted, never received)", "\(max(0, lost))"),
             ("duplicated", "\(state.duplicates)"),
@@ -318,20 +383,41 @@ struct BenchRun: Sendable {
             rows.append(("every stored push delivered after (s)", String(format: "%.3f", storm.delivered)))
         }
         if let (total, loops) = cpu {
-            rows.append(("server CPU-s per 100k delivered", String(format: "%.2f (event loops %.2f, other threads %.2f)", total, loops, total - loops)))
+            rows.append(
+                (
+                    "server CPU-s per 100k delivered",
+                    String(format: "%.2f (event loops %.2f, other threads %.2f)", total, loops, total - loops)
+                )
+            )
         }
         let width = rows.map(\.0.count).max().map { $0 + 2 } ?? 0
         for (name, value) in rows { print(name.padding(toLength: width, withPad: " ", startingAt: 0) + value) }
-        let cpuJSON = cpu.map { String(format: ",\"serverCPUPer100k\":%.3f,\"serverLoopCPUPer100k\":%.3f", $0.0, $0.1) }
+        let cpuJSON =
+            cpu.map { String(format: ",\"serverCPUPer100k\":%.3f,\"serverLoopCPUPer100k\":%.3f", $0.0, $0.1) }
             ?? ",\"serverCPUPer100k\":null,\"serverLoopCPUPer100k\":null"
-        let json = String(
-            format: "{\"devices\":%d,\"pushes\":%d,\"accepted\":%d,\"refused\":%d,\"acceptedPerSecond\":%.0f,\"acceptP50Ms\":%.3f,\"acceptP99Ms\":%.3f,\"deliveryP50Ms\":%.3f,\"deliveryP99Ms\":%.3f,\"deliveryP999Ms\":%.3f,\"deliveryMaxMs\":%.3f,\"lost\":%d,\"duplicated\":%d,\"acks\":%d,\"streamsLost\":%d",
-            options.devices, options.pushes, state.accepted, state.refused, acceptRate,
-            ms(state.acceptLatency.valueAtPercentile(50)), ms(state.acceptLatency.valueAtPercentile(99)),
-            ms(state.deliveryLatency.valueAtPercentile(50)), ms(state.deliveryLatency.valueAtPercentile(99)),
-            ms(state.deliveryLatency.valueAtPercentile(99.9)), ms(state.deliveryLatency.max),
-            max(0, lost), state.duplicates, acks, streamsLost
-        ) + cpuJSON + (storm.map { String(format: ",\"streamsOpenSeconds\":%.3f,\"backlogDeliveredSeconds\":%.3f", $0.open, $0.delivered) } ?? "") + "}"
+        let json =
+            String(
+                format:
+                    "{\"devices\":%d,\"pushes\":%d,\"accepted\":%d,\"refused\":%d,\"acceptedPerSecond\":%.0f,\"acceptP50Ms\":%.3f,\"acceptP99Ms\":%.3f,\"deliveryP50Ms\":%.3f,\"deliveryP99Ms\":%.3f,\"deliveryP999Ms\":%.3f,\"deliveryMaxMs\":%.3f,\"lost\":%d,\"duplicated\":%d,\"acks\":%d,\"streamsLost\":%d",
+                options.devices,
+                options.pushes,
+                state.accepted,
+                state.refused,
+                acceptRate,
+                ms(state.acceptLatency.valueAtPercentile(50)),
+                ms(state.acceptLatency.valueAtPercentile(99)),
+                ms(state.deliveryLatency.valueAtPercentile(50)),
+                ms(state.deliveryLatency.valueAtPercentile(99)),
+                ms(state.deliveryLatency.valueAtPercentile(99.9)),
+                ms(state.deliveryLatency.max),
+                max(0, lost),
+                state.duplicates,
+                acks,
+                streamsLost
+            ) + cpuJSON
+            + (storm.map {
+                String(format: ",\"streamsOpenSeconds\":%.3f,\"backlogDeliveredSeconds\":%.3f", $0.open, $0.delivered)
+            } ?? "") + "}"
         print(json)
     }
 

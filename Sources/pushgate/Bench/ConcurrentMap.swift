@@ -1,6 +1,9 @@
 extension Array where Element: Sendable {
     /// `transform` of every element, at most `width` running at once; results in completion order.
-    func concurrentMap<T: Sendable>(width: Int, _ transform: @escaping @Sendable (Element) async throws -> T) async throws -> [T] {
+    func concurrentMap<T: Sendable>(
+        width: Int,
+        _ transform: @escaping @Sendable (Element) async throws -> T
+    ) async throws -> [T] {
         try await withThrowingTaskGroup(of: T.self) { group in
             var results: [T] = []
             results.reserveCapacity(count)

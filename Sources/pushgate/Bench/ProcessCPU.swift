@@ -22,17 +22,23 @@ struct ProcessCPU: Sendable {
         for task in tasks {
             // A thread may end between the listing and the read: it then counts in the total only.
             guard let name = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8),
-                  name.hasPrefix("NIO-ELT-"),
-                  let used = ticks(statFile: "/proc/\(pid)/task/\(task)/stat")
+                name.hasPrefix("NIO-ELT-"),
+                let used = ticks(statFile: "/proc/\(pid)/task/\(task)/stat")
             else { continue }
             loops += used
         }
-        return ProcessCPU(totalSeconds: Double(total) / ticksPerSecond, eventLoopSeconds: Double(loops) / ticksPerSecond)
+        return ProcessCPU(
+            totalSeconds: Double(total) / ticksPerSecond,
+            eventLoopSeconds: Double(loops) / ticksPerSecond
+        )
     }
 
     /// What the process used between `earlier` and this sample.
     func since(_ earlier: ProcessCPU) -> ProcessCPU {
-        ProcessCPU(totalSeconds: totalSeconds - earlier.totalSeconds, eventLoopSeconds: eventLoopSeconds - earlier.eventLoopSeconds)
+        ProcessCPU(
+            totalSeconds: totalSeconds - earlier.totalSeconds,
+            eventLoopSeconds: eventLoopSeconds - earlier.eventLoopSeconds
+        )
     }
 
     /// utime + stime of a stat line. The command name (field 2) may hold spaces and

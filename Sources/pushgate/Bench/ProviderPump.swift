@@ -82,7 +82,9 @@ final class ProviderPump {
                         _ = state.acceptLatency.record(latency)
                     } else {
                         state.refused += 1
-                        if state.firstRefusal == nil { state.firstRefusal = "\(response.status) \(String(buffer: response.body))" }
+                        if state.firstRefusal == nil {
+                            state.firstRefusal = "\(response.status) \(String(buffer: response.body))"
+                        }
                     }
                 }
             case .failure(let error):

@@ -29,7 +29,8 @@ struct ReferenceCommand: ParsableCommand {
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
-        abstract: "Print the effective configuration, secrets redacted, with where each value comes from; exit 1 on any error.",
+        abstract:
+            "Print the effective configuration, secrets redacted, with where each value comes from; exit 1 on any error.",
         discussion: """
             Takes serve's settings (flags, PUSHGATE_* variables, --config FILE or PUSHGATE_CONFIG) and \
             checks them as serve would: each error names its flag, variable, or the file's line, \
@@ -64,12 +65,19 @@ struct CheckCommand: ParsableCommand {
     /// One line per setting: key, value, and where the value came from.
     static func table(_ resolved: ResolvedSettings) -> String {
         let rows = resolved.entries.map { entry in
-            (entry.setting.key, entry.value, entry.origins.isEmpty ? "default" : entry.origins.map(\.description).joined(separator: ", "))
+            (
+                entry.setting.key, entry.value,
+                entry.origins.isEmpty ? "default" : entry.origins.map(\.description).joined(separator: ", ")
+            )
         }
         let keyWidth = rows.map(\.0.count).max() ?? 0
         let valueWidth = min(rows.map(\.1.count).max() ?? 0, 48)
-        func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
-        return ([(pad("setting", keyWidth), pad("value", valueWidth), "from")] + rows.map { (pad($0.0, keyWidth), pad($0.1, valueWidth), $0.2) })
+        func pad(_ text: String, _ width: Int) -> String {
+            text + String(repeating: " ", count: max(0, width - text.count))
+        }
+        return
+            ([(pad("setting", keyWidth), pad("value", valueWidth), "from")]
+            + rows.map { (pad($0.0, keyWidth), pad($0.1, valueWidth), $0.2) })
             .map { "\($0.0)  \($0.1)  \($0.2)" }
             .joined(separator: "\n")
     }

@@ -10,7 +10,8 @@ struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
         abstract: "Send one push, as an APNs provider would.",
-        discussion: "Prints the status, apns-id and disposition (or the reason and detail of a refusal). Exits 0 on 200, 1 otherwise."
+        discussion:
+            "Prints the status, apns-id and disposition (or the reason and detail of a refusal). Exits 0 on 200, 1 otherwise."
     )
 
     @OptionGroup var client: ClientOptions
@@ -21,7 +22,10 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "apns-topic: the app's bundle id (with the push type's suffix, if any).")
     var topic: String
 
-    @Option(name: .customLong("push-type"), help: "apns-push-type (alert, background, voip, ...); inferred when absent.")
+    @Option(
+        name: .customLong("push-type"),
+        help: "apns-push-type (alert, background, voip, ...); inferred when absent."
+    )
     var pushType: String?
 
     @Option(help: "apns-priority: 10, 5 or 1.")
@@ -40,7 +44,8 @@ struct SendCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("token-cache"),
-        help: "Where the signed token is kept between runs, so one token serves 50 minutes (default: ~/.cache/pushgate/TEAM.KEYID.jwt)."
+        help:
+            "Where the signed token is kept between runs, so one token serves 50 minutes (default: ~/.cache/pushgate/TEAM.KEYID.jwt)."
     )
     var tokenCache: String?
 
@@ -63,7 +68,9 @@ struct SendCommand: AsyncParsableCommand {
             let path = String(payload.dropFirst())
             guard let data = FileManager.default.contents(atPath: path) else {
                 // Not a usage error (exit 64 with the usage): the command ran and failed (exit 1).
-                throw ClientFailure(description: "cannot read the payload file \(path) (missing, or not readable by this user)")
+                throw ClientFailure(
+                    description: "cannot read the payload file \(path) (missing, or not readable by this user)"
+                )
             }
             body = ByteBuffer(bytes: data)
         } else {
@@ -93,10 +100,16 @@ struct SendCommand: AsyncParsableCommand {
         // A gateway that took the connection and went silent would otherwise keep send waiting
         // until TCP gives up, or for ever behind a middlebox that acknowledges the bytes.
         let request = client.server.request("POST", "/3/device/\(token)", headers: headers, body: body)
-        let answer = try await firstWithin(.seconds(requestTimeout), { try await connection.send(request) }, whenLate: { await connection.close() })
+        let answer = try await firstWithin(
+            .seconds(requestTimeout),
+            { try await connection.send(request) },
+            whenLate: { await connection.close() }
+        )
         await connection.close()
         guard let response = answer else {
-            FileHandle.standardError.write(Data("pushgate send: no answer within \(requestTimeout) s (--request-timeout)\n".utf8))
+            FileHandle.standardError.write(
+                Data("pushgate send: no answer within \(requestTimeout) s (--request-timeout)\n".utf8)
+            )
             throw ExitCode(1)
         }
         var line = "status: \(response.status)\napns-id: \(response.headers.first(name: "apns-id") ?? "-")\n"
@@ -106,7 +119,10 @@ struct SendCommand: AsyncParsableCommand {
         if response.body.readableBytes > 0 {
             // A refusal in APNs' format prints as its reason and detail, as the help says;
             // anything else (a proxy's page) as it came.
-            struct ErrorBody: Decodable { var reason: String; var detail: String? }
+            struct ErrorBody: Decodable {
+                var reason: String
+                var detail: String?
+            }
             if let refusal = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body.readableBytesView)) {
                 line += "reason: \(refusal.reason)\n"
                 if let detail = refusal.detail { line += "detail: \(detail)\n" }

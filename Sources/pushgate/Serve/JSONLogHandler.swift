@@ -61,7 +61,11 @@ struct JSONLogHandler: LogHandler {
         case .string(let string): JSONText.quote(string)
         case .stringConvertible(let convertible): JSONText.quote(convertible.description)
         case .array(let values): "[" + values.map(json).joined(separator: ",") + "]"
-        case .dictionary(let inner): "{" + inner.sorted { $0.key < $1.key }.map { JSONText.quote($0.key) + ":" + json($0.value) }.joined(separator: ",") + "}"
+        case .dictionary(let inner):
+            "{"
+                + inner.sorted { $0.key < $1.key }.map { JSONText.quote($0.key) + ":" + json($0.value) }.joined(
+                    separator: ","
+                ) + "}"
         }
     }
 

@@ -1,11 +1,12 @@
 import ArgumentParser
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Logging
 import NIOCore
 import PushgateGateway
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -41,12 +42,17 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try SettingsArguments.resolve(settings, for: Self.self)
-        LoggingSystem.bootstrap(format: configuration.logFormat, level: Logger.Level(rawValue: configuration.logLevel) ?? .info)
+        LoggingSystem.bootstrap(
+            format: configuration.logFormat,
+            level: Logger.Level(rawValue: configuration.logLevel) ?? .info
+        )
         do {
             let settings = self.settings
             // A reload (SIGHUP, POST /v1/admin/reload) reads the flags, the environment and the
             // file again, as start did.
-            let reread: @Sendable () throws -> GatewayConfiguration = { try SettingsArguments.resolve(settings, for: Self.self) }
+            let reread: @Sendable () throws -> GatewayConfiguration = {
+                try SettingsArguments.resolve(settings, for: Self.self)
+            }
             try await Gateway.run(configuration, logger: Logger(label: "pushgate"), reread: reread) { listeners in
                 // One line per listener on stdout, so scripts (and tests binding port 0) learn
                 // the real addresses.

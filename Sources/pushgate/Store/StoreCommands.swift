@@ -25,8 +25,12 @@ struct BackupCommand: ParsableCommand {
     func run() throws {
         let started = ContinuousClock.now
         let dataDir = try store.dataDir()
-        let summary = try reportingStoreErrors { () throws(StoreError) in try SQLiteBackup.backup(directory: dataDir, to: output) }
-        print("backed up \(dataDir) to \(describe(summary)) in \((ContinuousClock.now - started).formatted(.units(allowed: [.seconds, .milliseconds], width: .narrow)))")
+        let summary = try reportingStoreErrors { () throws(StoreError) in
+            try SQLiteBackup.backup(directory: dataDir, to: output)
+        }
+        print(
+            "backed up \(dataDir) to \(describe(summary)) in \((ContinuousClock.now - started).formatted(.units(allowed: [.seconds, .milliseconds], width: .narrow)))"
+        )
     }
 }
 
@@ -64,7 +68,9 @@ struct RestoreCommand: ParsableCommand {
         if createdByRoot {
             // Which user the gateway runs as, only the operator knows; a gateway that is not root
             // cannot open a store in root's directory.
-            print("created \(dataDir) owned by root: for a gateway that runs as its own user, chown -R pushgate:pushgate \(dataDir)")
+            print(
+                "created \(dataDir) owned by root: for a gateway that runs as its own user, chown -R pushgate:pushgate \(dataDir)"
+            )
         }
     }
 
@@ -82,10 +88,17 @@ struct RestoreCommand: ParsableCommand {
 /// `PUSHGATE_DATA_DIR`, then the configuration file's `dataDir` (`--config` or
 /// `PUSHGATE_CONFIG`), then `./pushgate-data`.
 struct StoreDirectoryOption: ParsableArguments {
-    @Option(name: .customLong("data-dir"), help: "The gateway's data directory (serve's --data-dir; default: $PUSHGATE_DATA_DIR, else the configuration file's dataDir, else ./pushgate-data). Given, $PUSHGATE_CONFIG is not read.")
+    @Option(
+        name: .customLong("data-dir"),
+        help:
+            "The gateway's data directory (serve's --data-dir; default: $PUSHGATE_DATA_DIR, else the configuration file's dataDir, else ./pushgate-data). Given, $PUSHGATE_CONFIG is not read."
+    )
     var dataDirOption: String?
 
-    @Option(name: .customLong("config"), help: "serve's configuration file, for its dataDir (default: $PUSHGATE_CONFIG).")
+    @Option(
+        name: .customLong("config"),
+        help: "serve's configuration file, for its dataDir (default: $PUSHGATE_CONFIG)."
+    )
     var config: String?
 
     /// Settings that cannot be read stop here, as they would stop `serve`: a directory guessed

@@ -4,8 +4,8 @@ import NIOPosix
 import PushgateDelivery
 import PushgateGateway
 import PushgateScheduler
-import PushgateTransport
 import PushgateTestKit
+import PushgateTransport
 import Testing
 
 /// The admin API and its access rule through the real server: the token, the loopback rule, the
@@ -18,7 +18,9 @@ struct AdminAPITests {
     static let start: Int64 = 1_700_000_000_000
     static let routes = ["/metrics", "/v1/admin/stats", "/v1/admin/devices/00112233445566778899aabbccddeeff"]
 
-    @Test("with a token: no token or a wrong one gets 401 with a hint, the token gets in; /admin, /healthz and /readyz are open")
+    @Test(
+        "with a token: no token or a wrong one gets 401 with a hint, the token gets in; /admin, /healthz and /readyz are open"
+    )
     func tokenRequired() async throws {
         try await withGateway(configure: { $0.adminToken = Self.token }) { gateway throws in
             for path in Self.routes {
@@ -32,7 +34,10 @@ struct AdminAPITests {
             }
             #expect(try await gateway.operatorGet("/metrics", token: Self.token).status == 200)
             #expect(try await gateway.operatorGet("/v1/admin/stats", token: Self.token).status == 200)
-            #expect(try await gateway.operatorGet("/v1/admin/devices/00112233445566778899aabbccddeeff", token: Self.token).status == 404)
+            #expect(
+                try await gateway.operatorGet("/v1/admin/devices/00112233445566778899aabbccddeeff", token: Self.token)
+                    .status == 404
+            )
             let events = try await gateway.adminEvents()
             #expect(try await events.head().status.code == 401)
             await events.close()
@@ -48,7 +53,10 @@ struct AdminAPITests {
 
     @Test("without a token: loopback peers are served; others get 403 saying how to set a token")
     func loopbackOnlyWithoutToken() async throws {
-        let address = try #require(try nonLoopbackAddress(), "this machine has no non-loopback IPv4 address to test from")
+        let address = try #require(
+            try nonLoopbackAddress(),
+            "this machine has no non-loopback IPv4 address to test from"
+        )
         try await withGateway(listenHost: "0.0.0.0") { gateway in
             for path in Self.routes.prefix(2) {
                 #expect(try await gateway.operatorGet(path).status == 200, "\(path) from loopback")
@@ -67,7 +75,9 @@ struct AdminAPITests {
         }
     }
 
-    @Test("an admin listener serves the operator routes only; with --admin-only-on-admin-listener the main one keeps health alone")
+    @Test(
+        "an admin listener serves the operator routes only; with --admin-only-on-admin-listener the main one keeps health alone"
+    )
     func adminListener() async throws {
         for adminOnly in [false, true] {
             try await withGateway(configure: { configuration in
@@ -76,17 +86,25 @@ struct AdminAPITests {
             }) { gateway throws in
                 let admin = try #require(gateway.adminPort)
                 for path in ["/metrics", "/v1/admin/stats", "/admin", "/healthz", "/readyz"] {
-                    #expect(try await gateway.operatorGet(path, port: admin).status == 200, "\(path) on the admin listener")
+                    #expect(
+                        try await gateway.operatorGet(path, port: admin).status == 200,
+                        "\(path) on the admin listener"
+                    )
                 }
                 let connection = try await gateway.connect(port: admin)
-                let push = try await connection.send(HTTPClientRequest(method: "POST", path: "/3/device/\(randomHex(bytes: 32))"))
+                let push = try await connection.send(
+                    HTTPClientRequest(method: "POST", path: "/3/device/\(randomHex(bytes: 32))")
+                )
                 #expect(push.status == 404, "no provider API on the admin listener")
                 let create = try await connection.send(HTTPClientRequest(method: "POST", path: "/v1/devices"))
                 #expect(create.status == 404, "no device API on the admin listener")
                 await connection.close()
 
                 for path in ["/metrics", "/v1/admin/stats", "/admin"] {
-                    #expect(try await gateway.operatorGet(path).status == (adminOnly ? 404 : 200), "\(path) on the main listener")
+                    #expect(
+                        try await gateway.operatorGet(path).status == (adminOnly ? 404 : 200),
+                        "\(path) on the main listener"
+                    )
                 }
                 #expect(try await gateway.operatorGet("/healthz").status == 200)
                 #expect(try await gateway.operatorGet("/readyz").status == 200)
@@ -156,7 +174,10 @@ struct AdminAPITests {
             #expect(offline["connected"] as? Bool == false)
             #expect(int64(offline["offlineSince"]) == Self.start)
             for notification in try #require(offline["notifications"] as? [[String: Any]]) {
-                #expect(notification["reason"] as? String == "device offline since 2023-11-14 22:13:20 UTC; sent when its event stream opens")
+                #expect(
+                    notification["reason"] as? String
+                        == "device offline since 2023-11-14 22:13:20 UTC; sent when its event stream opens"
+                )
             }
 
             let unknown = try await gateway.operatorGet("/v1/admin/devices/00112233445566778899aabbccddeeff")
@@ -166,9 +187,14 @@ struct AdminAPITests {
             // A long path is not echoed whole, and an empty id is named as such.
             let long = try await gateway.operatorGet("/v1/admin/devices/" + String(repeating: "a", count: 5_000))
             #expect(long.status == 404 && long.body.utf8.count < 200, "\(long.body.utf8.count) bytes")
-            #expect((long.json["detail"] as? String)?.hasSuffix("...\" (5000 bytes) on this gateway") == true, "\(long.json)")
+            #expect(
+                (long.json["detail"] as? String)?.hasSuffix("...\" (5000 bytes) on this gateway") == true,
+                "\(long.json)"
+            )
             let empty = try await gateway.operatorGet("/v1/admin/devices/")
-            #expect(empty.json["detail"] as? String == "no device id (the path ends at /v1/admin/devices/) on this gateway")
+            #expect(
+                empty.json["detail"] as? String == "no device id (the path ends at /v1/admin/devices/) on this gateway"
+            )
             await api.close()
         }
     }

@@ -17,10 +17,13 @@ struct AdminEventsTests {
     static let silent = [("apns-push-type", "background"), ("apns-priority", "5")]
     static let silentPayload = #"{"aps":{"content-available":1}}"#
 
-
     @Test("over HTTP/1.1: a tick at once, then holds, drops and releases as they happen, and ticks with the figures")
     func liveOverHTTP1() async throws {
-        try await withGateway(clock: TestClock(Self.start), delivery: oneTokenBudget(maxHeld: 1), configure: { $0.adminToken = Self.token }) { gateway in
+        try await withGateway(
+            clock: TestClock(Self.start),
+            delivery: oneTokenBudget(maxHeld: 1),
+            configure: { $0.adminToken = Self.token }
+        ) { gateway in
             let events = try await gateway.adminEvents(token: Self.token)
             let head = try await events.head()
             #expect(head.status.code == 200)
@@ -34,9 +37,17 @@ struct AdminEventsTests {
             let (device, token) = try await api.registeredDevice(topic: Self.topic)
             let stream = try await api.openEvents(device)
             // The app's one token.
-            #expect(try await api.push(token: token, topic: Self.topic, headers: Self.silent, payload: Self.silentPayload).disposition == "delivered")
+            #expect(
+                try await api.push(token: token, topic: Self.topic, headers: Self.silent, payload: Self.silentPayload)
+                    .disposition == "delivered"
+            )
             _ = try await stream.nextNotification()
-            let held = try await api.push(token: token, topic: Self.topic, headers: Self.silent, payload: Self.silentPayload)
+            let held = try await api.push(
+                token: token,
+                topic: Self.topic,
+                headers: Self.silent,
+                payload: Self.silentPayload
+            )
             #expect(held.disposition == "held")
             let holding = try await events.next("notable") { $0["kind"] as? String == "held" }
             #expect(holding["apnsId"] as? String == held.apnsID)
@@ -46,7 +57,12 @@ struct AdminEventsTests {
             #expect(int64(holding["time"]) == Self.start)
 
             // The next held push replaces it (one held per app): the older is dropped.
-            let newer = try await api.push(token: token, topic: Self.topic, headers: Self.silent, payload: Self.silentPayload)
+            let newer = try await api.push(
+                token: token,
+                topic: Self.topic,
+                headers: Self.silent,
+                payload: Self.silentPayload
+            )
             let dropped = try await events.next("notable") { $0["kind"] as? String == "dropped" }
             #expect(dropped["apnsId"] as? String == held.apnsID)
             #expect(dropped["detail"] as? String == "overflow")

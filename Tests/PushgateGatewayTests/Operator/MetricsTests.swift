@@ -24,15 +24,19 @@ struct MetricsTests {
         "pushgate_notifications_received_total", "pushgate_notifications_rejected_total",
         "pushgate_notifications_delivered_total", "pushgate_notifications_dropped_total",
         "pushgate_silent_budget_exhausted_total", "pushgate_piggybacked_total",
-        "pushgate_connection_setup_failures_total", "pushgate_notifications_redelivered_total", "process_cpu_seconds_total",
+        "pushgate_connection_setup_failures_total", "pushgate_notifications_redelivered_total",
+        "process_cpu_seconds_total",
         "pushgate_fetch_results_total", "pushgate_fetch_windows_overflow_total", "pushgate_store_lost_batches_total",
-        "pushgate_config_reloads_total", "pushgate_store_commit_failures_total", "pushgate_request_body_budget_refusals_total",
-        "pushgate_connections_refused_total", "pushgate_device_creations_refused_total", "pushgate_http2_flood_closures_total",
+        "pushgate_config_reloads_total", "pushgate_store_commit_failures_total",
+        "pushgate_request_body_budget_refusals_total",
+        "pushgate_connections_refused_total", "pushgate_device_creations_refused_total",
+        "pushgate_http2_flood_closures_total",
     ]
     static let gauges = [
         "pushgate_held_notifications", "pushgate_stored_notifications", "pushgate_unacked_notifications",
         "pushgate_connected_devices", "pushgate_held_oldest_age_seconds", "pushgate_deferred_oldest_age_seconds",
-        "pushgate_silent_refill_scaled", "pushgate_store_healthy", "pushgate_request_body_bytes", "pushgate_queued_notification_bytes",
+        "pushgate_silent_refill_scaled", "pushgate_store_healthy", "pushgate_request_body_bytes",
+        "pushgate_queued_notification_bytes",
         "pushgate_http2_connections", "pushgate_http2_streams", "pushgate_build_info",
         "process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds", "process_max_fds",
         "process_start_time_seconds",
@@ -42,7 +46,9 @@ struct MetricsTests {
         "pushgate_store_commit_duration_seconds", "pushgate_store_commit_pushes", "pushgate_store_commit_batches",
     ]
 
-    @Test("every metric is exposed with HELP and TYPE, counters with every label value at 0, as text/plain version 0.0.4")
+    @Test(
+        "every metric is exposed with HELP and TYPE, counters with every label value at 0, as text/plain version 0.0.4"
+    )
     func everyMetricIsDeclared() async throws {
         try await withGateway { gateway in
             let api = try await API(gateway)
@@ -57,7 +63,10 @@ struct MetricsTests {
                 #expect(exposition.help[name].map { !$0.isEmpty } == true, "HELP of \(name)")
             }
             for type in PushType.allCases {
-                #expect(exposition["pushgate_notifications_received_total{push_type=\"\(type.rawValue)\"}"] == 0, "\(type)")
+                #expect(
+                    exposition["pushgate_notifications_received_total{push_type=\"\(type.rawValue)\"}"] == 0,
+                    "\(type)"
+                )
             }
             for reason in ["expired", "overflow", "coalesced", "app_terminated", "unregistered"] {
                 #expect(exposition["pushgate_notifications_dropped_total{reason=\"\(reason)\"}"] == 0, "\(reason)")
@@ -106,7 +115,11 @@ struct MetricsTests {
             (b, tokenB) = try await api.registeredDevice(topic: MetricsTests.topic)
         }
 
-        func push(_ token: String, headers: [(String, String)] = [], payload: String = #"{"aps":{"alert":"hi"}}"#) async throws -> Reply {
+        func push(
+            _ token: String,
+            headers: [(String, String)] = [],
+            payload: String = #"{"aps":{"alert":"hi"}}"#
+        ) async throws -> Reply {
             try await api.push(token: token, topic: MetricsTests.topic, headers: headers, payload: payload)
         }
 
@@ -132,85 +145,159 @@ struct MetricsTests {
     static let silentBytes = Double(QueuedNotificationBudget.cost(payloadBytes: MetricsTests.silentPayload.utf8.count))
 
     static let steps: [Step] = [
-        Step(description: "connect", action: { world async throws in
-            world.streamA = try await world.api.openEvents(world.a)
-        }, expected: ["pushgate_connected_devices": 1]),
-        Step(description: "send to a connected device", action: { world async throws in
-            #expect(try await world.push(world.tokenA).disposition == "delivered")
-            _ = try await world.receive(1)
-        }, expected: [
-            "\(received){push_type=\"alert\"}": 1, "\(delivered){delivery=\"immediate\"}": 1, latency: 1, "pushgate_unacked_notifications": 1,
-            queuedBytes: alertBytes,
-        ]),
-        Step(description: "ack", action: { world async throws in
-            #expect(try await world.api.ack(world.a, upTo: UInt64(world.lastSeqA)).status == 204)
-        }, expected: ["pushgate_unacked_notifications": -1, queuedBytes: -alertBytes]),
-        Step(description: "a silent push within the budget", action: { world async throws in
-            #expect(try await world.silent(world.tokenA).disposition == "delivered")
-            _ = try await world.receive(1)
-            #expect(try await world.api.ack(world.a, upTo: UInt64(world.lastSeqA)).status == 204)
-        }, expected: ["\(received){push_type=\"background\"}": 1, "\(delivered){delivery=\"immediate\"}": 1, latency: 1]),
-        Step(description: "hold (app budget empty)", action: { world async throws in
-            #expect(try await world.silent(world.tokenA).disposition == "held")
-        }, expected: [
-            "\(received){push_type=\"background\"}": 1, "pushgate_held_notifications": 1,
-            "pushgate_silent_budget_exhausted_total{scope=\"app\"}": 1, queuedBytes: silentBytes,
-        ]),
-        Step(description: "drop the oldest held (overflow)", action: { world async throws in
-            #expect(try await world.silent(world.tokenA).disposition == "held")
-        }, expected: [
-            // Held behind the older held push of its app, not for want of a token.
-            "\(received){push_type=\"background\"}": 1, "pushgate_notifications_dropped_total{reason=\"overflow\"}": 1,
-        ]),
-        Step(description: "release by piggyback on a priority-10 push", action: { world async throws in
-            #expect(try await world.push(world.tokenA).disposition == "delivered")
-            _ = try await world.receive(2)
-        }, expected: [
-            "\(received){push_type=\"alert\"}": 1, "\(delivered){delivery=\"piggyback\"}": 1, "\(delivered){delivery=\"immediate\"}": 1,
-            "pushgate_piggybacked_total{carrier=\"regular\"}": 1, "pushgate_held_notifications": -1,
-            "pushgate_unacked_notifications": 2, latency: 2, "pushgate_hold_duration_seconds_count": 1,
-            queuedBytes: alertBytes,
-        ]),
-        Step(description: "store for an offline device", action: { world async throws in
-            #expect(try await world.push(world.tokenB).disposition == "stored")
-        }, expected: ["\(received){push_type=\"alert\"}": 1, "pushgate_stored_notifications": 1, queuedBytes: alertBytes]),
-        Step(description: "expire a stored push", action: { world async throws in
-            let expiration = (world.clock.nowMillis() + 10_000) / 1000
-            #expect(try await world.push(world.tokenB, headers: [("apns-expiration", "\(expiration)")]).disposition == "stored")
-            world.clock.advance(by: 20_000)
-            try await world.gateway.core.sweepExpired()
-        }, expected: ["\(received){push_type=\"alert\"}": 1, "pushgate_notifications_dropped_total{reason=\"expired\"}": 1]),
-        Step(description: "reject (unknown token, empty payload)", action: { world async throws in
-            #expect(try await world.push(randomHex(bytes: 32)).status == 400)
-            #expect(try await world.push(world.tokenA, payload: "").status == 400)
-        }, expected: [
-            "pushgate_notifications_rejected_total{reason=\"BadDeviceToken\"}": 1,
-            "pushgate_notifications_rejected_total{reason=\"PayloadEmpty\"}": 1,
-        ]),
-        Step(description: "disconnect: what was written and not acknowledged is stored again", action: { world async throws in
-            try await world.api.reconnect()
-            try await eventually("device A offline") { try await world.gateway.core.statistics().connectedDevices == 0 }
-        }, expected: ["pushgate_connected_devices": -1, "pushgate_unacked_notifications": -2, "pushgate_stored_notifications": 2]),
-        Step(description: "reconnect: stored pushes go out", action: { world async throws in
-            world.streamA = try await world.api.openEvents(world.a, lastEventID: UInt64(world.lastSeqA - 2))
-            _ = try await world.receive(2)
-        }, expected: [
-            "pushgate_connected_devices": 1, "pushgate_unacked_notifications": 2, "pushgate_stored_notifications": -2,
-            "pushgate_notifications_redelivered_total": 2,
-        ]),
-        Step(description: "hold again", action: { world async throws in
-            #expect(try await world.silent(world.tokenA).disposition == "held")
-        }, expected: [
-            "\(received){push_type=\"background\"}": 1, "pushgate_held_notifications": 1,
-            "pushgate_silent_budget_exhausted_total{scope=\"app\"}": 1, queuedBytes: silentBytes,
-        ]),
-        Step(description: "release by keep-alive", action: { world async throws in
-            #expect(try await world.api.keepalive(world.a).count == 1)
-        }, expected: [
-            "\(delivered){delivery=\"keepalive\"}": 1, "pushgate_piggybacked_total{carrier=\"keepalive\"}": 1,
-            "pushgate_held_notifications": -1, "pushgate_unacked_notifications": 1, latency: 1,
-            "pushgate_hold_duration_seconds_count": 1,
-        ]),
+        Step(
+            description: "connect",
+            action: { world async throws in
+                world.streamA = try await world.api.openEvents(world.a)
+            },
+            expected: ["pushgate_connected_devices": 1]
+        ),
+        Step(
+            description: "send to a connected device",
+            action: { world async throws in
+                #expect(try await world.push(world.tokenA).disposition == "delivered")
+                _ = try await world.receive(1)
+            },
+            expected: [
+                "\(received){push_type=\"alert\"}": 1, "\(delivered){delivery=\"immediate\"}": 1, latency: 1,
+                "pushgate_unacked_notifications": 1,
+                queuedBytes: alertBytes,
+            ]
+        ),
+        Step(
+            description: "ack",
+            action: { world async throws in
+                #expect(try await world.api.ack(world.a, upTo: UInt64(world.lastSeqA)).status == 204)
+            },
+            expected: ["pushgate_unacked_notifications": -1, queuedBytes: -alertBytes]
+        ),
+        Step(
+            description: "a silent push within the budget",
+            action: { world async throws in
+                #expect(try await world.silent(world.tokenA).disposition == "delivered")
+                _ = try await world.receive(1)
+                #expect(try await world.api.ack(world.a, upTo: UInt64(world.lastSeqA)).status == 204)
+            },
+            expected: [
+                "\(received){push_type=\"background\"}": 1, "\(delivered){delivery=\"immediate\"}": 1, latency: 1,
+            ]
+        ),
+        Step(
+            description: "hold (app budget empty)",
+            action: { world async throws in
+                #expect(try await world.silent(world.tokenA).disposition == "held")
+            },
+            expected: [
+                "\(received){push_type=\"background\"}": 1, "pushgate_held_notifications": 1,
+                "pushgate_silent_budget_exhausted_total{scope=\"app\"}": 1, queuedBytes: silentBytes,
+            ]
+        ),
+        Step(
+            description: "drop the oldest held (overflow)",
+            action: { world async throws in
+                #expect(try await world.silent(world.tokenA).disposition == "held")
+            },
+            expected: [
+                // Held behind the older held push of its app, not for want of a token.
+                "\(received){push_type=\"background\"}": 1,
+                "pushgate_notifications_dropped_total{reason=\"overflow\"}": 1,
+            ]
+        ),
+        Step(
+            description: "release by piggyback on a priority-10 push",
+            action: { world async throws in
+                #expect(try await world.push(world.tokenA).disposition == "delivered")
+                _ = try await world.receive(2)
+            },
+            expected: [
+                "\(received){push_type=\"alert\"}": 1, "\(delivered){delivery=\"piggyback\"}": 1,
+                "\(delivered){delivery=\"immediate\"}": 1,
+                "pushgate_piggybacked_total{carrier=\"regular\"}": 1, "pushgate_held_notifications": -1,
+                "pushgate_unacked_notifications": 2, latency: 2, "pushgate_hold_duration_seconds_count": 1,
+                queuedBytes: alertBytes,
+            ]
+        ),
+        Step(
+            description: "store for an offline device",
+            action: { world async throws in
+                #expect(try await world.push(world.tokenB).disposition == "stored")
+            },
+            expected: [
+                "\(received){push_type=\"alert\"}": 1, "pushgate_stored_notifications": 1, queuedBytes: alertBytes,
+            ]
+        ),
+        Step(
+            description: "expire a stored push",
+            action: { world async throws in
+                let expiration = (world.clock.nowMillis() + 10_000) / 1000
+                #expect(
+                    try await world.push(world.tokenB, headers: [("apns-expiration", "\(expiration)")]).disposition
+                        == "stored"
+                )
+                world.clock.advance(by: 20_000)
+                try await world.gateway.core.sweepExpired()
+            },
+            expected: [
+                "\(received){push_type=\"alert\"}": 1, "pushgate_notifications_dropped_total{reason=\"expired\"}": 1,
+            ]
+        ),
+        Step(
+            description: "reject (unknown token, empty payload)",
+            action: { world async throws in
+                #expect(try await world.push(randomHex(bytes: 32)).status == 400)
+                #expect(try await world.push(world.tokenA, payload: "").status == 400)
+            },
+            expected: [
+                "pushgate_notifications_rejected_total{reason=\"BadDeviceToken\"}": 1,
+                "pushgate_notifications_rejected_total{reason=\"PayloadEmpty\"}": 1,
+            ]
+        ),
+        Step(
+            description: "disconnect: what was written and not acknowledged is stored again",
+            action: { world async throws in
+                try await world.api.reconnect()
+                try await eventually("device A offline") {
+                    try await world.gateway.core.statistics().connectedDevices == 0
+                }
+            },
+            expected: [
+                "pushgate_connected_devices": -1, "pushgate_unacked_notifications": -2,
+                "pushgate_stored_notifications": 2,
+            ]
+        ),
+        Step(
+            description: "reconnect: stored pushes go out",
+            action: { world async throws in
+                world.streamA = try await world.api.openEvents(world.a, lastEventID: UInt64(world.lastSeqA - 2))
+                _ = try await world.receive(2)
+            },
+            expected: [
+                "pushgate_connected_devices": 1, "pushgate_unacked_notifications": 2,
+                "pushgate_stored_notifications": -2,
+                "pushgate_notifications_redelivered_total": 2,
+            ]
+        ),
+        Step(
+            description: "hold again",
+            action: { world async throws in
+                #expect(try await world.silent(world.tokenA).disposition == "held")
+            },
+            expected: [
+                "\(received){push_type=\"background\"}": 1, "pushgate_held_notifications": 1,
+                "pushgate_silent_budget_exhausted_total{scope=\"app\"}": 1, queuedBytes: silentBytes,
+            ]
+        ),
+        Step(
+            description: "release by keep-alive",
+            action: { world async throws in
+                #expect(try await world.api.keepalive(world.a).count == 1)
+            },
+            expected: [
+                "\(delivered){delivery=\"keepalive\"}": 1, "pushgate_piggybacked_total{carrier=\"keepalive\"}": 1,
+                "pushgate_held_notifications": -1, "pushgate_unacked_notifications": 1, latency: 1,
+                "pushgate_hold_duration_seconds_count": 1,
+            ]
+        ),
     ]
 
     @Test("each step of traffic moves exactly its series, by exactly its count")
@@ -299,7 +386,8 @@ struct MetricsTests {
             for api in [provider, agent, pusher] { await api.close() }
             try await eventually("only the operator's connection left") {
                 let now = try Exposition(try await operatorConnection.send("GET", "/metrics").text)
-                return now["pushgate_http2_connections{role=\"device\"}"] == 0 && now["pushgate_http2_connections{role=\"provider\"}"] == 0
+                return now["pushgate_http2_connections{role=\"device\"}"] == 0
+                    && now["pushgate_http2_connections{role=\"provider\"}"] == 0
                     && now["pushgate_http2_streams"] == 1
             }
             await operatorConnection.close()

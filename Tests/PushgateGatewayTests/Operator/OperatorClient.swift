@@ -19,16 +19,29 @@ struct OperatorReply {
 
 extension RunningGateway {
     /// `GET path` over HTTP/1.1 to `host:port` (the main listener by default).
-    func operatorGet(_ path: String, token: String? = nil, host: String = "127.0.0.1", port: Int? = nil) async throws -> OperatorReply {
+    func operatorGet(
+        _ path: String,
+        token: String? = nil,
+        host: String = "127.0.0.1",
+        port: Int? = nil
+    ) async throws -> OperatorReply {
         let authorization = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
-        let text = try await http1("GET \(path) HTTP/1.1\r\nHost: x\r\n\(authorization)Connection: close\r\n\r\n", host: host, port: port)
-        guard let end = text.range(of: "\r\n\r\n") else { throw TimedOut(what: "a response head to GET \(path): \(text)") }
+        let text = try await http1(
+            "GET \(path) HTTP/1.1\r\nHost: x\r\n\(authorization)Connection: close\r\n\r\n",
+            host: host,
+            port: port
+        )
+        guard let end = text.range(of: "\r\n\r\n") else {
+            throw TimedOut(what: "a response head to GET \(path): \(text)")
+        }
         let lines = text[..<end.lowerBound].split(separator: "\r\n")
         let status = Int(lines.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
         var headers: [String: String] = [:]
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces
+            )
         }
         return OperatorReply(status: status, headers: headers, body: String(text[end.upperBound...]))
     }
@@ -48,7 +61,12 @@ extension RunningGateway {
             .get()
         var headers = HTTPHeaders([("host", "x"), ("accept", "text/event-stream")])
         if let token { headers.add(name: "authorization", value: "Bearer \(token)") }
-        channel.write(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/v1/admin/events", headers: headers)), promise: nil)
+        channel.write(
+            HTTPClientRequestPart.head(
+                HTTPRequestHead(version: .http1_1, method: .GET, uri: "/v1/admin/events", headers: headers)
+            ),
+            promise: nil
+        )
         try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
         stream.channel = channel
         return stream
@@ -92,7 +110,10 @@ final class AdminEventStream: @unchecked Sendable {
         while true {
             switch try await next(within: seconds) {
             case .event(let event):
-                return (event.type, (try? JSONSerialization.jsonObject(with: Data(event.data.utf8))) as? [String: Any] ?? [:])
+                return (
+                    event.type,
+                    (try? JSONSerialization.jsonObject(with: Data(event.data.utf8))) as? [String: Any] ?? [:]
+                )
             case .end, nil:
                 return nil
             default:
@@ -102,9 +123,15 @@ final class AdminEventStream: @unchecked Sendable {
     }
 
     /// Events until `predicate` holds for one of type `type`.
-    func next(_ type: String, where predicate: ([String: Any]) -> Bool, within seconds: Int = 10) async throws -> [String: Any] {
+    func next(
+        _ type: String,
+        where predicate: ([String: Any]) -> Bool,
+        within seconds: Int = 10
+    ) async throws -> [String: Any] {
         while true {
-            guard let event = try await next(type, within: seconds) else { throw TimedOut(what: "an event \(type) (the stream ended)") }
+            guard let event = try await next(type, within: seconds) else {
+                throw TimedOut(what: "an event \(type) (the stream ended)")
+            }
             if predicate(event) { return event }
         }
     }
