@@ -3,10 +3,8 @@ import Foundation
 import PackageDescription
 
 // jemalloc instead of glibc's malloc for `pushgate`: the gateway allocates on one event loop and
-// frees on another, and glibc's malloc internals (_int_malloc, unlink_chunk, _int_free,
-// malloc_consolidate) took about 9% of the server's CPU samples. Measured side by side
-// (jemalloc preloaded or not, alternating runs of Benchmarks/delivery.sh's flat-out step): 13%
-// less server CPU per push, the same memory per idle device. Debian: libjemalloc-dev to build,
+// frees on another, which glibc's malloc handles with costly consolidation and locking
+// (Benchmarks/README.md has the side-by-side figures). Debian: libjemalloc-dev to build,
 // libjemalloc2 to run.
 // Sanitizer builds (`swift build/test --sanitize=...`) must set PUSHGATE_SYSTEM_MALLOC (to any
 // value): the sanitizers replace malloc themselves, and a second allocator linked beside theirs

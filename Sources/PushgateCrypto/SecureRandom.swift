@@ -16,9 +16,9 @@ public enum SecureRandom {
     }
 
     /// 128 random bits for an identifier (a generated `apns-id`), from the calling thread's
-    /// pool of OpenSSL output. One `RAND_bytes` call costs about 1.5 µs of CPU for 16 bytes and
-    /// 1.9 µs for 2,048 (the DRBG's locking and cipher setup dominate): per push it was 6% of
-    /// the provider path's CPU. The pool amortizes a call over 128 identifiers. (The standard library's
+    /// pool of OpenSSL output. A `RAND_bytes` call costs nearly as much for 16 bytes as for
+    /// 2,048 (the DRBG's locking and cipher setup dominate), a visible share of a push's CPU on
+    /// the provider path; the pool amortizes a call over 128 identifiers. (The standard library's
     /// `SystemRandomNumberGenerator` would make a `getrandom` system call every 64 bits.) Secrets
     /// do not come from here: `bytes(_:)` asks OpenSSL each time.
     public static func uint64Pair() throws(Failure) -> (UInt64, UInt64) {

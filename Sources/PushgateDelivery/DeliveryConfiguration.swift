@@ -38,7 +38,7 @@ public struct DeliveryConfiguration: Sendable {
     public var maxQueuedPerApp = 5_000
     /// Active registrations (apps) on one device: each costs a scheduler entry and memory, and a
     /// client registering thousands of made-up topics on its device must not make the gateway
-    /// hold them all (the security review registered 30,000 on one device).
+    /// hold them all.
     public var maxRegistrationsPerDevice = 256
     /// How long an unregistered token is remembered, so that providers get 410 Unregistered (with
     /// its time) and learn to stop; after it, the token is unknown (400 BadDeviceToken) and its

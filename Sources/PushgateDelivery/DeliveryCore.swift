@@ -300,8 +300,7 @@ public final class DeliveryCore: Sendable {
         let promise = shard.eventLoop.makePromise(of: Disposition.self)
         // A task even when the shard shares the connection's loop: the pushes of one read then
         // reach the store together, after the read, and share commits. Run at once instead, each
-        // woke the writer while the rest of the read was still being parsed (fsync, provider.sh's
-        // h2load: 0.012-0.014 commits per push against 0.008-0.009).
+        // would wake the writer while the rest of the read was still being parsed.
         shard.execute { $0.accept(push, expiration: expiration, promise: promise) }
         return promise.futureResult
     }

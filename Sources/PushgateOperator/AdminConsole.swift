@@ -253,7 +253,7 @@ public final class AdminConsole: Sendable {
         // The counters before the shards' figures: a shard changes its state (a held push
         // released) before it counts what followed (the release delivered), so read in this
         // order a tick never shows an event counted and its state not yet changed (held 1 with
-        // the piggyback that released it counted: seen in a test).
+        // the piggyback that released it already counted).
         let counters = core.counters
         let time = clock.nowMillis()
         let totals = currentTotals

@@ -79,8 +79,8 @@ struct ProviderToken {
         // Each part is read whole before Foundation's decoder picks its fields out: the decoder
         // checks only the members it decodes (a bad escape, a raw control character or `01`
         // elsewhere passes) and keeps one of two members of the same name silently. Either way a
-        // token could mean one thing here and another to a tool reading the same token (the
-        // security review). Keys are compared decoded, so `k\u0069d` is `kid`.
+        // token could mean one thing here and another to a tool reading the same token. Keys
+        // are compared decoded, so `k\u0069d` is `kid`.
         for (part, json) in [("header", headerJSON), ("claims set", claimsJSON)] {
             if let refusal = structureProblem(of: json, part: part) {
                 return .failure(Refusal(.invalidProviderToken, refusal))

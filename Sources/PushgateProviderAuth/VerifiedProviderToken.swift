@@ -56,7 +56,7 @@ extension ProviderKeyring {
         case .success(let parsed): token = parsed
         }
         // An unknown kid and a bad signature get one answer, after one signature check each: a
-        // client without a key must not learn which key ids exist (the security review).
+        // client without a key must not learn which key ids exist.
         let doesNotVerify = Refusal(
             .invalidProviderToken,
             "the token does not verify: no provider key with kid \"\(token.keyID.prefix(64))\" is configured on this gateway, or the signature was not made with that key's .p8"

@@ -44,7 +44,7 @@ public struct CommitPacing: Sendable, Equatable {
 /// that one fsync carries more batches. Pure and clock-injected: times are monotonic
 /// nanoseconds given by the caller.
 ///
-/// Why linger: an fsync'd commit costs about 75 µs of CPU here whatever it carries, plus a
+/// Why linger: an fsync'd commit costs a fixed amount of CPU whatever it carries, plus a
 /// wake-up of the writer and of every event loop it answers. At moderate rates the writer is
 /// idle when a push arrives and would commit it alone; waiting a fraction of a millisecond lets
 /// the next few share it. The wait is adaptive: only when the arrival rate says others will come
@@ -83,7 +83,7 @@ public struct CommitPacer: Sendable {
     /// and of the oldest deferrable batch (nil: none pending), and how many batches wait.
     /// `justCommitted`: the writer comes from a commit, so what is pending came while it was
     /// busy and has waited already; lingering then would only stretch each round trip of a
-    /// saturated gateway (measured: 10% fewer pushes/s flat out).
+    /// saturated gateway, lowering its throughput.
     public func decide(
         now: UInt64,
         oldestPrompt: UInt64?,

@@ -87,7 +87,7 @@ final class Checkpointer: Sendable {
             // SQLite's own automatic checkpoint runs here too (a WAL hook may checkpoint).
             // While the background one holds the checkpoint lock this one copies nothing: it
             // waits for that one and copies what is left, or the WAL would grow by a commit for
-            // as long as a slow copy lasts (seen on a loaded machine: 34 frames past the bound).
+            // as long as a slow copy lasts, past the bound on a loaded machine.
             // A passive checkpoint never waits for the writer, so this wait ends.
             if sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_BUSY {
                 waitForCheckpoints()

@@ -235,8 +235,8 @@ public final class SQLiteBackend: StoreBackend {
         // Acceptance ids are never reused, so a restart must learn the highest one committed
         // even when its row is gone. While that row exists the table says it; `meta` has to
         // record it only in a transaction that deletes it. Written on every commit, its page
-        // would be one WAL frame of about five per commit at 2,000 pushes/s, where acks delete
-        // rows a few hundred behind the newest.
+        // would add a WAL frame to every commit, a large share of a small commit's frames, while
+        // acks delete rows only a few hundred behind the newest.
         let highest = Self.highestAcceptanceID(
             in: group,
             results,

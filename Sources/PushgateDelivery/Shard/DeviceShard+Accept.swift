@@ -11,7 +11,7 @@ extension DeviceShard {
             return
         }
         // The topic first, and named alone: a provider pushing to another app's token learns
-        // neither that app's topic nor when it was unregistered (the security review's finding).
+        // neither that app's topic nor when it was unregistered.
         guard registration.topic == push.topic else {
             promise.fail(Refusal(.deviceTokenNotForTopic, "the token is not registered for \(push.topic)"))
             return
@@ -105,8 +105,8 @@ extension DeviceShard {
             if let collapseID = record.push.collapseID {
                 // The newest push with a collapse id replaces the stored one (APNs keeps one).
                 // Only one never written: one sent on an earlier stream waits for its ack, and
-                // the device may be handling it (a review saw `coalesced` answered while both
-                // were redelivered and nothing was counted).
+                // the device may be handling it, so answering `coalesced` would be untrue (both
+                // would be redelivered) and nothing would be counted.
                 let unsent = device.queue.dropFirst(device.deliveredCount)
                 for entry in unsent
                 where !entry.sent && entry.committed && entry.record.push.deviceToken == record.push.deviceToken

@@ -56,8 +56,8 @@ final class DeviceShard {
     var held: [UInt64: AcceptedPush] = [:]
     /// Held pushes whose commit has not completed, and the budget found empty when they were
     /// held: their `held` event goes out with the commit, or just before their `dropped` event
-    /// when a later push drops them first (an operator review counted `dropped` events with no
-    /// `held` before them, and a release taking one out of `held` silenced it the same way).
+    /// when a later push drops them first, so that no `dropped` event goes out without its
+    /// `held` before it (a release taking one out of `held` would silence it the same way).
     /// Kept only while someone listens: a listener that arrives between a push's acceptance and
     /// its commit sees no `held` event for it.
     var heldUnannounced: [UInt64: (record: AcceptedPush, emptyBudget: BudgetScope?)] = [:]

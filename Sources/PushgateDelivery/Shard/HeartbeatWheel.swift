@@ -1,7 +1,7 @@
 /// Streams by the tick at which their silence may need a heartbeat, so that each tick looks only
-/// at the few streams due then instead of at every open stream: with 10,000 idle devices a look at
-/// every stream each second added about half again to the idle CPU (cold cache lines for each
-/// device: 1.53% of a core in `Benchmarks/idle.sh`, 0.92-1.02% with the wheel).
+/// at the few streams due then instead of at every open stream: with many idle devices a look at
+/// every stream each second costs a cold cache line per device and a large share of the idle
+/// CPU (`Benchmarks/idle.sh` measures it).
 ///
 /// A timing wheel: one slot per tick, enough slots for the furthest due time (`horizonMillis`
 /// ahead). Entries are looked at once, at their slot's tick; whoever takes them decides whether

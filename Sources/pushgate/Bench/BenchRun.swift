@@ -233,7 +233,7 @@ struct BenchRun: Sendable {
             silentHeaders.add(name: "authorization", value: authorization)
         }
         let paths = devices.map { "/3/device/\($0.token)" }
-        // Plain values, not options read per push (their getters showed in the bench's profile).
+        // Plain values, not options read per push: the bench must cost less than what it measures.
         let (deviceCount, silentPercent, server) = (options.devices, options.silentPercent, options.client.server)
         let request: @Sendable (Int) -> HTTPClientRequest = { [alertHeaders, silentHeaders] index in
             // Spread evenly over each device's pushes (its n-th push is round n): a device gets
@@ -344,7 +344,8 @@ struct BenchRun: Sendable {
         let ms = { (value: UInt64) in Double(value) / 1000 }
         let acceptRate = Double(state.accepted) / sendSeconds
         let delivered = state.receivedTotal - state.duplicates
-        // CPU-seconds per 100k delivered pushes: (all threads, event loops).
+        // The server's CPU time per hundred thousand delivered pushes, all threads and the
+        // event loops alone, so that runs of different lengths compare.
         let per100k = { (seconds: Double) in seconds * 100_000 / Double(max(delivered, 1)) }
         let cpu = serverCPU.map { (per100k($0.totalSeconds), per100k($0.eventLoopSeconds)) }
         var rows: [(String, String)] = [

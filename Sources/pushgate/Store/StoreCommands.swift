@@ -104,8 +104,8 @@ struct StoreDirectoryOption: ParsableArguments {
     /// Settings that cannot be read stop here, as they would stop `serve`: a directory guessed
     /// past a broken file could be the wrong store. A directory named with `--data-dir` needs no
     /// file, so `PUSHGATE_CONFIG` is then left unread: the image sets it for serve's file, which
-    /// a pod mounts elsewhere and a `restore` container does not mount at all (a deployment
-    /// review's `kubectl exec ... backup --data-dir ...` stopped at the missing file).
+    /// a pod mounts elsewhere and a `restore` container does not mount at all, so reading it
+    /// would stop `kubectl exec ... backup --data-dir ...` at a missing file.
     func dataDir() throws -> String {
         var arguments: [String] = []
         if let config { arguments += ["--config", config] }
