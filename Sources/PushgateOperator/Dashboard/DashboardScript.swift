@@ -188,6 +188,8 @@ enum DashboardScript {
           if (durableBase) for (const k of TOTALS) setText("d-" + k, fmt(durableBase[k] + (T[k] || 0)));
           for (const k of ["held", "stored", "unacked"]) { setText(k, int(t[k])); add(k, t.time, t[k]); }
           setText("connected", int(t.connectedDevices)); add("connected", t.time, t.connectedDevices);
+          // The held devices come with the stats, every few seconds; their ages move with each tick.
+          for (const td of document.querySelectorAll("#top-held td[data-since]")) td.textContent = age(t.time - Number(td.dataset.since)) + " ago";
           const dt = p ? (t.time - p.time) / 1000 : 0;
           // A total that went down means the gateway restarted: no rate across that.
           if (dt > 0 && p.totals && T.received >= p.totals.received && T.delivered >= p.totals.delivered) {
@@ -279,9 +281,9 @@ enum DashboardScript {
           const T = s.totals || {}, D = s.durableTotals || {};
           durableBase = {};
           for (const k of TOTALS) durableBase[k] = (D[k] || 0) - (T[k] || 0);
-          const now = k => (lastTick ? lastTick.totals[k] : T[k]) || 0;
+          const total = k => (lastTick ? lastTick.totals[k] : T[k]) || 0;
           $("totals").replaceChildren(...TOTALS.map(k => el("tr", null, el("td", null, k),
-            el("td", { class: "n", id: "t-" + k }, fmt(now(k))), el("td", { class: "n", id: "d-" + k }, fmt(durableBase[k] + now(k))))));
+            el("td", { class: "n", id: "t-" + k }, fmt(total(k))), el("td", { class: "n", id: "d-" + k }, fmt(durableBase[k] + total(k))))));
           if (!lastTick) {
             setText("received-total", int(T.received)); setText("delivered-total", int(T.delivered));
             for (const k of ["held", "stored", "unacked"]) setText(k, int(s[k]));
@@ -294,7 +296,7 @@ enum DashboardScript {
           $("topics-truncated").hidden = !s.topicsTruncated;
           const held = s.topHeldDevices || [];
           $("top-held").replaceChildren(...(held.length ? held.map(d => el("tr", null, el("td", null, devLink(d.deviceId)),
-            el("td", { class: "n" }, fmt(d.held)), el("td", { title: iso(d.oldestHeldAt) }, age(now() - d.oldestHeldAt) + " ago")))
+            el("td", { class: "n" }, fmt(d.held)), el("td", { title: iso(d.oldestHeldAt), "data-since": d.oldestHeldAt }, age(now() - d.oldestHeldAt) + " ago")))
             : [el("tr", null, el("td", { colspan: 3, class: "muted" }, "nothing held"))]));
           $("held-truncated").hidden = !s.truncated;
         }

@@ -125,6 +125,33 @@ def admin_stats(url, token):
         return json.load(response)
 
 
+def seconds_of(age):
+    """The page's age text ("5s", "2m 3s", "1h 4m", "2d 1h") in seconds."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    total = 0
+    for part in age.split():
+        if len(part) < 2 or part[-1] not in units or not part[:-1].isdigit():
+            raise Failure(f"the oldest held age {age!r} is not like 5s, 2m 3s, 1h 4m or 2d 1h")
+        total += int(part[:-1]) * units[part[-1]]
+    return total
+
+
+def oldest_held_age(driver, args, device_id):
+    """The age #top-held shows for the device, once at least a second has passed since its
+    oldest held push and the age agrees (within the page's tick) with GET /v1/admin/stats."""
+    cell = driver.execute_script(
+        "for (const row of document.querySelectorAll('#top-held tr')) {"
+        "  if (row.cells.length === 3 && row.cells[0].textContent === arguments[0]) return row.cells[2].textContent; }"
+        "return null;", device_id,
+    )
+    held = [d for d in admin_stats(args.url, args.token).get("topHeldDevices", []) if d.get("deviceId") == device_id]
+    if cell is None or not held or not cell.endswith(" ago"):
+        return None
+    expected = (driver.execute_script("return Date.now();") - held[0]["oldestHeldAt"]) / 1000
+    shown = seconds_of(cell[: -len(" ago")])
+    return shown if expected >= 2 and abs(shown - expected) <= 2 else None
+
+
 def read_sent(seconds):
     ready, _, _ = select.select([sys.stdin], [], [], seconds)
     if not ready:
@@ -255,6 +282,10 @@ def check(driver, console, args):
             "return [...document.querySelectorAll('#device-view .reason')].map(e => e.textContent);"
         )
         device = {"id": device_id, "notifications": len(reasons), "reasons": reasons[:5]}
+        device["oldestHeldAge"] = wait(
+            driver, args.timeout, f"#top-held's oldest held age for {device_id} as old as its held push",
+            lambda d: oldest_held_age(d, args, device_id),
+        )
 
     full_page_screenshot(driver, args.screenshot, 1280)
     root, extension = os.path.splitext(args.screenshot)
