@@ -308,6 +308,7 @@ let package = Package(
             name: "PushgateGatewayTests",
             dependencies: [
                 "PushgateStoreTestKit",
+                "PushgateTestFixtures",
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 "PushgateDeviceClient",
                 "PushgateTestKit",
@@ -392,14 +393,22 @@ let package = Package(
         ),
         // Where the test fixtures are (the test CA and certificates), for every test target.
         .target(name: "PushgateTestFixtures", path: "Tests/PushgateTestFixtures"),
-        // What the delivery, gateway, transport and CLI tests share: the test clock, the
-        // recording event sink, HTTP/2 frames as they go over the wire and a client that writes
-        // them by hand.
+        // What the test targets share: the test clock, the recording event sink, HTTP/2 frames
+        // as they go over the wire and a client that writes them by hand, waiting for a
+        // condition (`eventually`), and a gateway in the test's process (`withGateway`).
         .target(
             name: "PushgateTestKit",
             dependencies: [
                 "PushgateDelivery",
+                "PushgateDeviceClient",
+                "PushgateGateway",
                 "PushgateModel",
+                "PushgateOperator",
+                "PushgateStore",
+                "PushgateStoreSQLite",
+                "PushgateStoreTestKit",
+                "PushgateTransport",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -440,6 +449,7 @@ let package = Package(
         .testTarget(
             name: "PushgateStoreTests",
             dependencies: [
+                "PushgateTestKit",
                 "PushgateStore",
                 "PushgateStoreSQLite",
                 "PushgateStoreTestKit",

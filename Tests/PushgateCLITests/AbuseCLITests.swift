@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import PushgateTestFixtures
 import PushgateTestKit
 import Testing
 
@@ -10,8 +11,7 @@ import Testing
 /// depends on timing beyond generous bounds (the machine is shared).
 @Suite("Abuse: a well-behaved client is served while abusers are refused", .serialized, .timeLimit(.minutes(2)))
 struct AbuseCLITests {
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../Benchmarks/abuse.py").standardized.path
+    static let script = TestFixtures.file("Benchmarks/abuse.py").path
 
     /// One abuser's JSON line: what it did and how each of its connections ended.
     struct Outcome: Decodable, Sendable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import Foundation
+import PushgateTestKit
 import Testing
 
 /// The real `pushgate agent` against the real `pushgate serve`: its JSON lines show how each push
@@ -121,10 +122,8 @@ struct AgentCLITests {
         var stoppedProcess: pid_t? = pid
         defer { if let stoppedProcess { kill(stoppedProcess, SIGCONT) } }
         // The agent's next connection waits in the listen queue until the gateway runs again.
-        let limit = ContinuousClock.now + .seconds(60)
-        while try Self.listenQueue(port: port) == 0 {
-            try #require(ContinuousClock.now < limit, "the agent did not give the silent connection up")
-            usleep(100_000)  // polling the kernel's queue: nothing to wait on
+        try waitUntil("the agent to give the silent connection up", seconds: 60) {
+            try Self.listenQueue(port: port) != 0
         }
         let gaveUpAfter = ContinuousClock.now - stopped
         // The 9 s run from the last bytes before the stop: a stream is silent for at most 2 s, so

@@ -1,4 +1,5 @@
 import Foundation
+import PushgateTestFixtures
 import Testing
 
 /// Issue 24 item 4, in small: `Tests/Soak/crash_loop.py` SIGKILLs `pushgate serve` (unprivileged)
@@ -11,8 +12,7 @@ import Testing
 /// failure can be replayed with `--seed`.
 @Suite("Crash loop: kill -9 under mixed load, restart, check", .serialized, .timeLimit(.minutes(5)))
 struct CrashLoopSoakTests {
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Soak/crash_loop.py").path
+    static let script = TestFixtures.file("Tests/Soak/crash_loop.py").path
 
     @Test(
         "six random kills: every 200 delivered or dropped by a rule, nothing refused or acked delivered (again), held pushes and budgets restored, the store intact"

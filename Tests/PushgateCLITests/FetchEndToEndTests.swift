@@ -1,4 +1,5 @@
 import Foundation
+import PushgateTestKit
 import Testing
 
 /// Background fetch end to end: the real agent runs a real fetch command for each silent push
@@ -126,20 +127,5 @@ struct FetchEndToEndTests {
                     || ($0["reason"] as? String)?.hasPrefix("behind") == true
             }
         )
-    }
-
-    /// Polls `condition` until it holds, for at most `seconds`: for what another process's clock
-    /// decides (the gateway's fetch window), which no line of the agent's announces.
-    private func waitUntil(_ what: String, seconds: Double = 30, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while try !condition() {
-            guard Date() < deadline else { throw TimedOut(what: what) }
-            usleep(50_000)
-        }
-    }
-
-    struct TimedOut: Error, CustomStringConvertible {
-        var what: String
-        var description: String { "timed out waiting for \(what)" }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import PushgateTestFixtures
 import Testing
 
 /// The operator's side of `pushgate serve` with the real tools an operator points at it: a real
@@ -129,9 +130,7 @@ struct OperatorCLITests {
     }
 
     /// Where the dashboard test leaves its screenshots for a person to look at.
-    static let screenshots = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent(".build/test-screenshots")
+    static let screenshots = TestFixtures.file(".build/test-screenshots")
 
     @Test(
         "without an admin token, what a proxy forwards is refused though the proxy is a loopback peer; a loopback client's own request is answered"

@@ -1,4 +1,5 @@
 import Foundation
+import PushgateTestFixtures
 import Testing
 
 /// The operator assets in `Deploy/` checked by the real promtool (Debian's `prometheus` package):
@@ -7,13 +8,11 @@ import Testing
 /// the metric names the gateway exports, listed here once.
 @Suite("Prometheus rules, scrape configuration and Grafana dashboard (promtool)", .timeLimit(.minutes(2)))
 struct PrometheusAssetTests {
-    static let repository = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let prometheusDirectory = repository.appendingPathComponent("Deploy/prometheus")
+    static let prometheusDirectory = TestFixtures.file("Deploy/prometheus")
     static let rules = prometheusDirectory.appendingPathComponent("pushgate.rules.yml")
     static let ruleTests = prometheusDirectory.appendingPathComponent("pushgate.rules.test.yml")
     static let configuration = prometheusDirectory.appendingPathComponent("prometheus.yml")
-    static let dashboard = repository.appendingPathComponent("Deploy/grafana/pushgate.json")
+    static let dashboard = TestFixtures.file("Deploy/grafana/pushgate.json")
 
     /// What `GET /metrics` exports (README, "Operators"; PRODUCT.md section 6).
     static let counters = [
@@ -240,7 +239,7 @@ struct PrometheusAssetTests {
     /// finding alone exits 0 without --lint-fatal, and prints FAILED).
     func expectClean(_ result: ToolRun, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
         // Paths are printed too; a directory's name is no finding.
-        let output = [Self.repository.path, FileManager.default.temporaryDirectory.path].reduce(
+        let output = [TestFixtures.repository.path, FileManager.default.temporaryDirectory.path].reduce(
             result.stdout + result.stderr
         ) {
             $0.replacingOccurrences(of: $1, with: "<dir>")

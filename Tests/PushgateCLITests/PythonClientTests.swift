@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import PushgateTestFixtures
 import Testing
 
 /// Code nobody here wrote, talking to `pushgate serve` over cleartext HTTP/2 (h2c, prior
@@ -302,7 +303,7 @@ struct PythonClientTests {
 /// `python3` earlier on PATH would not have them, hence the absolute path.
 enum PythonClient {
     static let interpreter = "/usr/bin/python3"
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("python")
+    static let directory = TestFixtures.file("Tests/PushgateCLITests/python")
 
     static func path(_ script: String) -> String { directory.appendingPathComponent(script).path }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PushgateTestFixtures
 import PushgateTestKit
 import Testing
 
@@ -12,8 +13,7 @@ struct DeviceIsolationTests {
     /// Every operation on a path under `/v1/devices/{deviceId}` in openapi.yaml, as (method, path
     /// template).
     static func deviceOperations() throws -> [(method: String, path: String)] {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("openapi.yaml")
+        let url = TestFixtures.file("openapi.yaml")
         let lines = try String(contentsOf: url, encoding: .utf8).split(
             separator: "\n",
             omittingEmptySubsequences: false

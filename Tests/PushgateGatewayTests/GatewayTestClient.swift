@@ -173,11 +173,6 @@ final class API: @unchecked Sendable {
 
 // MARK: - Event stream
 
-struct TimedOut: Error, CustomStringConvertible {
-    var what: String
-    var description: String { "timed out waiting for \(what)" }
-}
-
 /// One open event stream, read event by event.
 final class EventStream: @unchecked Sendable {
     let status: Int

@@ -1,3 +1,4 @@
+import PushgateTestKit
 import Testing
 
 /// Sequence numbers sent back by agents (ack `upTo`, a fetch result's `seq`, `Last-Event-ID`)

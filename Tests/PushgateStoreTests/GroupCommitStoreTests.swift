@@ -7,6 +7,7 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+import PushgateTestKit
 #endif
 
 /// The group-commit queue's answers to what no well-behaved database does on demand: a
@@ -287,15 +288,6 @@ struct GroupCommitPacingTests {
         }
 
         func close() {}
-    }
-
-    /// Polls `condition` every millisecond for at most 10 s (the writer runs on its own thread).
-    func eventually(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            try #require(ContinuousClock.now < deadline, "timed out waiting for \(what)")
-            try await Task.sleep(for: .milliseconds(1))
-        }
     }
 
     @Test(

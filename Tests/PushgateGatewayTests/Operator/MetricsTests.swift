@@ -448,13 +448,3 @@ struct Exposition {
         return moved
     }
 }
-
-/// Waits for a state the test cannot be told about (a connection's end reaching its device's
-/// shard), checking it again after each short pause; fails after 10 s.
-func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}

@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOPosix
 import PushgateDelivery
 import PushgateScheduler
+import PushgateTestKit
 import PushgateTransport
 
 /// An operator's request over HTTP/1.1, as curl, Prometheus and browsers send it.
