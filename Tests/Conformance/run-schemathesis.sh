@@ -12,6 +12,7 @@
 # Needs: swift, nghttpx (Debian nghttp2-proxy), openssl, curl, python3-venv; installs
 # schemathesis (PyPI, pinned) in .build/schemathesis-VERSION when it is not there.
 # Environment: SCHEMATHESIS_SEED (default 1), SCHEMATHESIS_MAX_EXAMPLES (default 50),
+# SCHEMATHESIS_PHASES (default: every phase; e.g. examples,fuzzing,stateful),
 # PUSHGATE_BINARY (default: build and use the debug build).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -102,7 +103,7 @@ repo=$PWD
     SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$repo/Tests/Conformance" \
     "$repo/$venv/bin/schemathesis" --no-color --config-file "$repo/Tests/Conformance/schemathesis.toml" \
     run "$repo/openapi.yaml" --url "http://127.0.0.1:$proxy_port" --seed "$seed" \
-    --max-examples "$max_examples" --checks all --workers 1) || status=$?
+    --max-examples "$max_examples" --checks all --workers 1 ${SCHEMATHESIS_PHASES:+--phases "$SCHEMATHESIS_PHASES"}) || status=$?
 if [[ $status -ne 0 ]]; then
     echo "--- gateway log" >&2; tail -n 50 "$work/gateway.log" >&2
 fi
