@@ -4,7 +4,7 @@
 # to 1,000 devices acking 20 ms after each event (durability fsync, one event loop). Release
 # build, the gateway unprivileged. A leak shows as an RSS that keeps climbing after the first
 # minute; acked pushes are deleted, so the database should stop growing once its pages are
-# reused, and the WAL stays under its bound (README, Decisions: the WAL bound).
+# reused, and the WAL stays under its bound (docs/decisions.md: the WAL bound).
 #
 #   bash Benchmarks/steady.sh [RATE [PUSHES]]     (1,500/s and 1,350,000: 15 minutes)
 #

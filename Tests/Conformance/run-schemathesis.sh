@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# API conformance: schemathesis against openapi.yaml and the real gateway (README, "Testing").
+# API conformance: schemathesis against openapi.yaml and the real gateway (docs/testing.md, "API conformance").
 #
 # Starts `pushgate serve` (debug build; as nobody when run as root, with a data directory that
 # user owns) with one provider key, and nghttpx in front of it: schemathesis speaks HTTP/1.1 and

@@ -6,7 +6,7 @@ import Testing
 
 /// Abusive clients (Benchmarks/abuse.py, which Benchmarks/abuse.sh runs for longer and measures)
 /// against the real gateway while `pushgate bench` pushes through it: every well-behaved push
-/// arrives, each abuser is answered as the README's "Abuse limits" says, and the gateway still
+/// arrives, each abuser is answered as docs/security.md ("Limits") says, and the gateway still
 /// answers /healthz. The limits are lowered so that each shows within seconds; nothing here
 /// depends on timing beyond generous bounds (the machine is shared).
 @Suite("Abuse: a well-behaved client is served while abusers are refused", .serialized, .timeLimit(.minutes(2)))

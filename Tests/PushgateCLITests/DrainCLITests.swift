@@ -2,7 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import Testing
 
-/// PRODUCT.md section 7 and README "Stopping and reloading": the drain on SIGTERM, against the
+/// PRODUCT.md section 7 and docs/deployment.md "Stopping and reloading": the drain on SIGTERM, against the
 /// real binary run unprivileged. A device holds its event stream open with nghttp (which prints
 /// every frame it receives, GOAWAY included); a Python provider sends SIGTERM, sees `/readyz`
 /// turn 503 and still gets 200s during the grace; the stream then sees `retry:` and the

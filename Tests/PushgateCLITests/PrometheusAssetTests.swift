@@ -14,7 +14,7 @@ struct PrometheusAssetTests {
     static let configuration = prometheusDirectory.appendingPathComponent("prometheus.yml")
     static let dashboard = TestFixtures.file("Deploy/grafana/pushgate.json")
 
-    /// What `GET /metrics` exports (README, "Operators"; PRODUCT.md section 6).
+    /// What `GET /metrics` exports (docs/operators.md, "Metrics"; PRODUCT.md section 6).
     static let counters = [
         "pushgate_notifications_received_total", "pushgate_notifications_rejected_total",
         "pushgate_notifications_delivered_total", "pushgate_notifications_dropped_total",

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// README "Stopping and reloading": SIGHUP and `POST /v1/admin/reload` against the real binary,
+/// docs/configuration.md "Reloading": SIGHUP and `POST /v1/admin/reload` against the real binary,
 /// run unprivileged. TLS clients written by others (Python's http.client and ssl, the openssl CLI)
 /// report which certificate each connection was served, by its SHA-256 fingerprint.
 @Suite("Reload: SIGHUP and POST /v1/admin/reload against pushgate serve", .serialized, .timeLimit(.minutes(3)))

@@ -29,7 +29,7 @@ struct UnprivilegedGatewayTests {
         #expect(tls.status == 0, "\(tls.stderr)")
         #expect(tls.stdout.hasPrefix("HTTP/2 200"), "\(tls.stdout)")
 
-        // The README's walkthrough, the agent and send unprivileged too.
+        // The walkthrough of the README and docs/getting-started.md, the agent and send unprivileged too.
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let agent = try AgentProcess(server: gateway.urls[0], identity: directory + "/device.json", topic: Self.topic)

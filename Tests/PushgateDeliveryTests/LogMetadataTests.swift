@@ -5,7 +5,7 @@ import PushgateModel
 import PushgateStore
 import Testing
 
-/// Log lines about one push or one device carry its `apns-id` or `device` (README "Logs"), so
+/// Log lines about one push or one device carry its `apns-id` or `device` (docs/operators.md "Logs"), so
 /// that a log collector finds everything about either.
 @Suite("Log metadata: apns-id and device")
 struct LogMetadataTests {

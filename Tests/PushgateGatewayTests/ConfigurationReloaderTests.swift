@@ -11,7 +11,7 @@ import Testing
 @testable import PushgateGateway
 
 /// What a reload applies, what it leaves for a restart, and that a refused one changes nothing
-/// (README "Stopping and reloading"). The TLS and provider-key swaps against the real binary are
+/// (docs/configuration.md "Reloading"). The TLS and provider-key swaps against the real binary are
 /// in the CLI tests (ReloadCLITests); the scheduler policy through the provider and device APIs
 /// in SchedulerReloadTests.
 @Suite("ConfigurationReloader")

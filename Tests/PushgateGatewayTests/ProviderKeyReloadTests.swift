@@ -5,7 +5,7 @@ import PushgateTestKit
 import Testing
 
 /// A reload of the provider keys reaches connections that are already open: their next request
-/// is checked against the keys now in force (README "Stopping and reloading").
+/// is checked against the keys now in force (docs/configuration.md "Reloading").
 @Suite("Provider keys reloaded under open connections")
 struct ProviderKeyReloadTests {
     static let start: Int64 = 1_800_000_000_000

@@ -4,7 +4,7 @@ import PushgateGateway
 import PushgateTestKit
 import Testing
 
-/// README "Stopping and reloading": the scheduler policy of the configuration file, reloaded by
+/// docs/scheduler.md "A reloaded policy": the scheduler policy of the configuration file, reloaded by
 /// `POST /v1/admin/reload` under a connected device, takes effect on its open event stream; a
 /// file the policy refuses changes nothing. The clock does not move: every change comes from
 /// the reloads.

@@ -4,7 +4,7 @@ import PushgateTransport
 import Testing
 
 /// The one table of settings: names derived from it, precedence (flag > environment > file >
-/// default), the file's keys checked with their lines, secrets from files, the README's copy.
+/// default), the file's keys checked with their lines, secrets from files, the documentation's copy.
 @Suite("Settings: flags, environment, file")
 struct SettingsTests {
     /// A scratch directory with a configuration file holding `json`.
@@ -346,20 +346,20 @@ struct SettingsTests {
         #expect(configuration.policy.providerKeys[0].topics == ["b", "c"])
     }
 
-    @Test("the README's Configuration table is the code's table")
-    func readme() throws {
-        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    @Test("docs/configuration.md's table is the code's table")
+    func documentedTable() throws {
+        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-            .appendingPathComponent("README.md")
-        let text = try String(contentsOf: readme, encoding: .utf8)
+            .appendingPathComponent("docs/configuration.md")
+        let text = try String(contentsOf: page, encoding: .utf8)
         let begin = "<!-- settings table: generated from Settings.markdownReference -->\n"
         let end = "\n<!-- end of settings table -->"
-        let start = try #require(text.range(of: begin), "README.md lacks the settings table's markers")
+        let start = try #require(text.range(of: begin), "docs/configuration.md lacks the settings table's markers")
         let stop = try #require(text.range(of: end, range: start.upperBound..<text.endIndex))
         let table = String(text[start.upperBound..<stop.lowerBound])
         #expect(
             table == Settings.markdownReference,
-            "README.md's settings table differs from the code's: replace it with `swift run pushgate config reference`'s output"
+            "docs/configuration.md's settings table differs from the code's: replace it with `swift run pushgate config reference`'s output"
         )
     }
 }

@@ -57,7 +57,7 @@ struct OperatorWordsTests {
         #expect(WaitWords.until(.waitsForWake) == nil)
     }
 
-    @Test("why an app's refill is what it is, in words: the README's worked example")
+    @Test("why an app's refill is what it is, in words: docs/scheduler.md's worked example")
     func fetchExplanation() {
         let results = [FetchResult.timeout] + Array(repeating: .noData, count: 2) + Array(repeating: .newData, count: 6)
         let fetch = DeviceInspection.Fetch(

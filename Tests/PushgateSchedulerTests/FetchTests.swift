@@ -28,7 +28,7 @@ import Testing
         #expect(harness.scheduler.drainDirtyFetchStates().map(\.app) == [app])
     }
 
-    @Test("the README's worked example: 2.81/h, then 1.25/h halved, then 1.02/h, then the floor")
+    @Test("docs/scheduler.md's worked example: 2.81/h, then 1.25/h halved, then 1.02/h, then the floor")
     func workedExample() throws {
         let harness = try Harness()
         let app = harness.app()

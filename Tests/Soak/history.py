@@ -1,6 +1,6 @@
-"""What the crash-loop soak saw, and the rules it is judged by (PRODUCT.md sections 2 to 4, README's
-"Decisions"). The driver (crash_loop.py) records; `Checker` judges. Times are milliseconds of the
-wall clock, which the gateway on the same machine shares.
+"""What the crash-loop soak saw, and the rules it is judged by (PRODUCT.md sections 2 to 4,
+docs/decisions.md and docs/scheduler.md). The driver (crash_loop.py) records; `Checker` judges.
+Times are milliseconds of the wall clock, which the gateway on the same machine shares.
 
 A push is judged by what its provider was told: answered 200 (durable: it must be delivered, or
 be dropped by a rule), answered otherwise (never delivered), or no answer because the gateway was
@@ -65,7 +65,7 @@ class Push:
         if self.expiration == "future":
             return self.expiration_seconds * 1000
         if self.expiration == "zero":
-            # apns-expiration 0 gives a connected device 10 s from acceptance (README, Expiry).
+            # apns-expiration 0 gives a connected device 10 s from acceptance (docs/scheduler.md, Expiry).
             accepted = accepted_at if accepted_at is not None else self.answered
             return None if accepted is None else accepted + 10_000
         return None

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Shared by the Tests/deploy scripts (sourced). Podman on these machines needs two settings (see
-# the README, "Deploy"): runc (crun refuses a host with hybrid cgroups) and default ulimits
-# within the host's hard limits (root in CI has no CAP_SYS_RESOURCE to raise them).
+# docs/testing.md, "What CI runs"): runc (crun refuses a host with hybrid cgroups) and default
+# ulimits within the host's hard limits (root in CI has no CAP_SYS_RESOURCE to raise them).
 
 deploy_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
