@@ -36,9 +36,7 @@ public final class DeliveryCore: Sendable {
         var shards: [ShardHandle] = []
         let counters = self.counters
         for loop in group.makeIterator() {
-            let shard = try DeviceShard(
-                eventLoop: loop,
-                store: store,
+            let state = try ShardState(
                 clock: clock,
                 configuration: configuration,
                 counters: counters,
@@ -48,6 +46,7 @@ public final class DeliveryCore: Sendable {
                 queuedBudget: queuedBudget,
                 nextAcceptanceID: { ids.next() }
             )
+            let shard = DeviceShard(eventLoop: loop, store: store, state: state)
             shards.append(ShardHandle(shard, on: loop))
         }
         self.shards = shards
@@ -60,39 +59,27 @@ public final class DeliveryCore: Sendable {
     public func restore() async throws -> [String: Int64] {
         let snapshot = try store.load()
         acceptanceIDs.continue(after: snapshot.maxAcceptanceID)
-        var devices = Array(repeating: [DeviceRecord](), count: shards.count)
-        var registrations = Array(repeating: [RegistrationRecord](), count: shards.count)
-        var notifications = Array(repeating: [AcceptedPush](), count: shards.count)
-        var buckets = Array(repeating: [BucketRecord](), count: shards.count)
+        var parts = Array(repeating: ShardSnapshot(), count: shards.count)
         for record in snapshot.buckets {
             // `device:<id>` and `app:<token>` both carry the shard byte after the prefix.
             let hex = record.key.split(separator: ":", maxSplits: 1).last.map(String.init) ?? ""
-            if let i = shardIndex(of: hex) { buckets[i].append(record) }
+            if let i = shardIndex(of: hex) { parts[i].buckets.append(record) }
         }
-        var fetchStates = Array(repeating: [FetchStateRecord](), count: shards.count)
-        var fetchWindows = Array(repeating: [FetchWindowRecord](), count: shards.count)
-        for record in snapshot.fetchStates { if let i = shardIndex(of: record.token) { fetchStates[i].append(record) } }
+        for record in snapshot.fetchStates {
+            if let i = shardIndex(of: record.token) { parts[i].fetchStates.append(record) }
+        }
         for record in snapshot.fetchWindows {
-            if let i = shardIndex(of: record.deviceID) { fetchWindows[i].append(record) }
+            if let i = shardIndex(of: record.deviceID) { parts[i].fetchWindows.append(record) }
         }
-        for record in snapshot.devices { if let i = shardIndex(of: record.id) { devices[i].append(record) } }
+        for record in snapshot.devices { if let i = shardIndex(of: record.id) { parts[i].devices.append(record) } }
         for record in snapshot.registrations {
-            if let i = shardIndex(of: record.token) { registrations[i].append(record) }
+            if let i = shardIndex(of: record.token) { parts[i].registrations.append(record) }
         }
         for record in snapshot.notifications {
-            if let i = shardIndex(of: record.deviceID) { notifications[i].append(record) }
+            if let i = shardIndex(of: record.deviceID) { parts[i].notifications.append(record) }
         }
-        for (index, shard) in shards.enumerated() {
-            let (d, r, n, b) = (devices[index], registrations[index], notifications[index], buckets[index])
-            let (f, w) = (fetchStates[index], fetchWindows[index])
-            try await shard.submit { shard in
-                shard.load(devices: d)
-                shard.load(registrations: r)
-                shard.load(buckets: b)
-                shard.load(fetchStates: f)
-                shard.load(notifications: n)
-                shard.load(fetchWindows: w)
-            }.get()
+        for (shard, part) in zip(shards, parts) {
+            try await shard.submit { $0.load(part) }.get()
         }
         return snapshot.totals
     }
@@ -163,7 +150,7 @@ public final class DeliveryCore: Sendable {
     /// Tests check with it that a drained backlog gives its memory back.
     func queueCapacity(deviceID: String) async throws -> Int? {
         guard let shard = shard(of: deviceID) else { return nil }
-        return try await shard.submit { $0.queueCapacity(deviceID: deviceID) }.get()
+        return try await shard.submit { $0.state.queueCapacity(deviceID: deviceID) }.get()
     }
 
     // MARK: Device API
@@ -260,7 +247,7 @@ public final class DeliveryCore: Sendable {
     /// Checks the device's secret (before an event stream's head is sent).
     public func authenticate(deviceID: String, secret: String) -> EventLoopFuture<Void> {
         onShard(of: deviceID, Void.self) { shard, promise in
-            if shard.authenticate(deviceID: deviceID, secret: secret) != nil {
+            if shard.state.authenticate(deviceID: deviceID, secret: secret) != nil {
                 promise.succeed()
             } else {
                 promise.fail(Refusal.unauthorized)

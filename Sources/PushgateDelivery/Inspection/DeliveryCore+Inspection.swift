@@ -5,7 +5,7 @@ extension DeliveryCore {
     public func statistics(includeOldestHeld: Bool = false) async throws -> DeliveryStatistics {
         var total = DeliveryStatistics()
         for shard in shards {
-            total.add(try await shard.submit { $0.statistics(includeOldestHeld: includeOldestHeld) }.get())
+            total.add(try await shard.submit { $0.state.statistics(includeOldestHeld: includeOldestHeld) }.get())
         }
         return total
     }
@@ -18,7 +18,7 @@ extension DeliveryCore {
         for shard in shards {
             // Each shard's lists are uncapped for topics (a topic spans shards) and capped for
             // devices (a device lives on one).
-            let part = try await shard.submit { $0.overview(topicLimit: .max, deviceLimit: deviceLimit) }.get()
+            let part = try await shard.submit { $0.state.overview(topicLimit: .max, deviceLimit: deviceLimit) }.get()
             for topic in part.topics {
                 var merged = topics[topic.topic] ?? .init(topic: topic.topic)
                 merged.registrations += topic.registrations
@@ -44,6 +44,6 @@ extension DeliveryCore {
     /// The device and why each of its notifications waits; nil for an unknown device id.
     public func inspect(deviceID: String) async throws -> DeviceInspection? {
         guard Identifiers.isDeviceID(deviceID), let shard = shard(of: deviceID) else { return nil }
-        return try await shard.submit { $0.inspect(deviceID: deviceID) }.get()
+        return try await shard.submit { $0.state.inspect(deviceID: deviceID) }.get()
     }
 }

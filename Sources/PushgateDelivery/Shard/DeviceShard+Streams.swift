@@ -11,16 +11,16 @@ extension DeviceShard {
     /// (the stream's 200 answers it: an agent killed with the gateway right after it must not
     /// get those notifications again), and fails as an ack fails when it cannot be committed.
     func openStream(deviceID: String, secret: String, lastEventID: UInt64?, promise: EventLoopPromise<UInt64>) {
-        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
+        guard let device = state.authenticate(deviceID: deviceID, secret: secret) else {
             promise.fail(Refusal.unauthorized)
             return
         }
         let replaced = device.stream
         replaced?.sink?.finish()
-        logDevice("event stream opened", deviceID, ["stream.replaced": "\(replaced != nil)"])
+        state.logDevice("event stream opened", deviceID, ["stream.replaced": "\(replaced != nil)"])
         streamGenerations += 1
         let now = clock.nowMillis()
-        setStream(StreamBinding(generation: streamGenerations, now: now), of: device)
+        state.setStream(StreamBinding(generation: streamGenerations, now: now), of: device)
         device.resetStreamProgress()
         heartbeats.schedule((device, streamGenerations), dueMillis: now + configuration.heartbeatLeadMillis)
         var acked: EventLoopFuture<Void>?
@@ -30,10 +30,9 @@ extension DeviceShard {
             acked = committed.futureResult
         }
         // A wake event: stored pushes are already queued, held ones follow them (`online`).
-        var commands: [StoreCommand] = []
-        var entries: [QueuedEntry] = []
-        _ = apply(scheduler.connect(device.handle, now: now), into: &commands, entries: &entries)
-        finish(commands, entries: entries) { _ in }
+        var plan = ShardPlan()
+        state.apply(state.scheduler.connect(device.handle, now: now), into: &plan)
+        carryOut(plan)
         let generation = streamGenerations
         guard let acked else {
             promise.succeed(generation)
@@ -53,7 +52,7 @@ extension DeviceShard {
 
     /// The stream's head is out: events can be written to it.
     func bind(deviceID: String, generation: UInt64, sink: any EventSink) {
-        guard let device = devices[deviceID], let stream = device.stream, stream.generation == generation else {
+        guard let device = state.devices[deviceID], let stream = device.stream, stream.generation == generation else {
             sink.finish()
             return
         }
@@ -63,100 +62,40 @@ extension DeviceShard {
 
     /// The stream ended, or its head could not be sent. A newer stream is left alone.
     func close(deviceID: String, generation: UInt64) {
-        guard let device = devices[deviceID], let stream = device.stream, stream.generation == generation else {
-            return
-        }
-        logDevice("event stream closed", deviceID)
-        disconnect(device)
-    }
-
-    private func disconnect(_ device: DeviceState) {
-        scheduler.disconnect(device.handle)
+        guard let device = state.devices[deviceID], let stream = device.stream, stream.generation == generation
+        else { return }
+        state.logDevice("event stream closed", deviceID)
+        state.scheduler.disconnect(device.handle)
         armSchedulerTimer()
-        setStream(nil, of: device)
+        state.setStream(nil, of: device)
         device.offlineSince = clock.nowMillis()
         device.resetStreamProgress()
     }
 
-    /// The one way a device's current stream changes, so that the count of connected devices
-    /// follows it.
-    func setStream(_ stream: StreamBinding?, of device: DeviceState) {
-        connectedDevices += (stream == nil ? 0 : 1) - (device.stream == nil ? 0 : 1)
-        device.stream = stream
-    }
-
     func ack(deviceID: String, secret: String, upTo: UInt64, promise: EventLoopPromise<Void>) {
-        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
+        guard let device = state.authenticate(deviceID: deviceID, secret: secret) else {
             promise.fail(Refusal.unauthorized)
             return
         }
         acknowledge(device, upTo: upTo, onlySent: true, promise: promise)
     }
 
-    /// Cumulative ack. Only committed notifications can have been seen, so removal stops at the
-    /// first uncommitted one; an ack beyond anything assigned is clamped.
-    /// `onlySent`: an ack (`POST .../ack`) may name a seq from a keep-alive response, below which
-    /// older pushes may not have been sent yet, so it stops below the first one never sent. A
-    /// `Last-Event-ID` stops below the first one this process accepted and never sent too (an
-    /// agent may resume with a keep-alive's seq, newer than a stored push still waiting: that
-    /// push was deleted unseen), but acks those read from the store at start, which an earlier
-    /// process may have sent on the stream being resumed.
-    private func acknowledge(
-        _ device: DeviceState,
-        upTo requested: UInt64,
-        onlySent: Bool,
-        promise: EventLoopPromise<Void>?
-    ) {
-        var upTo = min(requested, device.nextSeq - 1)
-        // Everything before `deliveredCount` went out on this stream or in a keep-alive.
-        var index = device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount)
-        while index != device.queue.endIndex, device.queue[index].sent || (!onlySent && device.queue[index].loaded) {
-            index = device.queue.index(after: index)
-        }
-        if index != device.queue.endIndex { upTo = min(upTo, device.queue[index].seq - 1) }
-        guard upTo > device.ackedSeq || !device.uncommittedAcks.isEmpty else {
+    /// A cumulative ack (`ShardState.acknowledge`), applied in memory at once (the window it
+    /// frees is free now): the commit the answer waits for can be the next one made for a push.
+    /// The answer waits for the device's earlier ack commits too, so that it covers every seq up
+    /// to it, not only what it deleted itself.
+    private func acknowledge(_ device: DeviceState, upTo: UInt64, onlySent: Bool, promise: EventLoopPromise<Void>) {
+        guard let plan = state.acknowledge(device, upTo: upTo, onlySent: onlySent) else {
             // Nothing more to delete; the ack that deleted it may still be on its way to the disk.
-            promise?.completeWith(EventLoopFuture.andAllSucceed(device.ackCommitsInFlight, on: eventLoop))
+            promise.completeWith(EventLoopFuture.andAllSucceed(device.ackCommitsInFlight, on: eventLoop))
             return
         }
-        upTo = max(upTo, device.ackedSeq)
-        var removed: [UInt64] = []
-        var windows: [UInt64] = []
-        while let first = device.queue.first, first.committed, first.seq <= upTo {
-            device.queue.removeFirst()
-            leftMemory(first.record)
-            removed.append(first.record.acceptanceID)
-            // A closed window goes with its push; an open one stays until its result or end.
-            if first.windowOpened, !scheduler.isFetchWindowOpen(device: device.handle, seq: first.seq) {
-                windows.append(first.seq)
-            }
-            if device.deliveredCount > 0 {
-                device.deliveredCount -= 1
-                device.unackedBytes -= first.eventSize
-            }
-        }
-        counters.acknowledged(removed.count)
-        queueShrank(device)
-        device.ackedSeq = upTo
-        var deletions = device.uncommittedAcks
-        device.uncommittedAcks = []
-        deletions.append(.ack(deviceID: device.id, acceptanceIDs: removed))
-        if !windows.isEmpty { deletions.append(.forgetFetchWindows(deviceID: device.id, seqs: windows)) }
-        var commands = deletions
-        // After a restart nothing is reserved yet: the seqs this ack deletes must stay covered.
-        reserveSeqs(of: device, through: upTo, into: &commands)
-        // Applied in memory already (the window it frees is free now): the commit the 200 waits
-        // for can be the next one made for a push. If it fails, memory stays as it is (the device
-        // has these notifications) and the next ack carries the deletions to the disk.
         let committed = eventLoop.makePromise(of: Void.self)
-        promise?.completeWith(
+        promise.completeWith(
             EventLoopFuture.andAllSucceed(device.ackCommitsInFlight + [committed.futureResult], on: eventLoop)
         )
         device.ackCommitsInFlight.append(committed.futureResult)
-        commit(commands, urgency: .deferrable) { [self] result in
-            if case .failure = result, devices[device.id] === device {
-                device.uncommittedAcks = deletions + device.uncommittedAcks
-            }
+        carryOut(plan, urgency: .deferrable) { result in
             device.ackCommitsInFlight.removeAll { $0 === committed.futureResult }
             committed.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
         }
@@ -182,7 +121,7 @@ extension DeviceShard {
             // expired pushes are never delivered); the sweep leaves sent ones to this check.
             if entry.record.expiresAt <= now {
                 device.queue.remove(at: device.queue.index(device.queue.startIndex, offsetBy: device.deliveredCount))
-                leftMemory(entry.record)
+                state.leftMemory(entry.record)
                 expired.append(entry.record)
                 continue
             }
@@ -193,7 +132,7 @@ extension DeviceShard {
                 entry.record,
                 delivery: entry.delivery,
                 carrier: entry.carrier,
-                fetchWindowSeconds: scheduler.configuration.fetchWindowSeconds(of: entry.record),
+                fetchWindowSeconds: state.scheduler.configuration.fetchWindowSeconds(of: entry.record),
                 into: &buffer!
             )
             let size = buffer!.writerIndex - before
@@ -201,10 +140,10 @@ extension DeviceShard {
             // Delivered once, at its first write; written again on a later stream (it was not
             // acknowledged on an earlier one), it is redelivered.
             if entry.sent {
-                counters.recordRedelivery()
+                state.counters.recordRedelivery()
             } else {
-                metrics.deliveryLatency.record(millis: now - entry.record.acceptedAt)
-                counters.recordDelivery(entry.delivery)
+                state.metrics.deliveryLatency.record(millis: now - entry.record.acceptedAt)
+                state.counters.recordDelivery(entry.delivery)
             }
             if !entry.windowOpened, entry.record.push.pushType.pushClass == .silent { firstWrites.append(entry) }
             entry.sent = true
@@ -212,11 +151,17 @@ extension DeviceShard {
             device.deliveredCount += 1
         }
         if !expired.isEmpty {
-            dropExpired(expired, from: device)
+            var plan = ShardPlan()
+            state.dropQueued(expired, .expired, into: &plan)
+            state.queueShrank(device)
+            carryOut(plan)
         }
         guard let buffer else { return }
         stream.lastWriteMillis = now
         sink.send(buffer)
-        if !firstWrites.isEmpty { openFetchWindows(firstWrites, on: device, now: now) }
+        if !firstWrites.isEmpty {
+            record(state.openFetchWindows(firstWrites, on: device, now: now))
+            armSchedulerTimer()
+        }
     }
 }

@@ -4,66 +4,28 @@ import PushgateModel
 import PushgateScheduler
 import PushgateStore
 
-/// The devices, registrations and queues of one shard, owned by one event loop.
+/// One shard's devices at work: their state (`ShardState`), confined to one event loop, and what
+/// touches the world: the store, the event streams, the timers.
 ///
 /// Every method runs on `eventLoop`; the core routes each request here by the shard byte of the
-/// device id or token, so no lock is taken on the delivery path. State changes are made in
-/// memory first, committed to the store, and acknowledged (to the provider or agent) only when
-/// the commit completes; a failed commit is undone.
-///
-/// The shard's `Scheduler` (pure, no I/O) decides what each push, wake event and tick releases;
-/// this class turns its decisions into queue entries with sequence numbers, store commands and
-/// stream writes. Held pushes keep their records here (`held`) and on disk with no seq.
+/// device id or token, so no lock is taken on the delivery path. Each request is planned by the
+/// state (applied to memory at once, so the next request sees it), carried out here (committed
+/// to the store), and answered (to the provider or agent) only when the commit completes; a
+/// failed commit is restored. `carryOut` is the one way a plan reaches the store.
 final class DeviceShard {
     let eventLoop: any EventLoop
     let store: any NotificationStore
-    let clock: any DeliveryClock
-    let configuration: DeliveryConfiguration
-    let counters: DeliveryCounters
-    let metrics: DeliveryMetrics
-    let observer: (any DeliveryObserver)?
-    let logger: Logger
-    let nextAcceptanceID: @Sendable () -> UInt64
-    /// Shared by the shards: every record entering `held` or a device's queue adds its cost,
-    /// every one leaving subtracts it (`enteredMemory`, `leftMemory`).
-    let queuedBudget: QueuedNotificationBudget
+    let state: ShardState
+    var clock: any DeliveryClock { state.clock }
+    var configuration: DeliveryConfiguration { state.configuration }
+    var logger: Logger { state.logger }
     /// Store completions come back through it, many per loop task.
     let completions: LoopInbox
-
-    var devices: [String: DeviceState] = [:]
-    var registrations: [String: RegistrationState] = [:]
-    /// Unregistered tokens by time of unregistration, oldest first: the sweep forgets them once
-    /// their retention has passed, looking at the few that are due, not at every registration.
-    var tombstones = CircularBuffer<(at: Int64, token: String)>()
-    /// Devices with an open stream; `setStream` keeps it in step.
-    var connectedDevices = 0
     /// Every open stream, by when it may need a heartbeat (`heartbeat()`): its device and its
     /// generation, not the stream itself, which holds its connection (and through it this shard)
     /// until a later tick would drop it.
     var heartbeats: HeartbeatWheel<(device: DeviceState, generation: UInt64)>
-    /// Devices with queued notifications (for the expiry sweep and the gauges, which walk them
-    /// without looking each up).
-    var withQueue: [String: DeviceState] = [:]
     var streamGenerations: UInt64 = 0
-    /// One string per topic, shared by its registrations and pushes: comparing two of them is
-    /// then a comparison of references, where separate copies cost a cache miss each (the admin
-    /// overview compares the topic of every registration and push). Topics are apps' bundle ids,
-    /// a small set; entries stay for the shard's life.
-    var topicNames: [String: String] = [:]
-
-    let scheduler: Scheduler
-    /// Records of the pushes the scheduler holds, by acceptance id.
-    var held: [UInt64: AcceptedPush] = [:]
-    /// Held pushes whose commit has not completed, and the budget found empty when they were
-    /// held: their `held` event goes out with the commit, or just before their `dropped` event
-    /// when a later push drops them first, so that no `dropped` event goes out without its
-    /// `held` before it (a release taking one out of `held` would silence it the same way).
-    /// Kept only while someone listens: a listener that arrives between a push's acceptance and
-    /// its commit sees no `held` event for it.
-    var heldUnannounced: [UInt64: (record: AcceptedPush, emptyBudget: BudgetScope?)] = [:]
-    /// Who the scheduler's handles are, for bucket keys and drops.
-    var deviceIDs: [DeviceHandle: String] = [:]
-    var appTokens: [AppHandle: String] = [:]
     /// The one timer of the shard's scheduler, armed for its next deadline.
     var schedulerTimer: Scheduled<Void>?
     var schedulerTimerAt: Int64 = .max
@@ -71,85 +33,132 @@ final class DeviceShard {
     /// store has closed (its commit would fail and be logged as an error).
     var schedulerStopped = false
 
-    /// `topic` as the shard's one copy of it.
-    func interned(_ topic: String) -> String {
-        if let name = topicNames[topic] { return name }
-        topicNames[topic] = topic
-        return topic
-    }
-
     init(
         eventLoop: any EventLoop,
         store: any NotificationStore,
-        clock: any DeliveryClock,
-        configuration: DeliveryConfiguration,
-        counters: DeliveryCounters,
-        metrics: DeliveryMetrics,
-        observer: (any DeliveryObserver)?,
-        logger: Logger,
-        queuedBudget: QueuedNotificationBudget,
-        nextAcceptanceID: @escaping @Sendable () -> UInt64
-    ) throws(SchedulerConfigurationError) {
+        state: ShardState
+    ) {
         self.eventLoop = eventLoop
         self.store = store
-        self.clock = clock
-        self.configuration = configuration
-        heartbeats = HeartbeatWheel(
-            tickMillis: configuration.heartbeatTickMillis,
-            horizonMillis: configuration.heartbeatIntervalMillis,
-            nowMillis: clock.nowMillis()
-        )
-        self.counters = counters
-        self.metrics = metrics
-        self.observer = observer
-        self.logger = logger
-        self.nextAcceptanceID = nextAcceptanceID
-        self.queuedBudget = queuedBudget
+        self.state = state
         self.completions = LoopInbox(loop: eventLoop)
-        self.scheduler = try Scheduler(configuration: configuration.scheduler)
-    }
-
-    /// A push that leaves undelivered (the caller counts it): told to the observer, and logged
-    /// by apns-id and device.
-    func dropped(_ record: AcceptedPush, _ reason: DropReason) {
-        announceHeld(record.acceptanceID)
-        notable(.dropped, record, reason.rawValue)
-        logger.debug(
-            "push dropped",
-            metadata: [
-                LogMetadataKey.apnsID: "\(record.push.apnsID)", LogMetadataKey.device: "\(record.deviceID)",
-                "push.drop_reason": "\(reason.rawValue)",
-            ]
+        heartbeats = HeartbeatWheel(
+            tickMillis: state.configuration.heartbeatTickMillis,
+            horizonMillis: state.configuration.heartbeatIntervalMillis,
+            nowMillis: state.clock.nowMillis()
         )
     }
 
-    /// The `held` event of a push whose commit was waited for, once.
-    func announceHeld(_ acceptanceID: UInt64) {
-        guard let waiting = heldUnannounced.removeValue(forKey: acceptanceID) else { return }
-        notable(.held, waiting.record, Self.holdDetail(waiting.record, emptyBudget: waiting.emptyBudget))
-    }
+    // MARK: Carrying plans out
 
-    /// A line about one device (debug: per request, not per push).
-    func logDevice(
-        _ message: @autoclosure () -> Logger.Message,
-        _ device: String,
-        _ metadata: @autoclosure () -> Logger.Metadata = [:]
+    /// Seals the plan (the scheduler's changed figures ride along), arms the scheduler's timer
+    /// for what the plan changed, commits, then, back on this loop, confirms the plan and writes
+    /// its new entries to their streams, or restores it; `then` gets the result after either.
+    func carryOut(
+        _ plan: ShardPlan,
+        urgency: CommitUrgency = .prompt,
+        then: @escaping (Result<Void, StoreError>) -> Void = { _ in }
     ) {
-        logger.debug(message(), metadata: metadata().merging([LogMetadataKey.device: "\(device)"]) { $1 })
+        carryOut(plan, urgency: urgency, confirm: { [state] in state.confirm($0) }, then: then)
     }
 
-    /// Tells the observer, if anyone listens.
-    func notable(_ kind: NotableEvent.Kind, _ record: AcceptedPush, _ detail: @autoclosure () -> String) {
-        guard let observer, observer.isListening else { return }
-        observer.notable(
-            NotableEvent(
-                kind: kind,
-                time: clock.nowMillis(),
-                deviceID: record.deviceID,
-                apnsID: record.push.apnsID,
-                topic: record.push.topic,
-                detail: detail()
-            )
-        )
+    /// A provider push's plan: confirmed, it has more to do (`ShardState.confirm(_:)` of an
+    /// acceptance).
+    func carryOut(_ acceptance: AcceptancePlan, then: @escaping (Result<Void, StoreError>) -> Void) {
+        carryOut(acceptance.plan, urgency: .prompt, confirm: { [state] _ in state.confirm(acceptance) }, then: then)
     }
+
+    private func carryOut(
+        _ plan: ShardPlan,
+        urgency: CommitUrgency,
+        confirm: @escaping (ShardPlan) -> [DeviceState],
+        then: @escaping (Result<Void, StoreError>) -> Void
+    ) {
+        var plan = plan
+        state.seal(&plan)
+        armSchedulerTimer()
+        guard !plan.commands.isEmpty else {
+            then(.success(()))
+            return
+        }
+        commit(plan.commands, urgency: urgency) { [self] result in
+            switch result {
+            case .success:
+                // Once all are marked, so that a device's entries go out in one write.
+                for device in confirm(plan) { pump(device) }
+            case .failure:
+                state.restore(plan)
+                armSchedulerTimer()
+            }
+            then(result)
+        }
+    }
+
+    /// Commits, then runs `then` back on this shard's loop. A failure is logged here once (but
+    /// a storage fault, which the store logs as it begins and ends).
+    func commit(
+        _ commands: [StoreCommand],
+        urgency: CommitUrgency = .prompt,
+        then: @escaping (Result<Void, StoreError>) -> Void
+    ) {
+        let continuation = NIOLoopBound(then, eventLoop: eventLoop)
+        let logger = self.logger
+        let completions = self.completions
+        store.commit(commands, urgency: urgency) { result in
+            // A storage fault is logged by the store's health when it begins and ends, not per request.
+            if case .failure(let error) = result, error.kind != .unavailable {
+                logger.error("store commit failed", metadata: Self.metadata(of: commands, failedWith: error))
+            }
+            completions.submit { continuation.value(result) }
+        }
+    }
+
+    /// Commands with no plan around them (fetch windows, orphans found at start): nothing to
+    /// confirm or restore, and nobody waits.
+    func record(_ commands: [StoreCommand]) {
+        guard !commands.isEmpty else { return }
+        commit(commands) { _ in }
+    }
+
+    /// A failed commit's log metadata: the error, and the device and the push it changed when
+    /// it changed one (a request's commit does); a count when it changed several.
+    private static func metadata(of commands: [StoreCommand], failedWith error: StoreError) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["error": "\(error)", "store.commands": "\(commands.count)"]
+        let devices = Set(commands.compactMap(\.deviceID))
+        if devices.count == 1, let device = devices.first {
+            metadata[LogMetadataKey.device] = "\(device)"
+        } else if devices.count > 1 {
+            metadata["store.devices"] = "\(devices.count)"
+        }
+        let pushes = commands.compactMap(\.apnsID)
+        if pushes.count == 1, let push = pushes.first {
+            metadata[LogMetadataKey.apnsID] = "\(push)"
+        } else if pushes.count > 1 {
+            metadata["store.pushes"] = "\(pushes.count)"
+        }
+        return metadata
+    }
+
+    // MARK: Loading
+
+    /// The shard's part of the store, read at start.
+    func load(_ snapshot: ShardSnapshot) {
+        state.load(devices: snapshot.devices)
+        state.load(registrations: snapshot.registrations)
+        state.load(buckets: snapshot.buckets)
+        state.load(fetchStates: snapshot.fetchStates)
+        record(state.load(notifications: snapshot.notifications))
+        record(state.load(fetchWindows: snapshot.fetchWindows))
+        armSchedulerTimer()
+    }
+}
+
+/// The records of one shard, as the store had them at start.
+struct ShardSnapshot: Sendable {
+    var devices: [DeviceRecord] = []
+    var registrations: [RegistrationRecord] = []
+    var buckets: [BucketRecord] = []
+    var fetchStates: [FetchStateRecord] = []
+    var notifications: [AcceptedPush] = []
+    var fetchWindows: [FetchWindowRecord] = []
 }

@@ -6,7 +6,7 @@ import PushgateStore
 // Read-only views of the shard for the metrics and the admin API, computed from its state when
 // asked. Each costs a walk over what it reports (never the whole population for the gauges:
 // devices with queued notifications, and the held pushes only when the oldest is asked for).
-extension DeviceShard {
+extension ShardState {
     func statistics(includeOldestHeld: Bool) -> DeliveryStatistics {
         var statistics = DeliveryStatistics()
         statistics.devices = devices.count

@@ -5,11 +5,11 @@ import PushgateStore
 
 // Background fetch: the windows delivered silent pushes open, the results agents report, the
 // timeouts of windows that end without one, and the figures each registration keeps.
-extension DeviceShard {
+extension ShardState {
     /// Opens the fetch window of each silent push just written to its device for the first
-    /// time, and records the windows (a restart keeps their remaining time). The store command
-    /// rides on the next group commit; nothing waits for it.
-    func openFetchWindows(_ written: [QueuedNotification], on device: DeviceState, now: Int64) {
+    /// time; returns the command recording the windows (a restart keeps their remaining time),
+    /// which rides on the next group commit: nothing waits for it.
+    func openFetchWindows(_ written: [QueuedNotification], on device: DeviceState, now: Int64) -> [StoreCommand] {
         var records: [FetchWindowRecord] = []
         for entry in written where !entry.windowOpened && entry.record.push.pushType.pushClass == .silent {
             entry.windowOpened = true
@@ -23,75 +23,52 @@ extension DeviceShard {
                 counters.recordFetchWindowOverflow()
             }
         }
-        guard !records.isEmpty else { return }
-        armSchedulerTimer()
-        commit([.openFetchWindows(records)]) { _ in }
+        return records.isEmpty ? [] : [.openFetchWindows(records)]
     }
 
     /// Fetch results an agent reports. All or nothing: every seq must have an open window (and
     /// appear once); otherwise nothing counts and the refusal names the first seq that failed
-    /// and why. The results are committed first and applied once on disk: a failed commit
-    /// leaves nothing counted, and the agent may report again.
-    func reportFetchResults(
-        deviceID: String,
-        secret: String,
-        results: [(seq: UInt64, result: FetchResult)],
-        promise: EventLoopPromise<Void>
-    ) {
-        guard let device = authenticate(deviceID: deviceID, secret: secret) else {
-            promise.fail(Refusal.unauthorized)
-            return
-        }
+    /// and why. Returns the commands that record them: they are committed first and applied
+    /// (`applyFetchResults`) once on disk, so a failed commit leaves nothing counted, and the
+    /// agent may report again.
+    func fetchResultCommands(
+        _ results: [(seq: UInt64, result: FetchResult)],
+        of device: DeviceState
+    ) -> Result<[StoreCommand], Refusal> {
         let now = clock.nowMillis()
         var seen = Set<UInt64>()
         var predicted: [AppHandle: FetchSnapshot] = [:]
         for (seq, result) in results {
             guard seen.insert(seq).inserted else {
-                promise.fail(Refusal(.badFetchResult, "seq \(seq) appears twice in the results; report each once"))
-                return
+                return .failure(Refusal(.badFetchResult, "seq \(seq) appears twice in the results; report each once"))
             }
             switch fetchResultCheck(seq: seq, device: device, now: now) {
             case .failure(let refusal):
-                promise.fail(refusal)
-                return
+                return .failure(refusal)
             case .success(let app):
                 var snapshot = predicted[app] ?? scheduler.fetchSnapshot(app: app) ?? FetchSnapshot()
                 snapshot.history.record(result)
                 predicted[app] = snapshot
             }
         }
-        guard !results.isEmpty else {
-            promise.succeed()
-            return
-        }
+        guard !results.isEmpty else { return .success([]) }
         var states: [FetchStateRecord] = []
         for (app, snapshot) in predicted {
             if let token = appTokens[app] { states.append(Self.record(token: token, snapshot)) }
         }
         var commands = closing(results.map(\.seq), on: device)
         commands.append(.saveFetchStates(states.sorted { $0.token < $1.token }))
-        commit(commands) { [self] outcome in
-            switch outcome {
-            case .success:
-                let now = clock.nowMillis()
-                for (seq, result) in results {
-                    // A window that ended while the commit ran has timed out here meanwhile;
-                    // the disk then holds the report and memory the timeout, until the app's
-                    // next save.
-                    if case .open = scheduler.reportFetchResult(
-                        device: device.handle,
-                        seq: seq,
-                        result: result,
-                        now: now
-                    ) {
-                        counters.fetchResults.add(result)
-                    }
-                }
-                // The refill the results changed (the bucket, brought up to now first).
-                finish([], entries: []) { _ in }
-                promise.succeed()
-            case .failure(let error):
-                promise.fail(Refusal.storeFailed(error))
+        return .success(commands)
+    }
+
+    /// The results are on disk: they count now.
+    func applyFetchResults(_ results: [(seq: UInt64, result: FetchResult)], of device: DeviceState) {
+        let now = clock.nowMillis()
+        for (seq, result) in results {
+            // A window that ended while the commit ran has timed out here meanwhile; the disk
+            // then holds the report and memory the timeout, until the app's next save.
+            if case .open = scheduler.reportFetchResult(device: device.handle, seq: seq, result: result, now: now) {
+                counters.fetchResults.add(result)
             }
         }
     }
@@ -151,7 +128,7 @@ extension DeviceShard {
     }
 
     /// Windows that ended with no report: closed on disk, counted as timeouts.
-    func forget(_ timeouts: [FetchTimeout], into commands: inout [StoreCommand]) {
+    func closeTimedOut(_ timeouts: [FetchTimeout], into plan: inout ShardPlan) {
         guard !timeouts.isEmpty else { return }
         var seqsByDevice: [String: [UInt64]] = [:]
         for timeout in timeouts {
@@ -161,7 +138,7 @@ extension DeviceShard {
         }
         for (deviceID, seqs) in seqsByDevice.sorted(by: { $0.key < $1.key }) {
             guard let device = devices[deviceID] else { continue }
-            commands += closing(seqs, on: device)
+            plan.commands += closing(seqs, on: device)
         }
     }
 
@@ -216,8 +193,8 @@ extension DeviceShard {
     /// still queued, which open no new window when written again. Open ones that ended
     /// meanwhile time out at the first `advance` (from their end); the others keep the rest of
     /// their time. Closed rows of pushes no longer queued are forgotten. Call after the
-    /// notifications.
-    func load(fetchWindows records: [FetchWindowRecord]) {
+    /// notifications. Returns the commands that forget the windows no push needs.
+    func load(fetchWindows records: [FetchWindowRecord]) -> [StoreCommand] {
         var orphans: [String: [UInt64]] = [:]
         for record in records {
             let entry = devices[record.deviceID]?.queue.first { $0.seq == record.seq }
@@ -233,10 +210,8 @@ extension DeviceShard {
                 continue
             }
         }
-        let commands = orphans.sorted { $0.key < $1.key }.map {
+        return orphans.sorted { $0.key < $1.key }.map {
             StoreCommand.forgetFetchWindows(deviceID: $0.key, seqs: $0.value)
         }
-        if !commands.isEmpty { commit(commands) { _ in } }
-        armSchedulerTimer()
     }
 }

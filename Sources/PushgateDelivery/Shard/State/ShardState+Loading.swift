@@ -4,7 +4,7 @@ import PushgateScheduler
 import PushgateStore
 
 // Restoring the shard from the store at start.
-extension DeviceShard {
+extension ShardState {
     func load(devices records: [DeviceRecord]) {
         let now = clock.nowMillis()
         for record in records {
@@ -59,7 +59,8 @@ extension DeviceShard {
         _ = scheduler.drainDirtyBuckets()
     }
 
-    func load(notifications records: [AcceptedPush]) {
+    /// Returns the commands that delete what nothing can deliver.
+    func load(notifications records: [AcceptedPush]) -> [StoreCommand] {
         // Queues in seq order: seqs are assigned at release, so acceptance order (the store's)
         // can differ (a held push released after a later stored one).
         var orphans: [UInt64] = []
@@ -94,10 +95,8 @@ extension DeviceShard {
         }
         // Of a device or registration that no longer exists: nothing can deliver them. (Device
         // deletion names every row of the device; this is the net for any row it missed.)
-        if !orphans.isEmpty {
-            counters.recordDrop(.unregistered, count: orphans.count)
-            commit([.remove(acceptanceIDs: orphans)]) { _ in }
-        }
-        armSchedulerTimer()
+        guard !orphans.isEmpty else { return [] }
+        counters.recordDrop(.unregistered, count: orphans.count)
+        return [.remove(acceptanceIDs: orphans)]
     }
 }

@@ -1,0 +1,201 @@
+import NIOCore
+import PushgateModel
+import PushgateScheduler
+import PushgateStore
+
+// Requests of providers and agents: each planned by the state, carried out, then answered.
+extension DeviceShard {
+    func accept(_ push: Push, expiration: Expiration, promise: EventLoopPromise<Disposition>) {
+        switch state.accept(push, expiration: expiration) {
+        case .refused(let refusal):
+            promise.fail(refusal)
+        case .answered(let disposition, let plan):
+            state.counters.recordDisposition(disposition)
+            promise.succeed(disposition)
+            carryOut(plan)
+        case .planned(let acceptance):
+            carryOut(acceptance) { result in
+                switch result {
+                case .success: promise.succeed(acceptance.disposition)
+                case .failure(let error): promise.fail(Refusal.notificationNotStored(error))
+                }
+            }
+        }
+    }
+
+    /// A wake event: what the scheduler held for the device goes in the response (and is acked
+    /// like any other notification). Succeeds, once on disk, with the released notifications,
+    /// with their seqs, in order; they came by `keepalive`.
+    func keepalive(deviceID: String, secret: String, promise: EventLoopPromise<[KeepaliveRelease]>) {
+        guard let device = state.authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        let (plan, released) = state.keepalive(device)
+        carryOut(plan) { [self] result in
+            switch result {
+            case .success:
+                record(state.confirmKeepalive(released, on: device))
+                armSchedulerTimer()
+                let policy = state.scheduler.configuration
+                promise.succeed(
+                    released.map {
+                        KeepaliveRelease(notification: $0, fetchWindowSeconds: policy.fetchWindowSeconds(of: $0))
+                    }
+                )
+            case .failure(let error):
+                promise.fail(Refusal.storeFailed(error))
+            }
+        }
+    }
+
+    /// Power and app states and fetch intervals the device reports. Topics must be registered
+    /// on the device.
+    func setState(
+        deviceID: String,
+        secret: String,
+        power: DevicePower?,
+        apps: [(topic: String, state: AppState)],
+        fetchIntervals: [(topic: String, interval: FetchInterval)] = [],
+        promise: EventLoopPromise<Void>
+    ) {
+        guard let device = state.authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        switch state.setState(of: device, power: power, apps: apps, fetchIntervals: fetchIntervals) {
+        case .failure(let refusal):
+            promise.fail(refusal)
+        case .success(let plan):
+            carryOut(plan) { result in promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error }) }
+        }
+    }
+
+    /// Fetch results an agent reports: committed first, then counted (see
+    /// `ShardState.fetchResultCommands`).
+    func reportFetchResults(
+        deviceID: String,
+        secret: String,
+        results: [(seq: UInt64, result: FetchResult)],
+        promise: EventLoopPromise<Void>
+    ) {
+        guard let device = state.authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        let commands: [StoreCommand]
+        switch state.fetchResultCommands(results, of: device) {
+        case .failure(let refusal):
+            promise.fail(refusal)
+            return
+        case .success(let recorded):
+            commands = recorded
+        }
+        guard !commands.isEmpty else {
+            promise.succeed()
+            return
+        }
+        commit(commands) { [self] outcome in
+            switch outcome {
+            case .success:
+                state.applyFetchResults(results, of: device)
+                // The refill the results changed (the bucket, brought up to now first).
+                carryOut(ShardPlan())
+                promise.succeed()
+            case .failure(let error):
+                promise.fail(Refusal.storeFailed(error))
+            }
+        }
+    }
+
+    // MARK: Devices and registrations
+
+    func createDevice(id: String, secretHash: [UInt8], promise: EventLoopPromise<Void>) {
+        carryOut(state.createDevice(id: id, secretHash: secretHash)) { [state] result in
+            if case .success = result { state.logDevice("device created", id) }
+            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+        }
+    }
+
+    func register(deviceID: String, secret: String, topic: String, promise: EventLoopPromise<String>) {
+        guard let device = state.authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        if let token = device.tokensByTopic[topic] {
+            if let committing = state.registrations[token]?.committing {
+                promise.completeWith(committing)
+            } else {
+                promise.succeed(token)
+            }
+            return
+        }
+        guard device.tokensByTopic.count < configuration.maxRegistrationsPerDevice else {
+            promise.fail(
+                Refusal(
+                    .tooManyRegistrations,
+                    "the device has \(device.tokensByTopic.count) registrations, the most it may have (maxRegistrationsPerDevice); unregister an app before registering another"
+                )
+            )
+            return
+        }
+        let token: String
+        do {
+            token = try Identifiers.newToken(forDevice: deviceID)
+        } catch {
+            promise.fail(Refusal(.internalServerError, "\(error)"))
+            return
+        }
+        let plan = state.register(topic, token: token, on: device)
+        // Further registrations of the topic complete with this one, so that no caller gets a
+        // token before it is on disk.
+        state.registrations[token]?.committing = promise.futureResult
+        carryOut(plan) { [state] result in
+            switch result {
+            case .success:
+                state.registrations[token]?.committing = nil
+                state.logDevice("app registered", deviceID, ["topic": "\(topic)"])
+                promise.succeed(token)
+            case .failure(let error):
+                promise.fail(Refusal.storeFailed(error))
+            }
+        }
+    }
+
+    func unregister(deviceID: String, secret: String, token: String, promise: EventLoopPromise<Void>) {
+        guard let device = state.authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        guard let registration = state.registrations[token], registration.deviceID == deviceID,
+            registration.unregisteredAt == nil
+        else {
+            promise.fail(Refusal(.notFound, "no active registration \(token) on this device"))
+            return
+        }
+        carryOut(state.unregister(token, registration, of: device)) { [state, topic = registration.topic] result in
+            if case .success = result { state.logDevice("app unregistered", deviceID, ["topic": "\(topic)"]) }
+            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+        }
+    }
+
+    func deleteDevice(deviceID: String, secret: String, promise: EventLoopPromise<Void>) {
+        guard let device = state.authenticate(deviceID: deviceID, secret: secret) else {
+            promise.fail(Refusal.unauthorized)
+            return
+        }
+        // Ended, and let go: the stream holds its connection, which nothing of a deleted
+        // device should keep.
+        device.stream?.sink?.finish()
+        let plan = state.deleteDevice(device)
+        let removed = plan.commands.reduce(0) { count, command in
+            if case .deleteDevice(_, _, let acceptanceIDs) = command { count + acceptanceIDs.count } else { count }
+        }
+        carryOut(plan) { [state] result in
+            if case .success = result {
+                state.logDevice("device deleted", deviceID, ["notifications.removed": "\(removed)"])
+            }
+            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+        }
+    }
+}
