@@ -91,9 +91,9 @@ let package = Package(
             dependencies: ["PushgateModel"],
             // The scheduler is one class over dense arrays, confined to its shard's thread; every
             // array access of a class property pays a dynamic exclusivity check (begin/end
-            // access through thread-local storage): a third of its time in SchedulerBenchmark
-            // (0.92-1.02M events/s checked, 1.39-1.43M unchecked). Debug builds, which run the
-            // tests, keep the checks, so an overlapping access still traps there.
+            // access through thread-local storage), a large share of its time in
+            // SchedulerBenchmark. Debug builds, which run the tests, keep the checks, so an
+            // overlapping access still traps there.
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
         ),
         // One definition of each concept every layer shares: the push and its notification,
@@ -216,7 +216,6 @@ let package = Package(
                 "PushgateDelivery",
                 "PushgateHTTP",
                 "PushgateModel",
-                "PushgateProviderAPI",
                 "PushgateStore",
                 "PushgateTransport",
                 .product(name: "CoreMetrics", package: "swift-metrics"),

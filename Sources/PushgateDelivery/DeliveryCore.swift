@@ -204,17 +204,18 @@ public final class DeliveryCore: Sendable {
         }
     }
 
-    /// The device's power state, its apps' states and their fetch intervals, as it reports them.
+    /// The device's power state, its apps' states and their fetch intervals, as it reports them;
+    /// succeeds, once on disk, with the states in force.
     public func setState(
         deviceID: String,
         secret: String,
         power: DevicePower?,
         apps: [(topic: String, state: AppState)],
         fetchIntervals: [(topic: String, interval: FetchInterval)] = []
-    ) -> EventLoopFuture<Void> {
+    ) -> EventLoopFuture<AppliedState> {
         let apps = apps.map { AppStateReport(topic: $0.topic, state: $0.state) }
         let intervals = fetchIntervals.map { FetchIntervalReport(topic: $0.topic, interval: $0.interval) }
-        return onShard(of: deviceID, Void.self) { shard, promise in
+        return onShard(of: deviceID, AppliedState.self) { shard, promise in
             shard.setState(
                 deviceID: deviceID,
                 secret: secret,
@@ -334,6 +335,39 @@ public struct KeepaliveRelease: Sendable {
     public init(notification: AcceptedPush, fetchWindowSeconds: Int?) {
         self.notification = notification
         self.fetchWindowSeconds = fetchWindowSeconds
+    }
+}
+
+/// What is in force after a device's state report: its power state (the last it reported, or
+/// `awake`) and each app it reported, with why when its state is not the one reported.
+public struct AppliedState: Sendable, Equatable {
+    public struct App: Sendable, Equatable {
+        public var topic: String
+        public var reported: AppState
+        /// In force now.
+        public var state: AppState
+
+        public init(topic: String, reported: AppState, state: AppState) {
+            self.topic = topic
+            self.reported = reported
+            self.state = state
+        }
+
+        /// Why `state` is not `reported`, in words; nil when they agree. The one such rule: an
+        /// app reported terminated stays so until it reports foreground.
+        public var reason: String? {
+            guard state != reported else { return nil }
+            return
+                "the app was reported terminated: it stays terminated, and its silent pushes are discarded, until it reports foreground (as iOS keeps a force-quit app from background launches until the user opens it)"
+        }
+    }
+
+    public var power: DevicePower
+    public var apps: [App]
+
+    public init(power: DevicePower, apps: [App]) {
+        self.power = power
+        self.apps = apps
     }
 }
 

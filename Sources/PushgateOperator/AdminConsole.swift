@@ -4,7 +4,6 @@ import NIOCore
 import PushgateDelivery
 import PushgateHTTP
 import PushgateModel
-import PushgateProviderAPI
 import PushgateStore
 import PushgateTransport
 

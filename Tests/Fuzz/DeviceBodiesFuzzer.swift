@@ -80,8 +80,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 /// What `fastUpTo` takes, Foundation's decoder reads as the same number.
 private func compareAckParsers(_ body: [UInt8]) {
-    guard let fast = DeviceRoutes.AckBody.fastUpTo(ByteBuffer(bytes: body)) else { return }
-    let decoded = try? JSONDecoder().decode(DeviceRoutes.AckBody.self, from: Data(body))
+    guard let fast = DeviceBodies.AckBody.fastUpTo(ByteBuffer(bytes: body)) else { return }
+    let decoded = try? JSONDecoder().decode(DeviceBodies.AckBody.self, from: Data(body))
     check(
         decoded?.upTo == fast,
         "fast path read \(fast), Foundation \(String(describing: decoded?.upTo)): \(String(decoding: body, as: UTF8.self))"

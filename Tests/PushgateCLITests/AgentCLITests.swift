@@ -57,7 +57,7 @@ struct AgentCLITests {
         #expect(carrier["delivery"] as? String == "immediate")
 
         agent.command("power lowPower")
-        #expect((try agent.next()["state"] as? [String: Any])?["power"] as? String == "lowPower")
+        #expect((try agent.next()["applied"] as? [String: Any])?["power"] as? String == "lowPower")
         let lowPower = try send(silent, silentPayload)
         #expect(lowPower.disposition == "held")
         agent.command("keepalive")
@@ -66,12 +66,23 @@ struct AgentCLITests {
         #expect(released["delivery"] as? String == "keepalive")
 
         agent.command("app \(Self.topic) terminated")
-        #expect(
-            ((try agent.next()["state"] as? [String: Any])?["apps"] as? [String: String])?[Self.topic] == "terminated"
-        )
+        #expect(Self.appliedApp(try agent.next())?["state"] == "terminated")
         #expect(try send(silent, silentPayload).disposition == "discarded")
+        // Reported background, kept terminated (as iOS keeps a force-quit app): the agent prints
+        // what the gateway applied, and why, not what it reported.
+        agent.command("app \(Self.topic) background")
+        let kept = try agent.next()
+        #expect(((kept["reported"] as? [String: Any])?["apps"] as? [String: String])?[Self.topic] == "background")
+        let app = Self.appliedApp(kept)
+        #expect(app?["state"] == "terminated" && app?["reported"] == "background")
+        #expect(app?["reason"]?.contains("until it reports foreground") == true)
         #expect(try send([], #"{"aps":{"alert":"still shown"}}"#).disposition == "delivered")
         #expect(gateway.stop() == 0)
+    }
+
+    /// The app's entry in a state line's `applied`: what the gateway put in force.
+    static func appliedApp(_ line: [String: Any]) -> [String: String]? {
+        ((line["applied"] as? [String: Any])?["apps"] as? [String: [String: String]])?[topic]
     }
 
     @Test(

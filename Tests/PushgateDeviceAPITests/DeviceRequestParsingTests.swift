@@ -11,7 +11,7 @@ struct DeviceRequestParsingTests {
     @Test(
         "paths: the device id, then what is asked of it",
         arguments: [
-            ("abc", "abc", DeviceRoutes.Action.device),
+            ("abc", "abc", DeviceAction.device),
             ("abc/ack", "abc", .ack),
             ("abc/keepalive", "abc", .keepalive),
             ("abc/state", "abc", .state),
@@ -26,8 +26,8 @@ struct DeviceRequestParsingTests {
             ("", "", .device),
         ]
     )
-    func paths(rest: String, deviceID: String, action: DeviceRoutes.Action) {
-        let parsed = DeviceRoutes.parse(rest[...])
+    func paths(rest: String, deviceID: String, action: DeviceAction) {
+        let parsed = DevicePath.parse(rest[...])
         #expect(parsed.deviceID == deviceID)
         #expect(parsed.action == action)
     }
@@ -50,6 +50,6 @@ struct DeviceRequestParsingTests {
         ]
     )
     func fastAck(body: String, expected: UInt64?) {
-        #expect(DeviceRoutes.AckBody.fastUpTo(ByteBuffer(string: body)) == expected)
+        #expect(DeviceBodies.AckBody.fastUpTo(ByteBuffer(string: body)) == expected)
     }
 }

@@ -111,7 +111,7 @@ struct FetchRouteTests {
                 "state",
                 body: #"{"fetchIntervals":{"\#(Self.fast)":"never","\#(Self.slow)":600}}"#
             )
-            #expect(set.status == 204, "\(set.text)")
+            #expect(set.status == 200, "\(set.text)")
             let stream = try await api.openEvents(device)
             let held = try await api.push(
                 token: fastToken,

@@ -52,9 +52,12 @@ struct SchedulerDeliveryTests {
         return try await api.push(token: token, topic: topic, apnsID: id, headers: headers, payload: silentPayload)
     }
 
-    static func state(_ api: API, _ device: Device, _ body: String) async throws {
+    /// Reports the state; returns the answer's body, what is in force.
+    @discardableResult
+    static func state(_ api: API, _ device: Device, _ body: String) async throws -> [String: Any] {
         let reply = try await api.device(device, "PUT", "state", body: body)
-        try #require(reply.status == 204, "PUT state \(body): \(reply.status) \(reply.text)")
+        try #require(reply.status == 200, "PUT state \(body): \(reply.status) \(reply.text)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(reply.text.utf8)) as? [String: Any])
     }
 
     @Test(
@@ -265,8 +268,15 @@ struct SchedulerDeliveryTests {
             let api = try await API(gateway)
             device = try await api.createDevice()
             token = try await api.registeredToken(device!, topic: Self.topic)
-            try await Self.state(api, device!, #"{"apps":{"\#(Self.topic)":"terminated"}}"#)
-            try await Self.state(api, device!, #"{"apps":{"\#(Self.topic)":"background"}}"#)
+            let terminated = try await Self.state(api, device!, #"{"apps":{"\#(Self.topic)":"terminated"}}"#)
+            #expect((terminated["apps"] as? [String: [String: String]]) == [Self.topic: ["state": "terminated"]])
+            #expect(terminated["power"] as? String == "awake")
+            // Reported background, kept terminated: the answer says so and why.
+            let kept = try await Self.state(api, device!, #"{"power":"idle","apps":{"\#(Self.topic)":"background"}}"#)
+            let app = try #require((kept["apps"] as? [String: [String: String]])?[Self.topic])
+            #expect(app["state"] == "terminated" && app["reported"] == "background")
+            #expect(app["reason"]?.contains("until it reports foreground") == true)
+            #expect(kept["power"] as? String == "idle")
             await api.close()
         }
         try await withGateway(directory: directory, clock: TestClock(Self.start), delivery: Self.delivery()) {

@@ -57,7 +57,7 @@ extension DeviceShard {
         power: DevicePower?,
         apps: [(topic: String, state: AppState)],
         fetchIntervals: [(topic: String, interval: FetchInterval)] = [],
-        promise: EventLoopPromise<Void>
+        promise: EventLoopPromise<AppliedState>
     ) {
         guard let device = state.authenticate(deviceID: deviceID, secret: secret) else {
             promise.fail(Refusal.unauthorized)
@@ -66,8 +66,10 @@ extension DeviceShard {
         switch state.setState(of: device, power: power, apps: apps, fetchIntervals: fetchIntervals) {
         case .failure(let refusal):
             promise.fail(refusal)
-        case .success(let plan):
-            carryOut(plan) { result in promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error }) }
+        case .success(let (plan, applied)):
+            carryOut(plan) { result in
+                promise.completeWith(result.map { applied }.mapError { Refusal.storeFailed($0) as any Error })
+            }
         }
     }
 

@@ -1,6 +1,5 @@
 import PushgateDelivery
 import PushgateModel
-import PushgateProviderAPI
 
 /// Counts of events since some point: the process's start (`init(delivery:provider:)`), or the
 /// store's creation (the durable totals). The admin API's `Totals`.

@@ -3,7 +3,6 @@ import NIOConcurrencyHelpers
 import Prometheus
 import PushgateDelivery
 import PushgateModel
-import PushgateProviderAPI
 import PushgateStore
 import PushgateTransport
 

@@ -1,3 +1,4 @@
+import PushgateModel
 import PushgateProviderAuth
 import PushgateTLS
 

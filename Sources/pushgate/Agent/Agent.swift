@@ -303,11 +303,14 @@ final class Agent: Sendable {
         let response = try await answer("the state report", on: connection) {
             try await connection.send(device.state(report))
         }
-        guard response.status == 204 else {
+        // 200 with what is in force (an app reported background stays terminated until it
+        // reports foreground, for one); 204, with no body, from a gateway that predates that.
+        guard response.status == 200 || response.status == 204 else {
             printError("state report answered \(response.status) \(String(buffer: response.body))")
             return
         }
-        emit("{\"type\":\"state\",\"state\":\(report.json)}")
+        let applied = response.status == 200 ? ",\"applied\":" + String(buffer: response.body) : ""
+        emit("{\"type\":\"state\",\"reported\":\(report.json)\(applied)}")
     }
 
     /// `request`'s answer. A gateway that took the connection and then went silent (its host

@@ -27,13 +27,13 @@ extension ShardState {
     }
 
     /// Power and app states and fetch intervals the device reports: refused (changing nothing)
-    /// when a topic is not registered on the device, else a plan.
+    /// when a topic is not registered on the device, else a plan, and what is in force after it.
     func setState(
         of device: DeviceState,
         power: DevicePower?,
         apps: [(topic: String, state: AppState)],
         fetchIntervals: [(topic: String, interval: FetchInterval)]
-    ) -> Result<ShardPlan, Refusal> {
+    ) -> Result<(plan: ShardPlan, applied: AppliedState), Refusal> {
         var targets: [(token: String, app: AppHandle, state: AppState)] = []
         for (topic, state) in apps {
             guard let token = device.tokensByTopic[topic], let app = registrations[token]?.app else {
@@ -52,13 +52,16 @@ extension ShardState {
         }
         for (app, interval) in intervals { scheduler.setFetchInterval(app, interval) }
         var plan = ShardPlan()
-        for target in targets {
+        var applied = AppliedState(power: .awake, apps: [])
+        for (target, topic) in zip(targets, apps.map(\.topic)) {
             dropHeld(scheduler.setAppState(target.app, target.state), into: &plan)
             // What the scheduler applied: `background` leaves a terminated app terminated.
-            let applied = scheduler.appState(target.app) ?? target.state
-            plan.commands.append(.setAppState(token: target.token, state: applied))
+            let state = scheduler.appState(target.app) ?? target.state
+            plan.commands.append(.setAppState(token: target.token, state: state))
+            applied.apps.append(AppliedState.App(topic: topic, reported: target.state, state: state))
         }
         if let power { apply(scheduler.setPower(device.handle, power, now: clock.nowMillis()), into: &plan) }
-        return .success(plan)
+        applied.power = scheduler.power(device.handle) ?? .awake
+        return .success((plan, applied))
     }
 }

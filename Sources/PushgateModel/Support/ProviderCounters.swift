@@ -1,5 +1,3 @@
-import PushgateModel
-
 /// What providers sent, since the process started: pushes accepted (answered 200, whatever
 /// their disposition) by push type, and refusals by reason (authentication, validation and
 /// delivery's alike). Every provider request that is answered counts in exactly one of them.
