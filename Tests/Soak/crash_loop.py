@@ -289,8 +289,21 @@ class Soak:
         self.history.states.append(report)
         status, content = await self.device_call(connection, device, "PUT", f"/v1/devices/{device.id}/state", body)
         report.status, report.answered = status, now_ms()
-        if status != 204:
+        if status != 200:
             self.unexpected(device, "PUT state", status, content)
+            return
+        # The answer is what is in force: each reported app's state, or terminated kept over a
+        # reported background.
+        try:
+            applied = json.loads(content)
+            wrong = [
+                topic for topic, state in (apps or {}).items()
+                if applied["apps"][topic]["state"] not in (state, "terminated" if state == "background" else state)
+            ]
+        except (ValueError, KeyError, TypeError):
+            wrong = ["(not the state answer)"]
+        if wrong or (power is not None and applied.get("power") != power):
+            self.unexpected(device, f"PUT state answered for {wrong or 'power'}", status, content)
 
     async def unregister(self, connection, device, token, topic):
         unregistration = Unregistration(device.id, token, topic, self.cycle, now_ms())

@@ -209,7 +209,7 @@ class Checker:
         self.terminations = defaultdict(list)
         for report in history.states:
             for topic, state in report.apps.items():
-                if state == "terminated" and report.status in (None, 204):
+                if state == "terminated" and report.status in (None, 200):
                     self.terminations[(report.device, topic)].append(report)
         self.kill_at = dict(history.kills)
         self.pushes_of = defaultdict(list)
