@@ -36,10 +36,10 @@ struct ProviderSigningOptions: ParsableArguments {
     @Option(name: .customLong("team-id"), help: "The team id (the token's iss).")
     var teamID: String?
 
-    /// The key, its id and the team; nil when token authentication is not asked for.
-    var signing: (keyFile: String, keyID: String, teamID: String)? {
+    /// The key, read, with its id and the team; nil when token authentication is not asked for.
+    func signingKey() throws -> ProviderSigningKey? {
         guard let keyFile, let keyID, let teamID else { return nil }
-        return (keyFile, keyID, teamID)
+        return try ProviderSigningKey(file: keyFile, keyID: keyID, teamID: teamID)
     }
 
     func validate() throws {

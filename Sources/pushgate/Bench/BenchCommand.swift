@@ -123,15 +123,9 @@ struct BenchCommand: AsyncParsableCommand {
             )
         }
         var authorization: String?
-        if let key = signing.signing {
+        if let key = try signing.signingKey() {
             // One token for the whole run, as a provider would use one for its hour.
-            let token = try ProviderTokenCache.sign(
-                keyFile: key.keyFile,
-                keyID: key.keyID,
-                teamID: key.teamID,
-                nowMillis: Int64(Date().timeIntervalSince1970 * 1000)
-            )
-            authorization = "bearer \(token)"
+            authorization = "bearer \(key.sign(nowMillis: Int64(Date().timeIntervalSince1970 * 1000)))"
         }
         let bench = BenchRun(options: self, connect: connect, authorization: authorization)
         try await bench.run()
