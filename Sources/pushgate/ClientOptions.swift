@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PushgateDeviceClient
+import PushgateGateway
 import PushgateTLS
 import PushgateTransport
 
@@ -50,17 +51,54 @@ struct ProviderSigningOptions: ParsableArguments {
     }
 }
 
-/// The registration secret, for the commands that create devices (agent and bench).
+/// The registration secret, for the commands that create devices (agent and bench): given, or
+/// read from a file, from a flag or the environment, as `serve` takes its own secrets.
 struct DeviceCreationOptions: ParsableArguments {
     @Option(
         name: .customLong("registration-secret"),
         help:
-            "The gateway's registration secret, needed to create devices when the gateway has one (also PUSHGATE_REGISTRATION_SECRET)."
+            "The gateway's registration secret, needed to create devices when the gateway has one (also PUSHGATE_REGISTRATION_SECRET). Shows in ps: prefer --registration-secret-file."
     )
     var registrationSecretOption: String?
 
-    var registrationSecret: String? {
-        registrationSecretOption ?? ProcessInfo.processInfo.environment["PUSHGATE_REGISTRATION_SECRET"]
+    @Option(
+        name: .customLong("registration-secret-file"),
+        help:
+            "A file holding the registration secret; surrounding blanks and a final newline are not part of it (also PUSHGATE_REGISTRATION_SECRET_FILE)."
+    )
+    var registrationSecretFile: String?
+
+    func validate() throws {
+        _ = try registrationSecret()
+    }
+
+    /// The secret from the first source that gives it: the flags, then the environment.
+    func registrationSecret() throws -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        let sources = [
+            ("--registration-secret", registrationSecretOption, "--registration-secret-file", registrationSecretFile),
+            (
+                "PUSHGATE_REGISTRATION_SECRET", environment["PUSHGATE_REGISTRATION_SECRET"],
+                "PUSHGATE_REGISTRATION_SECRET_FILE", environment["PUSHGATE_REGISTRATION_SECRET_FILE"]
+            ),
+        ]
+        for (name, given, fileName, file) in sources {
+            switch (given, file) {
+            case (nil, nil):
+                continue
+            case (let given?, nil):
+                return given
+            case (nil, let file?):
+                do {
+                    return try SecretFile.read(file)
+                } catch {
+                    throw ValidationError("\(fileName): \(error)")
+                }
+            case (_?, _?):
+                throw ValidationError("\(name) and \(fileName): give the registration secret once")
+            }
+        }
+        return nil
     }
 }
 

@@ -243,24 +243,18 @@ private struct Sources {
         return values
     }
 
-    /// A secret read from the file `path`, as platforms deliver them (Docker and Kubernetes
-    /// secrets, systemd credentials): surrounding blanks and the final newline are not part of it.
-    /// A token or a secret is at most a few hundred bytes; a file of more is not one.
-    static let maxSecretFileBytes = 64 * 1024
-
+    /// The secret in the file `path` (see `SecretFile`), said to come from it.
     private func secret(
         _ setting: Setting,
         fromFile path: String,
         namedBy: SettingOrigin
     ) throws(SettingError) -> SettingValue {
-        let data: [UInt8]
+        let secret: String
         do {
-            data = try BoundedFile.read(path, limit: Self.maxSecretFileBytes)
+            secret = try SecretFile.read(path)
         } catch {
-            throw SettingError(place: namedBy.place, problem: "\(path) \(error)")
+            throw SettingError(place: namedBy.place, problem: error.description)
         }
-        let secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if secret.isEmpty { throw SettingError(place: namedBy.place, problem: "\(path) is empty") }
         return SettingValue(
             setting: setting,
             input: .strings([secret]),

@@ -124,7 +124,7 @@ struct AgentCommand: AsyncParsableCommand {
             keepaliveSeconds: keepalive,
             requestTimeout: .seconds(requestTimeout),
             fetchCommand: fetchCommand,
-            registrationSecret: deviceCreation.registrationSecret,
+            registrationSecret: try deviceCreation.registrationSecret(),
             group: group
         )
         try await agent.run()

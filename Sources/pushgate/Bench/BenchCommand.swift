@@ -127,7 +127,12 @@ struct BenchCommand: AsyncParsableCommand {
             // One token for the whole run, as a provider would use one for its hour.
             authorization = "bearer \(key.sign(nowMillis: Int64(Date().timeIntervalSince1970 * 1000)))"
         }
-        let bench = BenchRun(options: self, connect: connect, authorization: authorization)
+        let bench = BenchRun(
+            options: self,
+            connect: connect,
+            authorization: authorization,
+            registrationSecret: try deviceCreation.registrationSecret()
+        )
         try await bench.run()
     }
 }

@@ -10,6 +10,7 @@ struct BenchRun: Sendable {
     let connect: @Sendable () async throws -> HTTP2ClientConnection
     /// The providers' `authorization` header value, when the gateway authenticates providers.
     let authorization: String?
+    let registrationSecret: String?
 
     /// A connection for many concurrent requests. A gateway that authenticates providers allows
     /// one stream per new connection until it proves who it is: with the server's SETTINGS in
@@ -135,7 +136,7 @@ struct BenchRun: Sendable {
         let identity = try await DeviceSetup.createDevice(
             on: connection,
             server: server,
-            registrationSecret: options.deviceCreation.registrationSecret
+            registrationSecret: registrationSecret
         )
         let requests = DeviceRequests(server: server, identity: identity)
         return Device(
