@@ -16,9 +16,53 @@ struct ClientOptions: ParsableArguments {
     @Option(name: .customLong("cacert"), help: "PEM CA file to verify the gateway's certificate (https).")
     var caFile: String?
 
-    func tlsContext() throws -> TLSContext? {
+    /// The TLS context for `server` (nil for http://), presenting `certificate` when given.
+    func tlsContext(presenting certificate: ProviderCertificateOptions? = nil) throws -> TLSContext? {
         guard server.isTLS else { return nil }
-        return try TLSContext.client(TLSClientConfiguration(trustRootsPath: caFile, serverName: server.host))
+        let chain = certificate?.certificateFile
+        if let chain, certificate?.keyFile == nil,
+            let pem = try? String(contentsOfFile: chain, encoding: .utf8), !pem.contains("PRIVATE KEY-----")
+        {
+            throw ClientFailure(
+                description: "--cert \(chain) holds no private key: name the key's file with --cert-key"
+            )
+        }
+        return try TLSContext.client(
+            TLSClientConfiguration(
+                trustRootsPath: caFile,
+                certificateChainPath: chain,
+                privateKeyPath: chain.map { certificate?.keyFile ?? $0 },
+                serverName: server.host
+            )
+        )
+    }
+}
+
+/// Client-certificate authentication, for the commands that push (send and bench): the
+/// provider's certificate, with the topic it may push to in its subject's UID, as APNs issues
+/// them; presented in the TLS handshake, so over https:// only.
+struct ProviderCertificateOptions: ParsableArguments {
+    @Option(
+        name: .customLong("cert"),
+        help:
+            "Certificate authentication (https:// only): the provider's PEM client certificate (then any intermediates), with its private key in the same file unless --cert-key names another."
+    )
+    var certificateFile: String?
+
+    @Option(name: .customLong("cert-key"), help: "The PEM private key of --cert, when it is in a file of its own.")
+    var keyFile: String?
+
+    func validate() throws {
+        if keyFile != nil, certificateFile == nil { throw ValidationError("--cert-key needs --cert") }
+    }
+
+    /// Refuses a certificate that would never be presented: cleartext has no handshake.
+    func check(for server: ServerURL) throws {
+        if certificateFile != nil, !server.isTLS {
+            throw ValidationError(
+                "--cert needs an https:// server: a client certificate is presented in the TLS handshake, and \(server) is cleartext"
+            )
+        }
     }
 }
 

@@ -7,7 +7,10 @@ import Synchronization
 
 struct BenchRun: Sendable {
     let options: BenchCommand
+    /// A device's connection.
     let connect: @Sendable () async throws -> HTTP2ClientConnection
+    /// A provider's connection: with its client certificate, when one was given.
+    let connectProvider: @Sendable () async throws -> HTTP2ClientConnection
     /// The providers' `authorization` header value, when the gateway authenticates providers.
     let authorization: String?
     let registrationSecret: String?
@@ -15,7 +18,9 @@ struct BenchRun: Sendable {
     /// A connection for many concurrent requests. A gateway that authenticates providers allows
     /// one stream per new connection until it proves who it is: with the server's SETTINGS in
     /// hand, the client queues the other requests instead of racing them (and being refused).
-    private func connectSettled() async throws -> HTTP2ClientConnection {
+    private func connectSettled(
+        _ connect: @Sendable () async throws -> HTTP2ClientConnection
+    ) async throws -> HTTP2ClientConnection {
         let connection = try await connect()
         try await connection.waitForServerSettings()
         return connection
@@ -123,7 +128,7 @@ struct BenchRun: Sendable {
     }
 
     private func createDevices() async throws -> [Device] {
-        let connections = try await (0..<4).asyncMap { _ in try await connectSettled() }
+        let connections = try await (0..<4).asyncMap { _ in try await connectSettled(connect) }
         let devices = try await Array(0..<options.devices).concurrentMap(width: 64) { index in
             try await createDevice(on: connections[index % connections.count])
         }
@@ -252,7 +257,7 @@ struct BenchRun: Sendable {
         }
         let started = BenchLedger.now()
         var connections: [HTTP2ClientConnection] = []
-        for _ in 0..<options.providers { connections.append(try await connectSettled()) }
+        for _ in 0..<options.providers { connections.append(try await connectSettled(connectProvider)) }
         let plan = ProviderPump.Plan(
             pushes: options.pushes,
             inFlight: options.inFlight,
@@ -289,7 +294,7 @@ struct BenchRun: Sendable {
     /// A keep-alive per device (a wake event): what the scheduler still holds comes back in the
     /// responses and counts as received.
     private func wakeAll(_ devices: [Device], ledger: BenchLedger) async throws {
-        let connections = try await (0..<4).asyncMap { _ in try await connectSettled() }
+        let connections = try await (0..<4).asyncMap { _ in try await connectSettled(connect) }
         defer { for connection in connections { Task { await connection.close() } } }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, device) in devices.enumerated() {

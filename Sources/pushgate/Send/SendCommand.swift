@@ -42,6 +42,8 @@ struct SendCommand: AsyncParsableCommand {
 
     @OptionGroup var signing: ProviderSigningOptions
 
+    @OptionGroup var certificate: ProviderCertificateOptions
+
     @Option(
         name: .customLong("token-cache"),
         help:
@@ -60,6 +62,7 @@ struct SendCommand: AsyncParsableCommand {
 
     func validate() throws {
         try RequestTimeout.check(requestTimeout)
+        try certificate.check(for: client.server)
     }
 
     func run() async throws {
@@ -94,7 +97,7 @@ struct SendCommand: AsyncParsableCommand {
         let connection = try await HTTP2ClientConnection.connect(
             host: client.server.host,
             port: client.server.port,
-            tls: try client.tlsContext(),
+            tls: try client.tlsContext(presenting: certificate),
             group: group
         )
         // A gateway that took the connection and went silent would otherwise keep send waiting
