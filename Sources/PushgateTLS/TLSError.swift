@@ -7,14 +7,25 @@ import PushgateCrypto
 /// `cannot load TLS private key from /etc/pushgate/key.pem: error:80000002:system library::No such
 /// file or directory; ...`.
 public struct TLSError: Error, CustomStringConvertible, Sendable {
+    /// What kind of failure, for a caller that decides what to do next (retry or give up).
+    public enum Kind: Sendable, Equatable {
+        /// A configuration file or setting, or a handshake or record failure of no kind below.
+        case other
+        /// A client's peer answered with bytes that are not TLS (a cleartext port): `answer` is
+        /// the start of what it said, as text.
+        case notTLS(answer: String)
+    }
+
     /// What failed, in words.
     public var message: String
     /// OpenSSL's error queue at the time of the failure, as `ERR_error_string_n` renders each entry.
     public var openSSLErrors: [String]
+    public var kind: Kind
 
-    public init(_ message: String, openSSLErrors: [String] = []) {
+    public init(_ message: String, openSSLErrors: [String] = [], kind: Kind = .other) {
         self.message = message
         self.openSSLErrors = openSSLErrors
+        self.kind = kind
     }
 
     public var description: String {
