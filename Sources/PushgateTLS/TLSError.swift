@@ -14,6 +14,12 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
         /// A client's peer answered with bytes that are not TLS (a cleartext port): `answer` is
         /// the start of what it said, as text.
         case notTLS(answer: String)
+        /// The peer's certificate did not verify: an untrusted issuer, a name or address it does
+        /// not carry, dates it is not valid for.
+        case peerCertificate
+        /// The peer refused the connection with a fatal alert (a client certificate it requires,
+        /// a protocol version or cipher it will not speak).
+        case refusedByPeer
     }
 
     /// What failed, in words.
@@ -38,7 +44,7 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
 
 extension TLSError {
     /// Builds an error from this thread's OpenSSL error queue, emptying it.
-    static func draining(_ message: String) -> TLSError {
-        TLSError(message, openSSLErrors: OpenSSLErrorQueue.drain())
+    static func draining(_ message: String, kind: Kind = .other) -> TLSError {
+        TLSError(message, openSSLErrors: OpenSSLErrorQueue.drain(), kind: kind)
     }
 }

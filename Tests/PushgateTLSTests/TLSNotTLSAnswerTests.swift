@@ -42,11 +42,12 @@ struct TLSNotTLSAnswerTests {
         #expect(errors.map(\.kind) == [.notTLS(answer: #"\x00\x00\x00\x04\x00\x00\x00\x00\x00"#)])
     }
 
-    @Test("a TLS alert is TLS: OpenSSL's own failure, not notTLS")
+    @Test("a TLS alert is TLS: OpenSSL's own failure, refusedByPeer, not notTLS")
     func alert() throws {
         // A fatal handshake_failure alert (40) in a TLS 1.2 record.
         let (errors, _) = try failure(answering: [21, 3, 3, 0, 2, 2, 40])
         #expect(errors.count == 1)
-        #expect(errors.first?.kind == .other, "\(errors)")
+        #expect(errors.first?.kind == .refusedByPeer, "\(errors)")
+        #expect(errors.first?.description.contains("alert handshake failure") == true, "\(errors)")
     }
 }
