@@ -110,7 +110,7 @@ struct BackupCLITests {
         let backup = try runPushgate(["backup", "--config", served, file])
         #expect(
             backup.status == 0 && backup.stdout.contains("backed up \(live) to \(file)")
-                && backup.stdout.contains(" 1 devices"),
+                && backup.stdout.contains(": 1 device, 1 registration, 0 notifications in "),
             "\(backup.stdout) \(backup.stderr)"
         )
         // Named by the flag, the directory needs no file: PUSHGATE_CONFIG is not read (the image

@@ -40,6 +40,7 @@ struct SchemeMixUpCLITests {
             for attempt in 1...2 {
                 let bench = try runPushgate(["bench"] + tls + ["--devices", "1", "--pushes", "1"])
                 #expect(bench.status == 1)
+                #expect(bench.stderr.hasPrefix("pushgate bench: creating 1 device\n"), "\(bench.stderr)")
                 #expect(
                     bench.stderr.hasSuffix("Error: \(message)\n"),
                     "bench to \(server), attempt \(attempt): \(bench.stderr)"

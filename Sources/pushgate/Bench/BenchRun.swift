@@ -33,22 +33,22 @@ struct BenchRun: Sendable {
 
     func run() async throws {
         let ledger = BenchLedger(pushes: options.pushes)
-        log("creating \(options.devices) devices")
+        log("creating \(counted(options.devices, "device"))")
         let devices = try await createDevices()
         if options.backlog {
             try await reconnectStorm(devices, ledger: ledger)
             return
         }
-        log("opening \(devices.count) event streams")
+        log("opening \(counted(devices.count, "event stream"))")
         let streams = try await devices.concurrentMap(width: options.concurrentConnects) { device in
             try await openStream(device, ledger: ledger)
         }
         if options.idleSeconds > 0 {
-            log("\(devices.count) streams open and idle for \(options.idleSeconds) s")
+            log("\(counted(devices.count, "stream")) open and idle for \(options.idleSeconds) s")
             try await Task.sleep(for: .seconds(options.idleSeconds))
         }
         log(
-            "sending \(options.pushes) pushes over \(options.providers) connections"
+            "sending \(counted(options.pushes, "push", plural: "pushes")) over \(counted(options.providers, "connection"))"
                 + (options.rate.map { " at \($0)/s" } ?? " flat out")
         )
         let cpuBefore = try options.serverPID.map { pid throws(ProcessCPU.Unreadable) in try ProcessCPU.sample(pid: pid)
@@ -79,7 +79,9 @@ struct BenchRun: Sendable {
     /// The pushes go to devices with no stream open, so they are stored; after `--then-run`
     /// (a gateway restart, say) every device opens its stream and gets its backlog.
     private func reconnectStorm(_ devices: [Device], ledger: BenchLedger) async throws {
-        log("sending \(options.pushes) pushes to offline devices over \(options.providers) connections")
+        log(
+            "sending \(counted(options.pushes, "push", plural: "pushes")) to offline devices over \(counted(options.providers, "connection"))"
+        )
         let started = BenchLedger.now()
         try await send(devices, ledger: ledger)
         let sendSeconds = Double(BenchLedger.now() - started) / 1e9
@@ -90,7 +92,7 @@ struct BenchRun: Sendable {
                 throw ClientFailure(description: "--then-run ended with status \(status): \(command)")
             }
         }
-        log("opening \(devices.count) event streams, \(options.concurrentConnects) at a time")
+        log("opening \(counted(devices.count, "event stream")), \(options.concurrentConnects) at a time")
         let stormStarted = BenchLedger.now()
         let streams = try await devices.concurrentMap(width: options.concurrentConnects) { device in
             try await openStream(device, ledger: ledger)

@@ -133,5 +133,8 @@ private func reportingStoreErrors<T>(_ body: () throws(StoreError) -> T) throws 
 private func describe(_ summary: StoreFileSummary) -> String {
     let megabytes = Double(summary.bytes) / 1_048_576
     return "\(summary.path) (\(String(format: "%.1f", megabytes)) MiB, schema \(summary.schema)): "
-        + "\(summary.devices) devices, \(summary.registrations) registrations, \(summary.notifications) notifications"
+        + [
+            counted(summary.devices, "device"), counted(summary.registrations, "registration"),
+            counted(summary.notifications, "notification"),
+        ].joined(separator: ", ")
 }
