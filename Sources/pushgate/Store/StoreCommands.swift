@@ -19,7 +19,10 @@ struct BackupCommand: ParsableCommand {
 
     @OptionGroup var store: StoreDirectoryOption
 
-    @Argument(help: "The backup file to write (replaced if it exists).")
+    @Argument(
+        help:
+            "The backup file to write (replaced if it exists): any file this user may write but the store's own (pushgate.sqlite and its -wal, -shm, pushgate.lock); inside the data directory is fine, but copy it off the machine."
+    )
     var output: String
 
     func run() throws {
