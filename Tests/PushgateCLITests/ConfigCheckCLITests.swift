@@ -197,3 +197,38 @@ struct ConfigCheckCLITests {
         }
     }
 }
+
+/// A port already taken: serve says which address and which setting, not NIO's
+/// `bind(descriptor:ptr:bytes:)` line.
+@Suite("serve: a port in use", .serialized, .timeLimit(.minutes(2)))
+struct PortInUseCLITests {
+    @Test(
+        "each listener setting, given an address in use, is named with it",
+        arguments: ["listen", "tlsListen", "adminListen"]
+    )
+    func portInUse(_ setting: String) throws {
+        let taken = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
+        defer { _ = taken.stop() }
+        let address = try #require(taken.urls[0].split(separator: "//").last.map(String.init))
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let arguments: [String]
+        switch setting {
+        case "listen": arguments = ["--listen", address]
+        case "tlsListen":
+            arguments = [
+                "--tls-listen", address, "--tls-cert", Fixtures.tls("server.pem"), "--tls-key",
+                Fixtures.tls("server-key.pem"),
+            ]
+        default: arguments = ["--listen", "127.0.0.1:0", "--admin-listen", address]
+        }
+        let refused = try runPushgate(["serve", "--data-dir", directory] + arguments)
+        #expect(refused.status == 1)
+        #expect(
+            refused.stderr.hasSuffix(
+                "Error: cannot listen on \(address) (\(setting)): address already in use (another process, or another listener of this gateway, has the port)\n"
+            ),
+            "\(refused.stderr)"
+        )
+    }
+}
