@@ -232,3 +232,56 @@ struct PortInUseCLITests {
         )
     }
 }
+
+/// Names that are no setting: a flag gets a "did you mean" whatever the kind of mistake, and a
+/// `PUSHGATE_*` variable that nothing reads is warned about instead of silently ignored.
+@Suite("serve and config check: flags and variables that name no setting", .serialized, .timeLimit(.minutes(2)))
+struct UnknownNamesCLITests {
+    @Test("--port and --tls-ca get a did-you-mean, from serve and config check alike")
+    func flags() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let port = try runPushgate(["serve", "--data-dir", directory, "--port", "2197"])
+        #expect(port.status == 64)
+        #expect(
+            port.stderr.hasPrefix(
+                "Error: --port: unknown flag; did you mean --listen HOST:PORT, --tls-listen HOST:PORT or --admin-listen HOST:PORT?\n"
+            ),
+            "\(port.stderr)"
+        )
+        let serve = try runPushgate(["serve", "--data-dir", directory, "--tls-ca", "ca.pem"])
+        #expect(
+            serve.stderr.hasPrefix("Error: --tls-ca: unknown flag; did you mean --tls-client-ca?\n"),
+            "\(serve.stderr)"
+        )
+        let check = try runPushgate(["config", "check", "--tls-ca", "ca.pem"])
+        #expect(check.status == 1)
+        #expect(check.stderr == "error: --tls-ca: unknown flag; did you mean --tls-client-ca?\n", "\(check.stderr)")
+    }
+
+    @Test(
+        "a misspelt PUSHGATE_* variable is warned about by config check (which still passes) and in serve's log; the agent's, the container's and the build's are not"
+    )
+    func variables() throws {
+        let environment = [
+            "PUSHGATE_LISTN": "127.0.0.1:1", "PUSHGATE_HEALTHCHECK_PORT": "9197", "PUSHGATE_SEQ": "1",
+            "PUSHGATE_REGISTRATION_SECRET": "a-registration-secret",
+        ]
+        let warning = "PUSHGATE_LISTN: no such setting, ignored; did you mean PUSHGATE_LISTEN?"
+        let check = try runPushgate(["config", "check"], environment: environment)
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stdout.hasSuffix("configuration OK\n"))
+        #expect(check.stderr.contains("warning: \(warning)\n"), "\(check.stderr)")
+        for variable in ["PUSHGATE_HEALTHCHECK_PORT", "PUSHGATE_SEQ", "PUSHGATE_REGISTRATION_SECRET"] {
+            #expect(!check.stderr.contains(variable), "\(check.stderr)")
+        }
+        let gateway = try GatewayProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--log-format", "json"],
+            listeners: 1,
+            environment: environment
+        )
+        #expect(gateway.stop() == 0)
+        let line = gateway.logged.split(separator: "\n").first { $0.contains("PUSHGATE_LISTN") }
+        #expect(line?.contains(#""level":"warning""#) == true && line?.contains(warning) == true, "\(gateway.logged)")
+    }
+}

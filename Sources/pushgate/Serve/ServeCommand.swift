@@ -41,11 +41,13 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let configuration = try SettingsArguments.resolve(settings, for: Self.self)
+        let resolved = try SettingsArguments.settings(settings, for: Self.self)
+        let configuration = try SettingsArguments.checked(resolved)
         LoggingSystem.bootstrap(
             format: configuration.logFormat,
             level: Logger.Level(rawValue: configuration.logLevel) ?? .info
         )
+        for warning in resolved.warnings { Logger(label: "pushgate").warning("\(warning)") }
         do {
             let settings = self.settings
             // A reload (SIGHUP, POST /v1/admin/reload) reads the flags, the environment and the
