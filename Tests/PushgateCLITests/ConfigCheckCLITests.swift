@@ -285,3 +285,35 @@ struct UnknownNamesCLITests {
         #expect(line?.contains(#""level":"warning""#) == true && line?.contains(warning) == true, "\(gateway.logged)")
     }
 }
+
+/// `serve --help` at the width it is shown in: every line breaks where the next word would not
+/// fit, none mid-sentence, and each setting's names, continued, stay apart from the next.
+@Suite("serve --help: wrapped for the screen", .timeLimit(.minutes(1)))
+struct ServeHelpCLITests {
+    @Test("no line breaks early or runs over, at 80, 100 and 60 columns", arguments: [80, 100, 60])
+    func wrapping(columns: Int) throws {
+        let help = try runPushgate(["serve", "--help"], environment: ["COLUMNS": "\(columns)"])
+        #expect(help.status == 0)
+        let lines = help.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let settings = try #require(lines.firstIndex { $0.hasPrefix("SETTINGS") })
+        func indent(_ line: String) -> Int { line.prefix { $0 == " " }.count }
+        for (index, line) in lines.enumerated() {
+            #expect(line.count < columns, "line \(index) runs over \(columns) columns: \(line)")
+            guard index + 1 < lines.count, !line.isEmpty, !lines[index + 1].isEmpty else { continue }
+            let next = lines[index + 1]
+            // The same paragraph goes on: free text at one indentation; in the settings, a
+            // setting's names (indent 2) go on at 4, its help (6) at 6.
+            let continued =
+                index < settings
+                ? indent(next) == indent(line)
+                : (indent(line) == 2 && indent(next) == 4) || (indent(line) >= 4 && indent(next) == indent(line))
+            guard continued else { continue }
+            let nextWord = next.drop { $0 == " " }.prefix { $0 != " " }
+            #expect(
+                line.count + 1 + nextWord.count >= columns - 1,
+                "line \(index) breaks before \"\(nextWord)\" would have to: \(line)"
+            )
+        }
+        #expect(help.stdout.contains("--listen HOST:PORT, PUSHGATE_LISTEN"))
+    }
+}

@@ -12,13 +12,15 @@ struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Run the gateway.",
+        // The help screen wraps every line longer than the screen flush left: the paragraph is
+        // one line for it to wrap, the table is wrapped here to the width it will be shown in.
         discussion: """
-            With no settings: cleartext HTTP/2 (prior knowledge) and HTTP/1.1 on 127.0.0.1:2197.
-            SIGTERM or SIGINT drains (/readyz 503 for drainGraceSeconds, then GOAWAY; in-flight
-            requests get shutdownTimeout) and exits 0. SIGHUP reloads the TLS certificate and key,
+            With no settings: cleartext HTTP/2 (prior knowledge) and HTTP/1.1 on 127.0.0.1:2197. \
+            SIGTERM or SIGINT drains (/readyz 503 for drainGraceSeconds, then GOAWAY; in-flight \
+            requests get shutdownTimeout) and exits 0. SIGHUP reloads the TLS certificate and key, \
             the provider keys and the scheduler policy.
 
-            \(Settings.helpText)
+            \(Settings.helpText(width: HelpScreen.columns - 1))
             """
     )
 
