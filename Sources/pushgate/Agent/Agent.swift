@@ -13,6 +13,8 @@ final class Agent: Sendable {
     private let keepaliveSeconds: Int
     private let requestTimeout: Duration
     private let registrationSecret: String?
+    /// Retry even what retrying cannot fix (a supervised agent, whose gateway may be fixed).
+    private let retryForever: Bool
     private let group: any EventLoopGroup
     /// Changed by stdin commands; reported again on every connect.
     private let state: NIOLockedValueBox<DeviceStateReport>
@@ -28,6 +30,7 @@ final class Agent: Sendable {
         requestTimeout: Duration,
         fetchCommand: String?,
         registrationSecret: String?,
+        retryForever: Bool,
         group: any EventLoopGroup
     ) {
         self.client = client
@@ -38,6 +41,7 @@ final class Agent: Sendable {
         self.requestTimeout = requestTimeout
         fetch = AgentFetch(command: fetchCommand, link: link)
         self.registrationSecret = registrationSecret
+        self.retryForever = retryForever
         self.group = group
     }
 
@@ -70,6 +74,10 @@ final class Agent: Sendable {
                 try await holdStream(connection, device!, lastSeq: &lastSeq, backoff: &backoff)
             } catch let failure as ClientFailure {
                 throw failure
+            } catch  where !retryForever && ConnectionFailure.isPermanent(error) {
+                throw ClientFailure(
+                    description: "\(error); retrying will not fix this (--retry-forever retries anyway)"
+                )
             } catch {
                 let delay = backoff.next()
                 printError("connection lost (\(error)); reconnecting in \(delay) ms")

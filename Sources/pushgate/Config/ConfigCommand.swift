@@ -44,6 +44,7 @@ struct CheckCommand: ParsableCommand {
     func run() throws {
         let resolved = try SettingsArguments.settings(settings, for: Self.self)
         print(Self.table(resolved))
+        for warning in resolved.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
         var errors = resolved.problems.map(\.description)
         // Every scheduler value out of range, not only the first (prepare stops at that one).
         errors += resolved.configuration.policy.scheduler.problems().map(resolved.locate)
