@@ -1,50 +1,11 @@
 import Foundation
 import Testing
 
-/// Client-certificate authentication for `send` and `bench`, and the getting-started script that
-/// makes every file TLS and provider authentication need with the openssl CLI and sends a push
-/// each way: run here as it is, so that the commands it shows are known to work.
-@Suite("send and bench: client certificates; the TLS and authentication script", .serialized, .timeLimit(.minutes(3)))
+/// Client-certificate authentication for `send` and `bench`. (The getting-started page's TLS
+/// walk-through, openssl commands and a push each way, is run by CI as the page has it:
+/// Tests/docs/run-getting-started.sh.)
+@Suite("send and bench: client certificates", .serialized, .timeLimit(.minutes(3)))
 struct ProviderCertificateCLITests {
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("docs-snippets/tls-and-auth.sh")
-
-    @Test(
-        "docs-snippets/tls-and-auth.sh: a CA, server and provider certificates and a .p8 from openssl, a gateway, a device, a push by token and one by certificate"
-    )
-    func script() throws {
-        let directory = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        // Where the unprivileged user can read it.
-        let script = directory + "/tls-and-auth.sh"
-        try FileManager.default.copyItem(atPath: Self.script.path, toPath: script)
-        try Unprivileged.handOver(script)
-        let command = Unprivileged.command(executable: URL(fileURLWithPath: "/bin/sh"), [script, directory + "/demo"])
-        let ran = try run(
-            executable: command.executable,
-            command.arguments,
-            environment: [
-                "PUSHGATE": Unprivileged.staged.binary.path, "PORT": "0", "XDG_CACHE_HOME": directory + "/cache",
-            ],
-            timeout: .seconds(120)
-        )
-        #expect(ran.status == 0, "stdout: \(ran.stdout)\nstderr: \(ran.stderr)")
-        #expect(ran.stdout.components(separatedBy: "status: 200\n").count == 3, "\(ran.stdout)")
-        #expect(ran.stdout.hasSuffix("the device received both pushes\n"), "\(ran.stdout)")
-        // The provider certificate carries its topic where the gateway reads it.
-        let subject = try PushgateCLITests.run(
-            "openssl",
-            ["x509", "-in", directory + "/demo/provider.pem", "-noout", "-subject"]
-        )
-        #expect(subject.stdout.contains("UID = com.example.app"), "\(subject.stdout)")
-        // TLS only: a TLS listener and no --listen serves no cleartext.
-        let listeners = try String(contentsOfFile: directory + "/demo/serve.out", encoding: .utf8)
-        #expect(
-            listeners.split(separator: "\n").count == 1 && listeners.hasPrefix("listening https://"),
-            "\(listeners)"
-        )
-    }
-
     @Test(
         "send --cert with its key in the same file, and bench --cert on its provider connections only: accepted without a token; refused without the certificate"
     )
