@@ -1,6 +1,7 @@
 import Foundation
 import PushgateGateway
 import PushgateTransport
+import PushgateTestFixtures
 import Testing
 
 /// The one table of settings: names derived from it, precedence (flag > environment > file >
@@ -391,9 +392,7 @@ struct SettingsTests {
 
     @Test("docs/configuration.md's table is the code's table")
     func documentedTable() throws {
-        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-            .appendingPathComponent("docs/configuration.md")
+        let page = TestFixtures.file("docs/configuration.md")
         let text = try String(contentsOf: page, encoding: .utf8)
         let begin = "<!-- settings table: generated from Settings.markdownReference -->\n"
         let end = "\n<!-- end of settings table -->"
