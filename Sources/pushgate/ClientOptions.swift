@@ -8,16 +8,35 @@ import PushgateTransport
 /// Options every client command shares.
 struct ClientOptions: ParsableArguments {
     @Option(
-        help:
-            "Gateway URL: http://HOST:PORT (h2c) or https://HOST:PORT (TLS), no path (the gateway is reached at its root)."
+        name: .customLong("server"),
+        help: ArgumentHelp(
+            "Gateway URL: http://HOST:PORT (h2c) or https://HOST:PORT (TLS), no path (the gateway is reached at its root). The agent takes it more than once (the nodes of a cluster): it connects to the first that answers and moves on to the next when one fails; send and bench take one.",
+            valueName: "URL"
+        )
     )
-    var server: ServerURL = ServerURL("http://127.0.0.1:2197")!
+    var servers: [ServerURL] = []
 
     @Option(name: .customLong("cacert"), help: "PEM CA file to verify the gateway's certificate (https).")
     var caFile: String?
 
+    static let defaultServer = ServerURL("http://127.0.0.1:2197")!
+
+    /// The one gateway of a command that talks to one (send, bench).
+    var server: ServerURL { servers.first ?? Self.defaultServer }
+
+    /// Refuses a second `--server` where the command talks to one gateway.
+    func requireOneServer(_ command: String) throws {
+        if servers.count > 1 {
+            throw ValidationError("\(command) talks to one gateway: give --server once (the agent takes several)")
+        }
+    }
+
     /// The TLS context for `server` (nil for http://), presenting `certificate` when given.
-    func tlsContext(presenting certificate: ProviderCertificateOptions? = nil) throws -> TLSContext? {
+    func tlsContext(
+        for server: ServerURL? = nil,
+        presenting certificate: ProviderCertificateOptions? = nil
+    ) throws -> TLSContext? {
+        let server = server ?? self.server
         guard server.isTLS else { return nil }
         let chain = certificate?.certificateFile
         if let chain, certificate?.keyFile == nil,

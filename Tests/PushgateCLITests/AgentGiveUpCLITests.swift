@@ -97,7 +97,10 @@ struct AgentGiveUpCLITests {
         let run = try agent(gateway.urls[1], ["--cacert", Fixtures.tls("other-ca.pem"), "--retry-forever"], lines: 2)
         #expect(run.status == nil, "the agent ended: \(run.lines)")
         for line in run.lines {
-            #expect(line.hasPrefix("pushgate agent: connection lost (TLS handshake failed"), "\(line)")
+            #expect(
+                line.hasPrefix("pushgate agent: connection to \(gateway.urls[1]) lost (TLS handshake failed"),
+                "\(line)"
+            )
             #expect(line.contains("unable to get local issuer certificate") && line.contains("; reconnecting in "))
         }
     }
@@ -108,9 +111,45 @@ struct AgentGiveUpCLITests {
         #expect(run.status == nil, "the agent ended: \(run.lines)")
         for line in run.lines {
             #expect(
-                line.hasPrefix("pushgate agent: connection lost (cannot connect to 127.0.0.1:1: connection refused)"),
+                line.hasPrefix(
+                    "pushgate agent: connection to http://127.0.0.1:1 lost (cannot connect to 127.0.0.1:1: connection refused)"
+                ),
                 "\(line)"
             )
         }
+    }
+
+    @Test(
+        "--server more than once: a gateway that is not there is passed over for the next, and a certificate no retry fixes ends the agent only once every gateway has failed so"
+    )
+    func severalServers() throws {
+        let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
+        defer { _ = gateway.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let agent = try AgentProcess(
+            server: "http://127.0.0.1:1",
+            identity: directory + "/device.json",
+            topic: Self.topic,
+            arguments: ["--server", gateway.urls[0]],
+            capturingErrors: true
+        )
+        #expect(try agent.next()["type"] as? String == "registered")
+        #expect(try agent.next()["type"] as? String == "connected")
+        let said = agent.exitMessages()
+        #expect(
+            said.hasPrefix(
+                "pushgate agent: connection to http://127.0.0.1:1 lost (cannot connect to 127.0.0.1:1: connection refused); connecting to \(gateway.urls[0]) in "
+            ),
+            "\(said)"
+        )
+
+        let tls = try GatewayProcess.cleartextAndTLS()
+        defer { _ = tls.stop() }
+        let untrusted = ["--cacert", Fixtures.tls("other-ca.pem"), "--server", tls.urls[1]]
+        let run = try self.agent(tls.urls[1], untrusted)
+        #expect(run.status == 1, "\(run.lines)")
+        #expect(run.lines.count == 2, "one failure said per gateway, then the end: \(run.lines)")
+        #expect(run.lines.last?.contains("retrying will not fix this") == true, "\(run.lines)")
     }
 }

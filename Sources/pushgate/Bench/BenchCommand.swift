@@ -94,6 +94,7 @@ struct BenchCommand: AsyncParsableCommand {
     @OptionGroup var certificate: ProviderCertificateOptions
 
     func validate() throws {
+        try client.requireOneServer("bench")
         guard devices >= 1, providers >= 1, pushes >= 1, inFlight >= 1 else {
             throw ValidationError("--devices, --providers, --pushes and --in-flight must be at least 1")
         }

@@ -62,6 +62,7 @@ struct SendCommand: AsyncParsableCommand {
 
     func validate() throws {
         try RequestTimeout.check(requestTimeout)
+        try client.requireOneServer("send")
         try certificate.check(for: client.server)
     }
 
