@@ -1,7 +1,7 @@
 import Foundation
 import PushgateGateway
-import PushgateTransport
 import PushgateTestFixtures
+import PushgateTransport
 import Testing
 
 /// The one table of settings: names derived from it, precedence (flag > environment > file >
