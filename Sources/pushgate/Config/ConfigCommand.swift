@@ -11,12 +11,12 @@ struct ConfigCommand: ParsableCommand {
     )
 }
 
-/// `pushgate config reference`: the settings table in Markdown, for the README's Configuration
+/// `pushgate config reference`: the settings table in Markdown, for docs/configuration.md's Reference
 /// section (a test fails while the two differ).
 struct ReferenceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reference",
-        abstract: "Print the table of settings in Markdown (the README's Configuration section)."
+        abstract: "Print the table of settings in Markdown (docs/configuration.md's Reference)."
     )
 
     func run() {
