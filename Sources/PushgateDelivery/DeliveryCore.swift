@@ -84,6 +84,39 @@ public final class DeliveryCore: Sendable {
         return snapshot.totals
     }
 
+    /// Takes a device over (a node of several, which just claimed it under `owner`): its records
+    /// as the store has them, one device's worth (`devices` holds the one device).
+    public func adopt(_ records: StoreSnapshot, owner: DeviceOwner) async throws {
+        guard let id = records.devices.first?.id, let shard = shard(of: id) else { return }
+        let part = ShardSnapshot(
+            devices: records.devices,
+            registrations: records.registrations,
+            buckets: records.buckets,
+            fetchStates: records.fetchStates,
+            notifications: records.notifications,
+            fetchWindows: records.fetchWindows
+        )
+        try await shard.submit { $0.adopt(part, owner: owner) }.get()
+    }
+
+    /// Forgets a device another node owns now, and ends its stream.
+    public func release(deviceID: String) async throws {
+        guard let shard = shard(of: deviceID) else { return }
+        try await shard.submit { $0.release(deviceID) }.get()
+    }
+
+    /// The devices this node holds, with their ownership (a node of several).
+    public func owners() async throws -> [String: DeviceOwner] {
+        var owners: [String: DeviceOwner] = [:]
+        for shard in shards {
+            let part = try await shard.submit { shard in
+                shard.state.devices.compactMapValues(\.owner)
+            }.get()
+            owners.merge(part) { $1 }
+        }
+        return owners
+    }
+
     /// Starts heartbeats and the expiry sweep on every shard.
     public func startMaintenance() {
         let heartbeat = TimeAmount.milliseconds(configuration.heartbeatTickMillis)
@@ -385,4 +418,17 @@ private struct FetchIntervalReport: Sendable {
 private struct FetchResultReport: Sendable {
     var seq: UInt64
     var result: FetchResult
+}
+
+/// A gateway node's ownership of a device, when several nodes share the database: the lease it
+/// holds (`PushgateCluster.NodeLease`) and the epoch of its claim. Every commit that changes
+/// the device carries it, and the database refuses one whose device has moved on (fencing).
+public struct DeviceOwner: Sendable, Hashable {
+    public var lease: UInt64
+    public var epoch: UInt64
+
+    public init(lease: UInt64, epoch: UInt64) {
+        self.lease = lease
+        self.epoch = epoch
+    }
 }

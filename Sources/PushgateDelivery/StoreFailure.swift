@@ -11,7 +11,7 @@ extension Refusal {
     /// commit that succeeds makes it healthy again.
     static let storeUnavailableRetryAfterSeconds = 5
     /// When the writer has too much waiting: it catches up within a second at any rate it can
-    /// sustain.
+    /// sustain. Also when another gateway node took the device over: the retry finds its owner.
     static let storeOverloadedRetryAfterSeconds = 1
 
     static func storeFailed(_ error: StoreError) -> Refusal {
@@ -34,7 +34,7 @@ extension Refusal {
     private static func retryAfter(_ error: StoreError) -> Int? {
         switch error.kind {
         case .unavailable: storeUnavailableRetryAfterSeconds
-        case .overloaded: storeOverloadedRetryAfterSeconds
+        case .overloaded, .fenced: storeOverloadedRetryAfterSeconds
         case .database, .closed: nil
         }
     }

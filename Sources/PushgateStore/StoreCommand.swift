@@ -50,6 +50,11 @@ public enum StoreCommand: Sendable, Equatable {
     case closeFetchWindows(deviceID: String, seqs: [UInt64])
     /// Deletes a device's fetch windows, open or closed: their notifications were acknowledged.
     case forgetFetchWindows(deviceID: String, seqs: [UInt64])
+    /// The batch applies only while the device is owned by `lease` at `epoch` and the lease is
+    /// alive (several gateway nodes on one database: `PushgateCluster.OwnershipRules`), and
+    /// holds the device so until the transaction ends; otherwise the batch fails with `.fenced`.
+    /// A store of one gateway (SQLite) has no owners, and there it always holds.
+    case fence(deviceID: String, lease: UInt64, epoch: UInt64)
 }
 
 extension StoreCommand {
@@ -61,7 +66,7 @@ extension StoreCommand {
         case .register(let registration): registration.deviceID
         case .enqueue(let notification): notification.deviceID
         case .ack(let deviceID, _), .reserveSeqs(let deviceID, _), .closeFetchWindows(let deviceID, _),
-            .forgetFetchWindows(let deviceID, _):
+            .forgetFetchWindows(let deviceID, _), .fence(let deviceID, _, _):
             deviceID
         case .openFetchWindows(let windows): windows.first?.deviceID
         case .unregister, .forgetRegistrations, .assignSeq, .remove, .saveBuckets, .setAppState, .addTotals,
@@ -112,6 +117,8 @@ extension StoreCommand {
             return "close \(seqs.count) fetch window(s) of device \(deviceID)"
         case .forgetFetchWindows(let deviceID, let seqs):
             return "forget \(seqs.count) fetch window(s) of device \(deviceID)"
+        case .fence(let deviceID, let lease, let epoch):
+            return "fence device \(deviceID) to lease \(lease) at epoch \(epoch)"
         }
     }
 }

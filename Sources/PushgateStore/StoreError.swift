@@ -9,6 +9,9 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The database could not be opened, migrated or read, or it refused the commands for
         /// their own content (a constraint): retrying the same commands gets the same answer.
         case database
+        /// A batch's `fence` failed: another gateway node owns the device now. Nothing of the
+        /// batch was kept; the device's state here is stale (retry on its owner).
+        case fenced
         case closed
     }
 

@@ -35,6 +35,9 @@ enum SQLiteCommands {
             return tokens.count <= 1
         case .remove, .deleteDevice, .unregister:
             return false
+        case .fence:
+            // No statement: one gateway owns every device of its SQLite store.
+            return true
         }
     }
 
@@ -178,6 +181,10 @@ enum SQLiteCommands {
                 guard let seq = Int64(exactly: seq) else { continue }
                 try statement.execute(arguments: [deviceID, seq])
             }
+
+        case .fence:
+            // One gateway owns every device of its SQLite store: nothing to check.
+            break
 
         case .addTotals(let totals):
             let statement = try db.cachedStatement(

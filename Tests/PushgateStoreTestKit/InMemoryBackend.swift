@@ -8,6 +8,12 @@ public final class InMemoryStorage: Sendable {
     fileprivate let tables = NIOLockedValueBox(Tables())
 
     public init() {}
+
+    /// Who owns a device, as a cluster's database would say (`StoreCommand.fence` checks it);
+    /// a device with no owner set here passes every fence, as in SQLite.
+    public func setOwner(of device: String, lease: UInt64, epoch: UInt64) {
+        tables.withLockedValue { $0.owners[device] = (lease, epoch) }
+    }
 }
 
 /// A `StoreBackend` in memory, with the SQLite backend's semantics (the store conformance suite
@@ -36,7 +42,10 @@ public final class InMemoryBackend: StoreBackend {
                     }
                 } catch {
                     return .failure(
-                        StoreError(.database, "batch of \(commands.count) command(s) refused: \(error.message)")
+                        StoreError(
+                            error.kind == .fenced ? .fenced : .database,
+                            "batch of \(commands.count) command(s) refused: \(error.message)"
+                        )
                     )
                 }
                 committed = tables
@@ -60,6 +69,8 @@ private struct Tables {
     var fetchWindows: [String: [UInt64: FetchWindowRecord]] = [:]
     /// Raised by committed enqueues only, never lowered.
     var maxAcceptanceID: UInt64 = 0
+    /// Set by tests only (`InMemoryStorage.setOwner`).
+    var owners: [String: (lease: UInt64, epoch: UInt64)] = [:]
 
     mutating func apply(_ command: StoreCommand) throws(StoreError) {
         func refuse(_ reason: String) -> StoreError {
@@ -160,6 +171,11 @@ private struct Tables {
 
         case .forgetFetchWindows(let deviceID, let seqs):
             for seq in seqs { fetchWindows[deviceID]?[seq] = nil }
+
+        case .fence(let deviceID, let lease, let epoch):
+            if let owner = owners[deviceID], owner != (lease, epoch) {
+                throw StoreError(.fenced, "\(command.summary): owned by lease \(owner.lease) at epoch \(owner.epoch)")
+            }
 
         case .addTotals(let counts):
             for (name, count) in counts {

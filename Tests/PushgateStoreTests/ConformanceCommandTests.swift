@@ -55,6 +55,18 @@ struct ConformanceCommandTests {
         }
     }
 
+    @Test(
+        "a fence on a device no node owns in the store holds, and the batch applies",
+        arguments: StoreBackendKind.allCases
+    )
+    func fenceWithoutOwners(_ backend: StoreBackendKind) async throws {
+        try await withStore(backend) { store in
+            try await store.commit([.createDevice(device("d"))])
+            try await store.commit([.fence(deviceID: "d", lease: 7, epoch: 3), .enqueue(notification(1, device: "d"))])
+            #expect(try store.load().notifications.map(\.acceptanceID) == [1])
+        }
+    }
+
     @Test("unregister sets unregisteredAt once; unknown tokens are a no-op", arguments: StoreBackendKind.allCases)
     func unregister(_ backend: StoreBackendKind) async throws {
         try await withStore(backend) { store in

@@ -86,8 +86,13 @@ final class DeviceShard {
             case .success:
                 // Once all are marked, so that a device's entries go out in one write.
                 for device in confirm(plan) { pump(device) }
-            case .failure:
+            case .failure(let error):
                 state.restore(plan)
+                // Another node owns one of the plan's devices now: what is held here of them is
+                // stale, and their owner serves them from the store.
+                if error.kind == .fenced {
+                    for case .fence(let id, _, _) in plan.commands { release(id) }
+                }
                 armSchedulerTimer()
             }
             then(result)
@@ -139,7 +144,22 @@ final class DeviceShard {
         return metadata
     }
 
-    // MARK: Loading
+    // MARK: Loading and moving devices
+
+    /// Takes a device over from its records in the store, under `owner`.
+    func adopt(_ snapshot: ShardSnapshot, owner: DeviceOwner) {
+        record(state.adopt(snapshot, owner: owner))
+        armSchedulerTimer()
+    }
+
+    /// Forgets a device another node owns now, and ends its stream (the agent reconnects, to
+    /// its owner or through a node that finds it).
+    func release(_ id: String) {
+        guard let stream = state.release(id) else { return }
+        state.logDevice("device released to another node", id)
+        stream.sink?.finish()
+        armSchedulerTimer()
+    }
 
     /// The shard's part of the store, read at start.
     func load(_ snapshot: ShardSnapshot) {

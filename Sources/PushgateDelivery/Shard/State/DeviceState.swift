@@ -104,6 +104,9 @@ final class DeviceState {
     /// itself; one that fails leaves the list, its deletions to `uncommittedAcks`.
     var ackCommitsInFlight: [EventLoopFuture<Void>] = []
     var stream: StreamBinding?
+    /// The node's ownership of the device, when several gateway nodes share the database: every
+    /// commit that changes the device is fenced with it. Nil for a gateway alone on its store.
+    var owner: DeviceOwner?
     /// Since when the device has had no stream: its last stream's end, or when this process
     /// loaded or created it. For the admin view's "offline since".
     var offlineSince: Int64

@@ -15,6 +15,9 @@ struct ShardPlan: Equatable {
     /// What `ShardState.restore` undoes if the commit fails, newest last (undone newest first).
     /// Seq reservations among `commands` are undone without an entry of their own.
     var restorations: [Restoration] = []
+    /// Devices the plan changes that its commands do not name (the notifications a `remove`
+    /// deletes are theirs): their ownership is checked with the commit too (`ShardState.seal`).
+    var devices: Set<String> = []
 
     var isEmpty: Bool { commands.isEmpty && entries.isEmpty && restorations.isEmpty }
 }

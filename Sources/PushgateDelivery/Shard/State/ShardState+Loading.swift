@@ -100,3 +100,40 @@ extension ShardState {
         return [.remove(acceptanceIDs: orphans)]
     }
 }
+
+// Devices that move between gateway nodes sharing one database.
+extension ShardState {
+    /// Takes one device over from the store's records (its registrations, notifications,
+    /// buckets and fetch figures), under `owner`: the node just claimed it. Returns the commands
+    /// that delete what nothing can deliver.
+    func adopt(_ snapshot: ShardSnapshot, owner: DeviceOwner) -> [StoreCommand] {
+        load(devices: snapshot.devices)
+        for record in snapshot.devices { devices[record.id]?.owner = owner }
+        load(registrations: snapshot.registrations)
+        load(buckets: snapshot.buckets)
+        load(fetchStates: snapshot.fetchStates)
+        return load(notifications: snapshot.notifications) + load(fetchWindows: snapshot.fetchWindows)
+    }
+
+    /// Forgets a device another node owns now: everything held in memory for it goes, nothing of
+    /// it in the store (its new owner has it). Returns its stream, for the caller to end.
+    func release(_ id: String) -> StreamBinding? {
+        guard let device = devices[id] else { return nil }
+        let stream = device.stream
+        setStream(nil, of: device)
+        for token in device.tokensByTopic.values {
+            if let app = registrations[token]?.app { appTokens[app] = nil }
+            registrations[token] = nil
+        }
+        // Taken out of the scheduler without a drop: the held pushes stay held in the store.
+        for drop in scheduler.removeDevice(device.handle) {
+            if let record = held.removeValue(forKey: drop.id) { leftMemory(record) }
+            heldUnannounced[drop.id] = nil
+        }
+        deviceIDs[device.handle] = nil
+        for entry in device.queue { leftMemory(entry.record) }
+        devices[id] = nil
+        withQueue[id] = nil
+        return stream
+    }
+}

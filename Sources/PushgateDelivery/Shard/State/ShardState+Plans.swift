@@ -61,13 +61,19 @@ extension ShardState {
     /// from the disk. (A push's own drops are held again: see `accept`.)
     @discardableResult
     func dropHeld(_ drops: [Drop], into plan: inout ShardPlan) -> [AcceptedPush] {
-        let records = takeHeld(drops)
+        let records = takeHeld(drops, into: &plan)
         if !records.isEmpty { plan.commands.append(.remove(acceptanceIDs: records.map(\.acceptanceID))) }
         return records
     }
 
     /// Takes dropped pushes out of the held set, counts and announces them; returns them.
-    func takeHeld(_ drops: [Drop]) -> [AcceptedPush] {
+    func takeHeld(_ drops: [Drop], into plan: inout ShardPlan) -> [AcceptedPush] {
+        let records = takeHeld(drops)
+        plan.devices.formUnion(records.map(\.deviceID))
+        return records
+    }
+
+    private func takeHeld(_ drops: [Drop]) -> [AcceptedPush] {
         var records: [AcceptedPush] = []
         records.reserveCapacity(drops.count)
         for drop in drops {
@@ -85,6 +91,7 @@ extension ShardState {
     /// `takeUndelivered`): counted, announced, and deleted by the plan.
     func dropQueued(_ records: [AcceptedPush], _ reason: DropReason, into plan: inout ShardPlan) {
         guard !records.isEmpty else { return }
+        plan.devices.formUnion(records.map(\.deviceID))
         counters.recordDrop(reason, count: records.count)
         for record in records { announceDrop(record, reason) }
         plan.commands.append(.remove(acceptanceIDs: records.map(\.acceptanceID)))
@@ -104,10 +111,43 @@ extension ShardState {
     }
 
     /// Adds what the scheduler changed on the way (bucket levels, fetch figures), so that the
-    /// plan's commit carries them: the last step of planning.
+    /// plan's commit carries them, and, on a node of several, fences the commit with the node's
+    /// ownership of every device it changes: the last step of planning.
     func seal(_ plan: inout ShardPlan) {
         if let buckets = bucketCommand() { plan.commands.append(buckets) }
         if let fetchStates = fetchStateCommand() { plan.commands.append(fetchStates) }
+        plan.commands.insert(contentsOf: fences(for: plan), at: 0)
+    }
+
+    /// `fence` commands for the owned devices among those the plan changes (none on a gateway
+    /// alone on its store, whose devices have no owner), in device order.
+    private func fences(for plan: ShardPlan) -> [StoreCommand] {
+        var changed = plan.devices
+        for entry in plan.entries { changed.insert(entry.deviceID) }
+        for command in plan.commands { changed.formUnion(devices(changedBy: command)) }
+        return changed.sorted().compactMap { id in
+            guard let owner = self.devices[id]?.owner else { return nil }
+            return .fence(deviceID: id, lease: owner.lease, epoch: owner.epoch)
+        }
+    }
+
+    /// The devices a command changes, as far as the command or this shard can tell (a `remove`
+    /// names only notifications: its devices are in `ShardPlan.devices`).
+    private func devices(changedBy command: StoreCommand) -> [String] {
+        if let id = command.deviceID { return [id] }
+        switch command {
+        case .unregister(let token, _), .setAppState(let token, _):
+            return registrations[token].map { [$0.deviceID] } ?? []
+        case .saveBuckets(let records):
+            return records.compactMap { record in
+                if record.key.hasPrefix("device:") { return String(record.key.dropFirst("device:".count)) }
+                return registrations[String(record.key.dropFirst("app:".count))]?.deviceID
+            }
+        case .saveFetchStates(let states):
+            return states.compactMap { registrations[$0.token]?.deviceID }
+        default:
+            return []
+        }
     }
 
     // MARK: The two ends of a plan

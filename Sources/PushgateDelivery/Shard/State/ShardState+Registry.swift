@@ -62,7 +62,12 @@ extension ShardState {
             registrations[token]?.app = nil
         }
         setStream(nil, of: device)
-        let dropped = takeHeld(scheduler.removeDevice(device.handle))
+        // The device leaves `devices` here, so its fence is given now, not by `seal`.
+        var plan = ShardPlan()
+        if let owner = device.owner {
+            plan.commands.append(.fence(deviceID: device.id, lease: owner.lease, epoch: owner.epoch))
+        }
+        let dropped = takeHeld(scheduler.removeDevice(device.handle), into: &plan)
         deviceIDs[device.handle] = nil
         // Dropped undelivered: one sent (on a stream or in a keep-alive's response) reached the
         // device and only its ack is missing.
@@ -72,6 +77,7 @@ extension ShardState {
         withQueue[device.id] = nil
         // Every notification of the device goes in the one command, held ones included.
         let acceptanceIDs = device.queue.map(\.record.acceptanceID) + dropped.map(\.acceptanceID)
-        return ShardPlan(commands: [.deleteDevice(id: device.id, at: now, acceptanceIDs: acceptanceIDs)])
+        plan.commands.append(.deleteDevice(id: device.id, at: now, acceptanceIDs: acceptanceIDs))
+        return plan
     }
 }
