@@ -52,7 +52,7 @@ struct TypeCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { type.rawValue }
 }
 
-let happyTypeCases: [TypeCase] = PushType.allCases.map { type in
+let happyTypeCases: [TypeCase] = PushType.apnsTypes.map { type in
     switch type {
     case .background:
         return TypeCase(

@@ -194,7 +194,7 @@ public struct ProviderRequestValidator: Sendable {
         // 6. apns-push-type, and the topic it requires.
         var declaredType: PushType?
         if let raw = fields.pushType {
-            guard let type = PushType(rawValue: raw) else {
+            guard let type = PushType(rawValue: raw), type != .webpush else {
                 return reject(
                     .invalidPushType,
                     "apns-push-type must be one of \(Self.pushTypeList), got \(Detail.quote(raw))"
@@ -309,5 +309,5 @@ public struct ProviderRequestValidator: Sendable {
     /// is refused while it arrives, before the push type is known.
     public static let maxBodyBytes = PushType.allCases.map(\.maxPayloadBytes).max() ?? defaultMaxPayloadBytes
 
-    private static let pushTypeList = PushType.allCases.map(\.rawValue).joined(separator: ", ")
+    private static let pushTypeList = PushType.apnsTypes.map(\.rawValue).joined(separator: ", ")
 }

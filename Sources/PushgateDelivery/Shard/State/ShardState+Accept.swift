@@ -39,6 +39,8 @@ extension ShardState {
         case .at(let seconds):
             expiresAt = seconds.multipliedReportingOverflow(by: 1000).overflow ? latest : min(seconds * 1000, latest)
             if expiresAt <= now { return .answered(.discarded, ShardPlan()) }
+        case .lifetime(let seconds):
+            expiresAt = now + min(max(seconds, 1), configuration.maxExpirationMillis / 1000) * 1000
         }
         if let refusal = roomRefusal(for: push, on: device) { return .refused(refusal) }
         var record = AcceptedPush(
