@@ -102,6 +102,9 @@ let package = Package(
         // file read (configuration, secrets, keys). No other I/O and no dependencies, so that
         // the scheduler stays pure.
         .target(name: "PushgateModel"),
+        // Several nodes on one database: who owns a device (leases, epochs, claims, fencing), as
+        // pure state machines; the database's side is the PostgreSQL store's SQL.
+        .target(name: "PushgateCluster"),
 
         // Durable state behind the NotificationStore protocol: records and commands, and the
         // group commit (ordering, the limit of waiting commands, closing) over a StoreBackend,
@@ -423,6 +426,10 @@ let package = Package(
                 "PushgateModel",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
+        ),
+        .testTarget(
+            name: "PushgateClusterTests",
+            dependencies: ["PushgateCluster", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(
             name: "PushgateProviderAuthTests",
