@@ -140,7 +140,9 @@ extension ShardState {
             for push in scheduler.heldPushes(app: app) ?? [] {
                 guard let record = held[push.id] else { continue }
                 let reason: DeviceInspection.WaitReason
-                if !connected {
+                if push.waitsForPowerState, let urgency = push.urgency {
+                    reason = .belowUrgency(urgency, power: power)
+                } else if !connected {
                     reason = .offline(since: device.offlineSince)
                 } else if !push.waitsForBudget {
                     reason = push.deferredUntil.map { .deferred(until: $0) } ?? .waitsForWake
