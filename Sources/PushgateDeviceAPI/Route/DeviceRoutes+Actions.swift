@@ -24,9 +24,17 @@ extension DeviceRoutes {
     static func subscribe(_ answer: DeviceAnswer, origin configured: String?) {
         guard let subscription = answer.value(DeviceBodies.subscription(answer.body)) else { return }
         let request = answer.target.request
-        let origin =
-            configured
-            ?? WebPushEndpoint.origin(tls: request.connection.isTLS, authority: request.authority) ?? ""
+        guard
+            let origin = configured ?? WebPushEndpoint.origin(of: request)
+        else {
+            answer.refuse(
+                Refusal(
+                    .badRequest,
+                    "the request names no host (Host or :authority), so the endpoint's origin is unknown; send one, or have the operator set webpushOrigin"
+                )
+            )
+            return
+        }
         let subscribed = answer.core.subscribe(
             deviceID: answer.deviceID,
             secret: answer.secret,

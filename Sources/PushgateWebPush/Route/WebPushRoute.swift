@@ -44,8 +44,7 @@ public enum WebPushRoute {
                 return
             }
             let connection = request.connection
-            let endpointOrigin =
-                origin ?? WebPushEndpoint.origin(tls: connection.isTLS, authority: request.authority) ?? ""
+            let endpointOrigin = origin ?? WebPushEndpoint.origin(of: request) ?? ""
             let verified = connection.attachment(VerifiedVAPIDTokens.self) { VerifiedVAPIDTokens() }
             let submission = validator.validate(
                 token: token,
