@@ -251,6 +251,8 @@ let package = Package(
             name: "PushgateDeviceClient",
             dependencies: [
                 "PushgateModel",
+                // TLS failures, told apart for the agent's retry decision.
+                "PushgateTLS",
                 "PushgateTransport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -382,6 +384,7 @@ let package = Package(
             dependencies: [
                 "PushgateDeviceClient",
                 "PushgateModel",
+                "PushgateTLS",
                 "PushgateTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]

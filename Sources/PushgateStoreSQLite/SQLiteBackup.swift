@@ -201,7 +201,7 @@ public enum SQLiteBackup {
         else { return }
         throw StoreError(
             .database,
-            "\(destination) is the gateway's own \(name) in \(storeDirectory); write the backup outside the data directory"
+            "\(destination) is the gateway's own \(name) in \(storeDirectory): name another file, such as \(Directory.join(storeDirectory, "pushgate-backup.sqlite")), and copy it off this machine (a backup on the store's disk is lost with it)"
         )
     }
 

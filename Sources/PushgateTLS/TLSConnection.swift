@@ -216,10 +216,15 @@ final class TLSConnection {
     private func failure(_ message: String) -> TLSError {
         let result = SSL_get_verify_result(self.ssl)
         guard result != Int(X509_V_OK), let reason = X509_verify_cert_error_string(result) else {
-            return TLSError.draining(message)
+            // A fatal alert from the peer is queued as the SSL library's reason 1000 + its code.
+            let code = ERR_peek_error()
+            let alert =
+                ERR_GET_LIB(code) == ERR_LIB_SSL
+                && (SSL_AD_REASON_OFFSET..<SSL_AD_REASON_OFFSET + 256).contains(ERR_GET_REASON(code))
+            return TLSError.draining(message, kind: alert ? .refusedByPeer : .other)
         }
         // The queue only says "certificate verify failed"; this says why.
-        return TLSError.draining("\(message) (peer certificate: \(String(cString: reason)))")
+        return TLSError.draining("\(message) (peer certificate: \(String(cString: reason)))", kind: .peerCertificate)
     }
 
     private func releaseOversizedBuffers() {

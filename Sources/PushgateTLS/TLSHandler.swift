@@ -49,6 +49,8 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let serverName: String?
     private var connection: TLSConnection?
     private var state = State.idle
+    /// A client has read its peer's first bytes (and seen they are TLS).
+    private var peerAnswered = false
     /// Plaintext not yet handed to OpenSSL; the mark is the last write covered by a `flush`.
     private var bufferedWrites = MarkedCircularBuffer<BufferedWrite>(initialCapacity: 4)
 
@@ -109,8 +111,22 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard let connection = self.connection else {
             return
         }
+        let ciphertext = self.unwrapInboundIn(data)
+        if !self.peerAnswered, self.tlsContext.role == .client, ciphertext.readableBytes > 0 {
+            self.peerAnswered = true
+            if let answer = Self.notTLS(ciphertext) {
+                self.fail(
+                    TLSError(
+                        "the server answered in cleartext, not TLS (its answer began \"\(answer)\")",
+                        kind: .notTLS(answer: answer)
+                    ),
+                    context: context
+                )
+                return
+            }
+        }
         do {
-            try connection.receive(self.unwrapInboundIn(data))
+            try connection.receive(ciphertext)
         } catch {
             self.fail(error, context: context)
             return
@@ -269,6 +285,21 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         context.writeAndFlush(self.wrapOutboundOut(ciphertext), promise: promise)
+    }
+
+    /// The start of `bytes` as text when they cannot begin a TLS record (content type 20 to 23,
+    /// then major version 3), nil when they can: OpenSSL would call an HTTP/1.1 answer from a
+    /// cleartext port a "wrong version number". Unprintable bytes show as `\xNN`.
+    static func notTLS(_ bytes: ByteBuffer) -> String? {
+        let start = bytes.readableBytesView.prefix(5)
+        let recordStart =
+            start.first.map { (20...23).contains($0) } == true && start.dropFirst().first.map { $0 == 3 } != false
+        guard !recordStart else { return nil }
+        let line = bytes.readableBytesView.prefix(64).prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }
+        return line.map { byte in
+            (32...126).contains(byte)
+                ? String(UnicodeScalar(byte)) : "\\x" + (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
     }
 
     private func fail(_ error: TLSError, context: ChannelHandlerContext) {

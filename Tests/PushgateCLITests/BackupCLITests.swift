@@ -87,6 +87,25 @@ struct BackupCLITests {
     }
 
     @Test(
+        "a backup named as one of the store's own files is refused, saying to name another file and copy it off the disk; another name in the data directory is taken"
+    )
+    func backupOntoTheStore() throws {
+        let live = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: live) }
+        let gateway = try GatewayProcess(arguments: ["--data-dir", live, "--listen", "127.0.0.1:0"], listeners: 1)
+        defer { _ = gateway.stop() }
+        let refused = try runPushgate(["backup", "--data-dir", live, live + "/pushgate.sqlite"])
+        #expect(refused.status == 1)
+        #expect(
+            refused.stderr
+                == "error: \(live)/pushgate.sqlite is the gateway's own pushgate.sqlite in \(live): name another file, such as \(live)/pushgate-backup.sqlite, and copy it off this machine (a backup on the store's disk is lost with it)\n",
+            "\(refused.stderr)"
+        )
+        let taken = try runPushgate(["backup", "--data-dir", live, live + "/pushgate-backup.sqlite"])
+        #expect(taken.status == 0, "\(taken.stderr)")
+    }
+
+    @Test(
         "backup and restore find the data directory where serve does: the configuration file's dataDir, by --config or PUSHGATE_CONFIG; a flag still wins"
     )
     func dataDirectoryFromTheConfigurationFile() throws {
@@ -110,7 +129,7 @@ struct BackupCLITests {
         let backup = try runPushgate(["backup", "--config", served, file])
         #expect(
             backup.status == 0 && backup.stdout.contains("backed up \(live) to \(file)")
-                && backup.stdout.contains(" 1 devices"),
+                && backup.stdout.contains(": 1 device, 1 registration, 0 notifications in "),
             "\(backup.stdout) \(backup.stderr)"
         )
         // Named by the flag, the directory needs no file: PUSHGATE_CONFIG is not read (the image

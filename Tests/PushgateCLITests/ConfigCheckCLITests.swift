@@ -197,3 +197,123 @@ struct ConfigCheckCLITests {
         }
     }
 }
+
+/// A port already taken: serve says which address and which setting, not NIO's
+/// `bind(descriptor:ptr:bytes:)` line.
+@Suite("serve: a port in use", .serialized, .timeLimit(.minutes(2)))
+struct PortInUseCLITests {
+    @Test(
+        "each listener setting, given an address in use, is named with it",
+        arguments: ["listen", "tlsListen", "adminListen"]
+    )
+    func portInUse(_ setting: String) throws {
+        let taken = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
+        defer { _ = taken.stop() }
+        let address = try #require(taken.urls[0].split(separator: "//").last.map(String.init))
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let arguments: [String]
+        switch setting {
+        case "listen": arguments = ["--listen", address]
+        case "tlsListen":
+            arguments = [
+                "--tls-listen", address, "--tls-cert", Fixtures.tls("server.pem"), "--tls-key",
+                Fixtures.tls("server-key.pem"),
+            ]
+        default: arguments = ["--listen", "127.0.0.1:0", "--admin-listen", address]
+        }
+        let refused = try runPushgate(["serve", "--data-dir", directory] + arguments)
+        #expect(refused.status == 1)
+        #expect(
+            refused.stderr.hasSuffix(
+                "Error: cannot listen on \(address) (\(setting)): address already in use (another process, or another listener of this gateway, has the port)\n"
+            ),
+            "\(refused.stderr)"
+        )
+    }
+}
+
+/// Names that are no setting: a flag gets a "did you mean" whatever the kind of mistake, and a
+/// `PUSHGATE_*` variable that nothing reads is warned about instead of silently ignored.
+@Suite("serve and config check: flags and variables that name no setting", .serialized, .timeLimit(.minutes(2)))
+struct UnknownNamesCLITests {
+    @Test("--port and --tls-ca get a did-you-mean, from serve and config check alike")
+    func flags() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let port = try runPushgate(["serve", "--data-dir", directory, "--port", "2197"])
+        #expect(port.status == 64)
+        #expect(
+            port.stderr.hasPrefix(
+                "Error: --port: unknown flag; did you mean --listen HOST:PORT, --tls-listen HOST:PORT or --admin-listen HOST:PORT?\n"
+            ),
+            "\(port.stderr)"
+        )
+        let serve = try runPushgate(["serve", "--data-dir", directory, "--tls-ca", "ca.pem"])
+        #expect(
+            serve.stderr.hasPrefix("Error: --tls-ca: unknown flag; did you mean --tls-client-ca?\n"),
+            "\(serve.stderr)"
+        )
+        let check = try runPushgate(["config", "check", "--tls-ca", "ca.pem"])
+        #expect(check.status == 1)
+        #expect(check.stderr == "error: --tls-ca: unknown flag; did you mean --tls-client-ca?\n", "\(check.stderr)")
+    }
+
+    @Test(
+        "a misspelt PUSHGATE_* variable is warned about by config check (which still passes) and in serve's log; the agent's, the container's and the build's are not"
+    )
+    func variables() throws {
+        let environment = [
+            "PUSHGATE_LISTN": "127.0.0.1:1", "PUSHGATE_HEALTHCHECK_PORT": "9197", "PUSHGATE_SEQ": "1",
+            "PUSHGATE_REGISTRATION_SECRET": "a-registration-secret",
+        ]
+        let warning = "PUSHGATE_LISTN: no such setting, ignored; did you mean PUSHGATE_LISTEN?"
+        let check = try runPushgate(["config", "check"], environment: environment)
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stdout.hasSuffix("configuration OK\n"))
+        #expect(check.stderr.contains("warning: \(warning)\n"), "\(check.stderr)")
+        for variable in ["PUSHGATE_HEALTHCHECK_PORT", "PUSHGATE_SEQ", "PUSHGATE_REGISTRATION_SECRET"] {
+            #expect(!check.stderr.contains(variable), "\(check.stderr)")
+        }
+        let gateway = try GatewayProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--log-format", "json"],
+            listeners: 1,
+            environment: environment
+        )
+        #expect(gateway.stop() == 0)
+        let line = gateway.logged.split(separator: "\n").first { $0.contains("PUSHGATE_LISTN") }
+        #expect(line?.contains(#""level":"warning""#) == true && line?.contains(warning) == true, "\(gateway.logged)")
+    }
+}
+
+/// `serve --help` at the width it is shown in: every line breaks where the next word would not
+/// fit, none mid-sentence, and each setting's names, continued, stay apart from the next.
+@Suite("serve --help: wrapped for the screen", .timeLimit(.minutes(1)))
+struct ServeHelpCLITests {
+    @Test("no line breaks early or runs over, at 80, 100 and 60 columns", arguments: [80, 100, 60])
+    func wrapping(columns: Int) throws {
+        let help = try runPushgate(["serve", "--help"], environment: ["COLUMNS": "\(columns)"])
+        #expect(help.status == 0)
+        let lines = help.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let settings = try #require(lines.firstIndex { $0.hasPrefix("SETTINGS") })
+        func indent(_ line: String) -> Int { line.prefix { $0 == " " }.count }
+        for (index, line) in lines.enumerated() {
+            #expect(line.count < columns, "line \(index) runs over \(columns) columns: \(line)")
+            guard index + 1 < lines.count, !line.isEmpty, !lines[index + 1].isEmpty else { continue }
+            let next = lines[index + 1]
+            // The same paragraph goes on: free text at one indentation; in the settings, a
+            // setting's names (indent 2) go on at 4, its help (6) at 6.
+            let continued =
+                index < settings
+                ? indent(next) == indent(line)
+                : (indent(line) == 2 && indent(next) == 4) || (indent(line) >= 4 && indent(next) == indent(line))
+            guard continued else { continue }
+            let nextWord = next.drop { $0 == " " }.prefix { $0 != " " }
+            #expect(
+                line.count + 1 + nextWord.count >= columns - 1,
+                "line \(index) breaks before \"\(nextWord)\" would have to: \(line)"
+            )
+        }
+        #expect(help.stdout.contains("--listen HOST:PORT, PUSHGATE_LISTEN"))
+    }
+}

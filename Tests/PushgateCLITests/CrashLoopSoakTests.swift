@@ -7,7 +7,7 @@ import Testing
 /// resuming, sending keep-alives and state reports, unregistering and registering again),
 /// restarts it on the same store, and checks after each restart and at the end everything the
 /// gateway answered (the rules are in `Tests/Soak/history.py`). Six cycles of twelve devices here
-/// (more queues and restarts per run than the script's default of six devices); docs/testing.md
+/// (more queues per run than the script's default of six devices, in fewer restarts); docs/testing.md
 /// ("Crash-loop soak") has the 20-cycle command. The seed is new each run and named in any failure, so that a
 /// failure can be replayed with `--seed`.
 @Suite("Crash loop: kill -9 under mixed load, restart, check", .serialized, .timeLimit(.minutes(5)))

@@ -249,6 +249,87 @@ struct ProviderAuthCLITests {
         #expect(gateway.stop() == 0)
     }
 
+    @Test(
+        "send's token cache belongs to the .p8 that signed the token: a key replaced behind its key id is used at once, another key never reuses it, and a refused token is dropped"
+    )
+    func tokenCacheFollowsTheKey() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Unprivileged.handOver(directory)
+        let first = try Self.makeSigningKey(in: directory)
+        let second = directory + "/second.p8"
+        let made = try run(
+            "openssl",
+            ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", second]
+        )
+        try #require(made.status == 0, "openssl genpkey: \(made.stderr)")
+        try Unprivileged.handOver(second)
+        // The gateway's copy of the key, replaced below as an operator replaces a revoked .p8.
+        let gatewayKey = directory + "/gateway.p8"
+        try FileManager.default.copyItem(atPath: first, toPath: gatewayKey)
+        try Unprivileged.handOver(gatewayKey)
+        let topic = "com.example.cache"
+        let gateway = try GatewayProcess(
+            arguments: [
+                "--listen", "127.0.0.1:0", "--provider-key", "\(Self.teamID):\(Self.keyID):\(gatewayKey):\(topic)",
+            ],
+            listeners: 1
+        )
+        let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [gateway.urls[0], topic])
+        // The default cache, under XDG_CACHE_HOME.
+        let cacheHome = directory + "/cache"
+        func send(_ key: String, _ extra: [String] = []) throws -> ToolRun {
+            try runPushgate(
+                [
+                    "send", "--server", gateway.urls[0], "--token", device.token, "--topic", topic,
+                    "--key", key, "--key-id", Self.keyID, "--team-id", Self.teamID,
+                ] + extra + [#"{"aps":{"alert":"cached"}}"#],
+                environment: ["XDG_CACHE_HOME": cacheHome]
+            )
+        }
+        func cached() throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: cacheHome + "/pushgate").sorted()
+        }
+        let signed = try send(first)
+        #expect(signed.status == 0, "\(signed.stdout) \(signed.stderr)")
+        let firstEntry = try #require(try cached().first)
+        #expect(firstEntry.hasPrefix("\(Self.teamID).\(Self.keyID).") && firstEntry.hasSuffix(".jwt"), "\(firstEntry)")
+
+        try Data(contentsOf: URL(fileURLWithPath: second)).write(to: URL(fileURLWithPath: gatewayKey))
+        let reloaded = try run("curl", ["-sS", "-X", "POST", "--max-time", "30", gateway.urls[0] + "/v1/admin/reload"])
+        #expect(reloaded.stdout.contains("providerKeys"), "\(reloaded.stdout) \(reloaded.stderr)")
+
+        // The new key signs its own token at once, not the first key's cached one.
+        let replaced = try send(second)
+        #expect(
+            replaced.status == 0 && replaced.stdout.contains("status: 200"),
+            "\(replaced.stdout) \(replaced.stderr)"
+        )
+        let entries = try cached()
+        #expect(entries.count == 2, "one entry per key: \(entries)")
+
+        // The old key's token is refused, and dropped from the cache with a word about it.
+        let revoked = try send(first)
+        #expect(revoked.status == 1)
+        #expect(revoked.stdout.contains("reason: InvalidProviderToken"), "\(revoked.stdout)")
+        #expect(
+            revoked.stderr.contains("removed the refused token from the cache \(cacheHome)/pushgate/\(firstEntry)"),
+            "\(revoked.stderr)"
+        )
+        let remaining = try cached()
+        #expect(!remaining.contains(firstEntry), "\(remaining)")
+
+        // One cache file named with --token-cache holds the token of the key that signed it only.
+        let shared = directory + "/shared.jwt"
+        let byNewKey = try send(second, ["--token-cache", shared])
+        #expect(byNewKey.status == 0, "\(byNewKey.stdout) \(byNewKey.stderr)")
+        let byOldKey = try send(first, ["--token-cache", shared])
+        #expect(byOldKey.status == 1, "the first key must not reuse the second key's token: \(byOldKey.stdout)")
+        #expect(byOldKey.stdout.contains("reason: InvalidProviderToken"), "\(byOldKey.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: shared))
+        #expect(gateway.stop() == 0)
+    }
+
     private func runServe(_ arguments: [String]) throws -> ToolRun {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -15,9 +15,16 @@ enum Unprivileged {
     /// The executable and arguments that run `pushgate arguments` unprivileged.
     static func command(_ arguments: [String]) -> (executable: URL, arguments: [String]) {
         guard dropsPrivileges else { return (GatewayProcess.executable, arguments) }
+        return command(executable: staged.binary, arguments)
+    }
+
+    /// The executable and arguments that run `executable arguments` unprivileged (a script that
+    /// runs pushgate itself, say).
+    static func command(executable: URL, _ arguments: [String]) -> (executable: URL, arguments: [String]) {
+        guard dropsPrivileges else { return (executable, arguments) }
         return (
             URL(fileURLWithPath: "/usr/bin/setpriv"),
-            ["--reuid=\(user)", "--regid=\(group)", "--clear-groups", staged.binary.path] + arguments
+            ["--reuid=\(user)", "--regid=\(group)", "--clear-groups", executable.path] + arguments
         )
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import PushgateGateway
+import PushgateTestFixtures
 import PushgateTransport
 import Testing
 
@@ -332,6 +333,49 @@ struct SettingsTests {
         )
     }
 
+    @Test(
+        "flags no spelling is close to: the flags holding their words (--tls-ca), or those whose value they name (--port), three and a pointer to more"
+    )
+    func flagSuggestions() {
+        let problems = ResolvedSettings(
+            arguments: ["--tls-ca", "ca.pem", "--port", "2197", "--cert", "c.pem", "--timeout", "5", "--xyz", "1"],
+            environment: [:]
+        ).problems.map(\.description)
+        #expect(
+            problems == [
+                "--tls-ca: unknown flag; did you mean --tls-client-ca?",
+                "--port: unknown flag; did you mean --listen HOST:PORT, --tls-listen HOST:PORT or --admin-listen HOST:PORT?",
+                "--cert: unknown flag; did you mean --tls-cert or --tls-require-client-cert?",
+                "--timeout: unknown flag; did you mean --idle-timeout, --unauthenticated-idle-timeout, --connection-setup-timeout or another of serve --help?",
+                "--xyz: unknown flag",
+            ]
+        )
+    }
+
+    @Test(
+        "PUSHGATE_* variables no setting reads are warned about, with a likely meant one; what the agent, the container and the build read is not"
+    )
+    func unknownVariables() {
+        let resolved = ResolvedSettings(
+            arguments: [],
+            environment: [
+                "PUSHGATE_LISTN": "127.0.0.1:1", "PUSHGATE_PORT": "2197", "PUSHGATE_WHATEVER": "1",
+                "PUSHGATE_REGISTRATION_SECRET": "s", "PUSHGATE_SEQ": "1", "PUSHGATE_TOPIC": "t",
+                "PUSHGATE_APNS_ID": "a",
+                "PUSHGATE_HEALTHCHECK_PORT": "9197", "PUSHGATE_SYSTEM_MALLOC": "1", "PUSHGATE_SANITIZE": "address",
+                "HOME": "/root",
+            ]
+        )
+        #expect(
+            resolved.warnings.map(\.description) == [
+                "PUSHGATE_LISTN: no such setting, ignored; did you mean PUSHGATE_LISTEN?",
+                "PUSHGATE_PORT: no such setting, ignored; did you mean PUSHGATE_LISTEN=HOST:PORT, PUSHGATE_TLS_LISTEN=HOST:PORT or PUSHGATE_ADMIN_LISTEN=HOST:PORT?",
+                "PUSHGATE_WHATEVER: no such setting, ignored",
+            ]
+        )
+        #expect(resolved.problems.isEmpty, "a warning, not a refusal: \(resolved.problems)")
+    }
+
     @Test("provider keys add up: flag, environment and file; file paths resolve against the file's directory")
     func providerKeys() throws {
         let scratch = try Scratch(
@@ -348,9 +392,7 @@ struct SettingsTests {
 
     @Test("docs/configuration.md's table is the code's table")
     func documentedTable() throws {
-        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-            .appendingPathComponent("docs/configuration.md")
+        let page = TestFixtures.file("docs/configuration.md")
         let text = try String(contentsOf: page, encoding: .utf8)
         let begin = "<!-- settings table: generated from Settings.markdownReference -->\n"
         let end = "\n<!-- end of settings table -->"

@@ -72,7 +72,7 @@ struct SQLiteBackupTests {
             for directory in [live, root.path + "/link", live + "/."] {
                 #expect(
                     refusal(directory + "/" + name)
-                        == "\(directory)/\(name) is the gateway's own \(name) in \(live); write the backup outside the data directory"
+                        == "\(directory)/\(name) is the gateway's own \(name) in \(live): name another file, such as \(live)/pushgate-backup.sqlite, and copy it off this machine (a backup on the store's disk is lost with it)"
                 )
             }
         }

@@ -125,6 +125,7 @@ struct TLSHandlerServerVerificationTests {
         #expect(pair.clientRecorder.events.isEmpty)
         #expect(pair.clientRecorder.tlsErrors.count == 1)
         #expect(pair.clientRecorder.tlsErrors.first?.description.contains(reason) == true)
+        #expect(pair.clientRecorder.tlsErrors.first?.kind == .peerCertificate)
         #expect(!pair.client.isActive)
         #expect(!pair.server.isActive)
         #expect(pair.serverRecorder.events.isEmpty)
@@ -169,6 +170,7 @@ struct TLSHandlerServerVerificationTests {
         #expect(error.description.contains("certificate verify failed"))
         // The server sends its CA along (server-chain.pem), which the client does not trust.
         #expect(error.description.contains("self-signed certificate in certificate chain"))
+        #expect(error.kind == .peerCertificate)
         #expect(pair.clientRecorder.events.isEmpty)
         #expect(!pair.client.isActive)
     }
@@ -226,6 +228,7 @@ struct TLSHandlerClientCertificateTests {
         // With TLS 1.3 the client has finished its side before the server judges its certificate, so
         // it learns of the refusal from the server's alert, after its own handshakeCompleted.
         #expect(pair.clientRecorder.tlsErrors.first?.description.contains("alert") == true)
+        #expect(pair.clientRecorder.tlsErrors.first?.kind == .refusedByPeer)
         #expect(!pair.client.isActive)
     }
 
@@ -254,6 +257,7 @@ struct TLSHandlerClientCertificateTests {
         #expect(pair.serverRecorder.events.isEmpty)
         #expect(!pair.server.isActive)
         #expect(pair.clientRecorder.tlsErrors.first?.description.contains("alert") == true)
+        #expect(pair.clientRecorder.tlsErrors.first?.kind == .refusedByPeer)
         #expect(!pair.client.isActive)
     }
 

@@ -7,15 +7,18 @@ import Testing
 /// that accepts and says nothing, one that hangs up at once.
 @Suite("HTTP/2 client: waiting for the server's SETTINGS", .timeLimit(.minutes(1)))
 struct ClientSettingsTests {
-    /// A TCP server on an ephemeral port that keeps its connections open silently, or closes them.
+    /// A TCP server on an ephemeral port that keeps its connections open silently, or closes
+    /// them, or answers `answer` to the first bytes it reads and closes.
     static func withRawServer(
         closeAtOnce: Bool,
+        answer: String? = nil,
         _ body: (Int, any EventLoopGroup) async throws -> Void
     ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
-                closeAtOnce ? channel.close() : channel.eventLoop.makeSucceededVoidFuture()
+                if let answer { return channel.pipeline.addHandler(Answering(answer)) }
+                return closeAtOnce ? channel.close() : channel.eventLoop.makeSucceededVoidFuture()
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let port = try #require(server.localAddress?.port)
@@ -52,18 +55,67 @@ struct ClientSettingsTests {
     }
 
     @Test(
-        "a server that hangs up before its SETTINGS: the wait fails with closedBeforeSettings, which names the likely causes"
+        "a server that hangs up without a byte (and is no TLS server either): the wait fails with closedWithoutAnswer, which names the likely causes"
     )
     func closingServer() async throws {
         try await Self.withRawServer(closeAtOnce: true) { port, group in
             let connection = try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: port, group: group)
-            await #expect(throws: HTTP2ClientError.closedBeforeSettings) {
+            await #expect(throws: HTTP2ClientError.closedWithoutAnswer) {
                 try await connection.waitForServerSettings()
             }
         }
-        #expect(
-            HTTP2ClientError.closedBeforeSettings.description.contains("TLS port spoken to in cleartext (use https://)")
-        )
+        #expect(HTTP2ClientError.closedWithoutAnswer.description.contains("a server refusing connections"))
+    }
+
+    @Test("an HTTP/1 server's answer to the preface: http1Answer with its status line, not a bad frame")
+    func http1Server() async throws {
+        let answer = "HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n"
+        try await Self.withRawServer(closeAtOnce: false, answer: answer) { port, group in
+            let connection = try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: port, group: group)
+            await #expect(
+                throws: HTTP2ClientError.http1Answer(
+                    host: "127.0.0.1",
+                    port: port,
+                    statusLine: "HTTP/1.1 400 Bad Request"
+                )
+            ) {
+                _ = try await connection.send(HTTPClientRequest(path: "/healthz"))
+            }
+        }
+    }
+
+    @Test(
+        "cleartext to a TLS server, which drops the preface without a word: tlsPort, every time; TLS to a cleartext HTTP/1 server: cleartextPort with its answer"
+    )
+    func mixedUpSchemes() async throws {
+        try await withTestServer(tls: [try Fixtures.serverContext()], cleartext: false) { server in
+            for _ in 0..<5 {
+                let connection = try await server.connect(tls: nil)
+                await #expect(throws: HTTP2ClientError.tlsPort(host: "127.0.0.1", port: server.port)) {
+                    _ = try await connection.send(HTTPClientRequest(path: "/healthz"))
+                }
+            }
+        }
+        let answer = "HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n"
+        try await Self.withRawServer(closeAtOnce: false, answer: answer) { port, group in
+            for _ in 0..<5 {
+                let connection = try await HTTP2ClientConnection.connect(
+                    host: "127.0.0.1",
+                    port: port,
+                    tls: try Fixtures.clientContext(),
+                    group: group
+                )
+                await #expect(
+                    throws: HTTP2ClientError.cleartextPort(
+                        host: "127.0.0.1",
+                        port: port,
+                        answer: "HTTP/1.1 400 Bad Request"
+                    )
+                ) {
+                    try await connection.waitForServerSettings()
+                }
+            }
+        }
     }
 
     @Test("nothing listening: the connect fails with the host, the port and the reason, not NIO's nested text")
@@ -92,6 +144,21 @@ struct ClientSettingsTests {
             } catch {
                 #expect("\(error)".contains("certificate verify failed"), "\(error)")
             }
+        }
+    }
+}
+
+/// Answers the first bytes it reads with a fixed text, then closes.
+private final class Answering: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    let answer: String
+
+    init(_ answer: String) { self.answer = answer }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answer))).whenComplete { _ in
+            context.close(promise: nil)
         }
     }
 }

@@ -54,6 +54,8 @@ private final class EmbeddedHTTP2ClientConnection {
 
     init() throws {
         handler = HTTP2ClientHandler(
+            host: "127.0.0.1",
+            port: 443,
             limits: HTTP2SessionLimits(),
             maxResponseBodySize: 1024,
             settingsTimeout: .seconds(10),

@@ -237,15 +237,17 @@ public struct GatewayConfiguration: Sendable {
 
     /// The admin listeners to bind.
     func adminListenerConfigurations() -> [ListenerConfiguration] {
-        adminListen.map { ListenerConfiguration(host: $0.host, port: $0.port) }
+        adminListen.map { ListenerConfiguration(host: $0.host, port: $0.port, name: "adminListen") }
     }
 
     /// The listeners to bind, in order: cleartext, then TLS (one context shared by all of them).
     func listenerConfigurations() throws -> [ListenerConfiguration] {
-        var listeners = cleartextListeners.map { ListenerConfiguration(host: $0.host, port: $0.port) }
+        var listeners = cleartextListeners.map { ListenerConfiguration(host: $0.host, port: $0.port, name: "listen") }
         if let context = try tlsContext() {
             let source = TLSContextSource(context)
-            listeners += tlsListen.map { ListenerConfiguration(host: $0.host, port: $0.port, tls: source) }
+            listeners += tlsListen.map {
+                ListenerConfiguration(host: $0.host, port: $0.port, tls: source, name: "tlsListen")
+            }
         }
         return listeners
     }

@@ -19,6 +19,10 @@ public struct ResolvedSettings: Sendable {
     public private(set) var configuration = GatewayConfiguration()
     public private(set) var entries: [Entry] = []
     public private(set) var problems: [SettingError] = []
+    /// `PUSHGATE_*` variables that are no setting (a misspelt one is otherwise ignored without a
+    /// word), each with a likely meant one when there is one. Said, not refused: the variable
+    /// may be meant for something else that shares the environment.
+    public private(set) var warnings: [SettingError] = []
     /// The configuration file, when one was named and could be read.
     public private(set) var file: ConfigurationFile?
 
@@ -26,6 +30,7 @@ public struct ResolvedSettings: Sendable {
     public init(arguments: [String], environment: [String: String]) {
         let flags = FlagValues(arguments)
         problems = flags.problems
+        warnings = Settings.unknownVariables(in: environment)
         var sources = Sources(flags: flags, environment: environment, file: nil)
         for setting in Settings.all {
             var given: [SettingValue] = []
@@ -131,7 +136,7 @@ private struct FlagValues {
             let parts = argument.split(separator: "=", maxSplits: 1).map(String.init)
             let name = parts[0]
             guard let (setting, isSecretFile) = Settings.setting(flag: name) else {
-                let hint = closestName(to: name, among: Settings.flags).map { "; did you mean \($0)?" } ?? ""
+                let hint = Settings.suggestion(forFlag: name).map { "; did you mean \($0)?" } ?? ""
                 problems.append(SettingError(place: name, problem: "unknown flag\(hint)"))
                 // Its value is skipped unread: it may be a secret given to a misspelt flag.
                 if parts.count == 1, index < arguments.count, !arguments[index].hasPrefix("--") { index += 1 }
@@ -243,24 +248,18 @@ private struct Sources {
         return values
     }
 
-    /// A secret read from the file `path`, as platforms deliver them (Docker and Kubernetes
-    /// secrets, systemd credentials): surrounding blanks and the final newline are not part of it.
-    /// A token or a secret is at most a few hundred bytes; a file of more is not one.
-    static let maxSecretFileBytes = 64 * 1024
-
+    /// The secret in the file `path` (see `SecretFile`), said to come from it.
     private func secret(
         _ setting: Setting,
         fromFile path: String,
         namedBy: SettingOrigin
     ) throws(SettingError) -> SettingValue {
-        let data: [UInt8]
+        let secret: String
         do {
-            data = try BoundedFile.read(path, limit: Self.maxSecretFileBytes)
+            secret = try SecretFile.read(path)
         } catch {
-            throw SettingError(place: namedBy.place, problem: "\(path) \(error)")
+            throw SettingError(place: namedBy.place, problem: error.description)
         }
-        let secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if secret.isEmpty { throw SettingError(place: namedBy.place, problem: "\(path) is empty") }
         return SettingValue(
             setting: setting,
             input: .strings([secret]),

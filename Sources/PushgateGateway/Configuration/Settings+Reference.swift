@@ -3,16 +3,22 @@ import Foundation
 /// The table of settings as people read it: `serve --help` and the README's Configuration
 /// section, both made from `Settings.all`.
 extension Settings {
-    /// For `--help`: each setting's flag, variable, file key and default, then its help,
-    /// wrapped to 78 columns with its indentation (the help screen would wrap it flush left).
-    public static var helpText: String {
-        var lines = ["SETTINGS (a flag wins over PUSHGATE_*, which wins over the file):"]
+    /// For `--help`: each setting's flag, variable, file key and default, then its help, wrapped
+    /// to `width` columns with their indentation (the names at 2, going on at 4; the help at 6):
+    /// the help screen would wrap them flush left, and a line it has to wrap breaks mid-sentence.
+    public static func helpText(width: Int) -> String {
+        var lines = wrap("SETTINGS (a flag wins over PUSHGATE_*, which wins over the file):", indent: 0, width: width)
         for setting in all {
             let flag = setting.flag.map {
                 setting.placeholder.isEmpty || setting.kind == .toggle ? $0 : "\($0) \(setting.placeholder)"
             }
             let names = [flag, setting.environmentVariable, setting.fileKey.map { "file: \($0)" }].compactMap { $0 }
-            lines += wrap(names.joined(separator: ", ") + " (default: \(setting.defaultValue))", indent: 2)
+            lines += wrap(
+                names.joined(separator: ", ") + " (default: \(setting.defaultValue))",
+                indent: 2,
+                then: 4,
+                width: width
+            )
             var help = setting.help
             if setting.kind == .list { help += " Repeatable." }
             if setting.reloads { help += " " + reloadNote }
@@ -21,23 +27,26 @@ extension Settings {
             {
                 help += " From a file: \(fileFlag) FILE, \(fileVariable) or \(fileKey)."
             }
-            lines += wrap(help, indent: 6)
+            lines += wrap(help, indent: 6, width: width)
         }
         return lines.joined(separator: "\n")
     }
 
     private static let reloadNote = "Applied by a reload (SIGHUP)."
 
-    private static func wrap(_ text: String, indent: Int, width: Int = 78) -> [String] {
-        let margin = String(repeating: " ", count: indent)
+    /// `text` in lines of at most `width` columns, the first indented by `indent`, the others by
+    /// `then` (`indent` unless given). A word longer than a line gets a line of its own.
+    private static func wrap(_ text: String, indent: Int, then: Int? = nil, width: Int) -> [String] {
         var lines: [String] = []
-        var line = margin
+        var line = String(repeating: " ", count: indent)
+        var margin = indent
         for word in text.split(separator: " ") {
-            if line.count > indent, line.count + 1 + word.count > width {
+            if line.count > margin, line.count + 1 + word.count > width {
                 lines.append(line)
-                line = margin
+                margin = then ?? indent
+                line = String(repeating: " ", count: margin)
             }
-            line += (line.count > indent ? " " : "") + word
+            line += (line.count > margin ? " " : "") + word
         }
         return lines + [line]
     }

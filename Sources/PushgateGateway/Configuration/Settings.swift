@@ -575,9 +575,6 @@ public enum Settings {
         if let setting = all.first(where: { $0.secretFileFlag == flag }) { return (setting, true) }
         return nil
     }
-
-    /// Every flag, for "did you mean".
-    static var flags: [String] { all.flatMap { [$0.flag, $0.secretFileFlag].compactMap { $0 } } }
 }
 
 /// How `serve` writes its log lines (stderr).

@@ -11,9 +11,16 @@ public final class HTTP2ClientConnection: Sendable {
     public let goAwayReceived: EventLoopFuture<HTTP2GoAway>
 
     private let settingsReceived: EventLoopFuture<Void>
+    /// Where it goes, for a second look at a server that hung up on a cleartext connection.
+    private let host: String
+    private let port: Int
+    private let isTLS: Bool
 
-    private init(channel: any Channel, handler: HTTP2ClientHandler) {
+    private init(channel: any Channel, handler: HTTP2ClientHandler, host: String, port: Int, isTLS: Bool) {
         self.channel = channel
+        self.host = host
+        self.port = port
+        self.isTLS = isTLS
         self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
         self.goAwayReceived = handler.goAwayFuture
         self.settingsReceived = handler.settingsFuture
@@ -77,13 +84,21 @@ public final class HTTP2ClientConnection: Sendable {
                     let operations = channel.pipeline.syncOperations
                     if let tls { try operations.addHandler(TLSHandler(context: tls, serverName: serverName ?? host)) }
                     let handler = HTTP2ClientHandler(
+                        host: host,
+                        port: port,
                         limits: limits,
                         maxResponseBodySize: maxResponseBodySize,
                         settingsTimeout: settingsTimeout,
                         eventLoop: channel.eventLoop
                     )
                     try operations.addHandler(handler)
-                    return HTTP2ClientConnection(channel: channel, handler: handler)
+                    return HTTP2ClientConnection(
+                        channel: channel,
+                        handler: handler,
+                        host: host,
+                        port: port,
+                        isTLS: tls != nil
+                    )
                 }
             }
     }
@@ -95,12 +110,26 @@ public final class HTTP2ClientConnection: Sendable {
     /// until the client authenticates waits here, so that the extra requests queue instead of
     /// being refused.
     public func waitForServerSettings() async throws {
-        try await settingsReceived.get()
+        try await diagnosing { try await settingsReceived.get() }
     }
 
     /// Sends a request and returns the whole response.
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
-        try await submit(request).get()
+        try await diagnosing { try await submit(request).get() }
+    }
+
+    /// `body`'s result. A cleartext connection that the server closed without a byte is, as
+    /// often as not, a TLS port given http://: a TLS server drops a cleartext preface without a
+    /// word, so a second connection asks it with a ClientHello, and a TLS answer says so.
+    private func diagnosing<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch HTTP2ClientError.closedWithoutAnswer where !isTLS {
+            if await TLSProbe.answers(host: host, port: port, group: channel.eventLoop) {
+                throw HTTP2ClientError.tlsPort(host: host, port: port)
+            }
+            throw HTTP2ClientError.closedWithoutAnswer
+        }
     }
 
     /// Sends a request; the future completes with the whole response. For callers that keep
@@ -135,7 +164,7 @@ public final class HTTP2ClientConnection: Sendable {
     public func stream(_ request: HTTPClientRequest) async throws -> HTTPClientStreamingResponse {
         let promise = channel.eventLoop.makePromise(of: HTTPClientStreamingResponse.self)
         onLoop { $0.stream(request, promise: promise) }
-        return try await promise.futureResult.get()
+        return try await diagnosing { try await promise.futureResult.get() }
     }
 
     /// Runs `body` with the handler: now when already on the connection's loop, else on it.

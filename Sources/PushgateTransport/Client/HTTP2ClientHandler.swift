@@ -1,6 +1,7 @@
 import CNGHTTP2
 import NIOCore
 import NIOHTTP1
+import PushgateTLS
 
 /// The client side of one HTTP/2 connection on nghttp2: submits requests and assembles
 /// responses, whole or streamed. Used by the agent, `send` and `bench` commands and the tests.
@@ -41,6 +42,9 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
         let end: ((any Error)?) -> Void
     }
 
+    /// Where the connection goes, for the errors that name it.
+    private let host: String
+    private let port: Int
     private let limits: HTTP2SessionLimits
     /// A whole (not streamed) response body larger than this fails the request.
     private let maxResponseBodySize: Int
@@ -49,6 +53,10 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     private var streams: [Int32: Stream] = [:]
     private var closed = false
+    /// What the connection ended with, for a request made after the end.
+    private var endError: any Error = HTTP2ClientError.connectionClosed
+    /// The server has sent at least one byte (after TLS, when over TLS).
+    private var answered = false
     /// The first error the pipeline reported before the close (a TLS handshake that failed, and
     /// why): what the requests still open fail with, rather than a bare "closed", which said
     /// nothing of an untrusted certificate or a cleartext port.
@@ -67,7 +75,16 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     /// stream limit wait in nghttp2's queue instead of being sent and refused.
     var settingsFuture: EventLoopFuture<Void> { settings.futureResult }
 
-    init(limits: HTTP2SessionLimits, maxResponseBodySize: Int, settingsTimeout: TimeAmount, eventLoop: any EventLoop) {
+    init(
+        host: String,
+        port: Int,
+        limits: HTTP2SessionLimits,
+        maxResponseBodySize: Int,
+        settingsTimeout: TimeAmount,
+        eventLoop: any EventLoop
+    ) {
+        self.host = host
+        self.port = port
         self.limits = limits
         self.maxResponseBodySize = maxResponseBodySize
         self.settingsTimeout = settingsTimeout
@@ -123,23 +140,65 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     /// The connection is gone: whatever still waits fails with why.
     private func endEverything() {
         output?.tearDown()
-        let error =
-            closingError
-            ?? (settingsCompleted ? HTTP2ClientError.connectionClosed : HTTP2ClientError.closedBeforeSettings)
+        let error = endingError
         failAll(error)
         completeGoAway(.failure(error))
         completeSettings(.failure(error))
     }
 
+    /// Why the connection ended, in the words that say what to do. A server that closed or reset
+    /// the connection without a byte is told apart from one that stopped later: whether the
+    /// reset or the close came first is a matter of timing (a reset discards what arrived before
+    /// it), the silence is not.
+    private var endingError: any Error {
+        switch closingError {
+        case let error as TLSError:
+            if case .notTLS(let answer) = error.kind {
+                return HTTP2ClientError.cleartextPort(host: host, port: port, answer: answer)
+            }
+            return error
+        case let error as HTTP2ClientError:
+            return error
+        case .some(let error) where answered:
+            return error
+        default:
+            if !answered { return HTTP2ClientError.closedWithoutAnswer }
+            return settingsCompleted ? HTTP2ClientError.connectionClosed : HTTP2ClientError.closedBeforeSettings
+        }
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !closed, let output else { return }
+        let bytes = unwrapInboundIn(data)
+        if !answered, bytes.readableBytes > 0 {
+            answered = true
+            if let error = notHTTP2(bytes) {
+                closingError = error
+                context.close(promise: nil)
+                return
+            }
+        }
         do {
-            try output.receive(unwrapInboundIn(data))
+            try output.receive(bytes)
         } catch {
             context.fireErrorCaught(error)
             // For protocol errors nghttp2 has queued a GOAWAY; send whatever it has, then close.
             output.closeAfterFlush()
         }
+    }
+
+    /// The server's first bytes, when they cannot be HTTP/2: a TLS record (a TLS port spoken to in
+    /// cleartext) or an HTTP/1 status line. nghttp2 would only call them a bad frame.
+    private func notHTTP2(_ bytes: ByteBuffer) -> HTTP2ClientError? {
+        let start = bytes.readableBytesView.prefix(3)
+        // A TLS record: content type 20 to 23 (a handshake or an alert, here), version 3.x.
+        if let type = start.first, (20...23).contains(type), start.dropFirst().first == 3 {
+            return .tlsPort(host: host, port: port)
+        }
+        let head = bytes.readableBytesView.prefix(128)
+        guard head.starts(with: "HTTP/1.".utf8) else { return nil }
+        let line = head.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }
+        return .http1Answer(host: host, port: port, statusLine: String(decoding: line, as: UTF8.self))
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -173,7 +232,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
 
     private func submit(_ request: HTTPClientRequest, delivery: Delivery) {
         guard !closed, session != nil else {
-            fail(delivery, HTTP2ClientError.connectionClosed)
+            fail(delivery, endError)
             return
         }
         var fields = HTTPHeaders()
@@ -223,6 +282,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
 
     func closeGracefully() {
         guard !closed, let context else { return }
+        // Closed here, not by the server: what still waits fails as closed, whatever was heard.
+        if closingError == nil { closingError = HTTP2ClientError.connectionClosed }
         session.submitGoAway(lastStreamID: 0, errorCode: NGHTTP2_NO_ERROR.rawValue)
         output?.flush()
         context.close(promise: nil)
@@ -245,6 +306,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler {
     }
 
     private func failAll(_ error: any Error) {
+        if !closed { endError = error }
         closed = true
         let open = streams
         streams = [:]
@@ -419,7 +481,10 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
         settingsTimer?.cancel()
         settingsTimer = nil
         settings.completeWith(result)
-        if case .failure = result, let context, !closed { context.close(promise: nil) }
+        if case .failure(let error) = result, let context, !closed {
+            if closingError == nil { closingError = error }
+            context.close(promise: nil)
+        }
     }
 
     func sessionBodyDrained(streamID: Int32, remaining: Int) {}
@@ -434,7 +499,9 @@ extension HTTP2ClientHandler: HTTP2OutputFlusherDelegate {
         if let error { context?.fireErrorCaught(error) }
         // Nothing more will be sent: a request made from now on fails at once rather than
         // waiting for the channel to go.
-        failAll(error ?? HTTP2ClientError.connectionClosed)
+        failAll(
+            error ?? (settingsCompleted ? HTTP2ClientError.connectionClosed : HTTP2ClientError.closedBeforeSettings)
+        )
     }
 }
 

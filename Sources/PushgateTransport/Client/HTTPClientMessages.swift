@@ -120,9 +120,18 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
     case responseTooLarge(limit: Int)
     /// The server sent no HTTP/2 SETTINGS in time (not an HTTP/2 server, or a stalled one).
     case noSettings(within: TimeAmount)
-    /// The connection closed before the server's HTTP/2 SETTINGS: not an HTTP/2 server, a TLS
-    /// port spoken to in cleartext, or a server refusing the connection.
+    /// The connection closed after some bytes from the server but before its HTTP/2 SETTINGS.
     case closedBeforeSettings
+    /// The connection closed (or was reset) before the server sent a single byte: a server
+    /// refusing connections, or one that does not speak this protocol on the port.
+    case closedWithoutAnswer
+    /// A cleartext connection's server speaks TLS: https:// was meant.
+    case tlsPort(host: String, port: Int)
+    /// A TLS connection's server answered in cleartext: http:// was meant. `answer`: the start of
+    /// what it said.
+    case cleartextPort(host: String, port: Int, answer: String)
+    /// The server answered in HTTP/1 (`statusLine`), not HTTP/2.
+    case http1Answer(host: String, port: Int, statusLine: String)
     /// No TCP connection could be made.
     case cannotConnect(host: String, port: Int, reason: String)
     /// The server ended the stream after an informational (1xx) head, with no final response.
@@ -134,7 +143,20 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
         case .cannotConnect(let host, let port, let reason): return "cannot connect to \(host):\(port): \(reason)"
         case .closedBeforeSettings:
             return
-                "the server closed the connection before its HTTP/2 SETTINGS: not an HTTP/2 server, a TLS port spoken to in cleartext (use https://), or a server refusing connections (its connection limits)"
+                "the server closed the connection before its HTTP/2 SETTINGS: not an HTTP/2 server, or a server refusing connections (its connection limits)"
+        case .closedWithoutAnswer:
+            return
+                "the server closed the connection without answering: a server refusing connections (its connection limits), or one that does not speak this protocol on this port"
+        case .tlsPort(let host, let port):
+            let address = Self.address(host, port)
+            return "the server at \(address) speaks TLS, not cleartext HTTP/2: use https://\(address)"
+        case .cleartextPort(let host, let port, let answer):
+            let address = Self.address(host, port)
+            return
+                "the server at \(address) speaks cleartext, not TLS (its answer began \"\(answer)\"): use http://\(address)"
+        case .http1Answer(let host, let port, let statusLine):
+            return
+                "the server at \(Self.address(host, port)) answered in HTTP/1 (\"\(statusLine)\"), not HTTP/2: it does not serve HTTP/2 on this port"
         case .streamReset(let code): return "the server reset the stream (HTTP/2 error code \(code))"
         case .refused:
             return "the server refused the stream without processing it (going away or over a limit); retry it"
@@ -147,5 +169,10 @@ public enum HTTP2ClientError: Error, CustomStringConvertible, Equatable {
             return
                 "the server sent no HTTP/2 SETTINGS within \(Double(timeout.nanoseconds) / 1e9) s; is it an HTTP/2 server (h2 or prior-knowledge h2c)?"
         }
+    }
+
+    /// `HOST:PORT`, an IPv6 address in brackets, as in a URL.
+    private static func address(_ host: String, _ port: Int) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 }

@@ -15,11 +15,14 @@ public struct ListenerConfiguration: Sendable {
     public var port: Int
     /// Replaceable: a reload gives new connections a new certificate.
     public var tls: TLSContextSource?
+    /// What asked for this listener in the operator's words (the setting), for its errors.
+    public var name: String?
 
-    public init(host: String, port: Int, tls: TLSContextSource? = nil) {
+    public init(host: String, port: Int, tls: TLSContextSource? = nil, name: String? = nil) {
         self.host = host
         self.port = port
         self.tls = tls
+        self.name = name
     }
 }
 
@@ -46,7 +49,8 @@ public struct HTTPServerConfiguration: Sendable {
 /// Listens on every configured address and serves the application on each connection.
 public final class HTTPServer: Sendable {
     public enum ServerError: Error, CustomStringConvertible {
-        case bindFailed(host: String, port: Int, underlying: any Error)
+        /// `listener`: the listener's name (the setting that asked for it), when it has one.
+        case bindFailed(host: String, port: Int, listener: String?, underlying: any Error)
         case alreadyStarted
 
         private static func hint(port: Int, error: any Error) -> String {
@@ -56,7 +60,7 @@ public final class HTTPServer: Sendable {
                     "ports below 1024 need CAP_NET_BIND_SERVICE: systemd's AmbientCapabilities=CAP_NET_BIND_SERVICE, "
                     + "or `setcap cap_net_bind_service=+ep` on the binary; or listen on a port from 1024 up"
             case EADDRINUSE:
-                return "another process is using the port"
+                return "another process, or another listener of this gateway, has the port"
             case EADDRNOTAVAIL:
                 return "the address is not one of this machine's"
             default:
@@ -66,8 +70,13 @@ public final class HTTPServer: Sendable {
 
         public var description: String {
             switch self {
-            case .bindFailed(let host, let port, let error):
-                return "cannot listen on \(host):\(port): \(error) (\(Self.hint(port: port, error: error)))"
+            case .bindFailed(let host, let port, let listener, let error):
+                let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+                // The system's reason, not NIO's "bind(descriptor:ptr:bytes:): ... (errno: 98)".
+                let reason =
+                    (error as? IOError).map { String(cString: strerror($0.errnoCode)).lowercased() } ?? "\(error)"
+                return
+                    "cannot listen on \(address)\(listener.map { " (\($0))" } ?? ""): \(reason) (\(Self.hint(port: port, error: error)))"
             case .alreadyStarted:
                 return "the server was already started"
             }
@@ -110,7 +119,12 @@ public final class HTTPServer: Sendable {
                 do {
                     channel = try await bootstrap(for: listener).bind(host: listener.host, port: listener.port).get()
                 } catch {
-                    throw ServerError.bindFailed(host: listener.host, port: listener.port, underlying: error)
+                    throw ServerError.bindFailed(
+                        host: listener.host,
+                        port: listener.port,
+                        listener: listener.name,
+                        underlying: error
+                    )
                 }
                 // Added once bound, so that it sits after SwiftNIO's accept handler, whose
                 // errors travel towards the pipeline's end.

@@ -13,6 +13,8 @@ final class Agent: Sendable {
     private let keepaliveSeconds: Int
     private let requestTimeout: Duration
     private let registrationSecret: String?
+    /// Retry even what retrying cannot fix (a supervised agent, whose gateway may be fixed).
+    private let retryForever: Bool
     private let group: any EventLoopGroup
     /// Changed by stdin commands; reported again on every connect.
     private let state: NIOLockedValueBox<DeviceStateReport>
@@ -31,6 +33,7 @@ final class Agent: Sendable {
         requestTimeout: Duration,
         fetchCommand: String?,
         registrationSecret: String?,
+        retryForever: Bool,
         webPush: [AgentWebPush.Wanted] = [],
         group: any EventLoopGroup
     ) {
@@ -43,6 +46,7 @@ final class Agent: Sendable {
         self.requestTimeout = requestTimeout
         fetch = AgentFetch(command: fetchCommand, link: link)
         self.registrationSecret = registrationSecret
+        self.retryForever = retryForever
         self.group = group
     }
 
@@ -53,26 +57,32 @@ final class Agent: Sendable {
         defer { fetches.cancel() }
         var backoff = ReconnectDelay()
         var lastSeq: UInt64?
-        var device: DeviceRequests?
+        var identity: DeviceIdentity?
         var registered = false
         var subscribed = false
+        // The gateways to try, in turn: the one that failed is left for the next.
+        let servers = client.servers.isEmpty ? [ClientOptions.defaultServer] : client.servers
+        var turn = 0
+        // Failures that retrying the same gateway cannot fix, in a row: the agent gives up once
+        // every gateway has failed so (unless --retry-forever).
+        var permanentFailures = 0
         while true {
+            let server = servers[turn % servers.count]
             do {
-                let connection = try await connect()
+                let connection = try await connect(server)
                 defer {
                     link.disconnected()
                     Task { await connection.close() }
                 }
-                if device == nil {
-                    device = DeviceRequests(server: client.server, identity: try await loadOrCreateIdentity(connection))
-                }
+                if identity == nil { identity = try await loadOrCreateIdentity(connection, server) }
+                let device = DeviceRequests(server: server, identity: identity!)
                 if !registered {
-                    for topic in topics { try await register(topic, device!, connection) }
+                    for topic in topics { try await register(topic, device, connection) }
                     registered = true
                 }
                 if !subscribed, let webPush = webPush.withLockedValue({ $0 }) {
                     do {
-                        try await webPush.subscribe(device!, on: connection) { what, request in
+                        try await webPush.subscribe(device, on: connection) { what, request in
                             try await self.answer(what, on: connection, request)
                         }
                     } catch is UnknownDevice {
@@ -80,38 +90,68 @@ final class Agent: Sendable {
                     }
                     subscribed = true
                 }
-                link.connected((connection, device!))
+                link.connected((connection, device))
+                // The gateway answered (a TLS handshake completes with the first request).
+                permanentFailures = 0
                 let report = state.withLockedValue { $0 }
-                if !report.isEmpty { try await sendState(report, device!, connection) }
-                try await holdStream(connection, device!, lastSeq: &lastSeq, backoff: &backoff)
+                if !report.isEmpty { try await sendState(report, device, connection) }
+                try await holdStream(connection, device, lastSeq: &lastSeq, backoff: &backoff)
             } catch let failure as ClientFailure {
                 throw failure
+            } catch  where ConnectionFailure.isPermanent(error) {
+                permanentFailures += 1
+                if !retryForever && permanentFailures >= servers.count {
+                    throw ClientFailure(
+                        description: "\(error); retrying will not fix this (--retry-forever retries anyway)"
+                    )
+                }
+                turn += 1
+                try await wait(after: error, at: server, next: servers[turn % servers.count], &backoff)
             } catch {
-                let delay = backoff.next()
-                printError("connection lost (\(error)); reconnecting in \(delay) ms")
-                try await Task.sleep(for: .milliseconds(delay))
+                turn += 1
+                try await wait(after: error, at: server, next: servers[turn % servers.count], &backoff)
             }
         }
     }
 
-    private func connect() async throws -> HTTP2ClientConnection {
+    /// The back-off before the next connection, said on stderr (naming the next gateway when
+    /// there are several).
+    private func wait(
+        after error: any Error,
+        at server: ServerURL,
+        next: ServerURL,
+        _ backoff: inout ReconnectDelay
+    ) async throws {
+        let delay = backoff.next()
+        let target = next.description == server.description ? "reconnecting" : "connecting to \(next)"
+        printError("connection to \(server) lost (\(error)); \(target) in \(delay) ms")
+        try await Task.sleep(for: .milliseconds(delay))
+    }
+
+    private func connect(_ server: ServerURL) async throws -> HTTP2ClientConnection {
         try await HTTP2ClientConnection.connect(
-            host: client.server.host,
-            port: client.server.port,
-            tls: try client.tlsContext(),
+            host: server.host,
+            port: server.port,
+            tls: try client.tlsContext(for: server),
             group: group
         )
     }
 
-    private func loadOrCreateIdentity(_ connection: HTTP2ClientConnection) async throws -> DeviceIdentity {
-        let identity = try await readOrCreateIdentity(connection)
+    private func loadOrCreateIdentity(
+        _ connection: HTTP2ClientConnection,
+        _ server: ServerURL
+    ) async throws -> DeviceIdentity {
+        let identity = try await readOrCreateIdentity(connection, server)
         webPush.withLockedValue {
             $0 = AgentWebPush(wanted: webPushWanted, identityFile: IdentityFile(path: identityPath, identity: identity))
         }
         return identity
     }
 
-    private func readOrCreateIdentity(_ connection: HTTP2ClientConnection) async throws -> DeviceIdentity {
+    private func readOrCreateIdentity(
+        _ connection: HTTP2ClientConnection,
+        _ server: ServerURL
+    ) async throws -> DeviceIdentity {
         if let data = FileManager.default.contents(atPath: identityPath) {
             guard let identity = try? JSONDecoder().decode(DeviceIdentity.self, from: data) else {
                 throw ClientFailure(
@@ -120,7 +160,7 @@ final class Agent: Sendable {
             }
             return identity
         }
-        let (server, secret) = (client.server, registrationSecret)
+        let secret = registrationSecret
         let identity = try await answer("the device's creation", on: connection) {
             try await DeviceSetup.createDevice(on: connection, server: server, registrationSecret: secret)
         }

@@ -18,7 +18,9 @@ struct AgentCommand: AsyncParsableCommand {
             immediate, stored, piggyback with "carrier", keepalive, budget, online). Reconnects \
             with jittered back-off (after a draining gateway's retry: hint, that long plus \
             jitter), resuming with Last-Event-ID so nothing acknowledged is sent \
-            again. Reports --power, --app-state and --fetch-interval on every connect, sends a \
+            again; exits 1 with the reason on a failure no retry can fix (a certificate that does \
+            not verify, a refused TLS handshake, the wrong scheme for the port, a 4xx answer but 429; \
+            --retry-forever retries the connection failures among them). Reports --power, --app-state and --fetch-interval on every connect, sends a \
             keep-alive every --keepalive seconds, and takes commands on stdin while it runs, one \
             per line:
               power idle|awake|lowPower
@@ -123,6 +125,13 @@ struct AgentCommand: AsyncParsableCommand {
 
     @OptionGroup var deviceCreation: DeviceCreationOptions
 
+    @Flag(
+        name: .customLong("retry-forever"),
+        help:
+            "Retry with back-off also the connection failures that end the agent otherwise (exit 1), because retrying alone cannot fix them: a gateway certificate that does not verify against --cacert or does not name the host in --server, a TLS handshake the gateway refuses (a client certificate it requires), http:// given for a TLS port or https:// for a cleartext one. For an agent under a supervisor that would restart it into the same failure, while the gateway's side may be fixed meanwhile. A gateway that cannot be reached, resets, drains or answers 5xx or 429 is retried either way; a 401 (the device is gone) or another 4xx still ends the agent."
+    )
+    var retryForever = false
+
     func validate() throws {
         if let power, DevicePower(rawValue: power) == nil {
             throw ValidationError(
@@ -155,7 +164,8 @@ struct AgentCommand: AsyncParsableCommand {
             keepaliveSeconds: keepalive,
             requestTimeout: .seconds(requestTimeout),
             fetchCommand: fetchCommand,
-            registrationSecret: deviceCreation.registrationSecret,
+            registrationSecret: try deviceCreation.registrationSecret(),
+            retryForever: retryForever,
             webPush: try Self.webPushSubscriptions(CommandLine.arguments),
             group: group
         )

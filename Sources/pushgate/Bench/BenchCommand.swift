@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NIOCore
 import NIOPosix
+import PushgateTLS
 import PushgateTransport
 
 struct BenchCommand: AsyncParsableCommand {
@@ -90,7 +91,10 @@ struct BenchCommand: AsyncParsableCommand {
 
     @OptionGroup var signing: ProviderSigningOptions
 
+    @OptionGroup var certificate: ProviderCertificateOptions
+
     func validate() throws {
+        try client.requireOneServer("bench")
         guard devices >= 1, providers >= 1, pushes >= 1, inFlight >= 1 else {
             throw ValidationError("--devices, --providers, --pushes and --in-flight must be at least 1")
         }
@@ -106,6 +110,7 @@ struct BenchCommand: AsyncParsableCommand {
         if !(0...100).contains(silentPercent) { throw ValidationError("--silent-percent must be 0 to 100") }
         // Unchecked, -1 or a huge value trapped computing the deadline, after every push was sent.
         if !(0...86_400).contains(drainSeconds) { throw ValidationError("--drain-seconds must be 0 to 86400") }
+        try certificate.check(for: client.server)
         if let serverPID {
             do { _ = try ProcessCPU.sample(pid: serverPID) } catch { throw ValidationError("--server-pid: \(error)") }
         }
@@ -113,27 +118,26 @@ struct BenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let group = MultiThreadedEventLoopGroup.singleton
-        let tls = try client.tlsContext()
-        let connect: @Sendable () async throws -> HTTP2ClientConnection = { [client] in
-            try await HTTP2ClientConnection.connect(
-                host: client.server.host,
-                port: client.server.port,
-                tls: tls,
-                group: group
-            )
+        // Only the providers present the certificate: a device proves who it is with its secret.
+        let deviceTLS = try client.tlsContext()
+        let providerTLS =
+            certificate.certificateFile == nil ? deviceTLS : try client.tlsContext(presenting: certificate)
+        let server = client.server
+        let connect = { @Sendable (tls: TLSContext?) async throws -> HTTP2ClientConnection in
+            try await HTTP2ClientConnection.connect(host: server.host, port: server.port, tls: tls, group: group)
         }
         var authorization: String?
-        if let key = signing.signing {
+        if let key = try signing.signingKey() {
             // One token for the whole run, as a provider would use one for its hour.
-            let token = try ProviderTokenCache.sign(
-                keyFile: key.keyFile,
-                keyID: key.keyID,
-                teamID: key.teamID,
-                nowMillis: Int64(Date().timeIntervalSince1970 * 1000)
-            )
-            authorization = "bearer \(token)"
+            authorization = "bearer \(key.sign(nowMillis: Int64(Date().timeIntervalSince1970 * 1000)))"
         }
-        let bench = BenchRun(options: self, connect: connect, authorization: authorization)
+        let bench = BenchRun(
+            options: self,
+            connect: { try await connect(deviceTLS) },
+            connectProvider: { try await connect(providerTLS) },
+            authorization: authorization,
+            registrationSecret: try deviceCreation.registrationSecret()
+        )
         try await bench.run()
     }
 }

@@ -7,14 +7,20 @@ import Synchronization
 
 struct BenchRun: Sendable {
     let options: BenchCommand
+    /// A device's connection.
     let connect: @Sendable () async throws -> HTTP2ClientConnection
+    /// A provider's connection: with its client certificate, when one was given.
+    let connectProvider: @Sendable () async throws -> HTTP2ClientConnection
     /// The providers' `authorization` header value, when the gateway authenticates providers.
     let authorization: String?
+    let registrationSecret: String?
 
     /// A connection for many concurrent requests. A gateway that authenticates providers allows
     /// one stream per new connection until it proves who it is: with the server's SETTINGS in
     /// hand, the client queues the other requests instead of racing them (and being refused).
-    private func connectSettled() async throws -> HTTP2ClientConnection {
+    private func connectSettled(
+        _ connect: @Sendable () async throws -> HTTP2ClientConnection
+    ) async throws -> HTTP2ClientConnection {
         let connection = try await connect()
         try await connection.waitForServerSettings()
         return connection
@@ -27,22 +33,22 @@ struct BenchRun: Sendable {
 
     func run() async throws {
         let ledger = BenchLedger(pushes: options.pushes)
-        log("creating \(options.devices) devices")
+        log("creating \(counted(options.devices, "device"))")
         let devices = try await createDevices()
         if options.backlog {
             try await reconnectStorm(devices, ledger: ledger)
             return
         }
-        log("opening \(devices.count) event streams")
+        log("opening \(counted(devices.count, "event stream"))")
         let streams = try await devices.concurrentMap(width: options.concurrentConnects) { device in
             try await openStream(device, ledger: ledger)
         }
         if options.idleSeconds > 0 {
-            log("\(devices.count) streams open and idle for \(options.idleSeconds) s")
+            log("\(counted(devices.count, "stream")) open and idle for \(options.idleSeconds) s")
             try await Task.sleep(for: .seconds(options.idleSeconds))
         }
         log(
-            "sending \(options.pushes) pushes over \(options.providers) connections"
+            "sending \(counted(options.pushes, "push", plural: "pushes")) over \(counted(options.providers, "connection"))"
                 + (options.rate.map { " at \($0)/s" } ?? " flat out")
         )
         let cpuBefore = try options.serverPID.map { pid throws(ProcessCPU.Unreadable) in try ProcessCPU.sample(pid: pid)
@@ -73,7 +79,9 @@ struct BenchRun: Sendable {
     /// The pushes go to devices with no stream open, so they are stored; after `--then-run`
     /// (a gateway restart, say) every device opens its stream and gets its backlog.
     private func reconnectStorm(_ devices: [Device], ledger: BenchLedger) async throws {
-        log("sending \(options.pushes) pushes to offline devices over \(options.providers) connections")
+        log(
+            "sending \(counted(options.pushes, "push", plural: "pushes")) to offline devices over \(counted(options.providers, "connection"))"
+        )
         let started = BenchLedger.now()
         try await send(devices, ledger: ledger)
         let sendSeconds = Double(BenchLedger.now() - started) / 1e9
@@ -84,7 +92,7 @@ struct BenchRun: Sendable {
                 throw ClientFailure(description: "--then-run ended with status \(status): \(command)")
             }
         }
-        log("opening \(devices.count) event streams, \(options.concurrentConnects) at a time")
+        log("opening \(counted(devices.count, "event stream")), \(options.concurrentConnects) at a time")
         let stormStarted = BenchLedger.now()
         let streams = try await devices.concurrentMap(width: options.concurrentConnects) { device in
             try await openStream(device, ledger: ledger)
@@ -122,7 +130,7 @@ struct BenchRun: Sendable {
     }
 
     private func createDevices() async throws -> [Device] {
-        let connections = try await (0..<4).asyncMap { _ in try await connectSettled() }
+        let connections = try await (0..<4).asyncMap { _ in try await connectSettled(connect) }
         let devices = try await Array(0..<options.devices).concurrentMap(width: 64) { index in
             try await createDevice(on: connections[index % connections.count])
         }
@@ -135,7 +143,7 @@ struct BenchRun: Sendable {
         let identity = try await DeviceSetup.createDevice(
             on: connection,
             server: server,
-            registrationSecret: options.deviceCreation.registrationSecret
+            registrationSecret: registrationSecret
         )
         let requests = DeviceRequests(server: server, identity: identity)
         return Device(
@@ -251,7 +259,7 @@ struct BenchRun: Sendable {
         }
         let started = BenchLedger.now()
         var connections: [HTTP2ClientConnection] = []
-        for _ in 0..<options.providers { connections.append(try await connectSettled()) }
+        for _ in 0..<options.providers { connections.append(try await connectSettled(connectProvider)) }
         let plan = ProviderPump.Plan(
             pushes: options.pushes,
             inFlight: options.inFlight,
@@ -288,7 +296,7 @@ struct BenchRun: Sendable {
     /// A keep-alive per device (a wake event): what the scheduler still holds comes back in the
     /// responses and counts as received.
     private func wakeAll(_ devices: [Device], ledger: BenchLedger) async throws {
-        let connections = try await (0..<4).asyncMap { _ in try await connectSettled() }
+        let connections = try await (0..<4).asyncMap { _ in try await connectSettled(connect) }
         defer { for connection in connections { Task { await connection.close() } } }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, device) in devices.enumerated() {

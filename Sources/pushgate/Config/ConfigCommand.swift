@@ -11,12 +11,12 @@ struct ConfigCommand: ParsableCommand {
     )
 }
 
-/// `pushgate config reference`: the settings table in Markdown, for the README's Configuration
+/// `pushgate config reference`: the settings table in Markdown, for docs/configuration.md's Reference
 /// section (a test fails while the two differ).
 struct ReferenceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reference",
-        abstract: "Print the table of settings in Markdown (the README's Configuration section)."
+        abstract: "Print the table of settings in Markdown (docs/configuration.md's Reference)."
     )
 
     func run() {
@@ -44,6 +44,7 @@ struct CheckCommand: ParsableCommand {
     func run() throws {
         let resolved = try SettingsArguments.settings(settings, for: Self.self)
         print(Self.table(resolved))
+        for warning in resolved.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
         var errors = resolved.problems.map(\.description)
         // Every scheduler value out of range, not only the first (prepare stops at that one).
         errors += resolved.configuration.policy.scheduler.problems().map(resolved.locate)

@@ -42,10 +42,12 @@ struct SendCommand: AsyncParsableCommand {
 
     @OptionGroup var signing: ProviderSigningOptions
 
+    @OptionGroup var certificate: ProviderCertificateOptions
+
     @Option(
         name: .customLong("token-cache"),
         help:
-            "Where the signed token is kept between runs, so one token serves 50 minutes (default: ~/.cache/pushgate/TEAM.KEYID.jwt)."
+            "Where the signed token is kept between runs, so one token serves 50 minutes; only the key that signed it reuses it, and a token the gateway refuses (403) is removed (default: ~/.cache/pushgate/TEAM.KEYID.FINGERPRINT.jwt, or under $XDG_CACHE_HOME; FINGERPRINT: 16 hex digits of the SHA-256 of the key's public half)."
     )
     var tokenCache: String?
 
@@ -60,6 +62,8 @@ struct SendCommand: AsyncParsableCommand {
 
     func validate() throws {
         try RequestTimeout.check(requestTimeout)
+        try client.requireOneServer("send")
+        try certificate.check(for: client.server)
     }
 
     func run() async throws {
@@ -83,18 +87,18 @@ struct SendCommand: AsyncParsableCommand {
         if let expiration { headers.add(name: "apns-expiration", value: expiration) }
         if let collapseID { headers.add(name: "apns-collapse-id", value: collapseID) }
         if let apnsID { headers.add(name: "apns-id", value: apnsID) }
-        if let key = signing.signing {
-            let token = try ProviderTokenCache(
-                path: tokenCache ?? ProviderTokenCache.defaultPath(teamID: key.teamID, keyID: key.keyID)
-            ).token(keyFile: key.keyFile, keyID: key.keyID, teamID: key.teamID)
-            headers.add(name: "authorization", value: "bearer \(token)")
+        var cache: ProviderTokenCache?
+        if let key = try signing.signingKey() {
+            let used = ProviderTokenCache(path: tokenCache ?? ProviderTokenCache.defaultPath(for: key))
+            headers.add(name: "authorization", value: "bearer \(used.token(for: key))")
+            cache = used
         }
 
         let group = MultiThreadedEventLoopGroup.singleton
         let connection = try await HTTP2ClientConnection.connect(
             host: client.server.host,
             port: client.server.port,
-            tls: try client.tlsContext(),
+            tls: try client.tlsContext(presenting: certificate),
             group: group
         )
         // A gateway that took the connection and went silent would otherwise keep send waiting
@@ -131,6 +135,15 @@ struct SendCommand: AsyncParsableCommand {
             }
         }
         print(line, terminator: "")
+        // A refused token would be refused again for the rest of its hour.
+        if response.status == 403, let cache, cache.drop() {
+            FileHandle.standardError.write(
+                Data(
+                    "pushgate send: removed the refused token from the cache \(cache.path); the next send signs a new one\n"
+                        .utf8
+                )
+            )
+        }
         if response.status != 200 { throw ExitCode(1) }
     }
 }

@@ -12,13 +12,15 @@ struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Run the gateway.",
+        // The help screen wraps every line longer than the screen flush left: the paragraph is
+        // one line for it to wrap, the table is wrapped here to the width it will be shown in.
         discussion: """
-            With no settings: cleartext HTTP/2 (prior knowledge) and HTTP/1.1 on 127.0.0.1:2197.
-            SIGTERM or SIGINT drains (/readyz 503 for drainGraceSeconds, then GOAWAY; in-flight
-            requests get shutdownTimeout) and exits 0. SIGHUP reloads the TLS certificate and key,
+            With no settings: cleartext HTTP/2 (prior knowledge) and HTTP/1.1 on 127.0.0.1:2197. \
+            SIGTERM or SIGINT drains (/readyz 503 for drainGraceSeconds, then GOAWAY; in-flight \
+            requests get shutdownTimeout) and exits 0. SIGHUP reloads the TLS certificate and key, \
             the provider keys and the scheduler policy.
 
-            \(Settings.helpText)
+            \(Settings.helpText(width: HelpScreen.columns - 1))
             """
     )
 
@@ -41,11 +43,13 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let configuration = try SettingsArguments.resolve(settings, for: Self.self)
+        let resolved = try SettingsArguments.settings(settings, for: Self.self)
+        let configuration = try SettingsArguments.checked(resolved)
         LoggingSystem.bootstrap(
             format: configuration.logFormat,
             level: Logger.Level(rawValue: configuration.logLevel) ?? .info
         )
+        for warning in resolved.warnings { Logger(label: "pushgate").warning("\(warning)") }
         do {
             let settings = self.settings
             // A reload (SIGHUP, POST /v1/admin/reload) reads the flags, the environment and the

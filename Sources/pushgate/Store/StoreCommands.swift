@@ -19,7 +19,10 @@ struct BackupCommand: ParsableCommand {
 
     @OptionGroup var store: StoreDirectoryOption
 
-    @Argument(help: "The backup file to write (replaced if it exists).")
+    @Argument(
+        help:
+            "The backup file to write (replaced if it exists): any file this user may write but the store's own (pushgate.sqlite and its -wal, -shm, pushgate.lock); inside the data directory is fine, but copy it off the machine."
+    )
     var output: String
 
     func run() throws {
@@ -133,5 +136,8 @@ private func reportingStoreErrors<T>(_ body: () throws(StoreError) -> T) throws 
 private func describe(_ summary: StoreFileSummary) -> String {
     let megabytes = Double(summary.bytes) / 1_048_576
     return "\(summary.path) (\(String(format: "%.1f", megabytes)) MiB, schema \(summary.schema)): "
-        + "\(summary.devices) devices, \(summary.registrations) registrations, \(summary.notifications) notifications"
+        + [
+            counted(summary.devices, "device"), counted(summary.registrations, "registration"),
+            counted(summary.notifications, "notification"),
+        ].joined(separator: ", ")
 }
