@@ -43,8 +43,8 @@ extension Scheduler {
         /// A priority-5 push's deferral end: released then as `budget` if the device is
         /// connected. Nil for the others.
         public var deferredUntil: Int64?
-        /// Held pushes of the same app and class ahead of it (a silent push is released on
-        /// budget only when it is the app's oldest).
+        /// Held pushes of the same app and class ahead of it that the power state allows (a
+        /// silent push is released on budget only when it is the app's oldest of those).
         public var ahead: Int
         /// A Web Push message's urgency; nil for an APNs push.
         public var urgency: WebPushUrgency?
@@ -73,7 +73,8 @@ extension Scheduler {
                         waitsForPowerState: !Self.allows(record, minimum)
                     )
                 )
-                ahead += 1
+                // A Web Push message the power state does not allow holds nothing back.
+                if Self.allows(record, minimum) { ahead += 1 }
                 slot = record.next
             }
         }

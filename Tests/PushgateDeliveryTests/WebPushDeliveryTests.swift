@@ -153,6 +153,17 @@ struct WebPushDeliveryTests {
             ).get()
             let held = await Self.submit(harness.core, token, .success(Self.message(token, urgency: .low)))
             #expect(held.success?.disposition == .held)
+            // The admin view: a subscription, and why its message waits.
+            _ = try await harness.core.setState(
+                deviceID: device!.id,
+                secret: device!.secret,
+                power: .lowPower,
+                apps: []
+            )
+            .get()
+            let view = try #require(try await harness.core.inspect(deviceID: device!.id))
+            #expect(view.registrations.map(\.kind) == [.webpush])
+            #expect(view.notifications.map(\.reason) == [.belowUrgency(.low, power: .lowPower)])
         }
         try await DeliveryHarness.run(storage: storage) { harness in
             let device = try #require(device)

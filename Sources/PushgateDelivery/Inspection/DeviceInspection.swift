@@ -28,7 +28,9 @@ public struct DeviceInspection: Sendable, Equatable {
 
     public struct Registration: Sendable, Equatable {
         public var token: String
+        /// An APNs app's topic, or a Web Push subscription's name.
         public var topic: String
+        public var kind: RegistrationKind
         public var appState: AppState
         public var bucket: Bucket
         public var fetch: Fetch

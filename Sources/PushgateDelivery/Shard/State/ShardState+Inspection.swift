@@ -132,6 +132,7 @@ extension ShardState {
                 .init(
                     token: token,
                     topic: topic,
+                    kind: registrations[token]?.kind ?? .apns,
                     appState: scheduler.appState(app) ?? .background,
                     bucket: appBucket,
                     fetch: fetch
