@@ -96,22 +96,23 @@ public enum WebPushRoute {
     }
 }
 
-/// VAPID tokens a connection's senders proved valid (structure and signature), with their
-/// claims: a sender reuses one token for many pushes, and its ES256 verification is most of the
-/// cost of checking it. Its claims are checked again on every push (the origin, the clock).
-/// Confined to the connection's event loop, like every connection attachment.
+/// VAPID authorizations a connection's senders proved valid (taken apart, structure and
+/// signature), by the header's text, with their keys and claims: a sender reuses one token for
+/// many pushes, and taking it apart and its ES256 verification are most of the cost of checking
+/// it. Its claims are checked again on every push (the origin, the clock). Confined to the
+/// connection's event loop, like every connection attachment.
 final class VerifiedVAPIDTokens {
-    private var verified: [VAPIDCredential: VAPIDClaims] = [:]
+    private var verified: [String: VerifiedVAPID] = [:]
     /// Kept per connection; a sender rotating more tokens than this on one connection pays a
     /// verification per new one.
     static let capacity = 16
 
-    func verify(_ credential: VAPIDCredential) -> Result<VAPIDClaims, Refusal> {
-        if let claims = verified[credential] { return .success(claims) }
-        let result = credential.verify()
-        if case .success(let claims) = result {
+    func verify(_ authorization: String) -> Result<VerifiedVAPID, Refusal> {
+        if let known = verified[authorization] { return .success(known) }
+        let result = VAPIDCredential.verified(authorization)
+        if case .success(let known) = result {
             if verified.count >= Self.capacity { verified.removeAll(keepingCapacity: true) }
-            verified[credential] = claims
+            verified[authorization] = known
         }
         return result
     }

@@ -52,6 +52,16 @@ public struct VAPIDCredential: Sendable, Hashable {
         return .success(VAPIDCredential(token: String(token), key: point))
     }
 
+    /// The key and claims of an `authorization` header, once it is taken apart and its token's
+    /// structure and ES256 signature by its key hold: what a connection may remember by the
+    /// header's text (`VerifiedVAPIDTokens`), leaving the claims' checks against the endpoint
+    /// and the clock for each push.
+    public static func verified(_ authorization: String) -> Result<VerifiedVAPID, Refusal> {
+        parse(authorization).flatMap { credential in
+            credential.verify().map { VerifiedVAPID(key: credential.key, claims: $0) }
+        }
+    }
+
     /// The token's claims, once its structure and ES256 signature by `key` hold.
     public func verify() -> Result<VAPIDClaims, Refusal> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
@@ -96,7 +106,7 @@ public struct VAPIDCredential: Sendable, Hashable {
         guard publicKey.verify(signature: signature, message: signingInput) else {
             return .failure(refusal("the JWT's signature does not verify with k"))
         }
-        return .success(VAPIDClaims(audience: audience, expiresAt: expires))
+        return .success(VAPIDClaims(audience: WebPushEndpoint.normalized(audience), expiresAt: expires))
     }
 
     /// A JSON object with each member once (one read twice could mean two things to two
@@ -115,9 +125,16 @@ public struct VAPIDCredential: Sendable, Hashable {
     }
 }
 
+/// A VAPID authorization whose token is signed by its key.
+public struct VerifiedVAPID: Sendable, Hashable {
+    /// The application server's key, an uncompressed P-256 point.
+    public var key: [UInt8]
+    public var claims: VAPIDClaims
+}
+
 /// What a verified VAPID token says.
 public struct VAPIDClaims: Sendable, Hashable {
-    /// `aud`: the push resource's origin.
+    /// `aud`: the push resource's origin, normalized (`WebPushEndpoint.normalized`).
     public var audience: String
     /// `exp`, seconds since the epoch.
     public var expiresAt: Int64
@@ -127,9 +144,10 @@ public struct VAPIDClaims: Sendable, Hashable {
     public static let maxLifetimeSeconds: Int64 = 24 * 3600
     public static let clockLeewaySeconds: Int64 = 60
 
-    /// Why the claims do not hold for an endpoint of `origin` at `nowMillis`, if they do not.
+    /// Why the claims do not hold for an endpoint of `origin` (normalized) at `nowMillis`, if
+    /// they do not.
     public func check(origin: String, nowMillis: Int64) -> Refusal? {
-        guard WebPushEndpoint.normalized(audience) == WebPushEndpoint.normalized(origin) else {
+        guard audience == origin else {
             return refusal("aud is \(quoted(audience)); it must be the endpoint's origin, \(quoted(origin))")
         }
         let now = nowMillis / 1000

@@ -65,16 +65,17 @@ public struct WebPushRequestValidator: Sendable {
         return token.lowercased()
     }
 
-    /// Rules 3 to 7 and VAPID's own checks, for the endpoint `token` whose origin is `origin`.
-    /// `verify` checks a VAPID token's structure and signature (`VAPIDCredential.verify`, which
-    /// a caller may remember per connection).
+    /// Rules 3 to 7 and VAPID's own checks, for the endpoint `token` whose origin is `origin`
+    /// (normalized). `verify` takes an `authorization` header apart and checks its token's
+    /// structure and signature (`VAPIDCredential.verified`, which a caller may remember per
+    /// connection).
     public func validate(
         token: String,
         fields: WebPushHeaderFields,
         body: ByteBuffer,
         origin: String,
         nowMillis: Int64,
-        verify: (VAPIDCredential) -> Result<VAPIDClaims, Refusal> = { $0.verify() }
+        verify: (String) -> Result<VerifiedVAPID, Refusal> = VAPIDCredential.verified
     ) -> WebPushSubmission {
         WebPushSubmission(
             token: token,
@@ -174,19 +175,14 @@ public struct WebPushRequestValidator: Sendable {
         _ authorization: String?,
         origin: String,
         nowMillis: Int64,
-        verify: (VAPIDCredential) -> Result<VAPIDClaims, Refusal>
+        verify: (String) -> Result<VerifiedVAPID, Refusal>
     ) -> VAPIDVerdict {
         guard let authorization else { return .absent }
-        let credential: VAPIDCredential
-        switch VAPIDCredential.parse(authorization) {
+        switch verify(authorization) {
         case .failure(let refusal): return .invalid(refusal)
-        case .success(let parsed): credential = parsed
-        }
-        switch verify(credential) {
-        case .failure(let refusal): return .invalid(refusal)
-        case .success(let claims):
-            if let refusal = claims.check(origin: origin, nowMillis: nowMillis) { return .invalid(refusal) }
-            return .valid(key: credential.key)
+        case .success(let verified):
+            if let refusal = verified.claims.check(origin: origin, nowMillis: nowMillis) { return .invalid(refusal) }
+            return .valid(key: verified.key)
         }
     }
 
