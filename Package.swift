@@ -173,6 +173,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Web Push's push resource (RFC 8030, RFC 8292 VAPID): request validation (pure) and
+        // its route.
+        .target(
+            name: "PushgateWebPush",
+            dependencies: [
+                "PushgateModel",
+                "PushgateCrypto",
+                "PushgateDelivery",
+                "PushgateHTTP",
+                "PushgateTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The device agents' API: devices, registrations, event stream, acks.
         .target(
             name: "PushgateDeviceAPI",
@@ -201,6 +216,7 @@ let package = Package(
                 "PushgateStoreSQLite",
                 "PushgateTLS",
                 "PushgateTransport",
+                "PushgateWebPush",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -389,6 +405,18 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "PushgateWebPushTests",
+            dependencies: [
+                "PushgateWebPush",
+                "PushgateDelivery",
+                "PushgateCrypto",
+                "PushgateModel",
+                "PushgateTestTools",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
             name: "PushgateProviderAPITests",
             dependencies: [
                 "PushgateProviderAPI",
@@ -458,6 +486,7 @@ let package = Package(
         .testTarget(
             name: "PushgateStoreTests",
             dependencies: [
+                "PushgateModel",
                 "PushgateTestKit",
                 "PushgateStore",
                 "PushgateStoreSQLite",
@@ -470,6 +499,7 @@ let package = Package(
         .testTarget(
             name: "PushgateStoreSQLiteTests",
             dependencies: [
+                "PushgateModel",
                 "PushgateStore",
                 "PushgateStoreSQLite",
                 "PushgateStoreTestKit",

@@ -102,14 +102,15 @@ h2load_rate() {
 
 # offline_device_urls: on the running gateway ($url), creates 1,000 devices, each with one
 # registration for com.example.bench, through two curl processes (create, then register), and
-# writes the provider URL (/3/device/<token>) of each to $work/urls, one per line.
+# writes the provider URL (/3/device/<token>) of each to $work/urls, one per line (and each
+# device's creation answer, {"deviceId", "secret"}, to $work/devices).
 offline_device_urls() {
     printf '{"topic":"com.example.bench"}' > "$work/topic.json"
     # A curl config: one block per request, "next" between them (not after the last). Only the
     # first block gets --http2-prior-knowledge (the command line's); the others reuse its HTTP/2
     # connection. (curl 7.88 fails a later block that names prior knowledge again: exit 16.)
     for _ in $(seq 1000); do printf 'next\nurl = "%s/v1/devices"\nrequest = "POST"\n' "$url"; done | tail -n +2 > "$work/create.curl"
-    curl -s --http2-prior-knowledge -K "$work/create.curl" | json_objects | python3 -c '
+    curl -s --http2-prior-knowledge -K "$work/create.curl" | json_objects | tee "$work/devices" | python3 -c '
 import json, sys
 url, body = sys.argv[1], sys.argv[2]
 for line in sys.stdin:

@@ -60,7 +60,7 @@ extension SchedulerConfiguration {
     /// How long the app of a silent push has to report its fetch result (its topic's
     /// `fetchWindowMillis`, in seconds); nil for other pushes.
     func fetchWindowSeconds(of record: AcceptedPush) -> Int? {
-        guard record.push.pushType.pushClass == .silent else { return nil }
+        guard record.push.pushClass == .silent else { return nil }
         return Int(policy(forTopic: record.push.topic).fetchWindowMillis / 1000)
     }
 }

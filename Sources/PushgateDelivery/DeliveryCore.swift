@@ -217,6 +217,34 @@ public final class DeliveryCore: Sendable {
         }
     }
 
+    /// A Web Push subscription of the device named `name` (a registration whose token ends its
+    /// endpoint), restricted to `applicationServerKey` (an uncompressed P-256 point) when given:
+    /// its token. The same name and key again get the same token.
+    public func subscribe(
+        deviceID: String,
+        secret: String,
+        name: String,
+        applicationServerKey: [UInt8]?
+    ) -> EventLoopFuture<String> {
+        onShard(of: deviceID, String.self) { shard, promise in
+            shard.register(
+                deviceID: deviceID,
+                secret: secret,
+                topic: name,
+                kind: .webpush,
+                applicationServerKey: applicationServerKey,
+                promise: promise
+            )
+        }
+    }
+
+    /// Deletes a Web Push subscription: its endpoint answers 410 from then on.
+    public func unsubscribe(deviceID: String, secret: String, token: String) -> EventLoopFuture<Void> {
+        onShard(of: deviceID, Void.self) { shard, promise in
+            shard.unregister(deviceID: deviceID, secret: secret, token: token, kind: .webpush, promise: promise)
+        }
+    }
+
     public func deleteDevice(deviceID: String, secret: String) -> EventLoopFuture<Void> {
         onShard(of: deviceID, Void.self) { shard, promise in
             shard.deleteDevice(deviceID: deviceID, secret: secret, promise: promise)
@@ -324,6 +352,18 @@ public final class DeliveryCore: Sendable {
         // would wake the writer while the rest of the read was still being parsed.
         shard.execute { $0.accept(push, expiration: expiration, promise: promise) }
         return promise.futureResult
+    }
+
+    /// Routes a Web Push message to its endpoint's subscription: what its 201 says, or the
+    /// refusal, in the contract's order (`ShardState.accept(_:)` of a submission).
+    public func acceptWebPush(_ submission: WebPushSubmission) -> EventLoopFuture<WebPushAcceptance> {
+        guard let shard = shard(of: submission.token) else {
+            return shards[0].eventLoop.makeFailedFuture(Refusal(.notFound, "no subscription has this endpoint"))
+        }
+        let promise = shard.eventLoop.makePromise(of: Disposition.self)
+        shard.execute { $0.accept(submission, promise: promise) }
+        let (messageID, ttl) = ((try? submission.message.get()).map { ($0.push.apnsID, $0.ttlSeconds) }) ?? ("", 0)
+        return promise.futureResult.map { WebPushAcceptance(messageID: messageID, ttlSeconds: ttl, disposition: $0) }
     }
 
     // MARK: Routing

@@ -15,8 +15,13 @@ public struct SilentNotification: Sendable, Hashable {
     public var apnsID: String
     /// The time the app has to report, counted from the notification's arrival.
     public var fetchWindowSeconds: Int
-    /// The notification's JSON object, as received.
+    /// The notification's JSON object, as received (a Web Push message's as the agent printed
+    /// it, decrypted).
     public var json: String
+    /// The gateway opened a fetch window for it (a silent push, a Web Push message at `low` or
+    /// `very-low`), which the result is reported to; other Web Push messages run the command
+    /// and report nothing.
+    public var opensWindow = true
 
     /// Nil unless `json` is a notification of push type `background` with a seq, topic and
     /// apns-id: other pushes open no fetch window.
@@ -36,6 +41,17 @@ public struct SilentNotification: Sendable, Hashable {
         apnsID = fields.apnsId
         fetchWindowSeconds = fields.fetchWindowSeconds ?? Self.defaultFetchWindowSeconds
         self.json = json
+    }
+
+    /// A Web Push message: its fetch window when the gateway opened one (`fetchWindowSeconds` in
+    /// its event), else the default time for its command, reported to nobody.
+    public init(webPushSeq seq: UInt64, name: String, messageID: String, fetchWindowSeconds: Int?, json: String) {
+        self.seq = seq
+        topic = name
+        apnsID = messageID
+        self.fetchWindowSeconds = fetchWindowSeconds ?? Self.defaultFetchWindowSeconds
+        self.json = json
+        opensWindow = fetchWindowSeconds != nil
     }
 
     /// When the command must have finished, for a notification that arrived at `receivedAt`:

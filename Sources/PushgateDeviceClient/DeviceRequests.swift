@@ -5,14 +5,35 @@ import PushgateModel
 import PushgateTransport
 
 /// A device's id and secret, as `POST /v1/devices` answers them; the agent keeps them in its
-/// identity file in this shape.
+/// identity file in this shape, with its Web Push subscriptions' keys by name.
 public struct DeviceIdentity: Codable, Sendable {
     public var deviceId: String
     public var secret: String
+    public var webpush: [String: WebPushSubscriptionKeys]?
 
-    public init(deviceId: String, secret: String) {
+    public init(deviceId: String, secret: String, webpush: [String: WebPushSubscriptionKeys]? = nil) {
         self.deviceId = deviceId
         self.secret = secret
+        self.webpush = webpush
+    }
+}
+
+/// A Web Push subscription as the device keeps it: its endpoint, and the keys that never leave
+/// the device (RFC 8291: the P-256 key pair, as SEC 1 DER, and the auth secret), base64url.
+public struct WebPushSubscriptionKeys: Codable, Sendable, Equatable {
+    public var endpoint: String
+    public var token: String
+    public var privateKey: String
+    public var auth: String
+    /// The application server key the subscription is restricted to, when it is.
+    public var applicationServerKey: String?
+
+    public init(endpoint: String, token: String, privateKey: String, auth: String, applicationServerKey: String?) {
+        self.endpoint = endpoint
+        self.token = token
+        self.privateKey = privateKey
+        self.auth = auth
+        self.applicationServerKey = applicationServerKey
     }
 }
 
@@ -169,6 +190,23 @@ public struct DeviceRequests: Sendable {
         )
     }
 
+    /// A Web Push subscription named `name`, restricted to `applicationServerKey` (base64url)
+    /// when given.
+    public func subscription(name: String, applicationServerKey: String?) -> HTTPClientRequest {
+        let key = applicationServerKey.map(JSONText.quote) ?? "null"
+        return Self.request(
+            server,
+            identity,
+            "POST",
+            "subscriptions",
+            body: "{\"name\":\(JSONText.quote(name)),\"applicationServerKey\":\(key)}"
+        )
+    }
+
+    public func unsubscribe(token: String) -> HTTPClientRequest {
+        Self.request(server, identity, "DELETE", "subscriptions/\(token)")
+    }
+
     public func registration(topic: String) -> HTTPClientRequest {
         Self.request(server, identity, "POST", "registrations", body: "{\"topic\":\(JSONText.quote(topic))}")
     }
@@ -215,6 +253,40 @@ public enum DeviceSetup {
             )
         }
         return identity
+    }
+
+    /// Subscribes the device to Web Push as `name` (restricted to `applicationServerKey`,
+    /// base64url, when given); returns the endpoint's token and URL.
+    public static func subscribe(
+        _ name: String,
+        applicationServerKey: String?,
+        _ device: DeviceRequests,
+        on connection: HTTP2ClientConnection
+    ) async throws -> (token: String, endpoint: String) {
+        struct Subscribed: Decodable {
+            var token: String
+            var endpoint: String
+        }
+        let response = try await connection.send(
+            device.subscription(name: name, applicationServerKey: applicationServerKey)
+        )
+        if response.status == 401 { throw UnknownDevice() }
+        guard response.status == 201 else {
+            throw RetryableRefusal.refusal(
+                of: "subscribing \(name)",
+                status: response.status,
+                body: String(buffer: response.body),
+                failure: "subscribing \(name) failed"
+            )
+        }
+        guard let subscribed = try? JSONDecoder().decode(Subscribed.self, from: Data(response.body.readableBytesView))
+        else {
+            throw ClientFailure(
+                description:
+                    "subscribing \(name) answered 201 without a token and endpoint: \(RetryableRefusal.oneLine(String(buffer: response.body)))"
+            )
+        }
+        return (subscribed.token, subscribed.endpoint)
     }
 
     /// Registers `topic` for the device; returns the token providers send to.

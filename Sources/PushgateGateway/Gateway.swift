@@ -11,6 +11,7 @@ import PushgateProviderAuth
 import PushgateStore
 import PushgateStoreSQLite
 import PushgateTransport
+import PushgateWebPush
 import ServiceLifecycle
 
 /// The composition root: builds the store, the delivery core, the routes and the listeners from a
@@ -201,7 +202,23 @@ public enum Gateway {
             on: &mainRoutes,
             core: core,
             registrationSecret: configuration.access.registrationSecret,
-            creationLimit: creationLimit
+            creationLimit: creationLimit,
+            webPushOrigin: configuration.webpushOrigin
+        )
+        WebPushRoute.register(
+            on: &mainRoutes,
+            core: core,
+            validator: WebPushRequestValidator(
+                maxTTLSeconds: min(
+                    Int64(configuration.webpushMaxTTLSeconds),
+                    configuration.delivery.maxExpirationMillis / 1000
+                )
+            ),
+            origin: configuration.webpushOrigin,
+            isDraining: { readiness.isDraining },
+            nowMillis: { clock.nowMillis() },
+            counters: provider,
+            logger: logger
         )
 
         let budget = RequestBodyBudget(limit: configuration.requestBodyBudgetBytes)

@@ -29,11 +29,20 @@ public struct Push: Sendable, Equatable {
         get { storage.collapseID }
         set { writableStorage().collapseID = newValue }
     }
-    /// The JSON object exactly as received.
+    /// The JSON object exactly as received; a Web Push message's body, opaque bytes (RFC 8291
+    /// ciphertext, or empty), never decrypted.
     public var payload: [UInt8] {
         get { storage.payload }
         set { writableStorage().payload = newValue }
     }
+    /// A Web Push message's `Urgency` (its push type is `webpush`); nil for an APNs push.
+    public var urgency: WebPushUrgency? {
+        get { storage.urgency }
+        set { writableStorage().urgency = newValue }
+    }
+
+    /// Silent or regular: a Web Push message's by its urgency, an APNs push's by its type.
+    public var pushClass: PushClass { storage.urgency?.pushClass ?? storage.pushType.pushClass }
 
     /// The fields, behind one reference copied on write: a push is copied a dozen times on its
     /// way (into its acceptance, the scheduler, the store's command, the device's queue), and
@@ -47,7 +56,8 @@ public struct Push: Sendable, Equatable {
         pushType: PushType,
         priority: PushPriority,
         collapseID: String?,
-        payload: [UInt8]
+        payload: [UInt8],
+        urgency: WebPushUrgency? = nil
     ) {
         storage = Storage(
             deviceToken: deviceToken,
@@ -56,7 +66,8 @@ public struct Push: Sendable, Equatable {
             pushType: pushType,
             priority: priority,
             collapseID: collapseID,
-            payload: payload
+            payload: payload,
+            urgency: urgency
         )
     }
 
@@ -79,6 +90,7 @@ public struct Push: Sendable, Equatable {
         var priority: PushPriority
         var collapseID: String?
         var payload: [UInt8]
+        var urgency: WebPushUrgency?
 
         init(
             deviceToken: String,
@@ -87,7 +99,8 @@ public struct Push: Sendable, Equatable {
             pushType: PushType,
             priority: PushPriority,
             collapseID: String?,
-            payload: [UInt8]
+            payload: [UInt8],
+            urgency: WebPushUrgency?
         ) {
             self.deviceToken = deviceToken
             self.apnsID = apnsID
@@ -96,6 +109,7 @@ public struct Push: Sendable, Equatable {
             self.priority = priority
             self.collapseID = collapseID
             self.payload = payload
+            self.urgency = urgency
         }
 
         func copy() -> Storage {
@@ -106,7 +120,8 @@ public struct Push: Sendable, Equatable {
                 pushType: pushType,
                 priority: priority,
                 collapseID: collapseID,
-                payload: payload
+                payload: payload,
+                urgency: urgency
             )
         }
 
@@ -114,6 +129,7 @@ public struct Push: Sendable, Equatable {
             deviceToken == other.deviceToken && apnsID == other.apnsID && topic == other.topic
                 && pushType == other.pushType
                 && priority == other.priority && collapseID == other.collapseID && payload == other.payload
+                && urgency == other.urgency
         }
     }
 }
@@ -127,4 +143,7 @@ public enum Expiration: Sendable, Equatable {
     case immediately
     /// Not valid after this UNIX time (seconds).
     case at(epochSeconds: Int64)
+    /// Valid for this many seconds after acceptance (Web Push's `TTL`, more than 0: a `TTL` of 0
+    /// is `immediately`).
+    case lifetime(seconds: Int64)
 }

@@ -1,4 +1,5 @@
-/// APNs push types (`apns-push-type`), with the topic suffix each requires.
+/// APNs push types (`apns-push-type`), with the topic suffix each requires, and `webpush`: a Web
+/// Push message (RFC 8030), which comes by its own route and never by `apns-push-type`.
 public enum PushType: String, Sendable, CaseIterable, Hashable {
     case alert
     case background
@@ -11,12 +12,17 @@ public enum PushType: String, Sendable, CaseIterable, Hashable {
     case pushtotalk
     case voip
     case widgets
+    /// A Web Push message: its class follows its urgency (`Push.pushClass`).
+    case webpush
+
+    /// The types `apns-push-type` may name.
+    public static let apnsTypes = allCases.filter { $0 != .webpush }
 
     /// What `apns-topic` must end with for this type (the rest is the app's bundle id). `mdm`
     /// topics come from the MDM certificate and have no fixed suffix.
     public var topicSuffix: String? {
         switch self {
-        case .alert, .background, .mdm: return nil
+        case .alert, .background, .mdm, .webpush: return nil
         case .complication: return ".complication"
         case .controls: return ".push-type.controls"
         case .fileprovider: return ".pushkit.fileprovider"
@@ -32,8 +38,8 @@ public enum PushType: String, Sendable, CaseIterable, Hashable {
     public var maxPayloadBytes: Int { self == .voip ? 5120 : 4096 }
 
     /// Background pushes are silent (PRODUCT.md section 1: a push without `apns-push-type` whose
-    /// `aps` has only `content-available: 1` is validated into `background`); every other type
-    /// is regular.
+    /// `aps` has only `content-available: 1` is validated into `background`); every other APNs
+    /// type is regular. A Web Push message's class is its urgency's (`Push.pushClass`).
     public var pushClass: PushClass { self == .background ? .silent : .regular }
 }
 

@@ -30,10 +30,13 @@ extension Scheduler {
     /// - Silent pushes at priority 1 count among their app's held silent pushes for
     ///   `maxHeldPerApp` and are dropped with them when the app is `terminated`.
     ///
+    /// A Web Push message follows its urgency instead (`acceptWebPush`).
+    ///
     /// Returns nil for an unknown app handle; nothing is recorded then.
     public func accept(_ push: SchedulerPush, now: Int64) -> Acceptance? {
         guard let a = index(of: push.app) else { return nil }
         guard push.expiresAt > now else { return Acceptance.discarded(.expired) }
+        if let urgency = push.urgency { return acceptWebPush(push, urgency: urgency, app: a, now: now) }
         switch push.pushClass {
         case .silent: return acceptSilent(push, app: a, now: now)
         case .regular: return acceptRegular(push, app: a, now: now)
@@ -89,7 +92,7 @@ extension Scheduler {
         }
     }
 
-    private func immediate(_ push: SchedulerPush, device d: Int) -> Release {
+    func immediate(_ push: SchedulerPush, device d: Int) -> Release {
         Release(id: push.id, device: deviceHandle(d), app: push.app, kind: .immediate)
     }
 }

@@ -35,7 +35,8 @@ extension Scheduler {
     /// everything held is released as `online` (the device is up and listening, which is what
     /// `online` tells the agent). Reporting `awake` again is not: an agent repeating it must not
     /// be able to bypass the silent budget. `lowPower` stops budget releases until the device
-    /// leaves it. Empty for an unknown handle.
+    /// leaves it. A state that allows a lower Web Push urgency than before releases what waited
+    /// only for it (`releaseNowAllowed`). Empty for an unknown handle.
     public func setPower(_ device: DeviceHandle, _ power: DevicePower, now: Int64) -> SchedulerOutput {
         guard let d = index(of: device) else { return SchedulerOutput() }
         let previous = devices[d].power
@@ -44,6 +45,9 @@ extension Scheduler {
         if power == .awake, previous != .awake, devices[d].connected {
             releaseAll(device: d, kind: .online, now: now, into: &output)
         } else {
+            if power.minimumUrgency < previous.minimumUrgency {
+                releaseNowAllowed(device: d, now: now, into: &output)
+            }
             rescheduleBudget(device: d)
         }
         return output

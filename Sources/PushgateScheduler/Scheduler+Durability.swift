@@ -98,8 +98,10 @@ extension Scheduler {
     public func restoreHeld(_ push: SchedulerPush, acceptedAt: Int64) -> Bool {
         guard let a = index(of: push.app) else { return false }
         let silent = push.waitsForBudget
+        // A Web Push message has no deferral: it waits for its urgency or budget.
         let deadline =
-            !silent && push.priority == .normal ? acceptedAt + policy(ofApp: a).policy.maxDeferralMillis : .max
+            !silent && push.priority == .normal && push.urgency == nil
+            ? acceptedAt + policy(ofApp: a).policy.maxDeferralMillis : .max
         insertHeld(push, app: a, deadline: deadline)
         if silent { rescheduleBudget(device: Int(apps[a].device)) }
         return true

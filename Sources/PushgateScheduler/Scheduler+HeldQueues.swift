@@ -22,10 +22,14 @@ extension Scheduler {
 
     /// Drops the held push of `push`'s app and class with `push`'s collapse id, if there is one
     /// (`coalesced`), and returns it: `push` replaces it.
+    /// A Web Push message's `Topic` replaces its subscription's held message of that topic
+    /// whatever their urgencies (RFC 8030 section 5.4: the new one brings its own urgency).
     func coalesceHeld(app a: Int, with push: SchedulerPush, drops: inout [Drop]) -> HeldSlot? {
         guard let collapseID = push.collapseID else { return nil }
-        let silentClass = push.pushClass == .silent
-        var slot = silentClass ? heldSlot(in: apps[a].silent, silentClass: true, collapseID: collapseID) : noSlot
+        // nil: either class.
+        let silentClass: Bool? = push.urgency != nil ? nil : push.pushClass == .silent
+        var slot =
+            silentClass != false ? heldSlot(in: apps[a].silent, silentClass: true, collapseID: collapseID) : noSlot
         if slot == noSlot { slot = heldSlot(in: apps[a].regular, silentClass: silentClass, collapseID: collapseID) }
         guard slot != noSlot else { return nil }
         let old = removeHeld(slot)
@@ -33,9 +37,12 @@ extension Scheduler {
         return old
     }
 
-    private func heldSlot(in list: HeldList, silentClass: Bool, collapseID: String) -> UInt32 {
+    private func heldSlot(in list: HeldList, silentClass: Bool?, collapseID: String) -> UInt32 {
         var slot = list.head
-        while slot != noSlot, held[Int(slot)].isSilentClass != silentClass || held[Int(slot)].collapseID != collapseID {
+        while slot != noSlot,
+            silentClass.map({ held[Int(slot)].isSilentClass != $0 }) ?? false
+                || held[Int(slot)].collapseID != collapseID
+        {
             slot = held[Int(slot)].next
         }
         return slot
@@ -95,6 +102,7 @@ extension Scheduler {
             held[s].isSilent = silent
             held[s].isSilentClass = push.pushClass == .silent
             held[s].isLive = true
+            held[s].urgency = push.urgency
         } else {
             slot = UInt32(held.count)
             held.append(
@@ -109,7 +117,8 @@ extension Scheduler {
                     generation: 0,
                     isSilent: silent,
                     isSilentClass: push.pushClass == .silent,
-                    isLive: true
+                    isLive: true,
+                    urgency: push.urgency
                 )
             )
         }
@@ -180,10 +189,18 @@ extension Scheduler {
 
     /// A wake event: everything held for the device goes, in acceptance order, without taking
     /// budget. Held pushes already past their expiry are dropped instead, even if their timer has
-    /// not fired yet: expiry is enforced at release time.
+    /// not fired yet: expiry is enforced at release time. A Web Push message below the urgency
+    /// the device's power state allows stays held: it is never delivered below it, so it does
+    /// not ride along either (RFC 8030 section 5.3).
     func releaseAll(device d: Int, kind: DeliveryKind, now: Int64, into output: inout SchedulerOutput) {
         devices[d].budgetDue = DeviceSlot.noBudgetDue
         guard devices[d].heldTotal > 0 else { return }
+        // Awake, every urgency is allowed: nothing to look at one by one.
+        guard devices[d].power.minimumUrgency == .veryLow else {
+            release(device: d, kind: kind, now: now, into: &output) { _ in true }
+            rescheduleBudget(device: d)
+            return
+        }
         var slots: [UInt32] = []
         slots.reserveCapacity(Int(devices[d].heldTotal))
         var a = devices[d].firstApp
@@ -206,6 +223,46 @@ extension Scheduler {
                 output.releases.append(release(record, kind: kind))
             }
         }
+    }
+
+    /// Releases (or drops, when expired) the device's held pushes that `selected` picks among
+    /// those its power state allows, in acceptance order; the others stay held.
+    func release(
+        device d: Int,
+        kind: DeliveryKind,
+        now: Int64,
+        into output: inout SchedulerOutput,
+        where selected: (HeldSlot) -> Bool
+    ) {
+        let minimum = devices[d].power.minimumUrgency
+        var taken: [HeldSlot] = []
+        var a = devices[d].firstApp
+        while a != noSlot {
+            for list in [apps[Int(a)].silent, apps[Int(a)].regular] {
+                var slot = list.head
+                while slot != noSlot {
+                    let record = held[Int(slot)]
+                    if record.expiresAt <= now || (Self.allows(record, minimum) && selected(record)) {
+                        taken.append(removeHeld(slot))
+                    }
+                    slot = record.next
+                }
+            }
+            a = apps[Int(a)].nextSibling
+        }
+        taken.sort { $0.id < $1.id }
+        for record in taken {
+            if record.expiresAt <= now {
+                output.drops.append(drop(record, reason: .expired))
+            } else {
+                output.releases.append(release(record, kind: kind))
+            }
+        }
+    }
+
+    /// Whether a device whose power state takes `minimum` and above may be given `record` now.
+    static func allows(_ record: HeldSlot, _ minimum: WebPushUrgency) -> Bool {
+        record.urgency.map { $0 >= minimum } ?? true
     }
 
     func appendSlots(of list: HeldList, to slots: inout [UInt32]) {

@@ -43,14 +43,20 @@ extension Scheduler {
         /// A priority-5 push's deferral end: released then as `budget` if the device is
         /// connected. Nil for the others.
         public var deferredUntil: Int64?
-        /// Held pushes of the same app and class ahead of it (a silent push is released on
-        /// budget only when it is the app's oldest).
+        /// Held pushes of the same app and class ahead of it that the power state allows (a
+        /// silent push is released on budget only when it is the app's oldest of those).
         public var ahead: Int
+        /// A Web Push message's urgency; nil for an APNs push.
+        public var urgency: WebPushUrgency?
+        /// A Web Push message below the urgency the device's power state allows: it waits for
+        /// the state (or its expiry), and no wake event releases it.
+        public var waitsForPowerState: Bool
     }
 
     /// The app's held pushes, silent first then regular, each in acceptance order.
     public func heldPushes(app: AppHandle) -> [HeldPush]? {
         guard let a = index(of: app) else { return nil }
+        let minimum = devices[Int(apps[a].device)].power.minimumUrgency
         var result: [HeldPush] = []
         for list in [apps[a].silent, apps[a].regular] {
             var slot = list.head
@@ -62,10 +68,13 @@ extension Scheduler {
                         id: record.id,
                         waitsForBudget: record.isSilent,
                         deferredUntil: record.deadline == .max ? nil : record.deadline,
-                        ahead: ahead
+                        ahead: ahead,
+                        urgency: record.urgency,
+                        waitsForPowerState: !Self.allows(record, minimum)
                     )
                 )
-                ahead += 1
+                // A Web Push message the power state does not allow holds nothing back.
+                if Self.allows(record, minimum) { ahead += 1 }
                 slot = record.next
             }
         }

@@ -105,7 +105,8 @@ extension Scheduler {
     /// Sets the device's budget timer to the first instant at which the device bucket and the
     /// bucket of at least one app with held silent pushes both hold a whole token (and that app's
     /// fetch interval allows a release), or clears it when no budget release can happen
-    /// (disconnected, `lowPower`, nothing silent held, every such app's interval `never`).
+    /// (disconnected, `lowPower`, nothing silent held that the power state allows, every such
+    /// app's interval `never`).
     func rescheduleBudget(device d: Int) {
         guard devices[d].connected, devices[d].power != .lowPower, devices[d].heldSilent > 0 else {
             devices[d].budgetDue = DeviceSlot.noBudgetDue
@@ -115,7 +116,7 @@ extension Scheduler {
         var a = devices[d].firstApp
         while a != noSlot {
             let app = apps[Int(a)]
-            if app.silent.count > 0 {
+            if app.silent.count > 0, hasAllowedSilent(app: Int(a)) {
                 let ready = appTokenTime(Int(a), now: app.bucketTime)
                 appReady = min(appReady, max(ready, intervalReady(Int(a))))
             }
@@ -149,7 +150,9 @@ extension Scheduler {
                 while apps[app].silent.head != noSlot, held[Int(apps[app].silent.head)].expiresAt <= now {
                     output.drops.append(drop(removeHeld(apps[app].silent.head), reason: .expired))
                 }
-                let head = apps[app].silent.head
+                // A Web Push message the power state does not allow is passed over: it waits for
+                // the state, not for budget.
+                let head = firstAllowedSilent(app: app)
                 if head != noSlot, isOlder(head, than: best), intervalReady(app) <= now, hasToken(app: app, now: now) {
                     best = head
                     bestApp = app

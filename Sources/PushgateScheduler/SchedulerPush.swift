@@ -11,8 +11,12 @@ public struct SchedulerPush: Sendable, Hashable {
     public var collapseID: String?
     /// Milliseconds since the epoch; at and after this instant the push is never delivered.
     public var expiresAt: Int64
-    /// `apns-expiration: 0`: delivered now or discarded, never held or stored.
+    /// `apns-expiration: 0` (a Web Push `TTL` of 0): delivered now or discarded, never held or
+    /// stored.
     public var nowOrNever: Bool
+    /// A Web Push message's urgency (RFC 8030 section 5.3); nil for an APNs push. It replaces
+    /// the priority's rules (see `Scheduler.accept`).
+    public var urgency: WebPushUrgency?
 
     /// Held, it waits in its app's silent queue for budget (or a wake event). A silent push at
     /// priority 1 never wakes the device (PRODUCT.md section 4): it waits, as a regular one at
@@ -26,7 +30,8 @@ public struct SchedulerPush: Sendable, Hashable {
         priority: PushPriority,
         collapseID: String? = nil,
         expiresAt: Int64,
-        nowOrNever: Bool = false
+        nowOrNever: Bool = false,
+        urgency: WebPushUrgency? = nil
     ) {
         self.id = id
         self.app = app
@@ -35,6 +40,7 @@ public struct SchedulerPush: Sendable, Hashable {
         self.collapseID = collapseID
         self.expiresAt = expiresAt
         self.nowOrNever = nowOrNever
+        self.urgency = urgency
     }
 
     /// The scheduler's view of `notification`, whose registration is `app`.
@@ -42,11 +48,12 @@ public struct SchedulerPush: Sendable, Hashable {
         self.init(
             id: notification.acceptanceID,
             app: app,
-            pushClass: notification.push.pushType.pushClass,
+            pushClass: notification.push.pushClass,
             priority: notification.push.priority,
             collapseID: notification.push.collapseID,
             expiresAt: notification.expiresAt,
-            nowOrNever: nowOrNever
+            nowOrNever: nowOrNever,
+            urgency: notification.push.urgency
         )
     }
 }

@@ -101,6 +101,9 @@ struct HeldSlot {
     /// and `terminated`.
     var isSilentClass: Bool
     var isLive: Bool
+    /// A Web Push message's urgency: released only while its device's power state allows it
+    /// (`Scheduler.allows`). Nil for an APNs push.
+    var urgency: WebPushUrgency?
 
     /// When this record's timer is due: its deferral end or its expiry, whichever is first.
     var due: Int64 { min(expiresAt, deadline) }

@@ -33,6 +33,11 @@ public struct RegistrationRecord: Sendable, Equatable {
     /// The app state the device last reported (`foreground`, `background`, `terminated`); nil
     /// when it never reported one.
     public var appState: AppState?
+    /// An APNs registration, or a Web Push subscription (whose `topic` is its name).
+    public var kind: RegistrationKind
+    /// A Web Push subscription restricted to an application server (RFC 8292 section 4): its
+    /// public key, an uncompressed P-256 point. Nil otherwise.
+    public var applicationServerKey: [UInt8]?
 
     public init(
         token: String,
@@ -40,7 +45,9 @@ public struct RegistrationRecord: Sendable, Equatable {
         topic: String,
         createdAt: Int64,
         unregisteredAt: Int64? = nil,
-        appState: AppState? = nil
+        appState: AppState? = nil,
+        kind: RegistrationKind = .apns,
+        applicationServerKey: [UInt8]? = nil
     ) {
         self.token = token
         self.deviceID = deviceID
@@ -48,6 +55,8 @@ public struct RegistrationRecord: Sendable, Equatable {
         self.createdAt = createdAt
         self.unregisteredAt = unregisteredAt
         self.appState = appState
+        self.kind = kind
+        self.applicationServerKey = applicationServerKey
     }
 }
 

@@ -13,7 +13,7 @@ import Darwin
 public struct StoreFileSummary: Sendable, Equatable {
     public var path: String
     public var bytes: Int64
-    /// The last schema migration applied ("v6").
+    /// The last schema migration applied ("v7").
     public var schema: String
     public var devices: Int
     /// Active registrations (not unregistered).

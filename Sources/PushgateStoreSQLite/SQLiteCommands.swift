@@ -97,12 +97,13 @@ enum SQLiteCommands {
         case .register(let registration):
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO registrations (token, device_id, topic, created_at, unregistered_at) \
-                    VALUES (?, ?, ?, ?, ?)
+                    INSERT INTO registrations (token, device_id, topic, created_at, unregistered_at, kind, \
+                    application_server_key) VALUES (?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
                 registration.token, registration.deviceID, registration.topic,
-                registration.createdAt, registration.unregisteredAt,
+                registration.createdAt, registration.unregisteredAt, registration.kind.rawValue,
+                registration.applicationServerKey.map { Data($0) },
             ])
 
         case .unregister(let token, let at):
@@ -205,8 +206,8 @@ enum SQLiteCommands {
             let statement = try db.cachedStatement(
                 sql: """
                     INSERT INTO notifications (acceptance_id, device_id, token, topic, apns_id, push_type, \
-                    priority, collapse_id, payload, accepted_at, expires_at, seq) \
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    priority, collapse_id, payload, accepted_at, expires_at, seq, urgency) \
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             )
             let acceptanceID = try int64(n.acceptanceID, "acceptanceID", command)
@@ -247,6 +248,20 @@ enum SQLiteCommands {
                                                 sqlite3_bind_int64(h, 12, seq)
                                             } else {
                                                 sqlite3_bind_null(h, 12)
+                                            }
+                                            if let urgency = push.urgency {
+                                                let word = Self.urgencyWord(urgency)
+                                                _ = sqlite3_bind_text(
+                                                    h,
+                                                    13,
+                                                    UnsafeRawPointer(word.utf8Start).assumingMemoryBound(
+                                                        to: CChar.self
+                                                    ),
+                                                    Int32(word.utf8CodeUnitCount),
+                                                    inPlace
+                                                )
+                                            } else {
+                                                sqlite3_bind_null(h, 13)
                                             }
                                         }
                                     }
@@ -350,6 +365,16 @@ enum SQLiteCommands {
 
     /// SQLITE_STATIC: SQLite reads the caller's memory, which must outlive the step.
     private static let inPlace: sqlite3_destructor_type? = nil
+
+    /// An urgency's word as static text, which SQLite may read in place.
+    private static func urgencyWord(_ urgency: WebPushUrgency) -> StaticString {
+        switch urgency {
+        case .veryLow: "very-low"
+        case .low: "low"
+        case .normal: "normal"
+        case .high: "high"
+        }
+    }
 
     /// SQLite copies bound text and blobs (the caller's memory is temporary).
     private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)

@@ -33,6 +33,9 @@ enum SQLiteSchema {
         migrator.registerMigration("v6") { db in
             try db.execute(sql: v6)
         }
+        migrator.registerMigration("v7") { db in
+            try db.execute(sql: v7)
+        }
         return migrator
     }
 
@@ -60,6 +63,16 @@ enum SQLiteSchema {
         default: return "the tables \(shown) and \(tables.count - 5) more"
         }
     }
+
+    /// Web Push: a registration is an APNs app or a Web Push subscription (whose topic is its
+    /// name), which may be restricted to an application server's key (an uncompressed P-256
+    /// point, RFC 8292 section 4); a Web Push message keeps its urgency (RFC 8030 section 5.3),
+    /// NULL for an APNs push. Existing rows are APNs registrations and pushes.
+    private static let v7 = """
+        ALTER TABLE registrations ADD COLUMN kind TEXT NOT NULL DEFAULT 'apns' CHECK (kind IN ('apns', 'webpush'));
+        ALTER TABLE registrations ADD COLUMN application_server_key BLOB;
+        ALTER TABLE notifications ADD COLUMN urgency TEXT CHECK (urgency IN ('very-low', 'low', 'normal', 'high'));
+        """
 
     /// Background fetch: each app's last results, penalty, fetch interval and last budget
     /// release, and the fetch windows of unacknowledged silent pushes (open, or closed by a

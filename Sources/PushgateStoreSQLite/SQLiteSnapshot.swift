@@ -11,12 +11,20 @@ enum SQLiteSnapshot {
         let registrationRows = try Row.fetchCursor(
             db,
             sql: """
-                SELECT token, device_id, topic, created_at, unregistered_at, app_state FROM registrations ORDER BY token
+                SELECT token, device_id, topic, created_at, unregistered_at, app_state, kind, application_server_key
+                FROM registrations ORDER BY token
                 """
         )
         while let row = try registrationRows.next() {
             // A state this version does not know is one the app never reported.
             let appState = (row[5] as String?).flatMap(AppState.init(rawValue:))
+            let kindName: String = row[6]
+            guard let kind = RegistrationKind(rawValue: kindName) else {
+                throw SQLiteCommands.Failure(
+                    message:
+                        "registration \(row[0] as String) has kind \"\(kindName)\"; the database was not written by Pushgate or is damaged"
+                )
+            }
             registrations.append(
                 RegistrationRecord(
                     token: row[0],
@@ -24,7 +32,9 @@ enum SQLiteSnapshot {
                     topic: row[2],
                     createdAt: row[3],
                     unregisteredAt: row[4],
-                    appState: appState
+                    appState: appState,
+                    kind: kind,
+                    applicationServerKey: (row[7] as Data?).map { [UInt8]($0) }
                 )
             )
         }
@@ -91,7 +101,7 @@ enum SQLiteSnapshot {
             db,
             sql: """
                 SELECT acceptance_id, device_id, token, topic, apns_id, push_type, priority, collapse_id,
-                       payload, accepted_at, expires_at, seq
+                       payload, accepted_at, expires_at, seq, urgency
                 FROM notifications ORDER BY acceptance_id
                 """
         )
@@ -101,13 +111,15 @@ enum SQLiteSnapshot {
             let acceptanceID = UInt64(row[0] as Int64)
             let typeName: String = row[5]
             let priorityValue: Int64 = row[6]
+            let urgencyName: String? = row[12]
             // Only the gateway writes these columns, from validated pushes.
             guard let pushType = PushType(rawValue: typeName),
-                let priority = UInt8(exactly: priorityValue).flatMap(PushPriority.init(rawValue:))
+                let priority = UInt8(exactly: priorityValue).flatMap(PushPriority.init(rawValue:)),
+                (urgencyName == nil) == (pushType != .webpush)
             else {
                 throw SQLiteCommands.Failure(
                     message:
-                        "notification \(acceptanceID) has push type \"\(typeName)\" and priority \(priorityValue); the database was not written by Pushgate or is damaged"
+                        "notification \(acceptanceID) has push type \"\(typeName)\", priority \(priorityValue) and urgency \(urgencyName ?? "none"); the database was not written by Pushgate or is damaged"
                 )
             }
             let push = Push(
@@ -117,7 +129,8 @@ enum SQLiteSnapshot {
                 pushType: pushType,
                 priority: priority,
                 collapseID: row[7],
-                payload: [UInt8](payload)
+                payload: [UInt8](payload),
+                urgency: urgencyName.flatMap(WebPushUrgency.init(rawValue:))
             )
             let record = AcceptedPush(
                 acceptanceID: acceptanceID,

@@ -74,7 +74,9 @@ class DeviceSecret:
 # token of another app, a topic the provider key does not cover, a push type that neither the
 # header, the topic nor `aps` gives, a push type whose topic suffix, payload or priority does not
 # fit it; a state report for an app the device has not registered; a
-# fetch result for a seq that has no open window. schemathesis.toml lets these operations answer
+# fetch result for a seq that has no open window; a Web Push body without its Content-Encoding;
+# an application server key off the curve.
+# schemathesis.toml lets these operations answer
 # a schema-valid request with 400 (positive_data_acceptance), and this check narrows that 400 to
 # these reasons: any other 400 to a schema-valid request still fails the run.
 STATE_DEPENDENT_400 = {
@@ -88,6 +90,10 @@ STATE_DEPENDENT_400 = {
         "BadPriority": ("background pushes must use apns-priority 5 or 1",),
     },
     "PUT /v1/devices/{deviceId}/state": {"BadTopic": ("is not registered on this device",)},
+    # A body needs Content-Encoding: aes128gcm, an empty one does not: two parts of a request.
+    "POST /webpush/{token}": {"BadContentEncoding": None},
+    # A key of the right form whose point is not on P-256 (what a pattern cannot say).
+    "POST /v1/devices/{deviceId}/subscriptions": {"BadRequest": ("must be a P-256 public key",)},
     "POST /v1/devices/{deviceId}/fetch-results": {"BadFetchResult": None},
 }
 

@@ -5,7 +5,7 @@
 #   bash Tests/Fuzz/run.sh [SECONDS] [TARGET...]
 #
 # Targets: provider-request, provider-token, device-bodies, configuration, event-stream,
-# http2-server (all when none is named). Each is Tests/Fuzz/<Name>Fuzzer.swift (with
+# http2-server, webpush-request (all when none is named). Each is Tests/Fuzz/<Name>Fuzzer.swift (with
 # FuzzSupport.swift, and FuzzGateway.swift for those that need a gateway) and its seeds are
 # Tests/Fuzz/Corpus/<target>/ (Tests/Fuzz/make-seeds.py writes the binary ones). Under
 # OUT=$SCRATCH/fuzz-release: what libFuzzer learns goes to OUT/corpus/<target>/ (kept between
@@ -39,7 +39,7 @@ cd "$(dirname "$0")/../.."
 
 DURATION=${1:-60}
 shift || true
-ALL_TARGETS=(provider-request provider-token device-bodies configuration event-stream http2-server)
+ALL_TARGETS=(provider-request provider-token device-bodies configuration event-stream http2-server webpush-request)
 if (($#)); then TARGETS=("$@"); else TARGETS=("${ALL_TARGETS[@]}"); fi
 
 SCRATCH=${PUSHGATE_FUZZ_SCRATCH:-.build-fuzz}
@@ -56,6 +56,7 @@ source_files() {
         configuration) echo ConfigurationFuzzer.swift ;;
         event-stream) echo EventStreamFuzzer.swift ;;
         http2-server) echo HTTP2ServerFuzzer.swift FuzzGateway.swift ;;
+        webpush-request) echo WebPushFuzzer.swift ;;
         *) echo "unknown target $1 (targets: ${ALL_TARGETS[*]})" >&2; return 1 ;;
     esac
 }

@@ -245,10 +245,13 @@ final class AgentProcess: @unchecked Sendable {
         var description: String { "the agent stopped printing JSON lines; last output: \(output)" }
     }
 
+    /// Ends the agent (SIGKILL, as a device that loses power) and waits for it.
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
     deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        stop()
     }
 }

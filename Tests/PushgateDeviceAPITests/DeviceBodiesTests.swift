@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import PushgateDelivery
 import PushgateModel
@@ -25,6 +26,26 @@ struct DeviceBodiesTests {
         #expect(reason(DeviceBodies.topic(body(#"{"topic":"no spaces allowed"}"#))) == "BadTopic")
         #expect(detail(DeviceBodies.topic(body(#"{"name":"x"}"#))).contains(#"missing field "topic""#))
         #expect(detail(DeviceBodies.topic(body("{"))).contains("not valid JSON"))
+    }
+
+    @Test("a Web Push subscription: its name by the topic rules, its key a P-256 point in base64url, padded or not")
+    func subscriptions() throws {
+        // py-vapid's public key for a fixed private key, as `k` and applicationServerKey carry it.
+        let key = "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
+        let plain = try DeviceBodies.subscription(body(#"{"name":"inbox"}"#)).get()
+        #expect(plain == DeviceBodies.Subscription(name: "inbox"))
+        #expect(try DeviceBodies.subscription(body(#"{"name":"inbox","applicationServerKey":null}"#)).get() == plain)
+        let restricted = try DeviceBodies.subscription(body(#"{"name":"inbox","applicationServerKey":"\#(key)="}"#))
+            .get()
+        #expect(restricted.applicationServerKey?.count == 65)
+        #expect(reason(DeviceBodies.subscription(body(#"{"name":"no spaces"}"#))) == "BadRequest")
+        for bad in ["AAAA", String(key.dropLast(2)), key.replacingOccurrences(of: "BCV", with: "BCW")] {
+            #expect(
+                detail(DeviceBodies.subscription(body(#"{"name":"x","applicationServerKey":"\#(bad)"}"#))).contains(
+                    "P-256"
+                )
+            )
+        }
     }
 
     @Test("an ack: the usual shape, other valid shapes, and sequence numbers out of range")

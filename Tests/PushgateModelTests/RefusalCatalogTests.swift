@@ -30,6 +30,9 @@ struct RefusalCatalogTests {
         (.requestHeaderFieldsTooLarge, "RequestHeaderFieldsTooLarge", 431),
         (.httpVersionNotSupported, "HTTPVersionNotSupported", 505), (.serviceUnavailable, "ServiceUnavailable", 503),
         (.internalServerError, "InternalServerError", 500),
+        (.badTTL, "BadTTL", 400), (.badUrgency, "BadUrgency", 400), (.badMessageTopic, "BadMessageTopic", 400),
+        (.badContentEncoding, "BadContentEncoding", 400), (.vapidRequired, "VapidRequired", 401),
+        (.badJwtToken, "BadJwtToken", 403), (.subscriptionConflict, "SubscriptionConflict", 409),
     ]
 
     @Test("every reason in the catalog has the word and status this table gives it, and no other reason exists")

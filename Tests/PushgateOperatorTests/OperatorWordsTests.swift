@@ -53,6 +53,10 @@ struct OperatorWordsTests {
             WaitWords.describe(.awaitingAck(inKeepaliveResponse: true), now: Self.now)
                 == "sent in a keep-alive response; waits for the device's ack"
         )
+        #expect(
+            WaitWords.describe(.belowUrgency(.low, power: .lowPower), now: Self.now)
+                == "Web Push urgency low: a device in lowPower takes high and above; it waits until the power state allows low, or its TTL runs out, and no wake event brings it"
+        )
         #expect(WaitWords.until(.deferred(until: hour)) == hour)
         #expect(WaitWords.until(.waitsForWake) == nil)
     }

@@ -8,7 +8,7 @@ import Testing
 /// 64 lowercase hex digits.
 let sampleToken = String(repeating: "0123456789abcdef", count: 4)
 let fixedBits: (UInt64, UInt64) = (0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210)
-/// `FieldSyntax.uuidV4(fixedBits)`, written out by hand.
+/// `UUIDText.v4(fixedBits)`, written out by hand.
 let fixedGeneratedID = "01234567-89ab-4def-bedc-ba9876543210"
 
 /// Counts how often the validator asks for random bits.

@@ -52,7 +52,7 @@ struct TypeCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { type.rawValue }
 }
 
-let happyTypeCases: [TypeCase] = PushType.allCases.map { type in
+let happyTypeCases: [TypeCase] = PushType.apnsTypes.map { type in
     switch type {
     case .background:
         return TypeCase(
@@ -272,12 +272,12 @@ func inference(_ c: InferenceCase) {
 // MARK: apns-id on responses
 
 @Test func generatedIDIsCanonicalLowercaseV4() {
-    #expect(FieldSyntax.uuidV4((0, 0)) == "00000000-0000-4000-8000-000000000000")
-    #expect(FieldSyntax.uuidV4((.max, .max)) == "ffffffff-ffff-4fff-bfff-ffffffffffff")
-    #expect(FieldSyntax.uuidV4(fixedBits) == fixedGeneratedID)
+    #expect(UUIDText.v4((0, 0)) == "00000000-0000-4000-8000-000000000000")
+    #expect(UUIDText.v4((.max, .max)) == "ffffffff-ffff-4fff-bfff-ffffffffffff")
+    #expect(UUIDText.v4(fixedBits) == fixedGeneratedID)
     var rng = SeededRandom(seed: 7)
     for _ in 0..<1000 {
-        let id = FieldSyntax.uuidV4((rng.next(), rng.next()))
+        let id = UUIDText.v4((rng.next(), rng.next()))
         #expect(isCanonicalV4(id), "\(id)")
     }
     // The default generator (OpenSSL's) gives distinct canonical ids.

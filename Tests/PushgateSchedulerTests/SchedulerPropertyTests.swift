@@ -162,20 +162,29 @@ import Testing
     }
 
     static func firstOrderBreak(in simulation: SchedulerSimulation) -> String? {
-        var lastSilent: [AppHandle: UInt64] = [:]
+        var lastSilent: [SilentOrder: UInt64] = [:]
         for (index, step) in simulation.steps.enumerated() {
             let ids = step.releases.map(\.id)
             if ids != ids.sorted() { return "step \(index) (\(step.event)) released \(ids)" }
             // An app's silent pushes that wait for budget go in acceptance order; one at priority
-            // 1 waits for a wake event instead, and the others pass it.
-            for release in step.releases where simulation.pushes[release.id]?.push.waitsForBudget == true {
-                if let last = lastSilent[release.app], last > release.id {
+            // 1 waits for a wake event instead, and the others pass it. A Web Push message below
+            // the power state's urgency waits for the state, and higher ones pass it: the order
+            // holds among the messages of one urgency.
+            for release in step.releases {
+                guard let push = simulation.pushes[release.id]?.push, push.waitsForBudget else { continue }
+                let key = SilentOrder(app: release.app, urgency: push.urgency)
+                if let last = lastSilent[key], last > release.id {
                     return "step \(index): \(release.app) released silent \(release.id) after \(last)"
                 }
-                lastSilent[release.app] = release.id
+                lastSilent[key] = release.id
             }
         }
         return nil
+    }
+
+    private struct SilentOrder: Hashable {
+        var app: AppHandle
+        var urgency: WebPushUrgency?
     }
 
     /// Releases at `times` (in order) against a bucket of `burst` refilled `perHour`: in every

@@ -21,7 +21,10 @@ final class SchedulerSimulation {
             "t1": TopicPolicyOverride(appBurst: 1, appRefillPerHour: 1800, maxHeldPerApp: 2, maxDeferralMillis: 2000)
         ]
     )
+    /// Apps of `t2` are Web Push subscriptions: every push to one is a Web Push message, with an
+    /// urgency in place of a priority.
     static let topics = ["t0", "t1", "t2"]
+    static let webPushTopic = "t2"
     static let timeSteps: [Int64] = [0, 0, 1, 50, 333, 700, 1500, 9000]
     static let lifetimes: [Int64] = [500, 3000, 20_000, 30 * day]
 
@@ -56,6 +59,7 @@ final class SchedulerSimulation {
     private var lastID: UInt64 = 0
     private var devices: [Device?] = [nil, nil, nil]
     private var appStates: [AppHandle: AppState] = [:]
+    private var webPushApps: Set<AppHandle> = []
     private(set) var pushes: [UInt64: Pushed] = [:]
     private(set) var steps: [Step] = []
     private(set) var violations: [String] = []
@@ -85,7 +89,7 @@ final class SchedulerSimulation {
                 step.releases = output.releases
                 step.drops = output.drops
                 devices[deviceIndex]!.connected = true
-                checkWake(device.handle, step: step)
+                checkWake(devices[deviceIndex]!, step: step)
             }
         case 14, 15:
             withDevice(deviceIndex, "disconnect") { device, _ in
@@ -97,7 +101,7 @@ final class SchedulerSimulation {
                 let output = scheduler.keepalive(device.handle, now: now)
                 step.releases = output.releases
                 step.drops = output.drops
-                checkWake(device.handle, step: step)
+                checkWake(device, step: step)
             }
         case 18, 19:
             let power = DevicePower.allCases[Int(word >> 8 % 3)]
@@ -106,7 +110,9 @@ final class SchedulerSimulation {
                 step.releases = output.releases
                 step.drops = output.drops
                 devices[deviceIndex]!.power = power
-                if power == .awake, device.power != .awake, device.connected { checkWake(device.handle, step: step) }
+                if power == .awake, device.power != .awake, device.connected {
+                    checkWake(devices[deviceIndex]!, step: step)
+                }
             }
         case 20:
             let state = AppState.allCases[Int(word >> 8 % 3)]
@@ -127,9 +133,11 @@ final class SchedulerSimulation {
         case 28:
             withDevice(deviceIndex, "addApp") { device, _ in
                 guard device.apps.count < 3 else { return }
-                let app = scheduler.addApp(device: device.handle, topic: Self.topics[Int(word >> 8 % 3)])!
+                let topic = Self.topics[Int(word >> 8 % 3)]
+                let app = scheduler.addApp(device: device.handle, topic: topic)!
                 devices[deviceIndex]!.apps.append(app)
                 appStates[app] = .foreground
+                if topic == Self.webPushTopic { webPushApps.insert(app) } else { webPushApps.remove(app) }
             }
         case 29:
             withDevice(deviceIndex, "removeDevice") { device, step in
@@ -149,14 +157,19 @@ final class SchedulerSimulation {
     }
 
     private func accept(_ word: UInt64, deviceIndex: Int) {
-        let silent = word >> 20 & 1 == 0
-        let priority: PushPriority =
+        var silent = word >> 20 & 1 == 0
+        var priority: PushPriority =
             silent ? (word >> 21 & 1 == 0 ? .normal : .low) : [.high, .normal, .low][Int(word >> 21 % 3)]
         let collapseID = [nil, nil, "a", "b"][Int(word >> 24 & 3)]
         let expiresAt = now + Self.lifetimes[Int(word >> 26 & 3)]
         let nowOrNever = word >> 28 & 15 == 0
         withApp(word, deviceIndex, "accept") { app, step in
             let device = devices[deviceIndex]!
+            var urgency: WebPushUrgency?
+            if webPushApps.contains(app) {
+                let chosen = WebPushUrgency.allCases[Int(word >> 20 & 3)]
+                (urgency, silent, priority) = (chosen, chosen.pushClass == .silent, chosen.priority)
+            }
             lastID += 1
             let push = SchedulerPush(
                 id: lastID,
@@ -165,11 +178,12 @@ final class SchedulerSimulation {
                 priority: priority,
                 collapseID: collapseID,
                 expiresAt: expiresAt,
-                nowOrNever: nowOrNever
+                nowOrNever: nowOrNever,
+                urgency: urgency
             )
             pushes[push.id] = Pushed(push: push, device: device.handle, policy: scheduler.policy(of: app)!)
             let before = Before(
-                heldSilent: heldSilent(of: app),
+                heldSilent: heldSilent(of: app, allowedOn: device),
                 tokens: scheduler.bucket(app: app, now: now)!.wholeTokens > 0
                     && scheduler.bucket(device: device.handle, now: now)!.wholeTokens > 0
             )
@@ -177,8 +191,10 @@ final class SchedulerSimulation {
                 violations.append("step \(steps.count): accept for a live app returned nil")
                 return
             }
+            let kind =
+                urgency.map { "webpush \($0.rawValue)" } ?? "\(silent ? "silent" : "regular") p\(priority.rawValue)"
             step.event =
-                "accept \(silent ? "silent" : "regular") p\(priority.rawValue) collapse \(collapseID ?? "-")"
+                "accept \(kind) collapse \(collapseID ?? "-")"
                 + " expires +\(expiresAt - now)\(nowOrNever ? " nowOrNever" : "") → \(acceptance.disposition)"
             step.accepted = push
             step.disposition = acceptance.disposition
@@ -186,7 +202,7 @@ final class SchedulerSimulation {
             step.releases = acceptance.releases
             step.drops = acceptance.drops
             checkDecision(push, acceptance, device: device, before: before)
-            if acceptance.disposition == .delivered, priority == .high, !silent { checkWake(device.handle, step: step) }
+            if acceptance.disposition == .delivered, priority == .high, !silent { checkWake(device, step: step) }
         }
     }
 
@@ -222,9 +238,11 @@ final class SchedulerSimulation {
         let handle = scheduler.addDevice(now: now)
         var device = Device(handle: handle, apps: [])
         for offset in 0..<appCount {
-            let app = scheduler.addApp(device: handle, topic: Self.topics[(firstTopic + offset) % 3])!
+            let topic = Self.topics[(firstTopic + offset) % 3]
+            let app = scheduler.addApp(device: handle, topic: topic)!
             device.apps.append(app)
             appStates[app] = .foreground
+            if topic == Self.webPushTopic { webPushApps.insert(app) } else { webPushApps.remove(app) }
         }
         devices[index] = device
     }
@@ -250,6 +268,21 @@ final class SchedulerSimulation {
         (scheduler.heldIDs(app: app) ?? []).filter { pushes[$0]?.push.waitsForBudget == true }.count
     }
 
+    /// Held silent pushes of the app that wait for budget and that the device's power state
+    /// allows: a Web Push message below the state's urgency waits for the state instead.
+    private func heldSilent(of app: AppHandle, allowedOn device: Device) -> Int {
+        (scheduler.heldIDs(app: app) ?? []).filter { id in
+            guard let push = pushes[id]?.push, push.waitsForBudget else { return false }
+            return Self.allows(push, device.power)
+        }.count
+    }
+
+    /// Whether a device in `power` may be given `push` (RFC 8030 section 5.3): every APNs push,
+    /// and a Web Push message at or above the urgency the state takes.
+    static func allows(_ push: SchedulerPush, _ power: DevicePower) -> Bool {
+        push.urgency.map { $0 >= power.minimumUrgency } ?? true
+    }
+
     // MARK: Rules
 
     enum Outcome {
@@ -270,6 +303,21 @@ final class SchedulerSimulation {
     private func checkDecision(_ push: SchedulerPush, _ acceptance: Acceptance, device: Device, before: Before) {
         let waits: Outcome = push.nowOrNever ? .discarded(.undeliverableNow) : .held
         let expected: Outcome
+        if let urgency = push.urgency {
+            let allowed = device.connected && urgency >= device.power.minimumUrgency
+            switch urgency.pushClass {
+            case .silent where appStates[push.app] == .terminated: expected = .discarded(.appTerminated)
+            case .silent where allowed && before.heldSilent == 0 && before.tokens: expected = .delivered
+            case .regular where allowed: expected = .delivered
+            default: expected = waits
+            }
+            if !expected.matches(acceptance) {
+                violations.append(
+                    "step \(steps.count): web push \(push.id) got \(acceptance.disposition), expected \(expected)"
+                )
+            }
+            return
+        }
         switch (push.pushClass, push.priority) {
         case (.silent, _) where appStates[push.app] == .terminated: expected = .discarded(.appTerminated)
         case (.silent, .low): expected = waits
@@ -306,13 +354,22 @@ final class SchedulerSimulation {
                 violations.append("\(here) released for the wrong device or app")
             }
             if pushed.push.expiresAt <= now { violations.append("\(here) released after its expiry") }
+            // Never below the urgency the device's state allows: not at once, not on budget, not
+            // riding along with a wake event (RFC 8030 section 5.3).
+            if let device = devices.compactMap({ $0 }).first(where: { $0.handle == pushed.device }),
+                !Self.allows(pushed.push, device.power)
+            {
+                violations.append("\(here) below the urgency the device's state (\(device.power)) allows")
+            }
             if release.kind == .immediate, step.accepted?.id != release.id {
                 violations.append("\(here) is immediate but was not the push accepted in this step")
             }
             guard pushed.push.pushClass == .silent, release.kind == .immediate || release.kind == .budget else {
                 continue
             }
-            if pushed.push.priority == .low { violations.append("\(here): priority 1 released without a wake event") }
+            if pushed.push.priority == .low, pushed.push.urgency == nil {
+                violations.append("\(here): priority 1 released without a wake event")
+            }
             let device = devices.compactMap { $0 }.first { $0.handle == pushed.device }
             if device?.connected != true { violations.append("\(here) while the device is not connected") }
             if device?.power == .lowPower { violations.append("\(here) in lowPower") }
@@ -320,10 +377,14 @@ final class SchedulerSimulation {
         }
     }
 
-    /// After a wake event the device holds nothing.
-    private func checkWake(_ device: DeviceHandle, step: Step) {
-        if let count = scheduler.heldCount(device: device), count > 0 {
-            violations.append("step \(steps.count) (\(step.event)): \(count) pushes still held after a wake event")
+    /// After a wake event the device holds nothing its power state allows.
+    private func checkWake(_ device: Device, step: Step) {
+        let held = device.apps.flatMap { scheduler.heldIDs(app: $0) ?? [] }
+        let allowed = held.filter { id in pushes[id].map { Self.allows($0.push, device.power) } ?? true }
+        if !allowed.isEmpty {
+            violations.append(
+                "step \(steps.count) (\(step.event)): \(allowed.count) pushes still held after a wake event"
+            )
         }
     }
 
@@ -333,7 +394,7 @@ final class SchedulerSimulation {
         for device in devices.compactMap({ $0 }) where device.connected && device.power != .lowPower {
             guard scheduler.bucket(device: device.handle, now: now)!.wholeTokens > 0 else { continue }
             for app in device.apps
-            where heldSilent(of: app) > 0 && scheduler.bucket(app: app, now: now)!.wholeTokens > 0 {
+            where heldSilent(of: app, allowedOn: device) > 0 && scheduler.bucket(app: app, now: now)!.wholeTokens > 0 {
                 violations.append(
                     "step \(steps.count - 1) (advance): \(app) has a held silent push and both buckets have tokens"
                 )

@@ -134,3 +134,27 @@ func fastPolicy(
         maxDeferralMillis: maxDeferralMillis
     )
 }
+
+extension Harness {
+    /// A Web Push message: its class and priority follow its urgency.
+    func webPush(
+        _ app: AppHandle,
+        _ urgency: WebPushUrgency,
+        topic: String? = nil,
+        expiresAt: Int64? = nil,
+        nowOrNever: Bool = false,
+        now: Int64
+    ) -> (id: UInt64, acceptance: Acceptance) {
+        let push = SchedulerPush(
+            id: nextID(),
+            app: app,
+            pushClass: urgency.pushClass,
+            priority: urgency.priority,
+            collapseID: topic,
+            expiresAt: expiresAt ?? now + 30 * day,
+            nowOrNever: nowOrNever,
+            urgency: urgency
+        )
+        return (push.id, scheduler.accept(push, now: now)!)
+    }
+}

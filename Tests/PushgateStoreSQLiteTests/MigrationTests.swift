@@ -1,4 +1,5 @@
 import GRDB
+import PushgateModel
 import PushgateStore
 import PushgateStoreTestKit
 import Testing
@@ -49,6 +50,41 @@ struct MigrationTests {
         // Without the foreign key, a device's rows go by acceptance id.
         try await store.commit([.deleteDevice(id: "d", at: 10, acceptanceIDs: [1, 2])])
         #expect(try store.load().notifications.isEmpty)
+        await store.close()
+    }
+
+    @Test("v7 keeps a v6 database's registrations and pushes as APNs ones, and takes Web Push ones")
+    func v6ToV7() async throws {
+        let directory = try TempDirectory()
+        defer { directory.remove() }
+        let queue = try DatabaseQueue(path: directory.path + "/" + SQLiteSchema.databaseFileName)
+        try SQLiteSchema.migrator.migrate(queue, upTo: "v6")
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO devices (id, secret_hash, created_at, acked_seq, last_seq) VALUES ('d', x'00', 1, 0, 3);
+                    INSERT INTO registrations (token, device_id, topic, created_at) VALUES ('t', 'd', 'com.example.app', 2);
+                    INSERT INTO notifications VALUES (1, 'd', 't', 'com.example.app', 'a1', 'alert', 10, NULL, x'7b7d', 5, 99, 7);
+                    """
+            )
+        }
+        try queue.close()
+
+        let store = try openStore(directory.path)
+        let snapshot = try store.load()
+        #expect(snapshot.registrations.map(\.kind) == [.apns])
+        #expect(snapshot.registrations.map(\.applicationServerKey) == [nil])
+        #expect(snapshot.notifications.map(\.push.urgency) == [nil])
+        let subscription = RegistrationRecord(
+            token: "w",
+            deviceID: "d",
+            topic: "inbox",
+            createdAt: 3,
+            kind: .webpush,
+            applicationServerKey: [4, 5, 6]
+        )
+        try await store.commit([.register(subscription)])
+        #expect(try store.load().registrations.last == subscription)
         await store.close()
     }
 

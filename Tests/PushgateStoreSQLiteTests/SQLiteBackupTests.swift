@@ -26,7 +26,7 @@ struct SQLiteBackupTests {
 
         let file = root.path + "/backup.sqlite"
         let summary = try SQLiteBackup.backup(directory: root.path + "/live", to: file)
-        #expect(summary.path == file && summary.schema == "v6")
+        #expect(summary.path == file && summary.schema == "v7")
         #expect(summary.devices == 2 && summary.registrations == 1 && summary.notifications == 50)
         let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
         #expect(mode == 0o600, "a backup holds device secrets' hashes and payloads: owner only")
@@ -172,7 +172,7 @@ struct SQLiteBackupTests {
         try execute("INSERT INTO grdb_migrations (identifier) VALUES ('v99')", in: newer)
         #expect(
             refusal(newer).hasPrefix(
-                "\(newer) comes from a newer Pushgate (schema v1, v2, v3, v4, v5, v6, v99); this version knows v1"
+                "\(newer) comes from a newer Pushgate (schema v1, v2, v3, v4, v5, v6, v7, v99); this version knows v1"
             )
         )
 

@@ -1,4 +1,5 @@
 import Foundation
+import PushgateModel
 import PushgateStore
 import PushgateStoreTestKit
 import Testing
@@ -44,6 +45,51 @@ struct ConformanceCommandTests {
             #expect(snapshot.maxAcceptanceID == 5)
             #expect(snapshot.notifications[1].push.payload.count == 300)
             #expect(snapshot.notifications[0].push.payload.count == 4096)
+        }
+    }
+
+    @Test(
+        "a Web Push subscription (with and without a key) and its messages (urgency, topic, empty body) round-trip",
+        arguments: StoreBackendKind.allCases
+    )
+    func webPushRoundTrip(_ backend: StoreBackendKind) async throws {
+        try await withStore(backend) { store in
+            let key = [UInt8(4)] + (1...64).map { UInt8($0) }
+            let restricted = RegistrationRecord(
+                token: token(1),
+                deviceID: "d",
+                topic: "inbox",
+                createdAt: 10,
+                kind: .webpush,
+                applicationServerKey: key
+            )
+            let open = RegistrationRecord(token: token(2), deviceID: "d", topic: "feed", createdAt: 11, kind: .webpush)
+            var messages: [AcceptedPush] = []
+            for (index, urgency) in WebPushUrgency.allCases.enumerated() {
+                var message = notification(
+                    UInt64(index + 1),
+                    device: "d",
+                    topic: "inbox",
+                    seq: index % 2 == 0 ? nil : 9
+                )
+                message.push = Push(
+                    deviceToken: token(1),
+                    apnsID: message.push.apnsID,
+                    topic: "inbox",
+                    pushType: .webpush,
+                    priority: urgency.priority,
+                    collapseID: index == 0 ? nil : "topic\(index)",
+                    payload: index == 3 ? [] : [0, 1, 2, 0xFF],
+                    urgency: urgency
+                )
+                messages.append(message)
+            }
+            try await store.commit([.createDevice(device("d")), .register(restricted), .register(open)])
+            try await store.commit(messages.map(StoreCommand.enqueue))
+            let snapshot = try store.load()
+            #expect(snapshot.registrations == [restricted, open])
+            #expect(snapshot.notifications == messages)
+            #expect(snapshot.notifications.map(\.push.urgency) == WebPushUrgency.allCases)
         }
     }
 

@@ -28,7 +28,9 @@ public struct DeviceInspection: Sendable, Equatable {
 
     public struct Registration: Sendable, Equatable {
         public var token: String
+        /// An APNs app's topic, or a Web Push subscription's name.
         public var topic: String
+        public var kind: RegistrationKind
         public var appState: AppState
         public var bucket: Bucket
         public var fetch: Fetch
@@ -92,6 +94,9 @@ public struct DeviceInspection: Sendable, Equatable {
 
     /// Why a notification waits.
     public enum WaitReason: Sendable, Equatable {
+        /// A Web Push message below the urgency the device's power state allows: it waits for
+        /// the state (or its expiry); no wake event releases it.
+        case belowUrgency(WebPushUrgency, power: DevicePower)
         /// No stream: held ones go out when it opens (`online`), stored ones first.
         case offline(since: Int64)
         /// Silent, in `lowPower`: only a wake event releases it.

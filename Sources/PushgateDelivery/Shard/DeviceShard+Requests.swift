@@ -6,7 +6,16 @@ import PushgateStore
 // Requests of providers and agents: each planned by the state, carried out, then answered.
 extension DeviceShard {
     func accept(_ push: Push, expiration: Expiration, promise: EventLoopPromise<Disposition>) {
-        switch state.accept(push, expiration: expiration) {
+        carryOut(state.accept(push, expiration: expiration), promise: promise)
+    }
+
+    /// A Web Push message to one of the shard's endpoints.
+    func accept(_ submission: WebPushSubmission, promise: EventLoopPromise<Disposition>) {
+        carryOut(state.accept(submission), promise: promise)
+    }
+
+    private func carryOut(_ decision: AcceptanceDecision, promise: EventLoopPromise<Disposition>) {
+        switch decision {
         case .refused(let refusal):
             promise.fail(refusal)
         case .answered(let disposition, let plan):
@@ -119,12 +128,28 @@ extension DeviceShard {
         }
     }
 
-    func register(deviceID: String, secret: String, topic: String, promise: EventLoopPromise<String>) {
+    /// A registration: an APNs app (`topic`), or a Web Push subscription (`topic` its name),
+    /// restricted to `applicationServerKey` when given. The same one again gets the same token;
+    /// the name of one of another kind or key is a conflict.
+    func register(
+        deviceID: String,
+        secret: String,
+        topic: String,
+        kind: RegistrationKind = .apns,
+        applicationServerKey: [UInt8]? = nil,
+        promise: EventLoopPromise<String>
+    ) {
         guard let device = state.authenticate(deviceID: deviceID, secret: secret) else {
             promise.fail(Refusal.unauthorized)
             return
         }
         if let token = device.tokensByTopic[topic] {
+            if let existing = state.registrations[token],
+                let conflict = Self.conflict(existing, topic, kind: kind, applicationServerKey: applicationServerKey)
+            {
+                promise.fail(conflict)
+                return
+            }
             if let committing = state.registrations[token]?.committing {
                 promise.completeWith(committing)
             } else {
@@ -148,7 +173,13 @@ extension DeviceShard {
             promise.fail(Refusal(.internalServerError, "\(error)"))
             return
         }
-        let plan = state.register(topic, token: token, on: device)
+        let plan = state.register(
+            topic,
+            token: token,
+            on: device,
+            kind: kind,
+            applicationServerKey: applicationServerKey
+        )
         // Further registrations of the topic complete with this one, so that no caller gets a
         // token before it is on disk.
         state.registrations[token]?.committing = promise.futureResult
@@ -164,15 +195,44 @@ extension DeviceShard {
         }
     }
 
-    func unregister(deviceID: String, secret: String, token: String, promise: EventLoopPromise<Void>) {
+    /// Why registering `topic` as `kind` (with `applicationServerKey`) conflicts with the
+    /// device's active registration of that name, if it does.
+    private static func conflict(
+        _ existing: RegistrationState,
+        _ topic: String,
+        kind: RegistrationKind,
+        applicationServerKey: [UInt8]?
+    ) -> Refusal? {
+        if existing.kind != kind {
+            let other = existing.kind == .apns ? "an APNs registration" : "a Web Push subscription"
+            return Refusal(
+                .subscriptionConflict,
+                "the device has \(other) named \(topic); a device's registrations and subscriptions each need a name of their own"
+            )
+        }
+        guard existing.applicationServerKey != applicationServerKey else { return nil }
+        return Refusal(
+            .subscriptionConflict,
+            "the subscription \(topic) exists \(existing.applicationServerKey == nil ? "unrestricted" : "restricted to another application server key"); delete it and subscribe again to change its key (RFC 8292 section 4)"
+        )
+    }
+
+    func unregister(
+        deviceID: String,
+        secret: String,
+        token: String,
+        kind: RegistrationKind = .apns,
+        promise: EventLoopPromise<Void>
+    ) {
         guard let device = state.authenticate(deviceID: deviceID, secret: secret) else {
             promise.fail(Refusal.unauthorized)
             return
         }
         guard let registration = state.registrations[token], registration.deviceID == deviceID,
-            registration.unregisteredAt == nil
+            registration.unregisteredAt == nil, registration.kind == kind
         else {
-            promise.fail(Refusal(.notFound, "no active registration \(token) on this device"))
+            let what = kind == .apns ? "registration" : "subscription"
+            promise.fail(Refusal(.notFound, "no active \(what) \(token) on this device"))
             return
         }
         carryOut(state.unregister(token, registration, of: device)) { [state, topic = registration.topic] result in

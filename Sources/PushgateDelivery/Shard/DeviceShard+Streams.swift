@@ -145,7 +145,7 @@ extension DeviceShard {
                 state.metrics.deliveryLatency.record(millis: now - entry.record.acceptedAt)
                 state.counters.recordDelivery(entry.delivery)
             }
-            if !entry.windowOpened, entry.record.push.pushType.pushClass == .silent { firstWrites.append(entry) }
+            if !entry.windowOpened, entry.record.push.pushClass == .silent { firstWrites.append(entry) }
             entry.sent = true
             device.unackedBytes += size
             device.deliveredCount += 1

@@ -1,11 +1,13 @@
 import NIOCore
+import PushgateCrypto
 import PushgateDelivery
 import PushgateModel
 
 /// The device API's wire format of notifications: server-sent events on the event stream, and
 /// the same JSON object in keep-alive responses (PRODUCT.md section 3).
 enum EventStreamEncoder {
-    /// `id: <seq>`, `event: notification`, `data: <one JSON object>`.
+    /// `id: <seq>`, `event: notification` (`event: webpush` for a Web Push message), `data: <one
+    /// JSON object>`.
     static func writeNotification(
         _ record: AcceptedPush,
         delivery: DeliveryKind,
@@ -15,14 +17,20 @@ enum EventStreamEncoder {
     ) {
         buffer.writeStaticString("id: ")
         writeDecimal(record.seq ?? 0, into: &buffer)
-        buffer.writeStaticString("\nevent: notification\ndata: ")
+        if record.push.pushType == .webpush {
+            buffer.writeStaticString("\nevent: webpush\ndata: ")
+        } else {
+            buffer.writeStaticString("\nevent: notification\ndata: ")
+        }
         writeJSON(record, delivery: delivery, carrier: carrier, fetchWindowSeconds: fetchWindowSeconds, into: &buffer)
         buffer.writeStaticString("\n\n")
     }
 
     /// Room for one event: the payload and the ids around it (a buffer this size rarely grows).
     static func estimatedSize(of record: AcceptedPush) -> Int {
-        record.push.payload.count + record.push.deviceToken.utf8.count + record.push.topic.utf8.count + 320
+        // A Web Push body goes as base64url: four characters for three bytes.
+        record.push.payload.count * (record.push.pushType == .webpush ? 4 : 3) / 3 + record.push.deviceToken.utf8.count
+            + record.push.topic.utf8.count + 320
     }
 
     /// The notification as the JSON object carried in events and keep-alive responses; a silent
@@ -35,6 +43,16 @@ enum EventStreamEncoder {
         into buffer: inout ByteBuffer
     ) {
         let push = record.push
+        if push.pushType == .webpush {
+            writeWebPushJSON(
+                record,
+                delivery: delivery,
+                carrier: carrier,
+                fetchWindowSeconds: fetchWindowSeconds,
+                into: &buffer
+            )
+            return
+        }
         buffer.writeStaticString("{\"seq\":")
         writeDecimal(record.seq ?? 0, into: &buffer)
         buffer.writeStaticString(",\"apnsId\":")
@@ -63,6 +81,44 @@ enum EventStreamEncoder {
         } else {
             buffer.writeBytes(push.payload)
         }
+        writeEnd(record, delivery: delivery, carrier: carrier, fetchWindowSeconds: fetchWindowSeconds, into: &buffer)
+    }
+
+    /// A Web Push message as the device gets it: `{"seq", "pushType": "webpush", "token" (its
+    /// endpoint's), "name" (its subscription's), "messageId", "body" (base64url, as the
+    /// application server sent it: encrypted, or empty), "acceptedAt", "delivery", "carrier"}`.
+    /// Never its urgency, `Topic` or VAPID token (RFC 8030 section 5.3 and 5.4, RFC 8292
+    /// section 4.2).
+    private static func writeWebPushJSON(
+        _ record: AcceptedPush,
+        delivery: DeliveryKind,
+        carrier: String?,
+        fetchWindowSeconds: Int?,
+        into buffer: inout ByteBuffer
+    ) {
+        let push = record.push
+        buffer.writeStaticString("{\"seq\":")
+        writeDecimal(record.seq ?? 0, into: &buffer)
+        buffer.writeStaticString(",\"pushType\":\"webpush\",\"token\":")
+        writeString(push.deviceToken, into: &buffer)
+        buffer.writeStaticString(",\"name\":")
+        writeString(push.topic, into: &buffer)
+        buffer.writeStaticString(",\"messageId\":")
+        writeString(push.apnsID, into: &buffer)
+        buffer.writeStaticString(",\"body\":\"")
+        buffer.writeString(Base64URL.encode(push.payload))
+        buffer.writeInteger(UInt8(ascii: "\""))
+        writeEnd(record, delivery: delivery, carrier: carrier, fetchWindowSeconds: fetchWindowSeconds, into: &buffer)
+    }
+
+    /// The fields every notification ends with, and its closing brace.
+    private static func writeEnd(
+        _ record: AcceptedPush,
+        delivery: DeliveryKind,
+        carrier: String?,
+        fetchWindowSeconds: Int?,
+        into buffer: inout ByteBuffer
+    ) {
         buffer.writeStaticString(",\"acceptedAt\":")
         if record.acceptedAt < 0 { buffer.writeInteger(UInt8(ascii: "-")) }
         writeDecimal(record.acceptedAt.magnitude, into: &buffer)

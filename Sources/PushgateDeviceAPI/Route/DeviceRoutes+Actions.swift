@@ -1,3 +1,4 @@
+import PushgateCrypto
 import PushgateDelivery
 import PushgateModel
 import PushgateTransport
@@ -15,6 +16,43 @@ extension DeviceRoutes {
         guard let topic = answer.value(DeviceBodies.topic(answer.body)) else { return }
         answer.complete(answer.core.register(deviceID: answer.deviceID, secret: answer.secret, topic: topic)) {
             token in .json(status: 201, JSONText.object(["token": token, "topic": topic]))
+        }
+    }
+
+    /// `201 {"name", "token", "endpoint", "applicationServerKey"}`: the endpoint under the
+    /// configured origin, else the one this request came to.
+    static func subscribe(_ answer: DeviceAnswer, origin configured: String?) {
+        guard let subscription = answer.value(DeviceBodies.subscription(answer.body)) else { return }
+        let request = answer.target.request
+        guard
+            let origin = configured ?? WebPushEndpoint.origin(of: request)
+        else {
+            answer.refuse(
+                Refusal(
+                    .badRequest,
+                    "the request names no host (Host or :authority), so the endpoint's origin is unknown; send one, or have the operator set webpushOrigin"
+                )
+            )
+            return
+        }
+        let subscribed = answer.core.subscribe(
+            deviceID: answer.deviceID,
+            secret: answer.secret,
+            name: subscription.name,
+            applicationServerKey: subscription.applicationServerKey
+        )
+        answer.complete(subscribed) { token in
+            let key = subscription.applicationServerKey.map { JSONText.quote(Base64URL.encode($0)) } ?? "null"
+            return .json(
+                status: 201,
+                "{\"name\":\(JSONText.quote(subscription.name)),\"token\":\(JSONText.quote(token)),\"endpoint\":\(JSONText.quote(WebPushEndpoint.url(origin: origin, token: token))),\"applicationServerKey\":\(key)}"
+            )
+        }
+    }
+
+    static func unsubscribe(_ token: String, _ answer: DeviceAnswer) {
+        answer.complete(answer.core.unsubscribe(deviceID: answer.deviceID, secret: answer.secret, token: token)) { _ in
+            .init(status: 204)
         }
     }
 

@@ -31,12 +31,16 @@ public enum DeviceRoutes {
     /// otherwise anyone who can reach the port may create devices. `creationLimit`: how many
     /// devices one client address may create (checked after the secret, which an app ships and
     /// anyone may extract); nil: no limit.
+    /// `webPushOrigin`: the origin of Web Push endpoints (`webpushOrigin`, for a gateway behind
+    /// a proxy); nil: the one each subscription's request came to.
     public static func register(
         on router: inout Router,
         core: DeliveryCore,
         registrationSecret: String? = nil,
-        creationLimit: DeviceCreationGate? = nil
+        creationLimit: DeviceCreationGate? = nil,
+        webPushOrigin: String? = nil
     ) {
+        let webPushOrigin = webPushOrigin.map(WebPushEndpoint.normalized)
         let expectedSecret = registrationSecret.map { SHA256.hash($0.utf8) }
         let creation = RouteAdmission(admits: { head, responder in
             if let expectedSecret {
@@ -82,7 +86,7 @@ public enum DeviceRoutes {
         router.addPrefix(nil, devicePrefix, protocols: .http1AndHTTP2, role: .device, admission: device) {
             request,
             responder in
-            route(request, responder, core: core)
+            route(request, responder, core: core, webPushOrigin: webPushOrigin)
         }
     }
 
@@ -116,13 +120,20 @@ public enum DeviceRoutes {
 
     /// One function per action (`DeviceRoutes+Actions.swift`); a known path with another method
     /// is 405 with `allow`.
-    private static func route(_ request: HTTPServerRequest, _ responder: HTTPResponder, core: DeliveryCore) {
+    private static func route(
+        _ request: HTTPServerRequest,
+        _ responder: HTTPResponder,
+        core: DeliveryCore,
+        webPushOrigin: String?
+    ) {
         guard let target = target(of: request, responder) else { return }
         let answer = DeviceAnswer(core: core, target: target, responder: responder)
         switch (request.method, target.action) {
         case ("DELETE", .device): deleteDevice(answer)
         case ("POST", .registrations): register(answer)
         case ("DELETE", .registration(let token)): unregister(token, answer)
+        case ("POST", .subscriptions): subscribe(answer, origin: webPushOrigin)
+        case ("DELETE", .subscription(let token)): unsubscribe(token, answer)
         case ("POST", .ack): ack(answer)
         case ("POST", .keepalive): keepalive(answer)
         case ("PUT", .state): setState(answer)

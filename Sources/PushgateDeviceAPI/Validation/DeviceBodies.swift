@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import PushgateCrypto
 import PushgateModel
 
 /// The device API's request bodies and headers, each to the value its operation takes or to the
@@ -10,6 +11,41 @@ enum DeviceBodies {
         decode(TopicBody.self, body).flatMap { body in
             TopicRules.isValid(body.topic)
                 ? .success(body.topic) : .failure(Refusal(.badTopic, TopicRules.explain(body.topic)))
+        }
+    }
+
+    /// A Web Push subscription asked for: its name, and the application server key it is
+    /// restricted to (an uncompressed P-256 point), if any.
+    struct Subscription: Equatable {
+        var name: String
+        var applicationServerKey: [UInt8]?
+    }
+
+    /// `{"name": "...", "applicationServerKey": "<base64url>"}` of a subscription; the key is
+    /// optional (`null` or absent: unrestricted). The name follows the topics' rule: it shares
+    /// their namespace on the device. The key as browsers take it (`PushManager.subscribe`'s
+    /// `applicationServerKey`): base64url, padded or not.
+    static func subscription(_ body: ByteBuffer) -> Result<Subscription, Refusal> {
+        decode(SubscriptionBody.self, body).flatMap { body in
+            guard TopicRules.isValid(body.name) else {
+                return .failure(
+                    Refusal(
+                        .badRequest,
+                        "name must be 1 to \(TopicRules.maxBytes) letters, digits, '.', '-' and '_', got \"\(body.name.prefix(80))\""
+                    )
+                )
+            }
+            guard let text = body.applicationServerKey else { return .success(Subscription(name: body.name)) }
+            guard let key = Base64URL.decode(text.filter { $0 != "=" }), ES256PublicKey(uncompressedPoint: key) != nil
+            else {
+                return .failure(
+                    Refusal(
+                        .badRequest,
+                        "applicationServerKey must be a P-256 public key as an uncompressed point (65 bytes, 0x04 || x || y) in base64url, as VAPID's k"
+                    )
+                )
+            }
+            return .success(Subscription(name: body.name, applicationServerKey: key))
         }
     }
 
@@ -136,6 +172,11 @@ enum DeviceBodies {
     // MARK: Decoding
 
     private struct TopicBody: Decodable { var topic: String }
+
+    private struct SubscriptionBody: Decodable {
+        var name: String
+        var applicationServerKey: String?
+    }
 
     struct AckBody: Decodable {
         var upTo: UInt64

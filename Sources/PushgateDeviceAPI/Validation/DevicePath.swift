@@ -1,14 +1,16 @@
 /// What a request under `/v1/devices/{id}` asks of the device.
 enum DeviceAction: Equatable {
-    case device, registrations
+    case device, registrations, subscriptions
     case registration(String)
+    /// A Web Push subscription, by its endpoint's token.
+    case subscription(String)
     case ack, keepalive, state, events, fetchResults, unknown
 
     /// The methods served for it; none for an unknown path.
     var methods: [String] {
         switch self {
-        case .device, .registration: ["DELETE"]
-        case .registrations, .ack, .keepalive, .fetchResults: ["POST"]
+        case .device, .registration, .subscription: ["DELETE"]
+        case .registrations, .subscriptions, .ack, .keepalive, .fetchResults: ["POST"]
         case .state: ["PUT"]
         case .events: ["GET"]
         case .unknown: []
@@ -25,17 +27,20 @@ enum DevicePath {
         let tail = rest[rest.index(after: slash)...]
         switch tail {
         case "registrations": return (deviceID, .registrations)
+        case "subscriptions": return (deviceID, .subscriptions)
         case "ack": return (deviceID, .ack)
         case "keepalive": return (deviceID, .keepalive)
         case "state": return (deviceID, .state)
         case "events": return (deviceID, .events)
         case "fetch-results": return (deviceID, .fetchResults)
         default:
-            let prefix = "registrations/"
-            if tail.hasPrefix(prefix) {
+            let kinds: [(prefix: String, action: (String) -> DeviceAction)] = [
+                ("registrations/", DeviceAction.registration), ("subscriptions/", DeviceAction.subscription),
+            ]
+            for (prefix, action) in kinds where tail.hasPrefix(prefix) {
                 let token = tail.dropFirst(prefix.count)
                 // Hex in either case, as the provider path takes it (tokens are stored lowercase).
-                if !token.contains("/") { return (deviceID, .registration(token.lowercased())) }
+                if !token.contains("/") { return (deviceID, action(token.lowercased())) }
             }
             return (deviceID, .unknown)
         }

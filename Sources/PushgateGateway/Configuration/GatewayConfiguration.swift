@@ -109,6 +109,13 @@ public struct GatewayConfiguration: Sendable {
     /// Request body bytes held at once across every connection, main and admin listeners
     /// together, while their requests arrive.
     public var requestBodyBudgetBytes = RequestBodyBudget.defaultLimit
+    /// The origin of Web Push endpoints (`https://push.example.com`), for a gateway behind a
+    /// proxy; nil: the one each subscription's request came to (the listener's scheme and the
+    /// request's authority). VAPID's `aud` is checked against it.
+    public var webpushOrigin: String?
+    /// The longest Web Push `TTL` kept; a larger one is cut to it (and to
+    /// `maxExpirationSeconds`), and the 201's `TTL` says so.
+    public var webpushMaxTTLSeconds = 28 * 24 * 3600
     /// Who may use the gateway and the scheduler's policy, as given: `Gateway.run` reads them
     /// into `access` and `delivery` once the TLS files are loaded.
     public var policy = PolicySettings()

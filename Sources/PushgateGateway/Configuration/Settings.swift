@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import PushgateDelivery
 import PushgateHTTP
+import PushgateModel
 import PushgateProviderAuth
 import PushgateScheduler
 import PushgateTransport
@@ -433,6 +434,30 @@ public enum Settings {
                     "The latest apns-expiration honoured, counted from acceptance (30 days by default); a later one is cut to it."
             ) { configuration, value throws(SettingError) in
                 configuration.delivery.maxExpirationMillis = Int64(try value.integer(in: 1...(366 * 24 * 3600))) * 1000
+            },
+            Setting(
+                "webpushOrigin",
+                .text,
+                "URL",
+                default: "the origin each subscription's request came to",
+                help:
+                    "The origin of Web Push endpoints, https://HOST[:PORT] (or http://), for a gateway behind a proxy or load balancer: subscriptions' endpoints are under it, and VAPID's aud must be it. Without it, an endpoint is under the origin its subscription's request came to (the listener's scheme and the request's Host or :authority)."
+            ) { configuration, value throws(SettingError) in
+                let origin = try value.text()
+                if let problem = WebPushEndpoint.problem(withConfigured: origin) {
+                    throw value.problem("\"\(origin)\" \(problem)")
+                }
+                configuration.webpushOrigin = origin
+            },
+            Setting(
+                "webpushMaxTTLSeconds",
+                .integer,
+                "SECONDS",
+                default: "2419200",
+                help:
+                    "The longest Web Push TTL kept (28 days by default; at most maxExpirationSeconds applies too); a larger one is cut to it, and the 201's TTL header says what was kept."
+            ) { configuration, value throws(SettingError) in
+                configuration.webpushMaxTTLSeconds = try value.integer(in: 0...(366 * 24 * 3600))
             },
         ] + schedulerSettings
 

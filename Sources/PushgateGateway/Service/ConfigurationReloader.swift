@@ -165,6 +165,7 @@ public final class ConfigurationReloader: Sendable {
             ("maxExpirationSeconds", "\(c.delivery.maxExpirationMillis / 1000)"),
             ("maxRegistrationsPerDevice", "\(c.delivery.maxRegistrationsPerDevice)"),
             ("unregisteredRetentionSeconds", "\(c.delivery.unregisteredRetentionMillis / 1000)"),
+            ("webpushOrigin", c.webpushOrigin ?? ""), ("webpushMaxTTLSeconds", "\(c.webpushMaxTTLSeconds)"),
         ]
     }
 }

@@ -67,6 +67,27 @@ extension Refusal {
         /// unregistered before another app registers.
         case tooManyRegistrations = "TooManyRegistrations"
 
+        // MARK: Web Push (Pushgate's, on RFC 8030 and RFC 8292)
+
+        /// `TTL` missing, repeated, or not decimal digits.
+        case badTTL = "BadTTL"
+        /// `Urgency` repeated, or not one of `very-low`, `low`, `normal`, `high`.
+        case badUrgency = "BadUrgency"
+        /// `Topic` repeated, or not 1 to 32 characters of the base64url alphabet.
+        case badMessageTopic = "BadMessageTopic"
+        /// A body without `Content-Encoding: aes128gcm` (RFC 8291), or a repeated header.
+        case badContentEncoding = "BadContentEncoding"
+        /// The subscription is restricted to an application server key and the request carries
+        /// no VAPID authorization.
+        case vapidRequired = "VapidRequired"
+        /// VAPID authorization that does not hold: a bad signature, `aud` not the endpoint's
+        /// origin, `exp` past or more than 24 h ahead, a key not the subscription's. Apple's
+        /// web push service answers the same word.
+        case badJwtToken = "BadJwtToken"
+        /// A subscription name the device already uses with another application server key, or
+        /// for an APNs registration.
+        case subscriptionConflict = "SubscriptionConflict"
+
         // MARK: Operator routes (Pushgate)
 
         /// No admin token is configured and the peer is not on loopback.
@@ -97,16 +118,17 @@ extension Refusal {
             switch self {
             case .missingDeviceToken, .badDeviceToken, .duplicateHeaders, .badMessageId, .missingTopic, .badTopic,
                 .invalidPushType, .badPriority, .badExpirationDate, .badCollapseId, .badPayload, .payloadEmpty,
-                .deviceTokenNotForTopic, .topicDisallowed, .badRequest, .badState, .badLastEventId, .badFetchResult:
+                .deviceTokenNotForTopic, .topicDisallowed, .badRequest, .badState, .badLastEventId, .badFetchResult,
+                .badTTL, .badUrgency, .badMessageTopic, .badContentEncoding:
                 400
-            case .unauthorized: 401
+            case .unauthorized, .vapidRequired: 401
             case .missingProviderToken, .invalidProviderToken, .expiredProviderToken, .unrelatedKeyIdInToken,
-                .badEnvironmentKeyIdInToken, .badCertificate, .forbidden:
+                .badEnvironmentKeyIdInToken, .badCertificate, .forbidden, .badJwtToken:
                 403
             case .badPath, .notFound: 404
             case .methodNotAllowed: 405
             case .unregistered: 410
-            case .tooManyRegistrations: 409
+            case .tooManyRegistrations, .subscriptionConflict: 409
             case .configurationRefused: 422
             case .payloadTooLarge: 413
             case .requestHeaderFieldsTooLarge: 431

@@ -108,6 +108,8 @@ struct AdminDevice: Encodable {
     struct Registration: Encodable {
         var token: String
         var topic: String
+        /// `apns`, or `webpush` for a Web Push subscription (whose topic is its name).
+        var kind: String
         var appState: String
         var bucket: Bucket
         var fetch: Fetch
@@ -214,6 +216,7 @@ struct AdminDevice: Encodable {
             Registration(
                 token: $0.token,
                 topic: $0.topic,
+                kind: $0.kind.rawValue,
                 appState: $0.appState.rawValue,
                 bucket: Bucket($0.bucket),
                 fetch: Fetch($0.fetch, refillPerHour: $0.bucket.refillPerHour, now: now)

@@ -5,6 +5,8 @@ import PushgateModel
 enum WaitWords {
     static func describe(_ reason: DeviceInspection.WaitReason, now: Int64) -> String {
         switch reason {
+        case .belowUrgency(let urgency, let power):
+            "Web Push urgency \(urgency.rawValue): a device in \(power.rawValue) takes \(power.minimumUrgency.rawValue) and above; it waits until the power state allows \(urgency.rawValue), or its TTL runs out, and no wake event brings it"
         case .offline(let since):
             "device offline since \(UTCTime.words(since, now: now)); sent when its event stream opens"
         case .lowPower:

@@ -120,7 +120,7 @@ public struct ProviderRequestValidator: Sendable {
     /// The `apns-id` of a response to a request refused before validation: the request's own
     /// when it is a valid UUID, else a new one (every APNs response carries one).
     public func responseAPNsID(requestHeader value: String?) -> String {
-        value.flatMap(FieldSyntax.canonicalUUID) ?? FieldSyntax.uuidV4(uuidBits())
+        value.flatMap(FieldSyntax.canonicalUUID) ?? UUIDText.v4(uuidBits())
     }
 
     /// Validates one request.
@@ -150,7 +150,7 @@ public struct ProviderRequestValidator: Sendable {
         // The apns-id the response will carry, whatever happens.
         let requestID: String? = fields.apnsIDCount == 1 ? fields.apnsID.flatMap(FieldSyntax.canonicalUUID) : nil
         func reject(_ refusal: Refusal) -> ValidationOutcome {
-            .rejected(refusal, apnsID: requestID ?? FieldSyntax.uuidV4(uuidBits()))
+            .rejected(refusal, apnsID: requestID ?? UUIDText.v4(uuidBits()))
         }
         func reject(_ reason: Refusal.Reason, _ detail: String) -> ValidationOutcome {
             reject(Refusal(reason, detail))
@@ -194,7 +194,7 @@ public struct ProviderRequestValidator: Sendable {
         // 6. apns-push-type, and the topic it requires.
         var declaredType: PushType?
         if let raw = fields.pushType {
-            guard let type = PushType(rawValue: raw) else {
+            guard let type = PushType(rawValue: raw), type != .webpush else {
                 return reject(
                     .invalidPushType,
                     "apns-push-type must be one of \(Self.pushTypeList), got \(Detail.quote(raw))"
@@ -290,7 +290,7 @@ public struct ProviderRequestValidator: Sendable {
         case .success(let (pushType, priority)):
             let push = Push(
                 deviceToken: deviceToken,
-                apnsID: requestID ?? FieldSyntax.uuidV4(uuidBits()),
+                apnsID: requestID ?? UUIDText.v4(uuidBits()),
                 topic: topic,
                 pushType: pushType,
                 priority: priority,
@@ -309,5 +309,5 @@ public struct ProviderRequestValidator: Sendable {
     /// is refused while it arrives, before the push type is known.
     public static let maxBodyBytes = PushType.allCases.map(\.maxPayloadBytes).max() ?? defaultMaxPayloadBytes
 
-    private static let pushTypeList = PushType.allCases.map(\.rawValue).joined(separator: ", ")
+    private static let pushTypeList = PushType.apnsTypes.map(\.rawValue).joined(separator: ", ")
 }

@@ -20,6 +20,9 @@ final class Agent: Sendable {
     private let state: NIOLockedValueBox<DeviceStateReport>
     private let link = AgentLink()
     private let fetch: AgentFetch
+    private let webPushWanted: [AgentWebPush.Wanted]
+    /// Set once the identity is loaded or created.
+    private let webPush = NIOLockedValueBox<AgentWebPush?>(nil)
 
     init(
         client: ClientOptions,
@@ -31,8 +34,10 @@ final class Agent: Sendable {
         fetchCommand: String?,
         registrationSecret: String?,
         retryForever: Bool,
+        webPush: [AgentWebPush.Wanted] = [],
         group: any EventLoopGroup
     ) {
+        self.webPushWanted = webPush
         self.client = client
         self.identityPath = identityPath
         self.topics = topics
@@ -54,6 +59,7 @@ final class Agent: Sendable {
         var lastSeq: UInt64?
         var identity: DeviceIdentity?
         var registered = false
+        var subscribed = false
         // The gateways to try, in turn: the one that failed is left for the next.
         let servers = client.servers.isEmpty ? [ClientOptions.defaultServer] : client.servers
         var turn = 0
@@ -73,6 +79,16 @@ final class Agent: Sendable {
                 if !registered {
                     for topic in topics { try await register(topic, device, connection) }
                     registered = true
+                }
+                if !subscribed, let webPush = webPush.withLockedValue({ $0 }) {
+                    do {
+                        try await webPush.subscribe(device, on: connection) { what, request in
+                            try await self.answer(what, on: connection, request)
+                        }
+                    } catch is UnknownDevice {
+                        throw unknownDevice
+                    }
+                    subscribed = true
                 }
                 link.connected((connection, device))
                 // The gateway answered (a TLS handshake completes with the first request).
@@ -125,6 +141,17 @@ final class Agent: Sendable {
         _ connection: HTTP2ClientConnection,
         _ server: ServerURL
     ) async throws -> DeviceIdentity {
+        let identity = try await readOrCreateIdentity(connection, server)
+        webPush.withLockedValue {
+            $0 = AgentWebPush(wanted: webPushWanted, identityFile: IdentityFile(path: identityPath, identity: identity))
+        }
+        return identity
+    }
+
+    private func readOrCreateIdentity(
+        _ connection: HTTP2ClientConnection,
+        _ server: ServerURL
+    ) async throws -> DeviceIdentity {
         if let data = FileManager.default.contents(atPath: identityPath) {
             guard let identity = try? JSONDecoder().decode(DeviceIdentity.self, from: data) else {
                 throw ClientFailure(
@@ -137,19 +164,7 @@ final class Agent: Sendable {
         let identity = try await answer("the device's creation", on: connection) {
             try await DeviceSetup.createDevice(on: connection, server: server, registrationSecret: secret)
         }
-        let data = try JSONEncoder().encode(identity)
-        guard
-            FileManager.default.createFile(atPath: identityPath, contents: data, attributes: [.posixPermissions: 0o600])
-        else {
-            let directory = (identityPath as NSString).deletingLastPathComponent
-            let place = directory.isEmpty ? "." : directory
-            let why =
-                !FileManager.default.fileExists(atPath: place)
-                ? "\(place) does not exist"
-                : !FileManager.default.isWritableFile(atPath: place)
-                    ? "\(place) is not writable by this user" : "the file system refused it"
-            throw ClientFailure(description: "cannot write the identity file \(identityPath): \(why)")
-        }
+        try IdentityFile.write(try JSONEncoder().encode(identity), to: identityPath)
         return identity
     }
 
@@ -252,9 +267,19 @@ final class Agent: Sendable {
                     let receivedAt = ContinuousClock.now
                     silence.withLockedValue { $0.heard(at: receivedAt) }
                     var newest: UInt64?
-                    for event in parser.feed(chunk) where event.type == "notification" {
-                        emit(event.data)
-                        fetch.received(event.data, at: receivedAt)
+                    for event in parser.feed(chunk) {
+                        switch event.type {
+                        case "notification":
+                            emit(event.data)
+                            fetch.received(event.data, at: receivedAt)
+                        case "webpush":
+                            guard let (line, notification) = webPush.withLockedValue({ $0 })?.message(event.data)
+                            else { continue }
+                            emit(line)
+                            fetch.received(notification, at: receivedAt)
+                        default:
+                            continue
+                        }
                         if let seq = event.id.flatMap(UInt64.init) { newest = seq }
                     }
                     if let newest {
@@ -324,8 +349,13 @@ final class Agent: Sendable {
         for notification in body?["notifications"] as? [[String: Any]] ?? [] {
             if let data = try? JSONSerialization.data(withJSONObject: notification, options: [.sortedKeys]) {
                 let json = String(decoding: data, as: UTF8.self)
-                emit(json)
-                fetch.received(json, at: receivedAt)
+                if let (line, message) = webPush.withLockedValue({ $0 })?.message(json) {
+                    emit(line)
+                    fetch.received(message, at: receivedAt)
+                } else {
+                    emit(json)
+                    fetch.received(json, at: receivedAt)
+                }
             }
             if let seq = (notification["seq"] as? NSNumber)?.uint64Value { newest = max(newest ?? 0, seq) }
         }
@@ -379,6 +409,7 @@ final class Agent: Sendable {
         for await line in lines {
             let words = line.split(separator: " ").map(String.init)
             var report: DeviceStateReport?
+            var unsubscribe: String?
             switch words.first {
             case "power" where words.count == 2 && DevicePower(rawValue: words[1]) != nil:
                 report = state.withLockedValue {
@@ -392,26 +423,33 @@ final class Agent: Sendable {
                 }
             case "keepalive" where words.count == 1:
                 break
+            case "unsubscribe" where words.count == 2:
+                unsubscribe = words[1]
             default:
                 printError(
-                    "unknown command \"\(line)\": power idle|awake|lowPower, app TOPIC foreground|background|terminated, keepalive"
+                    "unknown command \"\(line)\": power idle|awake|lowPower, app TOPIC foreground|background|terminated, keepalive, unsubscribe NAME"
                 )
                 continue
             }
             guard let (connection, device) = link.current else {
-                printError(
-                    "not connected; \(report == nil ? "keep-alive skipped" : "the state is reported on connect")"
-                )
+                let skipped =
+                    unsubscribe != nil
+                    ? "unsubscribe skipped" : report == nil ? "keep-alive skipped" : "the state is reported on connect"
+                printError("not connected; \(skipped)")
                 continue
             }
             do {
-                if let report {
+                if let unsubscribe {
+                    try await webPush.withLockedValue({ $0 })?.unsubscribe(unsubscribe, device, on: connection)
+                } else if let report {
                     try await sendState(report, device, connection)
                 } else {
                     try await sendKeepalive(device, connection)
                 }
             } catch {
-                printError("\(report == nil ? "keep-alive" : "state report") failed (\(error))")
+                printError(
+                    "\(unsubscribe != nil ? "unsubscribe" : report == nil ? "keep-alive" : "state report") failed (\(error))"
+                )
             }
         }
     }

@@ -1,5 +1,7 @@
 import ArgumentParser
+import Foundation
 import NIOPosix
+import PushgateCrypto
 import PushgateDeviceClient
 import PushgateModel
 
@@ -24,6 +26,17 @@ struct AgentCommand: AsyncParsableCommand {
               power idle|awake|lowPower
               app TOPIC foreground|background|terminated
               keepalive
+              unsubscribe NAME
+
+            Web Push: --webpush NAME subscribes the device (again on each start: the same name \
+            and key give the same endpoint), with a P-256 key pair and auth secret made here and \
+            kept in --identity, never sent; it prints {"type":"subscription","name":NAME, \
+            "subscription":{"endpoint","expirationTime","keys":{"p256dh","auth"}}}, the JSON an \
+            application server stores. --webpush-vapid-key KEY after it restricts the subscription \
+            to that application server key. Each message is decrypted and printed as \
+            {"type":"webpush","name":NAME,"seq":N,"data":TEXT} ("dataBase64" when the plaintext is \
+            not UTF-8, "error" when it does not decrypt), then acknowledged; the command \
+            unsubscribe NAME deletes the subscription (its endpoint answers 410 from then on).
 
             Background fetch: each silent push (pushType "background") gives its app a fetch \
             window of the notification's fetchWindowSeconds (30 when it has none), counted from \
@@ -42,7 +55,10 @@ struct AgentCommand: AsyncParsableCommand {
             with "exitStatus" and "durationMs" when the command exited, "signal" and "durationMs" \
             when a signal ended it, "killedAfterMs" when it was killed (R is then "timeout"), \
             "waitedMs" when the window ended before its turn (R "timeout" too), "error" when it \
-            could not run; durations count from the notification's arrival. A report the gateway \
+            could not run; durations count from the notification's arrival. Web Push messages run \
+            the command too (the printed line on stdin, PUSHGATE_TOPIC the subscription's name, \
+            PUSHGATE_APNS_ID the message's id); the result is reported only for those the gateway \
+            opened a window for (urgency low and very-low). A report the gateway \
             refuses adds "refused":{"status","reason","detail"}, one that found no connection \
             before the window ended adds "unreported" with why; neither stops the agent.
             """
@@ -93,6 +109,20 @@ struct AgentCommand: AsyncParsableCommand {
     )
     var requestTimeout: Int = 30
 
+    @Option(
+        name: .customLong("webpush"),
+        help:
+            "Subscribe to Web Push as NAME (letters, digits, '.', '-', '_'): print its subscription, decrypt and print its messages. Repeatable."
+    )
+    var webpush: [String] = []
+
+    @Option(
+        name: .customLong("webpush-vapid-key"),
+        help:
+            "Restrict the --webpush just before it to this application server key (base64url, as VAPID's k): pushes to it then need VAPID signed by that key."
+    )
+    var webpushVapidKeys: [String] = []
+
     @OptionGroup var deviceCreation: DeviceCreationOptions
 
     @Flag(
@@ -116,6 +146,7 @@ struct AgentCommand: AsyncParsableCommand {
             throw ValidationError("--keepalive must be 0 to 86400 seconds, got \(keepalive)")
         }
         try RequestTimeout.check(requestTimeout)
+        _ = try Self.webPushSubscriptions(CommandLine.arguments)
     }
 
     func run() async throws {
@@ -135,6 +166,7 @@ struct AgentCommand: AsyncParsableCommand {
             fetchCommand: fetchCommand,
             registrationSecret: try deviceCreation.registrationSecret(),
             retryForever: retryForever,
+            webPush: try Self.webPushSubscriptions(CommandLine.arguments),
             group: group
         )
         try await agent.run()
@@ -142,6 +174,51 @@ struct AgentCommand: AsyncParsableCommand {
 }
 
 extension AgentCommand {
+    /// `--webpush NAME [--webpush-vapid-key KEY]`, in the order given: each key restricts the
+    /// subscription named just before it (the parser keeps each option's values apart, not
+    /// their order).
+    static func webPushSubscriptions(_ arguments: [String]) throws -> [AgentWebPush.Wanted] {
+        var wanted: [AgentWebPush.Wanted] = []
+        var index = arguments.startIndex
+        func value(_ flag: String) throws -> String? {
+            let argument = arguments[index]
+            if argument.hasPrefix(flag + "=") { return String(argument.dropFirst(flag.count + 1)) }
+            guard argument == flag else { return nil }
+            index += 1
+            guard index < arguments.endIndex else { throw ValidationError("\(flag) needs a value") }
+            return arguments[index]
+        }
+        while index < arguments.endIndex {
+            if let name = try value("--webpush") {
+                guard TopicRules.isValid(name) else {
+                    throw ValidationError(
+                        "--webpush NAME: \(TopicRules.explain(name).replacingOccurrences(of: "topic", with: "name"))"
+                    )
+                }
+                guard !wanted.contains(where: { $0.name == name }) else {
+                    throw ValidationError("--webpush \(name) is given twice")
+                }
+                wanted.append(AgentWebPush.Wanted(name: name))
+            } else if let key = try value("--webpush-vapid-key") {
+                guard let last = wanted.indices.last, wanted[last].applicationServerKey == nil else {
+                    throw ValidationError(
+                        "--webpush-vapid-key restricts the --webpush NAME just before it; give one after each"
+                    )
+                }
+                guard let point = Base64URL.decode(key.filter { $0 != "=" }),
+                    ES256PublicKey(uncompressedPoint: point) != nil
+                else {
+                    throw ValidationError(
+                        "--webpush-vapid-key must be a P-256 public key (65 bytes, uncompressed) in base64url, as VAPID's k"
+                    )
+                }
+                wanted[last].applicationServerKey = Base64URL.encode(point)
+            }
+            index += 1
+        }
+        return wanted
+    }
+
     /// `TOPIC=foreground|background|terminated`.
     static func appState(_ entry: String) -> (String, AppState)? {
         guard let equals = entry.lastIndex(of: "="), equals != entry.startIndex,

@@ -32,6 +32,13 @@ final class AgentFetch: Sendable {
     /// Takes a notification just printed; returns at once. Nothing for pushes that are not silent.
     func received(_ json: String, at receivedAt: ContinuousClock.Instant) {
         guard let notification = SilentNotification(json: json) else { return }
+        received(notification, at: receivedAt)
+    }
+
+    /// Takes a notification (a silent push, or a Web Push message) just printed. A Web Push
+    /// message without a fetch window runs the command alone, and reports nothing.
+    func received(_ notification: SilentNotification, at receivedAt: ContinuousClock.Instant) {
+        guard notification.opensWindow || runner != nil else { return }
         let deadline = notification.deadline(receivedAt: receivedAt)
         let fresh = taken.withLockedValue { taken in
             taken = taken.filter { $0.value > receivedAt }
@@ -68,7 +75,7 @@ final class AgentFetch: Sendable {
             case .killedAtDeadline: line += ",\"killedAfterMs\":\(elapsed)"
             case .expiredBeforeItsTurn: line += ",\"waitedMs\":\(elapsed)"
             }
-            guard let reportable = outcome.result else {
+            guard let reportable = outcome.result, notification.opensWindow else {
                 emit(line + "}")
                 return
             }

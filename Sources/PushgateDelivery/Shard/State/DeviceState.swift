@@ -60,7 +60,11 @@ final class StreamBinding {
 /// A registration as the router of provider pushes needs it.
 struct RegistrationState {
     let deviceID: String
+    /// An APNs app's topic, or a Web Push subscription's name.
     let topic: String
+    var kind: RegistrationKind = .apns
+    /// A Web Push subscription's application server key (RFC 8292 section 4), when restricted.
+    var applicationServerKey: [UInt8]?
     var unregisteredAt: Int64?
     /// The app in the shard's scheduler, while the registration is active.
     var app: AppHandle?

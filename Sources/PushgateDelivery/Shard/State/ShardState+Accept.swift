@@ -7,7 +7,8 @@ extension ShardState {
     /// What `push` becomes: refused, answered at once, or a plan to carry out, applied to memory
     /// already (held, queued, or releasing what waited for it).
     func accept(_ push: Push, expiration: Expiration) -> AcceptanceDecision {
-        guard let registration = registrations[push.deviceToken] else {
+        // A Web Push subscription's token takes Web Push messages only, at its endpoint.
+        guard let registration = registrations[push.deviceToken], registration.kind == .apns else {
             return .refused(Refusal.unknownDeviceToken(push.deviceToken))
         }
         // The topic first, and named alone: a provider pushing to another app's token learns
@@ -22,6 +23,54 @@ extension ShardState {
         guard let device = devices[registration.deviceID] else {
             return .refused(Refusal.unknownDeviceToken(push.deviceToken))
         }
+        return plan(push, expiration: expiration, registration: registration, device: device)
+    }
+
+    /// A Web Push message to an endpoint, in the contract's order: the subscription (404, 410),
+    /// the message's own rules (400, 413, found by its route), VAPID against the
+    /// subscription's key (401, 403), then as a provider push (429, or a plan).
+    func accept(_ submission: WebPushSubmission) -> AcceptanceDecision {
+        guard let registration = registrations[submission.token], registration.kind == .webpush else {
+            return .refused(Refusal(.notFound, "no subscription has this endpoint"))
+        }
+        if let at = registration.unregisteredAt {
+            return .refused(Refusal(.unregistered, "the subscription was deleted; stop sending to it", timestamp: at))
+        }
+        guard let device = devices[registration.deviceID] else {
+            return .refused(Refusal(.notFound, "no subscription has this endpoint"))
+        }
+        let message: WebPushMessage
+        switch submission.message {
+        case .failure(let refusal): return .refused(refusal)
+        case .success(let accepted): message = accepted
+        }
+        switch (registration.applicationServerKey, submission.vapid) {
+        case (_, .invalid(let refusal)):
+            return .refused(refusal)
+        case (.some, .absent):
+            return .refused(
+                Refusal(
+                    .vapidRequired,
+                    "the subscription is restricted to an application server key: send authorization: vapid t=<JWT>, k=<that key> (RFC 8292)"
+                )
+            )
+        case (.some(let key), .valid(let signer)) where signer != key:
+            return .refused(
+                Refusal(.badJwtToken, "k is not the application server key the subscription is restricted to")
+            )
+        default:
+            return plan(message.push, expiration: message.expiration, registration: registration, device: device)
+        }
+    }
+
+    /// A push whose registration and device are known: room for it, then the scheduler's
+    /// decision as a plan.
+    private func plan(
+        _ push: Push,
+        expiration: Expiration,
+        registration: RegistrationState,
+        device: DeviceState
+    ) -> AcceptanceDecision {
         guard let app = registration.app else {
             return .refused(Refusal(.internalServerError, "registration \(push.deviceToken) has no scheduler state"))
         }
@@ -39,6 +88,8 @@ extension ShardState {
         case .at(let seconds):
             expiresAt = seconds.multipliedReportingOverflow(by: 1000).overflow ? latest : min(seconds * 1000, latest)
             if expiresAt <= now { return .answered(.discarded, ShardPlan()) }
+        case .lifetime(let seconds):
+            expiresAt = now + min(max(seconds, 1), configuration.maxExpirationMillis / 1000) * 1000
         }
         if let refusal = roomRefusal(for: push, on: device) { return .refused(refusal) }
         var record = AcceptedPush(
@@ -49,7 +100,9 @@ extension ShardState {
             expiresAt: expiresAt,
             seq: nil
         )
-        record.push.topic = registration.topic  // the shard's copy (equal, checked above)
+        // The shard's copy (an APNs push named it, checked above); a Web Push message takes its
+        // subscription's name.
+        record.push.topic = registration.topic
         let nowOrNever = expiration == .immediately
         guard let acceptance = scheduler.accept(SchedulerPush(record, app: app, nowOrNever: nowOrNever), now: now)
         else {

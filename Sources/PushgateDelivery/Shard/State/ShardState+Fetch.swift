@@ -11,7 +11,7 @@ extension ShardState {
     /// which rides on the next group commit: nothing waits for it.
     func openFetchWindows(_ written: [QueuedNotification], on device: DeviceState, now: Int64) -> [StoreCommand] {
         var records: [FetchWindowRecord] = []
-        for entry in written where !entry.windowOpened && entry.record.push.pushType.pushClass == .silent {
+        for entry in written where !entry.windowOpened && entry.record.push.pushClass == .silent {
             entry.windowOpened = true
             let record = entry.record
             guard let seq = record.seq, let app = registrations[record.push.deviceToken]?.app else { continue }
@@ -109,7 +109,7 @@ extension ShardState {
                 return .failure(Refusal(.badFetchResult, "seq \(seq) was never sent to this device"))
             }
             if let queued = device.queue.first(where: { $0.seq == seq }),
-                queued.record.push.pushType.pushClass != .silent
+                queued.record.push.pushClass != .silent
             {
                 return .failure(
                     Refusal(

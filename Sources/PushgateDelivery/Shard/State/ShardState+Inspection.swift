@@ -132,6 +132,7 @@ extension ShardState {
                 .init(
                     token: token,
                     topic: topic,
+                    kind: registrations[token]?.kind ?? .apns,
                     appState: scheduler.appState(app) ?? .background,
                     bucket: appBucket,
                     fetch: fetch
@@ -140,7 +141,9 @@ extension ShardState {
             for push in scheduler.heldPushes(app: app) ?? [] {
                 guard let record = held[push.id] else { continue }
                 let reason: DeviceInspection.WaitReason
-                if !connected {
+                if push.waitsForPowerState, let urgency = push.urgency {
+                    reason = .belowUrgency(urgency, power: power)
+                } else if !connected {
                     reason = .offline(since: device.offlineSince)
                 } else if !push.waitsForBudget {
                     reason = push.deferredUntil.map { .deferred(until: $0) } ?? .waitsForWake

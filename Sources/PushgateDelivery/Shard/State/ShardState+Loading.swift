@@ -26,6 +26,8 @@ extension ShardState {
             var registration = RegistrationState(
                 deviceID: record.deviceID,
                 topic: record.topic,
+                kind: record.kind,
+                applicationServerKey: record.applicationServerKey,
                 unregisteredAt: record.unregisteredAt
             )
             if record.unregisteredAt == nil, let device = devices[record.deviceID] {

@@ -15,14 +15,34 @@ extension ShardState {
         )
     }
 
-    /// A new registration of `topic` on the device, with its new token; the caller has checked
-    /// that the topic is not registered yet and that the device has room for it.
-    func register(_ topic: String, token: String, on device: DeviceState) -> ShardPlan {
+    /// A new registration of `topic` on the device (an APNs app, or a Web Push subscription of
+    /// that name, restricted to `applicationServerKey` when given), with its new token; the
+    /// caller has checked that the topic is not registered yet and that the device has room.
+    func register(
+        _ topic: String,
+        token: String,
+        on device: DeviceState,
+        kind: RegistrationKind = .apns,
+        applicationServerKey: [UInt8]? = nil
+    ) -> ShardPlan {
         let topic = interned(topic)
-        let record = RegistrationRecord(token: token, deviceID: device.id, topic: topic, createdAt: clock.nowMillis())
+        let record = RegistrationRecord(
+            token: token,
+            deviceID: device.id,
+            topic: topic,
+            createdAt: clock.nowMillis(),
+            kind: kind,
+            applicationServerKey: applicationServerKey
+        )
         let app = scheduler.addApp(device: device.handle, topic: topic)
         if let app { appTokens[app] = token }
-        registrations[token] = RegistrationState(deviceID: device.id, topic: topic, app: app)
+        registrations[token] = RegistrationState(
+            deviceID: device.id,
+            topic: topic,
+            kind: kind,
+            applicationServerKey: applicationServerKey,
+            app: app
+        )
         device.tokensByTopic[topic] = token
         return ShardPlan(
             commands: [.register(record)],

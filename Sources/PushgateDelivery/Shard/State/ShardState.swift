@@ -133,7 +133,7 @@ final class ShardState {
     /// Why a push was held, in a few words, for the admin stream.
     static func holdDetail(_ record: AcceptedPush, emptyBudget: BudgetScope?) -> String {
         if let emptyBudget { return "\(emptyBudget.rawValue) budget empty" }
-        switch (record.push.pushType.pushClass, record.push.priority) {
+        switch (record.push.pushClass, record.push.priority) {
         case (_, .low): return "priority 1: waits for a wake event"
         case (.silent, _): return "silent: waits for its budget or a wake event"
         case (.regular, _): return "priority 5: deferred"
