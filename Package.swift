@@ -105,6 +105,26 @@ let package = Package(
         // Several nodes on one database: who owns a device (leases, epochs, claims, fencing), as
         // pure state machines; the database's side is the PostgreSQL store's SQL.
         .target(name: "PushgateCluster"),
+        // This gateway as a node of a cluster: its lease kept, its devices claimed, and what
+        // arrives for a device another node owns handed to that node.
+        .target(
+            name: "PushgateClusterNode",
+            dependencies: [
+                "PushgateCluster",
+                "PushgateCrypto",
+                "PushgateDelivery",
+                "PushgateDeviceAPI",
+                "PushgateHTTP",
+                "PushgateModel",
+                "PushgateStore",
+                "PushgateTransport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
 
         // Durable state behind the NotificationStore protocol: records and commands, and the
         // group commit (ordering, the limit of waiting commands, closing) over a StoreBackend,

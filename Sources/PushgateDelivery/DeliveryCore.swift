@@ -16,6 +16,8 @@ public final class DeliveryCore: Sendable {
     private let acceptanceIDs = AcceptanceIDs()
     private let maintenance = NIOLockedValueBox<[RepeatedTask]>([])
     public let counters = DeliveryCounters()
+    /// Devices the shards let go because the store fenced a commit (a node of several).
+    public let releases = DeviceReleases()
     /// What waiting notifications take in memory, all shards together.
     public let queuedBudget: QueuedNotificationBudget
 
@@ -35,6 +37,7 @@ public final class DeliveryCore: Sendable {
         let ids = self.acceptanceIDs
         var shards: [ShardHandle] = []
         let counters = self.counters
+        let releases = self.releases
         for loop in group.makeIterator() {
             let state = try ShardState(
                 clock: clock,
@@ -46,7 +49,7 @@ public final class DeliveryCore: Sendable {
                 queuedBudget: queuedBudget,
                 nextAcceptanceID: { ids.next() }
             )
-            let shard = DeviceShard(eventLoop: loop, store: store, state: state)
+            let shard = DeviceShard(eventLoop: loop, store: store, state: state, releases: releases)
             shards.append(ShardHandle(shard, on: loop))
         }
         self.shards = shards
@@ -470,5 +473,33 @@ public struct DeviceOwner: Sendable, Hashable {
     public init(lease: UInt64, epoch: UInt64) {
         self.lease = lease
         self.epoch = epoch
+    }
+}
+
+/// Where a node sends the pushes its routes have read: its own delivery core on a gateway alone,
+/// or the cluster layer, which hands each to its device's owner.
+public protocol PushAcceptor: Sendable {
+    /// A provider push, answered with its disposition once committed (or a refusal).
+    func accept(_ push: Push, expiration: Expiration) -> EventLoopFuture<Disposition>
+    /// A Web Push message, answered as `accept` answers.
+    func acceptWebPush(_ submission: WebPushSubmission) -> EventLoopFuture<WebPushAcceptance>
+}
+
+extension DeliveryCore: PushAcceptor {}
+
+/// Where a node hears of devices its shards let go because the store refused a commit for them
+/// (another node owns them now): the cluster layer forgets them too.
+public final class DeviceReleases: Sendable {
+    private let handler = NIOLockedValueBox<(@Sendable (String) -> Void)?>(nil)
+
+    public init() {}
+
+    /// `handler` is called on the device's shard loop, for each device let go.
+    public func observe(_ handler: @escaping @Sendable (String) -> Void) {
+        self.handler.withLockedValue { $0 = handler }
+    }
+
+    func released(_ deviceID: String) {
+        handler.withLockedValue { $0 }?(deviceID)
     }
 }

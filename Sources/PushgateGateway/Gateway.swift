@@ -185,7 +185,7 @@ public enum Gateway {
         )
         ProviderRoute.register(
             on: &mainRoutes,
-            core: core,
+            acceptor: core,
             validator: ProviderRequestValidator(),
             gate: gate,
             logger: logger
@@ -207,7 +207,7 @@ public enum Gateway {
         )
         WebPushRoute.register(
             on: &mainRoutes,
-            core: core,
+            acceptor: core,
             validator: WebPushRequestValidator(
                 maxTTLSeconds: min(
                     Int64(configuration.webpushMaxTTLSeconds),

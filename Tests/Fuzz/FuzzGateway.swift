@@ -55,7 +55,7 @@ enum FuzzGateway {
         var router = Router()
         let gate = ProviderGate(providers: providers, isDraining: { false }, nowMillis: { nowMillis })
         let validator = ProviderRequestValidator(uuidGenerator: { (0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210) })
-        ProviderRoute.register(on: &router, core: core, validator: validator, gate: gate, logger: quiet)
+        ProviderRoute.register(on: &router, acceptor: core, validator: validator, gate: gate, logger: quiet)
         DeviceRoutes.register(on: &router, core: core)
         return router
     }

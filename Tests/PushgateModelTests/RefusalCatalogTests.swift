@@ -29,6 +29,7 @@ struct RefusalCatalogTests {
         (.tooManyRegistrations, "TooManyRegistrations", 409),
         (.requestHeaderFieldsTooLarge, "RequestHeaderFieldsTooLarge", 431),
         (.httpVersionNotSupported, "HTTPVersionNotSupported", 505), (.serviceUnavailable, "ServiceUnavailable", 503),
+        (.misdirectedRequest, "MisdirectedRequest", 421),
         (.internalServerError, "InternalServerError", 500),
         (.badTTL, "BadTTL", 400), (.badUrgency, "BadUrgency", 400), (.badMessageTopic, "BadMessageTopic", 400),
         (.badContentEncoding, "BadContentEncoding", 400), (.vapidRequired, "VapidRequired", 401),

@@ -21,6 +21,8 @@ final class DeviceShard {
     var logger: Logger { state.logger }
     /// Store completions come back through it, many per loop task.
     let completions: LoopInbox
+    /// Told of devices let go because the store fenced a commit.
+    let releases: DeviceReleases
     /// Every open stream, by when it may need a heartbeat (`heartbeat()`): its device and its
     /// generation, not the stream itself, which holds its connection (and through it this shard)
     /// until a later tick would drop it.
@@ -36,11 +38,13 @@ final class DeviceShard {
     init(
         eventLoop: any EventLoop,
         store: any NotificationStore,
-        state: ShardState
+        state: ShardState,
+        releases: DeviceReleases
     ) {
         self.eventLoop = eventLoop
         self.store = store
         self.state = state
+        self.releases = releases
         self.completions = LoopInbox(loop: eventLoop)
         heartbeats = HeartbeatWheel(
             tickMillis: state.configuration.heartbeatTickMillis,
@@ -91,7 +95,7 @@ final class DeviceShard {
                 // Another node owns one of the plan's devices now: what is held here of them is
                 // stale, and their owner serves them from the store.
                 if error.kind == .fenced {
-                    for case .fence(let id, _, _) in plan.commands { release(id) }
+                    for case .fence(let id, _, _) in plan.commands { release(id, fenced: true) }
                 }
                 armSchedulerTimer()
             }
@@ -154,11 +158,14 @@ final class DeviceShard {
 
     /// Forgets a device another node owns now, and ends its stream (the agent reconnects, to
     /// its owner or through a node that finds it).
-    func release(_ id: String) {
-        guard let stream = state.release(id) else { return }
+    /// `fenced`: the store refused a commit for it, which the cluster layer must hear of.
+    func release(_ id: String, fenced: Bool = false) {
+        guard let device = state.release(id) else { return }
         state.logDevice("device released to another node", id)
-        stream.sink?.finish()
+        device.stream?.sink?.finish()
+        device.stream = nil
         armSchedulerTimer()
+        if fenced { releases.released(id) }
     }
 
     /// The shard's part of the store, read at start.

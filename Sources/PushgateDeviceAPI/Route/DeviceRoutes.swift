@@ -38,7 +38,8 @@ public enum DeviceRoutes {
         core: DeliveryCore,
         registrationSecret: String? = nil,
         creationLimit: DeviceCreationGate? = nil,
-        webPushOrigin: String? = nil
+        webPushOrigin: String? = nil,
+        placement: (any DevicePlacement)? = nil
     ) {
         let webPushOrigin = webPushOrigin.map(WebPushEndpoint.normalized)
         let expectedSecret = registrationSecret.map { SHA256.hash($0.utf8) }
@@ -86,8 +87,46 @@ public enum DeviceRoutes {
         router.addPrefix(nil, devicePrefix, protocols: .http1AndHTTP2, role: .device, admission: device) {
             request,
             responder in
-            route(request, responder, core: core, webPushOrigin: webPushOrigin)
+            guard let placement else {
+                route(request, responder, core: core, webPushOrigin: webPushOrigin)
+                return
+            }
+            place(request, responder, placement) {
+                route(request, responder, core: core, webPushOrigin: webPushOrigin)
+            }
         }
+    }
+
+    /// A node of several: the request is served here once the device is, or forwarded to its
+    /// owner and the owner's answer relayed.
+    private static func place(
+        _ request: HTTPServerRequest,
+        _ responder: HTTPResponder,
+        _ placement: any DevicePlacement,
+        here: @escaping @Sendable () -> Void
+    ) {
+        let path = request.path[..<(request.path.utf8.firstIndex(of: UInt8(ascii: "?")) ?? request.path.endIndex)]
+        let (deviceID, action) = DevicePath.parse(path.dropFirst(devicePrefix.utf8.count))
+        let forwarded = placement.isForwarded(request)
+        let loop = request.connection.eventLoop
+        placement.place(deviceID: deviceID, opensStream: action == .events, forwarded: forwarded).hop(to: loop)
+            .whenComplete { result in
+                switch result {
+                case .success(.here):
+                    here()
+                case .success(.node(let address)):
+                    placement.forward(request, to: address).hop(to: loop).whenComplete { answer in
+                        switch answer {
+                        case .success(let response): responder.respond(response)
+                        case .failure(let error): responder.respond(.refusal(for: error))
+                        }
+                    }
+                case .success(.refused(let refusal)):
+                    responder.respond(.refusal(refusal))
+                case .failure(let error):
+                    responder.respond(.refusal(for: error))
+                }
+            }
     }
 
     private static let devicePrefix = "/v1/devices/"

@@ -103,6 +103,9 @@ extension Refusal {
         case requestHeaderFieldsTooLarge = "RequestHeaderFieldsTooLarge"
         /// The route is HTTP/2 only.
         case httpVersionNotSupported = "HTTPVersionNotSupported"
+        /// A request one gateway node forwarded to another for a device the second does not own
+        /// (it moved meanwhile): the first asks the database again.
+        case misdirectedRequest = "MisdirectedRequest"
         /// The store cannot take or commit the change now (overloaded, disk full, I/O error):
         /// nothing was kept; retry.
         case serviceUnavailable = "ServiceUnavailable"
@@ -130,6 +133,7 @@ extension Refusal {
             case .unregistered: 410
             case .tooManyRegistrations, .subscriptionConflict: 409
             case .configurationRefused: 422
+            case .misdirectedRequest: 421
             case .payloadTooLarge: 413
             case .requestHeaderFieldsTooLarge: 431
             case .tooManyRequests, .tooManyProviderTokenUpdates: 429

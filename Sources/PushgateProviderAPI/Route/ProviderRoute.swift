@@ -19,7 +19,7 @@ import PushgateTransport
 public enum ProviderRoute {
     public static func register(
         on router: inout Router,
-        core: DeliveryCore,
+        acceptor: any PushAcceptor,
         validator: ProviderRequestValidator,
         gate: ProviderGate,
         logger: Logger
@@ -57,7 +57,7 @@ public enum ProviderRoute {
             }
         )
         // Any method: a wrong one is answered in APNs' own terms (405 MethodNotAllowed).
-        let context = Context(core: core, validator: validator, gate: gate, logger: logger)
+        let context = Context(acceptor: acceptor, validator: validator, gate: gate, logger: logger)
         router.addPrefix(nil, "/3/", protocols: .http2Only, role: .provider, admission: admission) {
             request,
             responder in
@@ -112,7 +112,7 @@ public enum ProviderRoute {
             // (each of its strings and its payload retained and released again per request).
             let apnsID = push.apnsID
             let pushType = push.pushType
-            context.core.accept(push, expiration: expiration).hop(to: connection.eventLoop).whenComplete { result in
+            context.acceptor.accept(push, expiration: expiration).hop(to: connection.eventLoop).whenComplete { result in
                 let state = boundState.value
                 switch result {
                 case .success(let disposition):
@@ -141,13 +141,13 @@ public enum ProviderRoute {
     /// retains this object instead of the dozen references the gate and the logger hold (each
     /// retained and released per push, often from the shard's thread).
     final class Context: Sendable {
-        let core: DeliveryCore
+        let acceptor: any PushAcceptor
         let validator: ProviderRequestValidator
         let gate: ProviderGate
         let logger: Logger
 
-        init(core: DeliveryCore, validator: ProviderRequestValidator, gate: ProviderGate, logger: Logger) {
-            self.core = core
+        init(acceptor: any PushAcceptor, validator: ProviderRequestValidator, gate: ProviderGate, logger: Logger) {
+            self.acceptor = acceptor
             self.validator = validator
             self.gate = gate
             self.logger = logger

@@ -18,7 +18,7 @@ public enum WebPushRoute {
     /// `origin`: the endpoints' configured origin (`webpushOrigin`); nil: each request's own.
     public static func register(
         on router: inout Router,
-        core: DeliveryCore,
+        acceptor: any PushAcceptor,
         validator: WebPushRequestValidator,
         origin configuredOrigin: String?,
         isDraining: @escaping @Sendable () -> Bool,
@@ -54,7 +54,7 @@ public enum WebPushRoute {
                 nowMillis: nowMillis(),
                 verify: verified.verify
             )
-            core.acceptWebPush(submission).hop(to: connection.eventLoop).whenComplete { result in
+            acceptor.acceptWebPush(submission).hop(to: connection.eventLoop).whenComplete { result in
                 switch result {
                 case .success(let accepted):
                     counters.received.add(.webpush)

@@ -109,6 +109,12 @@ extension ShardState {
     /// buckets and fetch figures), under `owner`: the node just claimed it. Returns the commands
     /// that delete what nothing can deliver.
     func adopt(_ snapshot: ShardSnapshot, owner: DeviceOwner) -> [StoreCommand] {
+        // Already here (created on this node, or claimed again at a new epoch): only the claim
+        // changes; what memory holds of it is newer than the records.
+        if let id = snapshot.devices.first?.id, let device = devices[id] {
+            device.owner = owner
+            return []
+        }
         load(devices: snapshot.devices)
         for record in snapshot.devices { devices[record.id]?.owner = owner }
         load(registrations: snapshot.registrations)
@@ -118,11 +124,13 @@ extension ShardState {
     }
 
     /// Forgets a device another node owns now: everything held in memory for it goes, nothing of
-    /// it in the store (its new owner has it). Returns its stream, for the caller to end.
-    func release(_ id: String) -> StreamBinding? {
+    /// it in the store (its new owner has it). Returns the device (its stream, for the caller to
+    /// end), nil when it was not here.
+    func release(_ id: String) -> DeviceState? {
         guard let device = devices[id] else { return nil }
         let stream = device.stream
         setStream(nil, of: device)
+        device.stream = stream
         for token in device.tokensByTopic.values {
             if let app = registrations[token]?.app { appTokens[app] = nil }
             registrations[token] = nil
@@ -136,6 +144,6 @@ extension ShardState {
         for entry in device.queue { leftMemory(entry.record) }
         devices[id] = nil
         withQueue[id] = nil
-        return stream
+        return device
     }
 }

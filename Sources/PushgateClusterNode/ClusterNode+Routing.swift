@@ -1,0 +1,233 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import PushgateCluster
+import PushgateDelivery
+import PushgateDeviceAPI
+import PushgateModel
+import PushgateTransport
+
+/// Where each request goes: pushes to their device's owner, device requests likewise, event
+/// streams here (claiming the device).
+extension ClusterNode: PushAcceptor, DevicePlacement {
+    public func accept(_ push: Push, expiration: Expiration) -> EventLoopFuture<Disposition> {
+        promise { [self] in
+            let answer = try await route(token: push.deviceToken, ForwardedWork(push: push, expiration: expiration)) {
+                try await self.core.accept(push, expiration: expiration).map { ForwardedAnswer(disposition: $0) }.get()
+            }
+            return try answer.decodedDisposition()
+        }
+    }
+
+    public func acceptWebPush(_ submission: WebPushSubmission) -> EventLoopFuture<WebPushAcceptance> {
+        promise { [self] in
+            let answer = try await route(token: submission.token, ForwardedWork(webPush: submission)) {
+                try await self.core.acceptWebPush(submission).map { ForwardedAnswer($0) }.get()
+            }
+            return try answer.webPushAcceptance()
+        }
+    }
+
+    public func place(deviceID: String, opensStream: Bool, forwarded: Bool) -> EventLoopFuture<DevicePlace> {
+        promise { [self] in
+            do {
+                switch try await place(deviceID, opensStream ? .stream : .takeover) {
+                case .here: return .here
+                case .node(let address) where forwarded:
+                    return .refused(Self.misdirected(deviceID, owner: address))
+                case .node(let address): return .node(address)
+                }
+            } catch let refusal as Refusal {
+                return .refused(refusal)
+            }
+        }
+    }
+
+    public func forward(_ request: HTTPServerRequest, to address: String) -> EventLoopFuture<HTTPServerResponse> {
+        promise { [self] in
+            var headers = HTTPHeaders()
+            for name in ["authorization", "content-type", "last-event-id"] {
+                if let value = request.headers.first(name: name) { headers.add(name: name, value: value) }
+            }
+            let forwarded = HTTPClientRequest(
+                method: request.method,
+                path: request.path,
+                authority: request.authority,
+                scheme: request.scheme ?? "http",
+                headers: headers,
+                body: request.body.readableBytes > 0 ? request.body : nil
+            )
+            let response = try await peers.send(forwarded, to: address)
+            var answer = HTTPHeaders()
+            for name in ["content-type", "retry-after", "allow"] {
+                if let value = response.headers.first(name: name) { answer.add(name: name, value: value) }
+            }
+            return HTTPServerResponse(status: response.status, headers: answer, body: response.body)
+        }
+    }
+
+    public func isForwarded(_ request: HTTPServerRequest) -> Bool {
+        PeerConnections.proves(request.headers, secret: secret)
+    }
+
+    // MARK: Placing
+
+    enum Place {
+        case here
+        case node(String)
+    }
+
+    /// Where `deviceID` is served: here when this node holds it or has just claimed it for
+    /// `reason`, else its owner's address.
+    func place(_ deviceID: String, _ reason: OwnershipRules.ClaimReason) async throws -> Place {
+        guard actingLease != nil else { throw Self.notAMember }
+        if reason == .takeover {
+            if holds(deviceID) { return .here }
+            if let address = knownOwner(of: deviceID) { return .node(address) }
+        }
+        switch try await claim(deviceID, reason) {
+        case .claimed, .unknownDevice:
+            forgetOwner(of: deviceID)
+            return .here
+        case .ownedElsewhere(let node):
+            rememberOwner(of: deviceID, node.address)
+            return .node(node.address)
+        case .leaseNotAlive:
+            throw Self.notAMember
+        }
+    }
+
+    /// Serves a push here or at its device's owner. An owner that cannot be reached, or that
+    /// says the device moved, is asked about once more from the database: by then the device may
+    /// be another node's, or no live node's (and so this one's).
+    func route(
+        token: String,
+        _ work: ForwardedWork,
+        here: @escaping @Sendable () async throws -> ForwardedAnswer
+    ) async throws -> ForwardedAnswer {
+        // A token no device has: this node's core gives the usual answer.
+        guard let deviceID = try await device(ofToken: token) else { return try await here() }
+        for attempt in 0..<2 {
+            switch try await place(deviceID, .takeover) {
+            case .here:
+                do {
+                    return try await here()
+                } catch let refusal as Refusal where refusal.reason == .badDeviceToken && attempt == 0 {
+                    // The core let the device go since (a fenced commit): place it again.
+                    forgetHeld(deviceID)
+                }
+            case .node(let address):
+                do {
+                    let answer = try await send(work, to: address)
+                    if answer.refusal?.reason == Refusal.Reason.misdirectedRequest.rawValue, attempt == 0 {
+                        forgetOwner(of: deviceID)
+                        continue
+                    }
+                    return answer
+                } catch  where attempt == 0 {
+                    forgetOwner(of: deviceID)
+                }
+            }
+        }
+        throw Refusal(
+            .serviceUnavailable,
+            "the device's node cannot be reached and its lease has not expired yet; retry",
+            retryAfterSeconds: 1
+        )
+    }
+
+    private func send(_ work: ForwardedWork, to address: String) async throws -> ForwardedAnswer {
+        let body = try JSONEncoder().encode(work)
+        let request = HTTPClientRequest(
+            method: "POST",
+            path: "/internal/v1/push",
+            headers: ["content-type": "application/json"],
+            body: ByteBuffer(bytes: body)
+        )
+        let response = try await peers.send(request, to: address)
+        guard response.status == 200 else {
+            throw Refusal(
+                .serviceUnavailable,
+                "the device's node answered \(response.status); retry",
+                retryAfterSeconds: 1
+            )
+        }
+        return try JSONDecoder().decode(ForwardedAnswer.self, from: Data(response.body.readableBytesView))
+    }
+
+    /// What the owner does with forwarded work: serves it here, claiming the device if no live
+    /// node owns it; a device another node owns now is refused `MisdirectedRequest`.
+    func serveForwarded(_ work: ForwardedWork) async -> ForwardedAnswer {
+        do {
+            if let (push, expiration) = work.decodedPush() {
+                try await servedHere(token: push.deviceToken)
+                return ForwardedAnswer(disposition: try await core.accept(push, expiration: expiration).get())
+            }
+            if let submission = work.webPush?.decoded() {
+                try await servedHere(token: submission.token)
+                return ForwardedAnswer(try await core.acceptWebPush(submission).get())
+            }
+            return ForwardedAnswer(refusal: WireRefusal(Refusal(.badRequest, "not a push this node understands")))
+        } catch {
+            return ForwardedAnswer(refusal: WireRefusal(Refusal(error)))
+        }
+    }
+
+    private func servedHere(token: String) async throws {
+        guard let deviceID = try await device(ofToken: token) else { return }
+        if case .node(let address) = try await place(deviceID, .takeover) {
+            throw Self.misdirected(deviceID, owner: address)
+        }
+    }
+
+    static let notAMember = Refusal(
+        .serviceUnavailable,
+        "this gateway node is not a member of its cluster now (its lease lapsed or it is joining); retry",
+        retryAfterSeconds: 1
+    )
+
+    static func misdirected(_ deviceID: String, owner: String) -> Refusal {
+        Refusal(.misdirectedRequest, "device \(deviceID) is owned by the node at \(owner) now")
+    }
+
+    /// `body`'s result, as a future on this node's loop.
+    func promise<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> EventLoopFuture<T> {
+        let promise = eventLoopForFutures.makePromise(of: T.self)
+        promise.completeWithTask(body)
+        return promise.futureResult
+    }
+}
+
+extension ForwardedAnswer {
+    init(disposition: Disposition) {
+        self.disposition = disposition.rawValue
+    }
+
+    init(_ acceptance: WebPushAcceptance) {
+        disposition = acceptance.disposition.rawValue
+        messageID = acceptance.messageID
+        ttlSeconds = acceptance.ttlSeconds
+    }
+
+    init(refusal: WireRefusal) {
+        self.refusal = refusal
+    }
+
+    func decodedDisposition() throws -> Disposition {
+        if let refusal {
+            throw refusal.decoded() ?? Refusal(.internalServerError, "\(refusal.reason): \(refusal.detail)")
+        }
+        guard let disposition = disposition.flatMap(Disposition.init(rawValue:)) else {
+            throw Refusal(.internalServerError, "the device's node answered without a disposition")
+        }
+        return disposition
+    }
+
+    func webPushAcceptance() throws -> WebPushAcceptance {
+        let disposition = try decodedDisposition()
+        guard let messageID, let ttlSeconds else {
+            throw Refusal(.internalServerError, "the device's node answered without the message's id")
+        }
+        return WebPushAcceptance(messageID: messageID, ttlSeconds: ttlSeconds, disposition: disposition)
+    }
+}

@@ -1,0 +1,276 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import PushgateCluster
+import PushgateDelivery
+import PushgateModel
+import PushgateStore
+
+/// This gateway as one node of several sharing a database: it keeps its lease (`NodeLease`),
+/// holds the devices whose streams are open on it or that it took over, and hands what arrives
+/// for a device another node owns to that node.
+///
+/// - A push (APNs or Web Push) arriving here for a device owned elsewhere is forwarded to the
+///   owner, authenticated and read already, and the owner's answer relayed: one scheduler per
+///   device decides, so dispositions and budgets are the same whichever node a push arrives on.
+/// - A device with no live owner is claimed by the node that must act for it (`takeover`), and
+///   a device's stream claims it for the node it opens on (`stream`, the newest stream wins; the
+///   node it came from is told, and fenced if it does not hear).
+/// - Every commit a node makes for its devices is fenced with its claim (`DeviceOwner`); a
+///   refused one makes the node let the device go.
+/// - A node stops acting before its lease can have expired in the database (`NodeLease`), and
+///   lets every device go then.
+///
+/// The database calls block: they run on a thread pool of their own, never on an event loop.
+public final class ClusterNode: Sendable {
+    public let name: String
+    /// Where the other nodes reach this one (`http://HOST:PORT`).
+    public let address: String
+    let store: any ClusterStore
+    let core: DeliveryCore
+    let peers: PeerConnections
+    /// Forwarded requests carry it; only they are trusted as checked already.
+    let secret: String
+    let logger: Logger
+    private let pool: NIOThreadPool
+    private let eventLoop: any EventLoop
+    private let state = NIOLockedValueBox(State())
+    /// One claim at a time on this node: two pushes for one unowned device must not load it twice.
+    private let claims = ClaimQueue()
+
+    struct State {
+        var lease = NodeLease()
+        /// Devices this node holds, with its claim.
+        var held: [String: DeviceOwner] = [:]
+        /// Which device a token is (never changes), bounded.
+        var tokens: [String: String] = [:]
+        /// The address of the live node that owns a device, as last heard, bounded; forgotten
+        /// when that node cannot be reached or says the device moved.
+        var remoteOwners: [String: String] = [:]
+        var stopping = false
+    }
+
+    /// `secret`: the cluster's (`ClusterStore.clusterSecret`), which forwarded requests carry.
+    public init(
+        name: String,
+        address: String,
+        store: any ClusterStore,
+        core: DeliveryCore,
+        secret: String,
+        group: any EventLoopGroup,
+        logger: Logger
+    ) {
+        self.name = name
+        self.address = address
+        self.store = store
+        self.core = core
+        self.logger = logger
+        self.secret = secret
+        eventLoop = group.next()
+        peers = PeerConnections(secret: secret, group: group, logger: logger)
+        pool = NIOThreadPool(numberOfThreads: 2)
+        pool.start()
+        core.releases.observe { [state] id in state.withLockedValue { _ = $0.held.removeValue(forKey: id) } }
+    }
+
+    var eventLoopForFutures: any EventLoop { eventLoop }
+
+    func knownOwner(of deviceID: String) -> String? { state.withLockedValue { $0.remoteOwners[deviceID] } }
+
+    func rememberOwner(of deviceID: String, _ address: String) {
+        state.withLockedValue { state in
+            if state.remoteOwners.count >= Self.tokenCacheLimit { state.remoteOwners.removeAll(keepingCapacity: true) }
+            state.remoteOwners[deviceID] = address
+        }
+    }
+
+    func forgetOwner(of deviceID: String) {
+        state.withLockedValue { _ = $0.remoteOwners.removeValue(forKey: deviceID) }
+    }
+
+    func forgetHeld(_ deviceID: String) { state.withLockedValue { _ = $0.held.removeValue(forKey: deviceID) } }
+
+    /// The lease this node acts under, if it may act now.
+    var actingLease: UInt64? {
+        state.withLockedValue { state in
+            state.lease.mayAct(now: Self.monotonicMillis()) ? state.lease.leaseID : nil
+        }
+    }
+
+    /// Whether this node holds the device now.
+    public func holds(_ deviceID: String) -> Bool { state.withLockedValue { $0.held[deviceID] != nil } }
+
+    /// The devices this node holds.
+    public var heldCount: Int { state.withLockedValue { $0.held.count } }
+
+    /// A database call, off the event loops.
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await pool.runIfActive(eventLoop: eventLoop, body).get()
+    }
+
+    static func monotonicMillis() -> Int64 {
+        Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000)
+    }
+
+    // MARK: Membership
+
+    /// Keeps the lease and checks the devices it holds, until cancelled: the lease every tick
+    /// (renewed each `renewEveryMillis`), the devices every `sweepMillis`.
+    public func run(tickMillis: Int64 = 250, sweepMillis: Int64 = 2_000) async {
+        var lastSweep = Self.monotonicMillis()
+        while !Task.isCancelled {
+            await tick()
+            let now = Self.monotonicMillis()
+            if now - lastSweep >= sweepMillis {
+                lastSweep = now
+                await sweep()
+            }
+            try? await Task.sleep(for: .milliseconds(tickMillis))
+        }
+    }
+
+    private func tick() async {
+        let actions = state.withLockedValue { $0.lease.tick(now: Self.monotonicMillis()) }
+        for action in actions {
+            switch action {
+            case .join(let request):
+                do {
+                    let (name, address, store) = (name, address, store)
+                    let id = try await blocking { try store.join(node: name, address: address) }
+                    state.withLockedValue { $0.lease.joined(id: id, request: request) }
+                    logger.info("cluster lease taken", metadata: ["cluster.lease": "\(id)", "cluster.node": "\(name)"])
+                } catch {
+                    state.withLockedValue { $0.lease.requestFailed(request: request) }
+                    logger.warning("cluster join failed", metadata: ["error": "\(error)"])
+                }
+            case .renew(let id, let request):
+                do {
+                    let store = store
+                    let renewed = try await blocking { try store.renew(lease: id) }
+                    if renewed {
+                        state.withLockedValue { $0.lease.renewed(id: id, request: request) }
+                    } else {
+                        let more = state.withLockedValue { $0.lease.renewalRefused(id: id, request: request) }
+                        if !more.isEmpty { await giveUpDevices(lease: id, why: "the database holds the lease expired") }
+                    }
+                } catch {
+                    state.withLockedValue { $0.lease.requestFailed(request: request) }
+                }
+            case .giveUpDevices(let id):
+                await giveUpDevices(lease: id, why: "the lease may have run out (no renewal reached the database)")
+            }
+        }
+    }
+
+    /// Every device goes: another node takes each over when it must act for it.
+    private func giveUpDevices(lease: UInt64, why: String) async {
+        let held = state.withLockedValue { state in
+            defer { state.held = [:] }
+            return Array(state.held.keys)
+        }
+        logger.warning(
+            "cluster lease lost: letting every device go",
+            metadata: ["cluster.lease": "\(lease)", "devices": "\(held.count)", "reason": "\(why)"]
+        )
+        for id in held { try? await core.release(deviceID: id) }
+    }
+
+    /// Devices the database says another node owns now (their stream opened there while this
+    /// node did not hear of it) are let go.
+    private func sweep() async {
+        guard let lease = actingLease else { return }
+        let held = state.withLockedValue { $0.held.map { (device: $0.key, epoch: $0.value.epoch) } }
+        guard !held.isEmpty else { return }
+        let store = store
+        guard let lost = try? await blocking({ try store.lost(held, lease: lease) }) else { return }
+        for id in lost { await release(id) }
+    }
+
+    /// Lets a device go (another node took it over).
+    func release(_ id: String) async {
+        guard state.withLockedValue({ $0.held.removeValue(forKey: id) }) != nil else { return }
+        try? await core.release(deviceID: id)
+    }
+
+    /// Another node claimed the device at `epoch`: let it go if this node's claim is older.
+    func released(_ id: String, claimedAt epoch: UInt64) async {
+        let older = state.withLockedValue { state -> Bool in
+            guard let held = state.held[id], held.epoch < epoch else { return false }
+            state.held[id] = nil
+            return true
+        }
+        if older { try? await core.release(deviceID: id) }
+    }
+
+    /// Leaves the cluster at once, so that other nodes take this one's devices over without
+    /// waiting for its lease to expire (the end of a drain).
+    public func leave() async {
+        let lease = state.withLockedValue { state in
+            state.stopping = true
+            return state.lease.leaseID
+        }
+        guard let lease else { return }
+        let store = store
+        try? await blocking { try store.leave(lease: lease) }
+        await peers.close()
+        try? await pool.shutdownGracefully()
+    }
+
+    // MARK: Claims
+
+    /// Makes this node the device's owner, claimed for `reason`, and holds its state; returns
+    /// the owner to forward to when another live node owns it (`takeover` only).
+    func claim(_ id: String, _ reason: OwnershipRules.ClaimReason) async throws -> ClaimOutcome {
+        try await claims.serialize { [self] in
+            guard let lease = actingLease else { return .leaseNotAlive }
+            let store = store
+            let outcome = try await blocking { try store.claim(device: id, lease: lease, reason: reason) }
+            guard case .claimed(let epoch, let previous) = outcome else { return outcome }
+            let owner = DeviceOwner(lease: lease, epoch: epoch)
+            if state.withLockedValue({ $0.held[id] }) != owner {
+                let records = try await blocking { try store.records(ofDevice: id) }
+                try await core.adopt(records, owner: owner)
+                state.withLockedValue { $0.held[id] = owner }
+            }
+            if let previous, previous.lease != lease {
+                // Best effort: the old owner is fenced anyway, and its sweep finds out.
+                Task { [peers] in await peers.release(id, epoch: epoch, at: previous.address) }
+            }
+            return outcome
+        }
+    }
+
+    /// The device a token is, from the cache or the database; nil for a token never registered.
+    func device(ofToken token: String) async throws -> String? {
+        if let id = state.withLockedValue({ $0.tokens[token] }) { return id }
+        let store = store
+        guard let location = try await blocking({ try store.locate(token: token) }) else { return nil }
+        state.withLockedValue { state in
+            if state.tokens.count >= Self.tokenCacheLimit { state.tokens.removeAll(keepingCapacity: true) }
+            state.tokens[token] = location.deviceID
+        }
+        return location.deviceID
+    }
+
+    static let tokenCacheLimit = 100_000
+}
+
+/// Runs claims one at a time.
+final class ClaimQueue: Sendable {
+    private let tail = NIOLockedValueBox<Task<Void, Never>?>(nil)
+
+    func serialize<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let task = tail.withLockedValue { tail in
+            let previous = tail
+            let task = Task<T, any Error> {
+                await previous?.value
+                return try await body()
+            }
+            tail = Task { _ = try? await task.value }
+            return task
+        }
+        return try await task.value
+    }
+}

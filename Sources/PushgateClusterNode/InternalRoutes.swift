@@ -1,0 +1,59 @@
+import Foundation
+import NIOCore
+import PushgateHTTP
+import PushgateModel
+import PushgateTransport
+
+/// The routes the nodes of a cluster call on one another, on the main listeners: every request
+/// must carry the cluster's secret (`pushgate-cluster`), else it is refused like an unknown
+/// route, so that a stranger learns nothing of them.
+extension ClusterNode {
+    public func registerRoutes(on router: inout Router) {
+        let secret = secret
+        let admission = RouteAdmission(admits: { head, responder in
+            guard PeerConnections.proves(head.headers, secret: secret) else {
+                responder.respond(.refusal(Refusal(.notFound, "no route for \(head.path)")))
+                return false
+            }
+            return true
+        })
+        // A push another node took for a device this one owns.
+        router.add("POST", "/internal/v1/push", protocols: .http2Only, role: .provider, admission: admission) {
+            [self] request, responder in
+            guard let work = try? JSONDecoder().decode(ForwardedWork.self, from: Data(request.body.readableBytesView))
+            else {
+                responder.respond(.refusal(Refusal(.badRequest, "not a forwarded push")))
+                return
+            }
+            Task {
+                let answer = await serveForwarded(work)
+                let body = (try? JSONEncoder().encode(answer)) ?? Data()
+                responder.respond(
+                    HTTPServerResponse(
+                        status: 200,
+                        headers: ["content-type": "application/json"],
+                        body: ByteBuffer(bytes: body)
+                    )
+                )
+            }
+        }
+        // The device's stream opened on another node, which claimed it at `epoch`.
+        router.add("POST", "/internal/v1/release", protocols: .http2Only, role: .device, admission: admission) {
+            [self] request, responder in
+            guard let release = try? JSONDecoder().decode(Release.self, from: Data(request.body.readableBytesView))
+            else {
+                responder.respond(.refusal(Refusal(.badRequest, "not a release")))
+                return
+            }
+            Task {
+                await released(release.deviceId, claimedAt: release.epoch)
+                responder.respond(HTTPServerResponse(status: 204))
+            }
+        }
+    }
+
+    private struct Release: Decodable {
+        var deviceId: String
+        var epoch: UInt64
+    }
+}

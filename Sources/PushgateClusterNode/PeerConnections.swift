@@ -1,0 +1,106 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import PushgateCrypto
+import PushgateModel
+import PushgateTransport
+
+/// HTTP/2 connections to the other nodes, one per node, opened when first needed and again
+/// after one fails. Every request carries the cluster's secret (`pushgate-cluster`), which the
+/// receiving node checks before it trusts what the request says was checked already.
+final class PeerConnections: Sendable {
+    static let secretHeader = "pushgate-cluster"
+
+    private let secret: String
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let connections = NIOLockedValueBox<[String: Task<HTTP2ClientConnection, any Error>]>([:])
+
+    init(secret: String, group: any EventLoopGroup, logger: Logger) {
+        self.secret = secret
+        self.group = group
+        self.logger = logger
+    }
+
+    /// Whether `headers` carry this cluster's secret.
+    static func proves(_ headers: HTTPHeaders, secret: String) -> Bool {
+        guard let given = headers.first(name: secretHeader) else { return false }
+        return constantTimeEquals(Array(given.utf8), Array(secret.utf8))
+    }
+
+    /// `request` sent to the node at `address` (`http://HOST:PORT`), with the secret; its answer.
+    func send(_ request: HTTPClientRequest, to address: String) async throws -> HTTPClientResponse {
+        var request = request
+        request.headers.replaceOrAdd(name: Self.secretHeader, value: secret)
+        let connection = try await connection(to: address)
+        do {
+            return try await connection.send(request)
+        } catch {
+            forget(address)
+            throw error
+        }
+    }
+
+    /// Tells the node at `address` that the device is claimed at `epoch` elsewhere now.
+    func release(_ deviceID: String, epoch: UInt64, at address: String) async {
+        let body = ByteBuffer(string: "{\"deviceId\":\(JSONText.quote(deviceID)),\"epoch\":\(epoch)}")
+        let request = HTTPClientRequest(
+            method: "POST",
+            path: "/internal/v1/release",
+            headers: ["content-type": "application/json"],
+            body: body
+        )
+        do {
+            _ = try await send(request, to: address)
+        } catch {
+            logger.debug("telling a node of a release failed", metadata: ["peer": "\(address)", "error": "\(error)"])
+        }
+    }
+
+    func close() async {
+        let all = connections.withLockedValue { connections in
+            defer { connections = [:] }
+            return Array(connections.values)
+        }
+        for task in all { await (try? task.value)?.close() }
+    }
+
+    private func connection(to address: String) async throws -> HTTP2ClientConnection {
+        let task = connections.withLockedValue { connections in
+            if let task = connections[address] { return task }
+            let group = group
+            let task = Task<HTTP2ClientConnection, any Error> {
+                guard let (host, port) = Self.hostAndPort(address) else {
+                    throw PeerAddressError(address: address)
+                }
+                return try await HTTP2ClientConnection.connect(host: host, port: port, group: group)
+            }
+            connections[address] = task
+            return task
+        }
+        do {
+            return try await task.value
+        } catch {
+            forget(address)
+            throw error
+        }
+    }
+
+    private func forget(_ address: String) {
+        let task = connections.withLockedValue { $0.removeValue(forKey: address) }
+        Task { await (try? task?.value)?.close() }
+    }
+
+    /// `http://HOST:PORT` (IPv6 in brackets).
+    static func hostAndPort(_ address: String) -> (String, Int)? {
+        guard address.hasPrefix("http://") else { return nil }
+        return ListenAddress(String(address.dropFirst("http://".count))).map { ($0.host, $0.port) }
+    }
+}
+
+struct PeerAddressError: Error, CustomStringConvertible {
+    var address: String
+    var description: String { "\(address) is not a node address (http://HOST:PORT)" }
+}
