@@ -489,6 +489,8 @@ let package = Package(
             dependencies: [
                 "PushgateTestFixtures",
                 "PushgateTestKit",
+                // The PostgreSQL server of the tests that run the gateway on PostgreSQL.
+                "PushgateStoreTestKit",
                 "pushgate",
                 "PushgateTransport",
                 .product(name: "Logging", package: "swift-log"),

@@ -172,12 +172,20 @@ public final class PostgresServer: Sendable {
 
     /// Runs a tool to its exit, its output in a file: posix_spawn and waitpid rather than
     /// Foundation's Process, whose exit monitoring missed pg_ctl's exit (the server it starts
-    /// outlives it).
+    /// outlives it and holds what pg_ctl inherited).
     @discardableResult
     private func runTool(_ tool: String, _ arguments: [String], asServerUser: Bool = true) throws(Failure) -> String {
         let path = Self.binaries + "/" + tool
-        // In /tmp: the server user may not enter the tests' working directory.
-        let tool = ["/usr/bin/env", "-C", "/tmp", path] + arguments
+        // Through bash, which closes every descriptor but the standard three first: the test
+        // process's other descriptors (pipes to gateways under test) would otherwise live on in
+        // the server that pg_ctl starts, and a test reading a gateway's output to its end would
+        // wait for the server to exit. In /tmp: the server user may not enter the tests'
+        // working directory.
+        let script = """
+            for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ "$n" -gt 2 ]; then eval "exec $n>&-"; fi; done 2>/dev/null
+            cd /tmp && exec "$@"
+            """
+        let tool = ["/bin/bash", "-c", script, "bash", path] + arguments
         let argv: [String] =
             if let osUser, asServerUser { ["/usr/sbin/runuser", "-u", osUser, "--"] + tool } else { tool }
         var environment = ProcessInfo.processInfo.environment
