@@ -122,8 +122,15 @@ final class GatewayProcess: @unchecked Sendable {
         return server.url(database: name)
     }
 
-    /// `environment` is added to this process's own.
-    init(arguments: [String], listeners: Int, adminListeners: Int = 0, environment: [String: String] = [:]) throws {
+    /// `environment` is added to this process's own. `storeInSQLite`: in SQLite even under
+    /// `PUSHGATE_TEST_POSTGRES` (a test of moving a SQLite store).
+    init(
+        arguments: [String],
+        listeners: Int,
+        adminListeners: Int = 0,
+        environment: [String: String] = [:],
+        storeInSQLite: Bool = false
+    ) throws {
         var arguments = arguments
         if !arguments.contains("--data-dir") {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -132,7 +139,7 @@ final class GatewayProcess: @unchecked Sendable {
             ownDataDirectory = directory
             arguments += ["--data-dir", directory]
         }
-        if Self.storeInPostgres, !arguments.contains("--database-url"),
+        if Self.storeInPostgres, !storeInSQLite, !arguments.contains("--database-url"),
             let index = arguments.firstIndex(of: "--data-dir"), index + 1 < arguments.count
         {
             arguments += ["--database-url", try Self.databaseURL(for: arguments[index + 1])]

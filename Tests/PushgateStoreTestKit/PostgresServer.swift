@@ -143,6 +143,13 @@ public final class PostgresServer: Sendable {
         )
     }
 
+    /// The command line that runs `pg_ctl` with `arguments` on this server, as the server's
+    /// user (for a test's own process to run at a moment it chooses).
+    public func controlCommand(_ arguments: [String]) -> [String] {
+        let tool = [Self.binaries + "/pg_ctl", "-D", dataDirectory, "-l", directory + "/server.log"] + arguments
+        return (osUser.map { ["/usr/sbin/runuser", "-u", $0, "--"] } ?? []) + tool
+    }
+
     public func start() throws {
         try runTool(
             "pg_ctl",
