@@ -140,6 +140,7 @@ final class GatewayProcess: @unchecked Sendable {
             arguments += ["--data-dir", directory]
         }
         if Self.storeInPostgres, !storeInSQLite, !arguments.contains("--database-url"),
+            !arguments.contains("--database-url-file"),
             let index = arguments.firstIndex(of: "--data-dir"), index + 1 < arguments.count
         {
             arguments += ["--database-url", try Self.databaseURL(for: arguments[index + 1])]
