@@ -82,6 +82,7 @@ public final class PostgresBackend: StoreBackend {
         do {
             let deadline = monotonicNanoseconds() + 60_000_000_000
             let (from, to) = try PostgresSchema.migrate(connection, deadline: deadline)
+            try session.claim(connection)
             try session.prepare(connection)
             session.committedMaxAcceptanceID = try PostgresSnapshot.maxAcceptanceID(
                 connection,
@@ -157,6 +158,8 @@ private final class Session {
     /// A transaction whose outcome could not be learned: looked up on the next connection.
     private var unresolved: (txid: Int64, batches: Int)?
     private var raisedSynchronousCommit = false
+    /// Another gateway took the database while the connection was lost.
+    private var superseded = false
 
     static let maxBackoffNanoseconds: UInt64 = 4_000_000_000
 
@@ -205,6 +208,22 @@ private final class Session {
         return connection
     }
 
+    /// Takes the single-gateway lock (`PostgresSchema.singleGatewayLockKey`) for the session;
+    /// fails when another gateway holds it.
+    func claim(_ connection: PGConnection) throws(PGError) {
+        var params = PGParams()
+        params.int64(PostgresSchema.singleGatewayLockKey)
+        let taken = try connection.execute("SELECT pg_try_advisory_lock($1::bigint)", params, deadline: deadline())?
+            .value()
+        if taken != "t" { throw PGError(message: Self.anotherGateway, connectionBroken: true) }
+    }
+
+    static let anotherGateway = """
+        another gateway (or pushgate store copy) is using this database: one gateway per database, as \
+        one per SQLite data directory; stop the other one first (pg_stat_activity shows its connection, \
+        application_name pushgate)
+        """
+
     /// Prepares every statement of `PostgresCommands`, in one round trip.
     func prepare(_ connection: PGConnection) throws(PGError) {
         let deadline = self.deadline()
@@ -237,6 +256,13 @@ private final class Session {
     /// that doubles up to `maxBackoffNanoseconds`); throws `.unavailable` meanwhile.
     func connected() throws(StoreError) -> PGConnection {
         if let connection { return connection }
+        if superseded {
+            // Unavailable, so that readiness takes this gateway out of rotation for good.
+            throw StoreError(
+                .unavailable,
+                "another gateway took this database over while the connection was lost: this gateway's state is stale; stop it"
+            )
+        }
         let now = monotonicNanoseconds()
         if now < nextAttemptAt {
             throw StoreError(
@@ -247,6 +273,7 @@ private final class Session {
         do throws(PGError) {
             let connection = try connect()
             do throws(PGError) {
+                try claim(connection)
                 try prepare(connection)
             } catch {
                 status.connectionClosed()
@@ -264,6 +291,13 @@ private final class Session {
             return connection
         } catch {
             status.errors.add(.connect)
+            if error.message == Self.anotherGateway {
+                // Its devices and queues are now another gateway's: committing from this one's
+                // memory would undo that one's work.
+                superseded = true
+                logger.critical("\(Self.anotherGateway); this gateway commits nothing more until it is restarted")
+                throw StoreError(.unavailable, "PostgreSQL (\(target)): \(error.message)")
+            }
             failedAttempts += 1
             let pause = min(Self.maxBackoffNanoseconds, 250_000_000 << UInt64(min(failedAttempts - 1, 10)))
             nextAttemptAt = monotonicNanoseconds() + pause
@@ -427,9 +461,19 @@ private final class Session {
                 )
                 throw failure
             }
+            logger.warning(
+                "the connection to PostgreSQL broke while a commit was on its way; asking the server whether it committed",
+                metadata: [
+                    "transaction": "\(transactionID)", "batches": "\(sending.count)", "error": "\(error.message)",
+                ]
+            )
             switch resolve(transactionID, pid: connection.backendPID, until: self.deadline()) {
-            case .some(true): return .committed
-            case .some(false): throw failure
+            case .some(true):
+                logger.notice("it had committed", metadata: ["transaction": "\(transactionID)"])
+                return .committed
+            case .some(false):
+                logger.notice("it had not committed", metadata: ["transaction": "\(transactionID)"])
+                throw failure
             case .none:
                 unresolved = (transactionID, sending.count)
                 throw StoreError(

@@ -28,6 +28,13 @@ enum PostgresSchema {
     /// The advisory lock that serializes migrations (any 64-bit constant of our own: "pushgate").
     static let migrationLockKey: Int64 = 0x7075_7368_6761_7465
 
+    /// The advisory lock a single gateway holds for as long as its connection lives: one gateway
+    /// per database, as one per SQLite directory (each keeps the store's state in memory, and
+    /// two would give the same acceptance ids). Held per session, so it goes with the
+    /// connection, and a gateway killed with -9 leaves it to its successor at once. The cluster
+    /// replaces it with node leases.
+    static let singleGatewayLockKey: Int64 = migrationLockKey + 1
+
     /// `meta`'s record of the highest acceptance id ever committed (see above).
     static let maxAcceptanceIDKey = "max_acceptance_id"
 

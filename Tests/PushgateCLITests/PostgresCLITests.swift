@@ -164,9 +164,11 @@ struct PostgresCLITests {
         let device = try PythonClient.json(DeviceInfo.self, "device_setup.py", [base, "com.example.outage"])
 
         // Under load: the server goes away (a fast shutdown) once 300 pushes have their 200, and
-        // comes back a few seconds later while the rest are answered.
+        // comes back 8 s later, while the rest are answered. Longer than a commit caught by the
+        // shutdown waits to learn its outcome (databaseStatementTimeoutMs and a second): then
+        // the store stops committing, and pushes are refused until the server is back.
         let bounce =
-            "cd /tmp; \(server.controlCommand(["-m", "fast", "-w", "stop"]).joined(separator: " ")); sleep 3; \(server.controlCommand(["-w", "start"]).joined(separator: " "))"
+            "cd /tmp; \(server.controlCommand(["-m", "fast", "-w", "stop"]).joined(separator: " ")); sleep 8; \(server.controlCommand(["-w", "start"]).joined(separator: " "))"
         let command = String(decoding: try JSONEncoder().encode(["/bin/sh", "-c", bounce]), as: UTF8.self)
         let burst = try PythonClient.json(
             BurstResult.self,
