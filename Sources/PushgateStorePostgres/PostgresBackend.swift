@@ -188,6 +188,17 @@ private final class Session {
         if environment["PGAPPNAME"] == nil { defaults.append(("application_name", "pushgate")) }
         let connection = try PGConnection(url: url, defaults: defaults)
         status.connectionOpened()
+        do throws(PGError) {
+            try setUp(connection)
+        } catch {
+            status.connectionClosed()
+            throw error
+        }
+        return connection
+    }
+
+    /// The session's settings: the statement timeout, and synchronous_commit raised from off.
+    private func setUp(_ connection: PGConnection) throws(PGError) {
         let deadline = self.deadline()
         try connection.execute(
             "SET statement_timeout = \(options.statementTimeoutMilliseconds)",
@@ -205,7 +216,6 @@ private final class Session {
                 }
             }
         }
-        return connection
     }
 
     /// Takes the single-gateway lock (`PostgresSchema.singleGatewayLockKey`) for the session;

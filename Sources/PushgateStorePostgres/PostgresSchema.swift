@@ -142,6 +142,9 @@ enum PostgresSchema {
     static func migrate(_ connection: PGConnection, deadline: UInt64) throws(PGError) -> (from: Int, to: Int) {
         try connection.execute("BEGIN", deadline: deadline)
         do throws(PGError) {
+            // Waiting for another gateway's migration, or a long one of our own, is bounded by
+            // `deadline`, not by the session's statement timeout.
+            try connection.execute("SET LOCAL statement_timeout = 0", deadline: deadline)
             var params = PGParams()
             params.int64(migrationLockKey)
             try connection.execute("SELECT pg_advisory_xact_lock($1::bigint)", params, deadline: deadline)
