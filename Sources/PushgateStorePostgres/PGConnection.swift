@@ -37,6 +37,20 @@ final class PGConnection {
     /// filling what it leaves out. `defaults` come before it: the URL (or the environment)
     /// overrides them.
     init(url: String, defaults: [(String, String)]) throws(PGError) {
+        // libpq's parse errors quote the fragment they could not read, which may be the password
+        // (`invalid percent-encoded token: "..."`): parsed first, and said without it.
+        var parseError: UnsafeMutablePointer<CChar>?
+        if let options = PQconninfoParse(url, &parseError) {
+            PQconninfoFree(options)
+        } else {
+            let message = parseError.map { Self.withoutQuotedParts(Self.trimmed($0)) } ?? "out of memory"
+            if let parseError { PQfreemem(parseError) }
+            throw PGError(
+                message:
+                    "libpq cannot read the database URL: \(message) (quoted parts not shown: they may hold the password)",
+                connectionBroken: true
+            )
+        }
         let keywords = defaults.map(\.0) + ["dbname"]
         let values = defaults.map(\.1) + [url]
         let connection: OpaquePointer? = withCStrings(keywords) { keywordPointers in
@@ -214,6 +228,21 @@ final class PGConnection {
     private func brokenError(_ what: String) -> PGError {
         let detail = Self.trimmed(PQerrorMessage(handle))
         return PGError(message: detail.isEmpty ? what : "\(what): \(detail)", connectionBroken: true)
+    }
+
+    /// `message` with every double-quoted part replaced by `"…"`.
+    static func withoutQuotedParts(_ message: String) -> String {
+        var result = ""
+        var quoted = false
+        for character in message {
+            if character == "\"" {
+                result += quoted ? "…\"" : "\""
+                quoted.toggle()
+            } else if !quoted {
+                result.append(character)
+            }
+        }
+        return result
     }
 
     static func trimmed(_ message: UnsafePointer<CChar>?) -> String {

@@ -51,6 +51,16 @@ struct PostgresBackendTests {
         try PostgresBackend(url: url, logger: quietLogger).close()
     }
 
+    @Test("a URL libpq cannot read is refused without the fragment it quotes (it may be the password)")
+    func unreadableURL() throws {
+        #expect {
+            try PostgresBackend(url: "postgresql://gw:se%zzcret@127.0.0.1:1/db", logger: quietLogger)
+        } throws: { error in
+            let message = (error as? StoreError)?.message ?? ""
+            return message.contains("invalid percent-encoded token") && !message.contains("cret")
+        }
+    }
+
     @Test("a server restart fails commits as unavailable; the store commits again without being reopened")
     func serverRestart() async throws {
         let server = try PostgresServer()
