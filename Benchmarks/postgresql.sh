@@ -93,7 +93,7 @@ flat_out() {
     out=$("$BIN" bench --server "$url" --devices 1000 --server-pid "$server" --providers 8 --in-flight 256 \
         --pushes 200000 2>"$work/bench.err" | tail -1)
     after=$(pg_ticks)
-    bench_clean <<<"$out" || { echo "not clean: $out" >&2; exit 1; }
+    bench_clean <<<"$out" || { echo "not clean: $out" >&2; stop_server; exit 1; }
     local shape
     shape=$(commit_shape)
     stop_server
@@ -168,11 +168,11 @@ echo "pgbench: $tps transactions/s of $group pushes = $floor_rate pushes/s; Post
 echo "== latency: 1,000 devices at 2,000 pushes/s, acks after 50 ms (40,000 pushes); $RUNS runs each"
 latency() {
     start_server "$@"
-    [ -n "$url" ] || { echo "the gateway did not start:" >&2; cat "$work/serve.out" >&2; exit 1; }
+    [ -n "$url" ] || { echo "the gateway did not start:" >&2; cat "$work/serve.out" >&2; stop_server; exit 1; }
     local out
     out=$("$BIN" bench --server "$url" --devices 1000 --providers 2 --rate 2000 --ack-delay 50 --pushes 40000 \
         2>"$work/bench.err" | tail -1)
-    bench_clean <<<"$out" || { echo "not clean: $out" >&2; exit 1; }
+    bench_clean <<<"$out" || { echo "not clean: $out" >&2; stop_server; exit 1; }
     stop_server
     python3 -c "import json; r = json.loads('''$out'''); print(r['deliveryP50Ms'], r['deliveryP99Ms'])"
 }

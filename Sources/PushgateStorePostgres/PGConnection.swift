@@ -66,6 +66,10 @@ final class PGConnection {
             PQfinish(connection)
             throw PGError(message: message, connectionBroken: true)
         }
+        // The server's notices and warnings (a table that already exists, a shutdown in progress)
+        // would go to stderr past the gateway's log format; what matters of them comes back as
+        // the errors the store reports.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
         guard PQsetnonblocking(connection, 1) == 0 else {
             let message = Self.trimmed(PQerrorMessage(connection))
             PQfinish(connection)
@@ -245,11 +249,13 @@ final class PGConnection {
         return result
     }
 
+    /// libpq's message on one line: its lines (some indented with a tab) joined with spaces.
     static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
         guard let message else { return "" }
-        var text = String(cString: message)
-        while let last = text.last, last.isWhitespace { text.removeLast() }
-        return text.split(separator: "\n").joined(separator: "; ")
+        return String(cString: message).split(separator: "\n")
+            .map { String($0.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
+            .filter { !$0.isEmpty }
+            .joined(separator: " ")
     }
 }
 
