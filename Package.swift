@@ -45,6 +45,12 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
+        // PostgreSQL's client library (Debian: libpq-dev), for the PostgreSQL store.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
 
         // TLS on OpenSSL over memory BIOs, as a NIO channel handler.
         .target(
@@ -150,6 +156,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The PostgreSQL backend (libpq in pipeline mode, one connection, commits as durable as
+        // the server's synchronous_commit): schema, migrations under an advisory lock, commands,
+        // reconnection, and the copy of a SQLite store into an empty database.
+        .target(
+            name: "PushgateStorePostgres",
+            dependencies: [
+                "CLibPQ",
+                "PushgateStore",
+                "PushgateModel",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Devices, registrations and queues sharded over the event loops; delivery to event
         // streams; the store behind them.
         .target(
@@ -233,6 +251,7 @@ let package = Package(
                 "PushgateProviderAuth",
                 "PushgateScheduler",
                 "PushgateStore",
+                "PushgateStorePostgres",
                 "PushgateStoreSQLite",
                 "PushgateTLS",
                 "PushgateTransport",
@@ -288,6 +307,7 @@ let package = Package(
                 "PushgateModel",
                 "PushgateProviderAuth",
                 "PushgateStore",
+                "PushgateStorePostgres",
                 "PushgateStoreSQLite",
                 "PushgateTLS",
                 "PushgateTransport",
@@ -491,11 +511,13 @@ let package = Package(
             dependencies: ["PushgateCrypto", "PushgateTestTools"]
         ),
         // A store backend in memory, for tests of any target: it runs the store conformance
-        // suite beside SQLite, and can stand in for a database where none is under test.
+        // suite beside SQLite and PostgreSQL, and can stand in for a database where none is
+        // under test; and a throwaway PostgreSQL server, started as a plain process.
         .target(
             name: "PushgateStoreTestKit",
             dependencies: [
                 "PushgateStore",
+                "PushgateStorePostgres",
                 "PushgateStoreSQLite",
                 "PushgateModel",
                 .product(name: "Logging", package: "swift-log"),
@@ -509,6 +531,7 @@ let package = Package(
                 "PushgateModel",
                 "PushgateTestKit",
                 "PushgateStore",
+                "PushgateStorePostgres",
                 "PushgateStoreSQLite",
                 "PushgateStoreTestKit",
                 .product(name: "Logging", package: "swift-log"),
@@ -533,6 +556,8 @@ let package = Package(
             dependencies: [
                 "PushgateTestFixtures",
                 "PushgateTestKit",
+                // The PostgreSQL server of the tests that run the gateway on PostgreSQL.
+                "PushgateStoreTestKit",
                 "pushgate",
                 "PushgateTransport",
                 .product(name: "Logging", package: "swift-log"),

@@ -5,10 +5,11 @@ import PushgateStore
 /// `503 ServiceUnavailable` for every route (nothing was kept, so retrying is right), with
 /// `retry-after` when the cause should pass by itself.
 extension Refusal {
-    /// Seconds a client is asked to wait when the storage cannot commit (disk full, I/O error):
-    /// long enough not to hammer a broken disk with retries, short enough that space freed by an
-    /// operator is used again soon. The store needs no probe of its own to notice: the first
-    /// commit that succeeds makes it healthy again.
+    /// Seconds a client is asked to wait when the storage cannot commit (disk full, I/O error,
+    /// PostgreSQL unreachable or restarting): long enough not to hammer a broken disk or a
+    /// database coming back with retries, short enough that space freed by an operator, or a
+    /// restarted database, is used again soon. The first commit (or probe) that succeeds makes
+    /// the store healthy again.
     static let storeUnavailableRetryAfterSeconds = 5
     /// When the writer has too much waiting: it catches up within a second at any rate it can
     /// sustain. Also when another gateway node took the device over: the retry finds its owner.

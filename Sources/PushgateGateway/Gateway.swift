@@ -9,6 +9,7 @@ import PushgateOperator
 import PushgateProviderAPI
 import PushgateProviderAuth
 import PushgateStore
+import PushgateStorePostgres
 import PushgateStoreSQLite
 import PushgateTransport
 import PushgateWebPush
@@ -45,21 +46,9 @@ public enum Gateway {
         configuration.warnAboutAdminAccess(hasToken: configuration.adminToken != nil, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads)
         let metrics = GatewayMetrics(version: PushgateVersion.current)
-        let store: SQLiteStore
+        let store: any NotificationStore
         do {
-            let linger = UInt64(configuration.commitLingerMicroseconds) * 1000
-            store = try SQLiteStore(
-                directory: configuration.dataDirectory,
-                pacing: CommitPacing(lingerNanos: linger, deferNanos: CommitPacing.default.deferNanos),
-                durability: configuration.durability,
-                metrics: metrics.store,
-                logger: logger
-            )
-            if case .interval(let nanoseconds) = configuration.durability {
-                logger.notice(
-                    "durability: interval; a crash loses what was accepted in the last \(nanoseconds / 1_000_000) ms"
-                )
-            }
+            store = try openStore(configuration, metrics: metrics, logger: logger)
         } catch {
             try? await group.shutdownGracefully()
             throw error
@@ -109,6 +98,55 @@ public enum Gateway {
             throw error
         }
         try await group.shutdownGracefully()
+    }
+
+    /// The store the configuration names: PostgreSQL with `databaseURL` (and nothing in
+    /// `dataDirectory`, which is then not even created), SQLite in `dataDirectory` otherwise.
+    static func openStore(
+        _ configuration: GatewayConfiguration,
+        metrics: GatewayMetrics,
+        logger: Logger
+    ) throws(StoreError) -> any NotificationStore {
+        let pacing = CommitPacing(
+            lingerNanos: UInt64(configuration.commitLingerMicroseconds) * 1000,
+            deferNanos: CommitPacing.default.deferNanos
+        )
+        let store: any NotificationStore
+        if let url = configuration.databaseURL {
+            var options = PostgresOptions()
+            options.statementTimeoutMilliseconds = configuration.databaseStatementTimeoutMilliseconds
+            options.requireSynchronousCommit = configuration.durability == .fsync
+            let postgres = try PostgresStore(
+                url: url,
+                options: options,
+                pacing: pacing,
+                durability: configuration.durability,
+                metrics: metrics.store,
+                logger: logger
+            )
+            metrics.watch(database: postgres.backend.connectionStatus)
+            if SQLiteBackend.holdsStore(directory: configuration.dataDirectory) {
+                logger.warning(
+                    "the data directory holds a SQLite store, which is not used with --database-url: its devices and pushes are not in PostgreSQL unless copied there (pushgate store copy)",
+                    metadata: ["dataDir": "\(configuration.dataDirectory)"]
+                )
+            }
+            store = postgres
+        } else {
+            store = try SQLiteStore(
+                directory: configuration.dataDirectory,
+                pacing: pacing,
+                durability: configuration.durability,
+                metrics: metrics.store,
+                logger: logger
+            )
+        }
+        if case .interval(let nanoseconds) = configuration.durability {
+            logger.notice(
+                "durability: interval; a crash loses what was accepted in the last \(nanoseconds / 1_000_000) ms"
+            )
+        }
+        return store
     }
 
     /// What `run` bound.

@@ -50,6 +50,10 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     private let lastTransactionNanos = Atomic<UInt64>(0)
     private let maxTransactionNanos = Atomic<UInt64>(0)
     private let totalTransactionNanos = Atomic<UInt64>(0)
+    /// When the writer last heard from the database (a transaction, failed or not, or a probe).
+    private let lastActivityNanos = Atomic<UInt64>(0)
+    /// Calls the backend's `probe` on the writer, when it has one.
+    private let probeTimer = Locked<DispatchSourceTimer?>(nil)
     private let metrics: StoreMetrics
 
     public init(
@@ -78,6 +82,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
             effective = pacing
         }
         state = Locked(WriterState(pacer: CommitPacer(pacing: effective)))
+        if let interval = backend.probeInterval { startProbing(every: interval) }
     }
 
     // MARK: - NotificationStore
@@ -288,6 +293,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     private func writeGroup(_ group: [Batch]) {
         let start = ContinuousClock.now
         let results: [Result<Void, StoreError>]
+        defer { lastActivityNanos.store(monotonicNanoseconds(), ordering: .relaxed) }
         do throws(StoreError) {
             results = try backend.apply(group.map { $0.commands })
         } catch {
@@ -421,9 +427,47 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         }
     }
 
+    // MARK: - Probe
+
+    /// Has the writer call `probe` every `interval` in which nothing reached the database, and
+    /// at every interval while the store cannot commit: an outage, and its end, then show in
+    /// `health` (readiness, metrics) with no traffic. On the writer's queue, so never during a
+    /// transaction.
+    private func startProbing(every interval: Duration) {
+        let nanoseconds = nanoseconds(interval)
+        let timer = DispatchSource.makeTimerSource(queue: writer)
+        timer.schedule(
+            deadline: .now() + .nanoseconds(Int(nanoseconds)),
+            repeating: .nanoseconds(Int(nanoseconds)),
+            leeway: .nanoseconds(Int(nanoseconds / 10))
+        )
+        timer.setEventHandler { [weak self] in self?.probeIfIdle(interval: nanoseconds) }
+        probeTimer.withLock { $0 = timer }
+        timer.resume()
+    }
+
+    private func probeIfIdle(interval: UInt64) {
+        // Pending batches are about to be written, which says as much as a probe.
+        let busy = state.withLock { s in s.closing || s.paused || !s.pending.isEmpty }
+        if busy { return }
+        let now = monotonicNanoseconds()
+        if health.canCommit, now &- lastActivityNanos.load(ordering: .relaxed) < interval { return }
+        do throws(StoreError) {
+            try backend.probe()
+            lastActivityNanos.store(monotonicNanoseconds(), ordering: .relaxed)
+            health.recordCommit()
+        } catch {
+            if error.kind == .unavailable { health.recordFailure(error, batches: 0, transaction: false) }
+        }
+    }
+
     /// Everything submitted is committed and completed: the backend is closed, on the writer
     /// like every other call to it, then whoever waits in close() resumes.
     private func closeBackend() {
+        probeTimer.withLock { timer in
+            timer?.cancel()
+            timer = nil
+        }
         do throws(StoreError) {
             try backend.close()
         } catch {

@@ -23,8 +23,19 @@ public protocol StoreBackend: Sendable {
     /// The writer has nothing left to apply, for now: a moment for housekeeping that must not
     /// wait in a commit (SQLite copies its WAL back into the database then).
     func writerIdle()
+
+    /// How often the store calls `probe` while it commits nothing; nil: never. A database
+    /// across a network can go away (or come back) while no request comes, and readiness must
+    /// say so without waiting for traffic; a local file cannot.
+    var probeInterval: Duration? { get }
+
+    /// Checks that the database would take a commit now (reconnecting if it must): throws
+    /// `.unavailable` when it would not. Called on the writer, between transactions.
+    func probe() throws(StoreError)
 }
 
 extension StoreBackend {
     public func writerIdle() {}
+    public var probeInterval: Duration? { nil }
+    public func probe() throws(StoreError) {}
 }

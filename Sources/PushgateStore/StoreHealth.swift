@@ -35,9 +35,10 @@ public final class StoreHealth: Sendable {
     /// Transactions the storage refused since the store opened (for the metrics).
     public var failedTransactions: UInt64 { failedTransactionsCounter.load(ordering: .relaxed) }
 
-    /// A transaction of `batches` batches failed because of the storage.
-    public func recordFailure(_ error: StoreError, batches: Int) {
-        failedTransactionsCounter.wrappingAdd(1, ordering: .relaxed)
+    /// A transaction of `batches` batches failed because of the storage; or, with
+    /// `transaction` false, a probe of an idle database found it unable to commit.
+    public func recordFailure(_ error: StoreError, batches: Int, transaction: Bool = true) {
+        if transaction { failedTransactionsCounter.wrappingAdd(1, ordering: .relaxed) }
         let began = state.withLock { s in
             defer { s.failedBatches += batches }
             guard s.failure == nil else { return false }
@@ -58,7 +59,7 @@ public final class StoreHealth: Sendable {
         state.withLock { $0.failedBatches += 1 }
     }
 
-    /// A transaction committed.
+    /// A transaction committed (or a probe found that one would).
     public func recordCommit() {
         // The common case, on every commit: one atomic load, no lock.
         if canCommit { return }

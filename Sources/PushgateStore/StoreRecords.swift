@@ -162,3 +162,30 @@ public struct StoreSnapshot: Sendable, Equatable {
         self.fetchWindows = fetchWindows
     }
 }
+
+extension StoreSnapshot {
+    /// Commands that make an empty store hold this snapshot, but for `maxAcceptanceID` (which
+    /// no command sets: a backend that copies a store records it itself). Each device's
+    /// `lastSeq` is created as it was loaded (covering its stored seqs); registrations get their
+    /// app state, and closed fetch windows are closed, by the commands that record them.
+    public var recreatingCommands: [StoreCommand] {
+        var commands: [StoreCommand] = []
+        commands.reserveCapacity(devices.count + 2 * registrations.count + notifications.count + 8)
+        commands += devices.map { .createDevice($0) }
+        for registration in registrations {
+            commands.append(.register(registration))
+            if let state = registration.appState {
+                commands.append(.setAppState(token: registration.token, state: state))
+            }
+        }
+        commands += notifications.map { .enqueue($0) }
+        if !buckets.isEmpty { commands.append(.saveBuckets(buckets)) }
+        if !totals.isEmpty { commands.append(.addTotals(totals)) }
+        if !fetchStates.isEmpty { commands.append(.saveFetchStates(fetchStates)) }
+        if !fetchWindows.isEmpty { commands.append(.openFetchWindows(fetchWindows)) }
+        for window in fetchWindows where window.closed {
+            commands.append(.closeFetchWindows(deviceID: window.deviceID, seqs: [window.seq]))
+        }
+        return commands
+    }
+}

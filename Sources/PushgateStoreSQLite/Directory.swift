@@ -10,6 +10,11 @@ import Darwin
 
 /// `mkdir -p`, with POSIX calls (no Foundation in the store).
 enum Directory {
+    /// Whether anything exists at `path`.
+    static func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
     /// Creates `path` and its missing parents (mode 0700: the store is the gateway's private
     /// state). An existing directory is left as it is.
     static func create(_ path: String) throws(StoreError) {

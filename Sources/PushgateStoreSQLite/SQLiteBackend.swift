@@ -141,6 +141,11 @@ public final class SQLiteBackend: StoreBackend {
         )
     }
 
+    /// Whether `directory` holds a SQLite store (its database file), without opening it.
+    public static func holdsStore(directory: String) -> Bool {
+        Directory.exists(Directory.join(directory, SQLiteSchema.databaseFileName))
+    }
+
     // MARK: - StoreBackend
 
     public func load() throws(StoreError) -> StoreSnapshot {

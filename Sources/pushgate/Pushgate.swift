@@ -8,7 +8,8 @@ struct Pushgate: AsyncParsableCommand {
         abstract: "A self-hosted push-notification gateway that speaks the APNs provider API.",
         version: PushgateVersion.current,
         subcommands: [
-            ServeCommand.self, ConfigCommand.self, BackupCommand.self, RestoreCommand.self, AgentCommand.self,
+            ServeCommand.self, ConfigCommand.self, BackupCommand.self, RestoreCommand.self, StoreToolCommand.self,
+            AgentCommand.self,
             SendCommand.self, BenchCommand.self,
         ]
     )

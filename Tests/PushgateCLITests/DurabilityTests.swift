@@ -228,6 +228,8 @@ struct BurstResult: Decodable {
         var reason: String?
         /// The `retry-after` header, when there was one.
         var retryAfter: String?
+        /// The answer's `apns-id` header.
+        var apnsIdEcho: String?
         var description: String { "\(apnsId) \(status) \(reason ?? "")" }
     }
     struct Unknown: Decodable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import PushgateStoreTestKit
 
 enum Fixtures {
     /// A TLS fixture where the unprivileged gateway can read it.
@@ -103,8 +104,33 @@ final class GatewayProcess: @unchecked Sendable {
     /// The store directory when the caller gave none: a fresh one, removed at the end.
     private var ownDataDirectory: String?
 
-    /// `environment` is added to this process's own.
-    init(arguments: [String], listeners: Int, adminListeners: Int = 0, environment: [String: String] = [:]) throws {
+    /// With `PUSHGATE_TEST_POSTGRES` set (CI's second run of some suites), every gateway keeps
+    /// its store in PostgreSQL (`PostgresServer.shared`) instead: one database per data
+    /// directory, so that a test that restarts a gateway on its directory finds its data again.
+    static let storeInPostgres = ProcessInfo.processInfo.environment["PUSHGATE_TEST_POSTGRES"] != nil
+    private static let databases = NIOLockedValueBox<[String: String]>([:])
+
+    /// The database standing for `dataDirectory` (made at its first use).
+    static func databaseURL(for dataDirectory: String) throws -> String {
+        let server = try PostgresServer.shared()
+        let name = try databases.withLockedValue { databases in
+            if let name = databases[dataDirectory] { return name }
+            let name = try server.createDatabase()
+            databases[dataDirectory] = name
+            return name
+        }
+        return server.url(database: name)
+    }
+
+    /// `environment` is added to this process's own. `storeInSQLite`: in SQLite even under
+    /// `PUSHGATE_TEST_POSTGRES` (a test of moving a SQLite store).
+    init(
+        arguments: [String],
+        listeners: Int,
+        adminListeners: Int = 0,
+        environment: [String: String] = [:],
+        storeInSQLite: Bool = false
+    ) throws {
         var arguments = arguments
         if !arguments.contains("--data-dir") {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -112,6 +138,12 @@ final class GatewayProcess: @unchecked Sendable {
             ).path
             ownDataDirectory = directory
             arguments += ["--data-dir", directory]
+        }
+        if Self.storeInPostgres, !storeInSQLite, !arguments.contains("--database-url"),
+            !arguments.contains("--database-url-file"),
+            let index = arguments.firstIndex(of: "--data-dir"), index + 1 < arguments.count
+        {
+            arguments += ["--database-url", try Self.databaseURL(for: arguments[index + 1])]
         }
         // Stopping at once unless a test is about the drain: the grace would only slow them.
         if !arguments.contains("--drain-grace-seconds") { arguments += ["--drain-grace-seconds", "0"] }

@@ -97,6 +97,37 @@ struct SettingsTests {
     }
 
     @Test(
+        "databaseURL is a secret: its four forms, the file's final newline dropped, never shown; without it SQLite"
+    )
+    func databaseURL() throws {
+        let url = "postgresql://gw:p%40ss%3A%2F%25%3F%23%26%3D%20w@db.internal:5433/pushgate?sslmode=verify-full"
+        let scratch = try Scratch(#"{"databaseURLFile": "url.txt"}"#)
+        try scratch.write("url.txt", url + "\n")
+        let setting = Settings.all.first { $0.key == "databaseURL" }
+        #expect(setting?.flag == "--database-url")
+        #expect(setting?.secretFileFlag == "--database-url-file")
+        #expect(setting?.environmentVariable == "PUSHGATE_DATABASE_URL")
+        #expect(setting?.secretFileEnvironmentVariable == "PUSHGATE_DATABASE_URL_FILE")
+        #expect(setting?.isSecret == true)
+        for (arguments, environment) in [
+            (["--config", scratch.config], [String: String]()),
+            (["--database-url-file", scratch.directory + "/url.txt"], [:]),
+            ([], ["PUSHGATE_DATABASE_URL_FILE": scratch.directory + "/url.txt"]),
+            ([], ["PUSHGATE_DATABASE_URL": url]),
+            (["--database-url", url], [:]),
+        ] {
+            let resolved = ResolvedSettings(arguments: arguments, environment: environment)
+            #expect(try resolved.checked().databaseURL == url, "\(arguments) \(environment)")
+            let shown = resolved.entries.map { "\($0.setting.key)=\($0.value)" }.joined(separator: "\n")
+            #expect(shown.contains("databaseURL=<redacted>"))
+            #expect(!shown.contains("p%40ss"))
+        }
+        #expect(try ResolvedSettings(arguments: [], environment: [:]).checked().databaseURL == nil)
+        let empty = ResolvedSettings(arguments: ["--database-url", " "], environment: [:])
+        #expect(empty.problems.map(\.description) == ["--database-url: is empty"])
+    }
+
+    @Test(
         "secrets come from files: *_FILE variables and ...File keys (relative to the config file); given twice at one level is an error"
     )
     func secretFiles() throws {
@@ -110,7 +141,7 @@ struct SettingsTests {
         let configuration = try resolved.checked()
         #expect(configuration.policy.registrationSecret == "a-registration-secret-long-enough")
         #expect(configuration.adminToken == "token-from-a-file")
-        for entry in resolved.entries where entry.setting.isSecret {
+        for entry in resolved.entries where entry.setting.isSecret && !entry.origins.isEmpty {
             #expect(entry.value == "<redacted>")
         }
 

@@ -1,14 +1,17 @@
 @_spi(Testing) import PushgateStore
+import PushgateStorePostgres
 import PushgateStoreSQLite
 import PushgateStoreTestKit
 import Testing
 
 /// The backends every conformance test runs against (ntfy's `forEachBackend`): a new backend
 /// joins here, and must pass every test of `ConformanceCommandTests` and
-/// `ConformanceGroupCommitTests`.
+/// `ConformanceGroupCommitTests`. PostgreSQL runs on the test process's own server
+/// (`PostgresServer.shared`), a fresh database per test.
 enum StoreBackendKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite
     case memory
+    case postgres
 
     var testDescription: String { rawValue }
 }
@@ -31,12 +34,13 @@ protocol StoreUnderTest: NotificationStore {
 
 extension GroupCommitStore: StoreUnderTest {}
 
-/// Where one test's data lives: a directory for SQLite, a storage object in memory. Opening a
-/// store again on it is a restart.
+/// Where one test's data lives: a directory for SQLite, a storage object in memory, a database
+/// for PostgreSQL. Opening a store again on it is a restart.
 struct StoreFixture {
     private enum Location {
         case directory(TempDirectory)
         case memory(InMemoryStorage)
+        case database(url: String)
     }
 
     private let location: Location
@@ -45,6 +49,9 @@ struct StoreFixture {
         switch kind {
         case .sqlite: location = .directory(try TempDirectory())
         case .memory: location = .memory(InMemoryStorage())
+        case .postgres:
+            let server = try PostgresServer.shared()
+            location = .database(url: server.url(database: try server.createDatabase()))
         }
     }
 
@@ -60,6 +67,14 @@ struct StoreFixture {
             )
         case .memory(let storage):
             let backend = InMemoryBackend(storage: storage)
+            return GroupCommitStore(
+                backend: backend,
+                maxPendingCommands: maxPendingCommands,
+                maxGroupCommands: maxGroupCommands,
+                logger: quietLogger
+            )
+        case .database(let url):
+            let backend = try PostgresBackend(url: url, logger: quietLogger)
             return GroupCommitStore(
                 backend: backend,
                 maxPendingCommands: maxPendingCommands,

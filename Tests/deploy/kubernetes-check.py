@@ -18,26 +18,45 @@ def load(name):
         return [d for d in yaml.safe_load_all(f) if d]
 
 
-kustomization = load("kustomization.yaml")[0]
-listed = kustomization.get("resources", [])
-present = sorted(f for f in os.listdir(directory) if f.endswith(".yaml") and f != "kustomization.yaml")
-for name in listed:
-    if name not in present:
-        problems.append(f"kustomization lists {name}, which does not exist")
-for name in present:
-    if name not in listed:
-        problems.append(f"{name} is not in kustomization.yaml's resources: `kubectl apply -k` would skip it")
+def render(directory):
+    """The objects `kubectl apply -k directory` would apply, by (kind, name): its resources
+    (files, or another kustomization's directory, rendered first), its `labels` on their
+    metadata, less what its patches delete (`$patch: delete`)."""
+    def load(name):
+        with open(os.path.join(directory, name)) as f:
+            return [d for d in yaml.safe_load_all(f) if d]
 
-# kustomize `labels` without includeSelectors touch metadata only, as applied here.
-extra_labels = {}
-for entry in kustomization.get("labels", []):
-    extra_labels.update(entry.get("pairs", {}))
+    kustomization = load("kustomization.yaml")[0]
+    listed = kustomization.get("resources", [])
+    present = sorted(f for f in os.listdir(directory) if f.endswith(".yaml") and f != "kustomization.yaml")
+    for name in listed:
+        if not os.path.exists(os.path.join(directory, name)):
+            problems.append(f"{directory}: kustomization lists {name}, which does not exist")
+    for name in present:
+        if name not in listed:
+            problems.append(f"{name} is not in kustomization.yaml's resources: `kubectl apply -k` would skip it")
+    # kustomize `labels` without includeSelectors touch metadata only, as applied here.
+    extra_labels = {}
+    for entry in kustomization.get("labels", []):
+        extra_labels.update(entry.get("pairs", {}))
+    rendered = {}
+    for name in listed:
+        path = os.path.join(directory, name)
+        documents = list(render(path).values()) if os.path.isdir(path) else load(name)
+        for doc in documents:
+            doc.setdefault("metadata", {}).setdefault("labels", {}).update(extra_labels)
+            rendered[(doc["kind"], doc["metadata"]["name"])] = doc
+    for patch in kustomization.get("patches", []):
+        doc = yaml.safe_load(patch["patch"])
+        if doc.get("$patch") == "delete":
+            if rendered.pop((doc["kind"], doc["metadata"]["name"]), None) is None:
+                problems.append(f"{directory}: a patch deletes {doc['kind']} {doc['metadata']['name']}, which is not there")
+        else:
+            problems.append(f"{directory}: only $patch: delete patches are checked here")
+    return rendered
 
-objects = {}
-for name in listed:
-    for doc in load(name):
-        doc.setdefault("metadata", {}).setdefault("labels", {}).update(extra_labels)
-        objects[(doc["kind"], doc["metadata"]["name"])] = doc
+
+objects = render(directory)
 
 
 def get(kind, name):
@@ -51,17 +70,23 @@ def matches(selector, labels):
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-statefulsets = [o for (k, _), o in objects.items() if k == "StatefulSet"]
-if len(statefulsets) != 1:
-    problems.append(f"expected one StatefulSet, found {len(statefulsets)}")
-sts = statefulsets[0]
+# One gateway: a StatefulSet with its SQLite volume, or a Deployment on PostgreSQL (no volume:
+# Recreate, so that the old pod has let go of the database before the new one starts).
+workloads = [o for (k, _), o in objects.items() if k in ("StatefulSet", "Deployment")]
+if len(workloads) != 1:
+    problems.append(f"expected one StatefulSet or Deployment, found {len(workloads)}")
+sts = workloads[0]
+kind = sts["kind"]
 spec = sts["spec"]
 if spec.get("replicas") != 1:
-    problems.append("the StatefulSet must have replicas: 1 (one SQLite store per gateway)")
+    problems.append(f"the {kind} must have replicas: 1 (one gateway per store)")
+if kind == "Deployment" and spec.get("strategy", {}).get("type") != "Recreate":
+    problems.append("the Deployment must use strategy Recreate: a rolling update starts a second gateway on the store")
 pod_labels = spec["template"]["metadata"]["labels"]
 if not matches(spec["selector"]["matchLabels"], pod_labels):
-    problems.append("the StatefulSet's selector does not match its pod template")
-get("Service", spec["serviceName"])
+    problems.append(f"the {kind}'s selector does not match its pod template")
+if kind == "StatefulSet":
+    get("Service", spec["serviceName"])
 pod = spec["template"]["spec"]
 container = pod["containers"][0]
 ports = {p["name"]: p["containerPort"] for p in container.get("ports", [])}
@@ -132,9 +157,15 @@ def mounted_file(path):
 
 
 args = dict(a.split("=", 1) for a in container.get("args", []) if a.startswith("--") and "=" in a)
-if mounts.get(args.get("--data-dir")) not in claims:
+if "--database-url-file" in args:
+    # PostgreSQL: the URL from a mounted Secret, and nothing on a volume.
+    if claims or "--data-dir" in args:
+        problems.append("with --database-url-file the gateway writes no data directory: no volume claim, no --data-dir")
+    if "--database-url" in args:
+        problems.append("--database-url in the arguments shows its password in the pod spec: use --database-url-file")
+elif mounts.get(args.get("--data-dir")) not in claims:
     problems.append("--data-dir is not on the volumeClaimTemplate")
-for flag in ("--config", "--tls-cert", "--tls-key", "--admin-token-file"):
+for flag in ("--config", "--tls-cert", "--tls-key", "--admin-token-file", "--database-url-file"):
     if flag in args and not mounted_file(args[flag]):
         problems.append(f"{flag} {args[flag]}: no mount provides it")
 listen_port = int(args.get("--tls-listen", ":0").rsplit(":", 1)[1])
@@ -153,12 +184,12 @@ for key in config.get("providerKeys", []):
 services = [o for (k, _), o in objects.items() if k == "Service"]
 for service in services:
     if not matches(service["spec"]["selector"], pod_labels):
-        problems.append(f"Service {service['metadata']['name']} selects no pod of the StatefulSet")
+        problems.append(f"Service {service['metadata']['name']} selects no pod of the {kind}")
     for port in service["spec"]["ports"]:
         if port.get("targetPort") not in ports and port.get("targetPort") not in ports.values():
             problems.append(f"Service {service['metadata']['name']} targets unknown port {port.get('targetPort')}")
-for (kind, name), monitor in objects.items():
-    if kind != "ServiceMonitor":
+for (object_kind, name), monitor in objects.items():
+    if object_kind != "ServiceMonitor":
         continue
     if monitor.get("apiVersion") != "monitoring.coreos.com/v1":
         problems.append("ServiceMonitor apiVersion must be monitoring.coreos.com/v1")
@@ -176,9 +207,9 @@ for (kind, name), monitor in objects.items():
         if credentials.get("key") and "--admin-token-file" in args and os.path.basename(args["--admin-token-file"]) != credentials["key"]:
             problems.append("ServiceMonitor's token is not the key the gateway reads as its admin token")
 
-for (kind, name), pdb in objects.items():
-    if kind == "PodDisruptionBudget" and not matches(pdb["spec"]["selector"]["matchLabels"], pod_labels):
-        problems.append(f"PodDisruptionBudget {name} selects no pod of the StatefulSet")
+for (object_kind, name), pdb in objects.items():
+    if object_kind == "PodDisruptionBudget" and not matches(pdb["spec"]["selector"]["matchLabels"], pod_labels):
+        problems.append(f"PodDisruptionBudget {name} selects no pod of the {kind}")
 
 for problem in problems:
     print(f"kubernetes-check: FAIL: {problem}", file=sys.stderr)

@@ -24,8 +24,14 @@ public struct GatewayConfiguration: Sendable {
     public var tlsClientCA: String?
     /// Refuse TLS clients without a valid certificate (needs `tlsClientCA`).
     public var tlsRequireClientCertificate = false
-    /// The SQLite store's directory (created if missing).
+    /// The SQLite store's directory (created if missing); not used with `databaseURL`.
     public var dataDirectory = "./pushgate-data"
+    /// The PostgreSQL database that holds the store instead of SQLite (libpq's URL or
+    /// key=value string). A secret: it may hold a password.
+    public var databaseURL: String?
+    /// With `databaseURL`: PostgreSQL's `statement_timeout` for the store's connection, and,
+    /// with a second more, the longest a commit waits for an answer.
+    public var databaseStatementTimeoutMilliseconds = 5000
     /// Seconds a connection with no open stream is kept.
     public var idleTimeoutSeconds = 300
     /// The longest either idle timeout may be: a year, "never" for any connection. A value

@@ -190,6 +190,15 @@ struct SettingValue: Sendable {
 
     static let maxAdminTokenBytes = 1024
 
+    /// A PostgreSQL URL or connection string: libpq parses it when the store connects; here
+    /// only what can never work is refused. The message never shows the value (a password).
+    func databaseURL() throws(SettingError) -> String {
+        let url = try text()
+        if url.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw problem("is empty") }
+        if url.utf8.contains(0) { throw problem("holds a NUL byte") }
+        return url
+    }
+
     func text() throws(SettingError) -> String {
         switch input {
         case .strings(let strings): return strings.last ?? ""

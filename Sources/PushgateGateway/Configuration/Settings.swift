@@ -94,6 +94,25 @@ public enum Settings {
                 value throws(SettingError) in configuration.dataDirectory = try value.path()
             },
             Setting(
+                "databaseURL",
+                .text,
+                "URL",
+                default: "none",
+                secret: true,
+                help:
+                    "Keep every record in this PostgreSQL database instead of SQLite in dataDir (which is then not used): libpq's URL (postgresql://USER:PASSWORD@HOST:PORT/DB?sslmode=verify-full, postgresql:///DB?host=/run/postgresql) or key=value string, with PG* variables and ~/.pgpass as for psql. Prefer the file forms: it may hold a password."
+            ) { configuration, value throws(SettingError) in configuration.databaseURL = try value.databaseURL() },
+            Setting(
+                "databaseStatementTimeoutMs",
+                .integer,
+                "MS",
+                default: "5000",
+                help:
+                    "With databaseURL: the longest a statement may run (PostgreSQL's statement_timeout), and, a second more, the longest a commit waits for the database's answer; then the requests in it get 503 and the connection is made again."
+            ) { configuration, value throws(SettingError) in
+                configuration.databaseStatementTimeoutMilliseconds = try value.integer(in: 100...600_000)
+            },
+            Setting(
                 "idleTimeout",
                 .integer,
                 "SECONDS",

@@ -138,6 +138,8 @@ public final class ConfigurationReloader: Sendable {
             ("listen", "\(c.listen)"), ("tlsListen", "\(c.tlsListen)"), ("adminListen", "\(c.adminListen)"),
             ("tlsClientCA", c.tlsClientCA ?? ""), ("tlsRequireClientCert", "\(c.tlsRequireClientCertificate)"),
             ("allowInsecureCleartext", "\(c.allowInsecureCleartext)"), ("dataDir", c.dataDirectory),
+            ("databaseURL", c.databaseURL ?? ""),
+            ("databaseStatementTimeoutMs", "\(c.databaseStatementTimeoutMilliseconds)"),
             ("idleTimeout", "\(c.idleTimeoutSeconds)"),
             ("unauthenticatedIdleTimeout", "\(c.unauthenticatedIdleTimeoutSeconds)"),
             ("connectionSetupTimeout", "\(c.connectionSetupTimeoutSeconds)"),

@@ -50,6 +50,10 @@ public final class GatewayMetrics: Sendable {
     private let servers = NIOLockedValueBox<[HTTPServer]>([])
     /// The store whose health is exported (`watch`).
     private let storeHealth = NIOLockedValueBox<StoreHealth?>(nil)
+    /// The store's database connection, when it has one (`watch(database:)`).
+    private let databaseStatus = NIOLockedValueBox<DatabaseConnectionStatus?>(nil)
+    /// Its gauges, made by the first scrape after `watch(database:)`.
+    private let databaseGauges = NIOLockedValueBox<(connected: Gauge, connections: Gauge)?>(nil)
     /// The request body budget whose bytes and refusals are exported (`watch`).
     private let bodyBudget = NIOLockedValueBox<RequestBodyBudget?>(nil)
     /// What waiting notifications take (`watch`).
@@ -117,7 +121,7 @@ public final class GatewayMetrics: Sendable {
         let storeHealth = self.storeHealth
         counter(
             "pushgate_store_commit_failures_total",
-            "Store transactions the storage could not take (disk full, I/O error); the requests in them were refused with 503 ServiceUnavailable."
+            "Store transactions the storage could not take (disk full, I/O error, PostgreSQL unreachable or refusing); the requests in them were refused with 503 ServiceUnavailable."
         ) { Double(storeHealth.withLockedValue { $0?.failedTransactions ?? 0 }) }
         let bodyBudget = self.bodyBudget
         counter(
@@ -158,7 +162,7 @@ public final class GatewayMetrics: Sendable {
             ),
             storeHealthy: gauge(
                 "pushgate_store_healthy",
-                "1 while the store commits, 0 from a commit the storage refused (disk full, I/O error) until one succeeds; /readyz answers 503 meanwhile."
+                "1 while the store commits, 0 from a commit the storage refused (disk full, I/O error, PostgreSQL unreachable or refusing) until one succeeds (or, with PostgreSQL, a probe of the idle connection finds it would); /readyz answers 503 meanwhile."
             ),
             queuedBytes: gauge(
                 "pushgate_queued_notification_bytes",
@@ -359,6 +363,26 @@ public final class GatewayMetrics: Sendable {
         storeHealth.withLockedValue { $0 = store }
     }
 
+    /// Exports the state of the store's database connection (PostgreSQL) and its errors by
+    /// kind. Call once, for a store that has a connection.
+    public func watch(database status: DatabaseConnectionStatus) {
+        let registry = self.registry
+        let following = counters
+        func name(_ name: String, _ help: String) -> MetricNameDescriptor {
+            MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+        }
+        let errors = name(
+            "pushgate_store_database_errors_total",
+            "Errors of the store's PostgreSQL connection, by kind: connect (a connection could not be made), connection_lost (a working one broke), timeout (no answer within databaseStatementTimeoutMs), transaction (the server refused a transaction: no space, shutting down, read-only), batch (a batch refused for its content, that batch only), commit_unknown (the connection broke while a commit was on its way; its outcome was looked up)."
+        )
+        for kind in DatabaseConnectionStatus.ErrorKind.allCases {
+            following.follow(registry.makeCounter(descriptor: errors, labels: [("kind", kind.rawValue)])) {
+                Double(status.errors[kind])
+            }
+        }
+        databaseStatus.withLockedValue { $0 = status }
+    }
+
     /// The exposition, with the gauges set from `statistics` (read from the shards just before)
     /// and every counter brought up to its total; per-topic gauges for `topics` when given. One
     /// scrape at a time.
@@ -381,6 +405,7 @@ public final class GatewayMetrics: Sendable {
             )
             gauges.refillScaled.set(Int64(statistics.refillScaled))
             gauges.storeHealthy.set(Int64(storeHealth.withLockedValue { $0?.canCommit ?? true } ? 1 : 0))
+            if let database = databaseStatus.withLockedValue({ $0 }) { setDatabaseGauges(database) }
             gauges.requestBodyBytes.set(Int64(bodyBudget.withLockedValue { $0?.heldBytes ?? 0 }))
             gauges.queuedBytes.set(Int64(queuedBudget.withLockedValue { $0?.bytes ?? 0 }))
             let servers = servers.withLockedValue { $0 }
@@ -397,6 +422,33 @@ public final class GatewayMetrics: Sendable {
             }
             return registry.emitToBuffer()
         }
+    }
+
+    private func setDatabaseGauges(_ status: DatabaseConnectionStatus) {
+        let registry = self.registry
+        let gauges = databaseGauges.withLockedValue { gauges in
+            if let gauges { return gauges }
+            func gauge(_ metric: String, _ help: String) -> Gauge {
+                registry.makeGauge(
+                    descriptor: MetricNameDescriptor(metricName: metric, unitName: "", helpText: help),
+                    labels: []
+                )
+            }
+            let made = (
+                connected: gauge(
+                    "pushgate_store_database_connected",
+                    "1 while the store holds a working PostgreSQL connection (as far as its last statement or probe knew), 0 while it is reconnecting."
+                ),
+                connections: gauge(
+                    "pushgate_store_database_connections",
+                    "PostgreSQL connections the store holds: 1 (its writer's), 0 while reconnecting, briefly 2 while a lost commit's outcome is looked up."
+                )
+            )
+            gauges = made
+            return made
+        }
+        gauges.connected.set(Int64(status.isConnected ? 1 : 0))
+        gauges.connections.set(Int64(status.connections))
     }
 
     /// Series for these topics only: a topic that left the list leaves the exposition.

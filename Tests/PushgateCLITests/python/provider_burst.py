@@ -13,7 +13,7 @@ answered 200, while the rest are still in flight, and waits for it at the end.
 
 prints one JSON object:
   ok:        apns-ids answered 200 (each must survive a crash: the 200 means "on disk")
-  rejected:  [{apnsId, status, reason, retryAfter}] answered with an error status (must never be delivered)
+  rejected:  [{apnsId, status, reason, retryAfter, apnsIdEcho}] answered with an error status (must never be delivered)
   unknown:   [{apnsId, error}] no answer (connection died): may or may not have been stored
   dispositions: {pushgate-disposition: count} over the 200s
   badEcho:   200s whose apns-id header did not echo the request's
@@ -89,7 +89,13 @@ async def burst(args):
                 except ValueError:
                     reason = response.text[:200]
                 rejected.append(
-                    {"apnsId": apns_id, "status": response.status_code, "reason": reason, "retryAfter": response.headers.get("retry-after")}
+                    {
+                        "apnsId": apns_id,
+                        "status": response.status_code,
+                        "reason": reason,
+                        "retryAfter": response.headers.get("retry-after"),
+                        "apnsIdEcho": response.headers.get("apns-id"),
+                    }
                 )
 
         await asyncio.gather(*(one(i, apns_id) for i, apns_id in enumerate(ids)))

@@ -1,0 +1,497 @@
+import CLibPQ
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What libpq or the server said when something failed: the server's primary message and
+/// SQLSTATE when the server answered, libpq's message otherwise.
+struct PGError: Error {
+    var message: String
+    /// Five characters (`23505`), when the server sent one.
+    var sqlState: String?
+    /// The connection cannot be used again: it failed, timed out, or was left with results
+    /// unread. Whoever holds it must close it and connect again.
+    var connectionBroken: Bool
+    /// No answer came within the deadline.
+    var timedOut = false
+
+    /// The SQLSTATE's class (`23` for integrity constraints), when there is one.
+    var sqlClass: Substring? { sqlState.map { $0.prefix(2) } }
+}
+
+/// One libpq connection, non-blocking underneath so that every wait has a deadline: a database
+/// that stops answering (a cut network, a stuck server) fails the call instead of holding the
+/// caller forever. Used by one thread at a time (the store's writer).
+///
+/// Queries go in pipeline mode: `send...` queues a query, `sync()` ends the pipeline's segment,
+/// `flush` sends everything, and `nextResult` reads the answers in order, so that a whole group
+/// of statements costs one round trip.
+final class PGConnection {
+    private let handle: OpaquePointer
+
+    /// `url` is passed to libpq as it is (a `postgresql://` URI or a `key=value` string), so it
+    /// means what it means to `psql`, with libpq's `PG*` environment variables and `.pgpass`
+    /// filling what it leaves out. `defaults` come before it: the URL (or the environment)
+    /// overrides them.
+    init(url: String, defaults: [(String, String)]) throws(PGError) {
+        // libpq's parse errors quote the fragment they could not read, which may be the password
+        // (`invalid percent-encoded token: "..."`): parsed first, and said without it.
+        var parseError: UnsafeMutablePointer<CChar>?
+        if let options = PQconninfoParse(url, &parseError) {
+            PQconninfoFree(options)
+        } else {
+            let message = parseError.map { Self.withoutQuotedParts(Self.trimmed($0)) } ?? "out of memory"
+            if let parseError { PQfreemem(parseError) }
+            throw PGError(
+                message:
+                    "libpq cannot read the database URL: \(message) (quoted parts not shown: they may hold the password)",
+                connectionBroken: true
+            )
+        }
+        let keywords = defaults.map(\.0) + ["dbname"]
+        let values = defaults.map(\.1) + [url]
+        let connection: OpaquePointer? = withCStrings(keywords) { keywordPointers in
+            withCStrings(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let connection else {
+            throw PGError(message: "libpq could not allocate a connection", connectionBroken: true)
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.trimmed(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PGError(message: message, connectionBroken: true)
+        }
+        // The server's notices and warnings (a table that already exists, a shutdown in progress)
+        // would go to stderr past the gateway's log format; what matters of them comes back as
+        // the errors the store reports.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        guard PQsetnonblocking(connection, 1) == 0 else {
+            let message = Self.trimmed(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PGError(message: message, connectionBroken: true)
+        }
+        handle = connection
+    }
+
+    deinit {
+        PQfinish(handle)
+    }
+
+    /// Where the connection went, for messages and logs: never the password.
+    var target: String {
+        let host = PQhost(handle).map { String(cString: $0) } ?? "?"
+        let port = PQport(handle).map { String(cString: $0) } ?? "?"
+        let database = PQdb(handle).map { String(cString: $0) } ?? "?"
+        let user = PQuser(handle).map { String(cString: $0) } ?? "?"
+        let place = host.hasPrefix("/") ? "\(host)/.s.PGSQL.\(port)" : "\(host):\(port)"
+        return "database \(database) at \(place) as \(user)"
+    }
+
+    /// The server process serving this connection.
+    var backendPID: Int32 { PQbackendPID(handle) }
+
+    var isIdleOutsideTransaction: Bool { PQtransactionStatus(handle) == PQTRANS_IDLE }
+
+    // MARK: - Pipeline
+
+    func enterPipeline() throws(PGError) {
+        if PQenterPipelineMode(handle) != 1 { throw clientError("cannot enter pipeline mode") }
+    }
+
+    func exitPipeline() throws(PGError) {
+        if PQexitPipelineMode(handle) != 1 { throw clientError("cannot leave pipeline mode") }
+    }
+
+    /// Queues a statement prepared earlier with `sendPrepare`.
+    func sendPrepared(_ name: String, _ params: borrowing PGParams, binaryResults: Bool = false) throws(PGError) {
+        let sent = params.withPointers { count, values, lengths, formats in
+            PQsendQueryPrepared(handle, name, count, values, lengths, formats, binaryResults ? 1 : 0)
+        }
+        if sent != 1 { throw clientError("cannot send the statement \(name)") }
+    }
+
+    /// Queues one statement with its parameters (no preparation).
+    func sendQuery(_ sql: String, _ params: borrowing PGParams, binaryResults: Bool = false) throws(PGError) {
+        let sent = params.withPointers { count, values, lengths, formats in
+            PQsendQueryParams(handle, sql, count, nil, values, lengths, formats, binaryResults ? 1 : 0)
+        }
+        if sent != 1 { throw clientError("cannot send a statement") }
+    }
+
+    /// Queues the preparation of `sql` as `name`; parameter types come from the SQL (casts).
+    func sendPrepare(_ name: String, _ sql: String) throws(PGError) {
+        if PQsendPrepare(handle, name, sql, 0, nil) != 1 { throw clientError("cannot prepare \(name)") }
+    }
+
+    /// Ends the pipeline's segment: the server answers it, and an error skips the rest of the
+    /// segment only.
+    func sync() throws(PGError) {
+        if PQpipelineSync(handle) != 1 { throw clientError("cannot end the pipeline") }
+    }
+
+    /// Asks the server to send what it has answered so far without waiting for the sync.
+    func flushRequest() throws(PGError) {
+        if PQsendFlushRequest(handle) != 1 { throw clientError("cannot ask for a flush") }
+    }
+
+    /// Sends everything queued, reading what arrives meanwhile (a server blocked on a full
+    /// socket would otherwise never read the rest).
+    func flush(deadline: UInt64) throws(PGError) {
+        while true {
+            let pending = PQflush(handle)
+            if pending == 0 { return }
+            if pending < 0 { throw brokenError("cannot send to the server") }
+            try wait(forWrite: true, deadline: deadline)
+            if PQconsumeInput(handle) != 1 { throw brokenError("cannot read from the server") }
+        }
+    }
+
+    /// The next result, waiting for it until `deadline`; nil between the results of two queries
+    /// (libpq's separator). A sync point comes as a result with status `PGRES_PIPELINE_SYNC`.
+    func nextResult(deadline: UInt64) throws(PGError) -> PGResult? {
+        while PQisBusy(handle) == 1 {
+            try wait(forWrite: false, deadline: deadline)
+            if PQconsumeInput(handle) != 1 { throw brokenError("cannot read from the server") }
+        }
+        return PQgetResult(handle).map(PGResult.init)
+    }
+
+    /// Reads every result up to the pipeline's next sync point; returns the first error among
+    /// them.
+    func readThroughSync(deadline: UInt64) throws(PGError) -> PGError? {
+        var failure: PGError?
+        while true {
+            guard let result = try nextResult(deadline: deadline) else { continue }
+            if result.status == PGRES_PIPELINE_SYNC { return failure }
+            if failure == nil { failure = result.error }
+        }
+    }
+
+    // MARK: - One statement at a time (outside pipeline mode)
+
+    /// Runs `sql` (one statement with parameters, or with none several separated by `;`) and
+    /// returns its last result; throws the server's error.
+    @discardableResult
+    func execute(
+        _ sql: String,
+        _ params: borrowing PGParams = PGParams(),
+        binaryResults: Bool = false,
+        deadline: UInt64
+    ) throws(PGError) -> PGResult? {
+        if params.count == 0, !binaryResults {
+            if PQsendQuery(handle, sql) != 1 { throw clientError("cannot send a statement") }
+        } else {
+            try sendQuery(sql, params, binaryResults: binaryResults)
+        }
+        try flush(deadline: deadline)
+        var last: PGResult?
+        var failure: PGError?
+        while let result = try nextResult(deadline: deadline) {
+            if let error = result.error, failure == nil { failure = error }
+            last = result
+        }
+        if let failure { throw failure }
+        return last
+    }
+
+    // MARK: - Waiting
+
+    private func wait(forWrite: Bool, deadline: UInt64) throws(PGError) {
+        let socket = PQsocket(handle)
+        if socket < 0 { throw brokenError("the connection has no socket") }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN) | (forWrite ? Int16(POLLOUT) : 0), revents: 0)
+        while true {
+            let now = monotonicNanoseconds()
+            if now >= deadline {
+                throw PGError(
+                    message: "no answer from the server within the time allowed",
+                    connectionBroken: true,
+                    timedOut: true
+                )
+            }
+            let milliseconds = Int32(clamping: (deadline - now + 999_999) / 1_000_000)
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready > 0 { return }
+            if ready < 0, errno != EINTR { throw brokenError("poll failed (errno \(errno))") }
+        }
+    }
+
+    private func clientError(_ what: String) -> PGError {
+        let detail = Self.trimmed(PQerrorMessage(handle))
+        return PGError(
+            message: detail.isEmpty ? what : "\(what): \(detail)",
+            connectionBroken: PQstatus(handle) != CONNECTION_OK
+        )
+    }
+
+    private func brokenError(_ what: String) -> PGError {
+        let detail = Self.trimmed(PQerrorMessage(handle))
+        return PGError(message: detail.isEmpty ? what : "\(what): \(detail)", connectionBroken: true)
+    }
+
+    /// `message` with every double-quoted part replaced by `"…"`.
+    static func withoutQuotedParts(_ message: String) -> String {
+        var result = ""
+        var quoted = false
+        for character in message {
+            if character == "\"" {
+                result += quoted ? "…\"" : "\""
+                quoted.toggle()
+            } else if !quoted {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    /// libpq's message on one line: its lines (some indented with a tab) joined with spaces.
+    static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
+        guard let message else { return "" }
+        return String(cString: message).split(separator: "\n")
+            .map { String($0.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
+            .filter { !$0.isEmpty }
+            .joined(separator: " ")
+    }
+}
+
+// libpq's PG_DIAG_* field codes are character constants, which Swift does not import.
+private let diagnosticSQLState = Int32(UInt8(ascii: "C"))
+private let diagnosticMessage = Int32(UInt8(ascii: "M"))
+private let diagnosticDetail = Int32(UInt8(ascii: "D"))
+
+/// One result of libpq, cleared when released.
+final class PGResult {
+    let handle: OpaquePointer
+
+    init(_ handle: OpaquePointer) {
+        self.handle = handle
+    }
+
+    deinit {
+        PQclear(handle)
+    }
+
+    var status: ExecStatusType { PQresultStatus(handle) }
+    var rows: Int { Int(PQntuples(handle)) }
+
+    /// The server's error, when this result is one. A query the pipeline skipped after an
+    /// earlier error (`PGRES_PIPELINE_ABORTED`) is not one of its own: nil.
+    var error: PGError? {
+        switch status {
+        case PGRES_FATAL_ERROR, PGRES_BAD_RESPONSE, PGRES_NONFATAL_ERROR:
+            let state = PQresultErrorField(handle, diagnosticSQLState).map { String(cString: $0) }
+            var message =
+                PQresultErrorField(handle, diagnosticMessage).map { String(cString: $0) }
+                ?? PGConnection.trimmed(PQresultErrorMessage(handle))
+            if let detail = PQresultErrorField(handle, diagnosticDetail).map({ String(cString: $0) }) {
+                message += " (\(detail))"
+            }
+            // Connection failures (class 08) and a server shutting down (57P0x) end the session.
+            let broken = state.map { $0.hasPrefix("08") || $0.hasPrefix("57P") } ?? true
+            return PGError(message: message, sqlState: state, connectionBroken: broken)
+        default:
+            return nil
+        }
+    }
+
+    func isNull(_ row: Int, _ column: Int) -> Bool {
+        PQgetisnull(handle, Int32(row), Int32(column)) == 1
+    }
+
+    /// The value's bytes as the server sent them (binary results: network byte order).
+    func bytes(_ row: Int, _ column: Int) -> UnsafeRawBufferPointer {
+        let length = Int(PQgetlength(handle, Int32(row), Int32(column)))
+        let start = UnsafeRawPointer(PQgetvalue(handle, Int32(row), Int32(column)))
+        return UnsafeRawBufferPointer(start: start, count: length)
+    }
+
+    /// A binary `bigint`, `integer` or `smallint`.
+    func integer(_ row: Int, _ column: Int) -> Int64 {
+        let value = bytes(row, column)
+        var result: Int64 = 0
+        for byte in value { result = result << 8 | Int64(byte) }
+        // Sign-extend the narrower integer types.
+        let width = value.count * 8
+        if width > 0, width < 64 { result = (result << (64 - width)) >> (64 - width) }
+        return result
+    }
+
+    func optionalInteger(_ row: Int, _ column: Int) -> Int64? {
+        isNull(row, column) ? nil : integer(row, column)
+    }
+
+    func boolean(_ row: Int, _ column: Int) -> Bool {
+        bytes(row, column).first.map { $0 != 0 } ?? false
+    }
+
+    func text(_ row: Int, _ column: Int) -> String {
+        String(decoding: bytes(row, column), as: UTF8.self)
+    }
+
+    func optionalText(_ row: Int, _ column: Int) -> String? {
+        isNull(row, column) ? nil : text(row, column)
+    }
+
+    func byteArray(_ row: Int, _ column: Int) -> [UInt8] {
+        Array(bytes(row, column))
+    }
+
+    /// A text-format value (outside binary results), for one-off queries.
+    func value(_ row: Int = 0, _ column: Int = 0) -> String? {
+        isNull(row, column) ? nil : String(cString: PQgetvalue(handle, Int32(row), Int32(column)))
+    }
+}
+
+/// Parameters of one statement, laid out in one buffer: binary format (network byte order for
+/// integers, UTF-8 for text, raw bytes for `bytea`) but for arrays, sent as text (`{1,2,3}`).
+/// libpq copies them into its output buffer when the statement is queued, so one value can be
+/// reused statement after statement (`removeAll`) without allocating.
+struct PGParams: ~Copyable {
+    private var storage: [UInt8] = []
+    private var starts: [Int] = []
+    private var lengths: [Int32] = []
+    private var formats: [Int32] = []
+
+    init() {}
+
+    var count: Int { starts.count }
+
+    mutating func removeAll() {
+        storage.removeAll(keepingCapacity: true)
+        starts.removeAll(keepingCapacity: true)
+        lengths.removeAll(keepingCapacity: true)
+        formats.removeAll(keepingCapacity: true)
+    }
+
+    mutating func int64(_ value: Int64) {
+        begin(format: 1)
+        withUnsafeBytes(of: value.bigEndian) { storage.append(contentsOf: $0) }
+        end()
+    }
+
+    mutating func int32(_ value: Int32) {
+        begin(format: 1)
+        withUnsafeBytes(of: value.bigEndian) { storage.append(contentsOf: $0) }
+        end()
+    }
+
+    mutating func int16(_ value: Int16) {
+        begin(format: 1)
+        withUnsafeBytes(of: value.bigEndian) { storage.append(contentsOf: $0) }
+        end()
+    }
+
+    mutating func bool(_ value: Bool) {
+        begin(format: 1)
+        storage.append(value ? 1 : 0)
+        end()
+    }
+
+    mutating func text(_ value: String) {
+        begin(format: 1)
+        storage.append(contentsOf: value.utf8)
+        end()
+    }
+
+    mutating func optionalText(_ value: String?) {
+        if let value { text(value) } else { null() }
+    }
+
+    mutating func optionalInt64(_ value: Int64?) {
+        if let value { int64(value) } else { null() }
+    }
+
+    mutating func bytes(_ value: [UInt8]) {
+        begin(format: 1)
+        storage.append(contentsOf: value)
+        end()
+    }
+
+    /// A `bigint[]` in text form.
+    mutating func int64Array(_ values: some Sequence<Int64>) {
+        begin(format: 0)
+        storage.append(UInt8(ascii: "{"))
+        var first = true
+        for value in values {
+            if !first { storage.append(UInt8(ascii: ",")) }
+            first = false
+            appendDecimal(value)
+        }
+        storage.append(UInt8(ascii: "}"))
+        end()
+    }
+
+    mutating func null() {
+        starts.append(-1)
+        lengths.append(0)
+        formats.append(1)
+    }
+
+    private mutating func begin(format: Int32) {
+        starts.append(storage.count)
+        formats.append(format)
+    }
+
+    /// Every value ends in a NUL byte (not counted in its length): libpq reads text-format
+    /// values as C strings.
+    private mutating func end() {
+        lengths.append(Int32(storage.count - starts[starts.count - 1]))
+        storage.append(0)
+    }
+
+    private mutating func appendDecimal(_ value: Int64) {
+        if value < 0 { storage.append(UInt8(ascii: "-")) }
+        let start = storage.count
+        var magnitude = value.magnitude
+        repeat {
+            storage.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        storage[start...].reverse()
+    }
+
+    func withPointers<R>(
+        _ body: (
+            Int32, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?
+        ) -> R
+    ) -> R {
+        let count = starts.count
+        if count == 0 { return body(0, nil, nil, nil) }
+        return storage.withUnsafeBufferPointer { buffer in
+            withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: count) { values in
+                let base = UnsafeRawPointer(buffer.baseAddress!)
+                for index in 0..<count {
+                    let start = starts[index]
+                    values[index] = start < 0 ? nil : (base + start).assumingMemoryBound(to: CChar.self)
+                }
+                return lengths.withUnsafeBufferPointer { lengths in
+                    formats.withUnsafeBufferPointer { formats in
+                        body(Int32(count), UnsafePointer(values.baseAddress!), lengths.baseAddress, formats.baseAddress)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// C strings for the duration of `body`, with a NULL after the last.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    pointers.append(nil)
+    defer { for pointer in pointers { free(pointer) } }
+    return pointers.withUnsafeBufferPointer { buffer in
+        buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { body($0) }
+    }
+}
+
+/// Nanoseconds on a clock that never steps back (deadlines).
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}

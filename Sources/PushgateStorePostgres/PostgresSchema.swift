@@ -1,0 +1,195 @@
+/// The PostgreSQL schema, as numbered migrations. Append-only: never edit one that has shipped;
+/// add the next one below. Each runs in the transaction that records it in
+/// `pushgate_migrations`, under an advisory lock, so that gateways starting together on one
+/// database migrate it once.
+///
+/// The tables are the SQLite store's (see its `SQLiteSchema`), shaped for several gateway nodes
+/// sharing one database:
+/// - Text keys sort in byte order (`COLLATE "C"`), as SQLite's BINARY collation does, so that
+///   `load()` returns the same order from either database, whatever the database's locale.
+/// - 64-bit values are `bigint`: ids, seqs and times above `Int64.max` are refused by the
+///   gateway before they are sent, as SQLite refuses them.
+/// - `notifications` has no foreign key to `devices`: any node inserts a push for any device
+///   without touching (or locking) the device's row, which its owner node updates.
+/// - Acceptance ids stay unique across nodes by blocks: `meta`'s `max_acceptance_id` row is the
+///   only allocator. One node alone keeps it as SQLite does (raised by the transaction that
+///   deletes the highest id's row; the table says it otherwise); several nodes each take a block
+///   with `UPDATE pushgate_meta SET value = value + <block> WHERE key = 'max_acceptance_id'
+///   RETURNING value` and give ids from it, so no two nodes ever give the same id, and ids
+///   continue above everything a single node gave before. Delivery order is per device, by seq,
+///   so ids from different blocks need not be in acceptance order across nodes.
+/// - A device's stream is held by one node at a time: `owner_node` names it (NULL: no node
+///   holds it, and always NULL for a single gateway) and `owner_epoch` fences it (every write
+///   an owner makes for the device will carry `AND owner_epoch = $epoch`, and a claim raises it,
+///   so a node that lost the device changes nothing).
+/// - "Pending pushes of these devices" (an owner woken for a list of device ids, or taking a
+///   device over) is `WHERE device_id = ANY($1)` on `notifications_device`.
+enum PostgresSchema {
+    /// The advisory lock that serializes migrations (any 64-bit constant of our own: "pushgate").
+    static let migrationLockKey: Int64 = 0x7075_7368_6761_7465
+
+    /// The advisory lock a single gateway holds for as long as its connection lives: one gateway
+    /// per database, as one per SQLite directory (each keeps the store's state in memory, and
+    /// two would give the same acceptance ids). Held per session, so it goes with the
+    /// connection, and a gateway killed with -9 leaves it to its successor at once. The cluster
+    /// replaces it with node leases.
+    static let singleGatewayLockKey: Int64 = migrationLockKey + 1
+
+    /// `meta`'s record of the highest acceptance id ever committed (see above).
+    static let maxAcceptanceIDKey = "max_acceptance_id"
+
+    /// Version N is `migrations[N - 1]`.
+    static let migrations: [String] = [v1]
+
+    static var latestVersion: Int { migrations.count }
+
+    private static let v1 = """
+        CREATE TABLE devices (
+            id          text COLLATE "C" NOT NULL PRIMARY KEY,
+            secret_hash bytea  NOT NULL,
+            created_at  bigint NOT NULL,
+            -- At least every seq ever given to the device (stored rows' seqs are folded in on load).
+            last_seq    bigint NOT NULL DEFAULT 0 CHECK (last_seq >= 0),
+            -- The node whose stream holds the device, and the fencing epoch of that ownership
+            -- (see the comment of PostgresSchema). NULL and 0 on a single gateway.
+            owner_node  text COLLATE "C",
+            owner_epoch bigint NOT NULL DEFAULT 0 CHECK (owner_epoch >= 0)
+        );
+
+        -- Kept after the device is deleted (unregistered_at set) so that providers get 410:
+        -- hence no foreign key to devices.
+        CREATE TABLE registrations (
+            token           text COLLATE "C" NOT NULL PRIMARY KEY,
+            device_id       text COLLATE "C" NOT NULL,
+            topic           text COLLATE "C" NOT NULL,
+            created_at      bigint NOT NULL,
+            unregistered_at bigint,
+            app_state       text
+        );
+        CREATE INDEX registrations_device ON registrations (device_id);
+        -- At most one active registration per app on a device.
+        CREATE UNIQUE INDEX registrations_active_topic ON registrations (device_id, topic)
+            WHERE unregistered_at IS NULL;
+
+        -- seq IS NULL while the scheduler holds the notification.
+        CREATE TABLE notifications (
+            acceptance_id bigint   NOT NULL PRIMARY KEY CHECK (acceptance_id >= 0),
+            device_id     text COLLATE "C" NOT NULL,
+            token         text COLLATE "C" NOT NULL,
+            topic         text     NOT NULL,
+            apns_id       text     NOT NULL,
+            push_type     text     NOT NULL,
+            priority      smallint NOT NULL CHECK (priority BETWEEN 0 AND 255),
+            collapse_id   text,
+            payload       bytea    NOT NULL,
+            accepted_at   bigint   NOT NULL,
+            expires_at    bigint   NOT NULL,
+            seq           bigint   CHECK (seq >= 0)
+        );
+        -- A device's pending pushes, in acceptance order (see above).
+        CREATE INDEX notifications_device ON notifications (device_id, acceptance_id);
+
+        -- Silent-budget bucket levels, so that a restart (or a takeover) never refills them.
+        CREATE TABLE buckets (
+            key   text COLLATE "C" NOT NULL PRIMARY KEY,
+            level bigint NOT NULL CHECK (level >= 0),
+            at    bigint NOT NULL
+        );
+
+        -- Durable totals (received, delivered, ...) since the store was created.
+        CREATE TABLE totals (
+            name  text COLLATE "C" NOT NULL PRIMARY KEY,
+            value bigint NOT NULL
+        );
+
+        -- Background fetch: each app's last results, penalty, interval (0 minimum, -1 never,
+        -- otherwise seconds) and last budget release.
+        CREATE TABLE fetch_states (
+            token          text COLLATE "C" NOT NULL PRIMARY KEY,
+            results        bigint  NOT NULL CHECK (results BETWEEN 0 AND 4294967295),
+            result_count   integer NOT NULL CHECK (result_count BETWEEN 0 AND 16),
+            penalty_until  bigint,
+            fetch_interval bigint  NOT NULL CHECK (fetch_interval >= -1),
+            last_budget_at bigint
+        );
+
+        -- The fetch windows of unacknowledged silent pushes, open or closed.
+        CREATE TABLE fetch_windows (
+            device_id text COLLATE "C" NOT NULL,
+            seq       bigint  NOT NULL CHECK (seq >= 0),
+            token     text COLLATE "C" NOT NULL,
+            opened_at bigint  NOT NULL,
+            closed    boolean NOT NULL DEFAULT false,
+            PRIMARY KEY (device_id, seq)
+        );
+        CREATE INDEX fetch_windows_token ON fetch_windows (token);
+
+        -- Small durable facts: the highest acceptance id ever stored (see above).
+        CREATE TABLE pushgate_meta (
+            key   text COLLATE "C" NOT NULL PRIMARY KEY,
+            value bigint NOT NULL
+        );
+        INSERT INTO pushgate_meta (key, value) VALUES ('\(maxAcceptanceIDKey)', 0);
+        """
+
+    /// The tables a store holds, for `store copy`'s emptiness check and its counts.
+    static let dataTables = [
+        "devices", "registrations", "notifications", "buckets", "totals", "fetch_states", "fetch_windows",
+    ]
+
+    /// Brings the schema up to `latestVersion`, under the advisory lock, in one transaction.
+    /// Refuses a database whose schema is newer than this version knows.
+    static func migrate(_ connection: PGConnection, deadline: UInt64) throws(PGError) -> (from: Int, to: Int) {
+        try connection.execute("BEGIN", deadline: deadline)
+        do throws(PGError) {
+            // Waiting for another gateway's migration, or a long one of our own, is bounded by
+            // `deadline`, not by the session's statement timeout.
+            try connection.execute("SET LOCAL statement_timeout = 0", deadline: deadline)
+            var params = PGParams()
+            params.int64(migrationLockKey)
+            try connection.execute("SELECT pg_advisory_xact_lock($1::bigint)", params, deadline: deadline)
+            try connection.execute(
+                """
+                CREATE TABLE IF NOT EXISTS pushgate_migrations (
+                    version    integer PRIMARY KEY,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                deadline: deadline
+            )
+            let current =
+                Int(
+                    try connection.execute(
+                        "SELECT coalesce(max(version), 0) FROM pushgate_migrations",
+                        deadline: deadline
+                    )?
+                    .value() ?? "0"
+                ) ?? 0
+            if current > latestVersion {
+                throw PGError(
+                    message: """
+                        the database has Pushgate schema version \(current), written by a newer Pushgate; \
+                        this version knows versions 1 to \(latestVersion) only: run a newer pushgate, or \
+                        point --database-url at another database
+                        """,
+                    connectionBroken: false
+                )
+            }
+            for version in (current + 1)...max(current + 1, latestVersion) where version <= latestVersion {
+                try connection.execute(migrations[version - 1], deadline: deadline)
+                var params = PGParams()
+                params.int32(Int32(version))
+                try connection.execute(
+                    "INSERT INTO pushgate_migrations (version) VALUES ($1::integer)",
+                    params,
+                    deadline: deadline
+                )
+            }
+            try connection.execute("COMMIT", deadline: deadline)
+            return (current, latestVersion)
+        } catch {
+            if !error.connectionBroken { _ = try? connection.execute("ROLLBACK", deadline: deadline) }
+            throw error
+        }
+    }
+}

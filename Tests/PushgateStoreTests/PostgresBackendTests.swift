@@ -1,0 +1,182 @@
+import Dispatch
+import Foundation
+import NIOConcurrencyHelpers
+@_spi(Testing) import PushgateStore
+import PushgateStorePostgres
+import PushgateStoreTestKit
+import Testing
+
+/// What only the PostgreSQL backend has: a schema shared by gateways that start together, a
+/// server that goes away and comes back, a statement that runs too long, and `store copy`.
+@Suite("PostgreSQL backend: schema, outages, timeouts, copy", .serialized, .timeLimit(.minutes(3)))
+struct PostgresBackendTests {
+    @Test("a database of a newer schema version is refused, naming its version and the ones this version knows")
+    func newerSchemaRefused() throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase()
+        try PostgresBackend(url: server.url(database: database), logger: quietLogger).close()
+        try server.psql("INSERT INTO pushgate_migrations (version) VALUES (99)", database: database)
+        #expect {
+            try PostgresBackend(url: server.url(database: database), logger: quietLogger)
+        } throws: { error in
+            let message = (error as? StoreError)?.message ?? ""
+            return message.contains("schema version 99") && message.contains("versions 1 to 1")
+        }
+    }
+
+    @Test(
+        "gateways starting together on an empty database migrate it once (the advisory lock); one of them at a time uses it"
+    )
+    func concurrentMigration() throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase()
+        let url = server.url(database: database)
+        let failures = NIOLockedValueBox<[String]>([])
+        let opened = NIOLockedValueBox<[PostgresBackend]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            do {
+                let backend = try PostgresBackend(url: url, logger: quietLogger)
+                opened.withLockedValue { $0.append(backend) }
+            } catch {
+                failures.withLockedValue { $0.append("\(error)") }
+            }
+        }
+        let failed = failures.withLockedValue { $0 }
+        let backends = opened.withLockedValue { $0 }
+        #expect(backends.count == 1 && failed.count == 3, "\(failed)")
+        #expect(failed.allSatisfy { $0.contains("another gateway") }, "\(failed)")
+        #expect(try server.psql("SELECT count(*) FROM pushgate_migrations", database: database) == "1")
+        // Once the first lets go, the next may open it.
+        for backend in backends { try backend.close() }
+        try PostgresBackend(url: url, logger: quietLogger).close()
+    }
+
+    @Test("a URL libpq cannot read is refused without the fragment it quotes (it may be the password)")
+    func unreadableURL() throws {
+        #expect {
+            try PostgresBackend(url: "postgresql://gw:se%zzcret@127.0.0.1:1/db", logger: quietLogger)
+        } throws: { error in
+            let message = (error as? StoreError)?.message ?? ""
+            return message.contains("invalid percent-encoded token") && !message.contains("cret")
+        }
+    }
+
+    @Test("a server restart fails commits as unavailable; the store commits again without being reopened")
+    func serverRestart() async throws {
+        let server = try PostgresServer()
+        defer { server.destroy() }
+        let url = server.url(database: try server.createDatabase())
+        var options = PostgresOptions()
+        options.probeInterval = .milliseconds(100)
+        let store = GroupCommitStore(
+            backend: try PostgresBackend(url: url, options: options, logger: quietLogger),
+            logger: quietLogger
+        )
+        try await store.commit([.createDevice(device("d")), .enqueue(notification(1, device: "d", seq: 1))])
+
+        server.stop(mode: "fast")
+        await #expect {
+            try await store.commit([.enqueue(notification(2, device: "d", seq: 2))])
+        } throws: { ($0 as? StoreError)?.kind == .unavailable }
+        #expect(!store.health.canCommit)
+        #expect(!store.backend.connectionStatus.isConnected)
+
+        try server.start()
+        // The probe finds the server back with no commit to try.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !store.health.canCommit, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(store.health.canCommit)
+        try await store.commit([.enqueue(notification(3, device: "d", seq: 3))])
+        #expect(try store.load().notifications.map(\.acceptanceID) == [1, 3])
+        #expect(
+            store.backend.connectionStatus.errors[.connectionLost] + store.backend.connectionStatus.errors[.connect] > 0
+        )
+        await store.close()
+    }
+
+    @Test("a statement held past the statement timeout fails its group as unavailable; the next commit succeeds")
+    func statementTimeout() async throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase()
+        var options = PostgresOptions()
+        options.statementTimeoutMilliseconds = 300
+        let store = GroupCommitStore(
+            backend: try PostgresBackend(url: server.url(database: database), options: options, logger: quietLogger),
+            logger: quietLogger
+        )
+        try await store.commit([.createDevice(device("d"))])
+        // Another session holds the devices table for longer than the timeout.
+        let locker = Thread {
+            _ = try? server.psql("BEGIN; LOCK TABLE devices; SELECT pg_sleep(2); COMMIT;", database: database)
+        }
+        locker.start()
+        while try server.psql(
+            "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'devices' AND l.mode = 'AccessExclusiveLock' AND l.granted",
+            database: database
+        ) == "0" {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let started = ContinuousClock.now
+        await #expect {
+            try await store.commit([.reserveSeqs(deviceID: "d", through: 5)])
+        } throws: { ($0 as? StoreError)?.kind == .unavailable }
+        #expect(ContinuousClock.now - started < .seconds(2), "the commit waited for the lock past the timeout")
+        while try server.psql(
+            "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'devices'",
+            database: database
+        ) != "0" {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await store.commit([.reserveSeqs(deviceID: "d", through: 7)])
+        #expect(try store.load().devices.first?.lastSeq == 7)
+        await store.close()
+    }
+
+    @Test("importSnapshot copies every record into an empty database and refuses a non-empty one, changing nothing")
+    func importSnapshot() async throws {
+        let server = try PostgresServer.shared()
+        let sourceStorage = InMemoryStorage()
+        let source = GroupCommitStore(backend: InMemoryBackend(storage: sourceStorage), logger: quietLogger)
+        try await source.commit([
+            .createDevice(device("d", lastSeq: 3)), .createDevice(device("e")),
+            .register(registration(1, device: "d", topic: "a")),
+            .register(registration(2, device: "e", topic: "a", unregisteredAt: 50)),
+            .setAppState(token: token(1), state: .background),
+            .enqueue(notification(10, device: "d", seq: 4)), .enqueue(notification(11, device: "d")),
+            .enqueue(notification(12, device: "d", seq: 5)),
+            .saveBuckets([BucketRecord(key: BucketRecord.deviceKey("d"), level: 7, at: 9)]),
+            .addTotals(["received": 12]),
+            .saveFetchStates([
+                FetchStateRecord(
+                    token: token(1),
+                    results: 5,
+                    resultCount: 2,
+                    penaltyUntil: nil,
+                    interval: .seconds(60),
+                    lastBudgetAt: 3
+                )
+            ]),
+            .openFetchWindows([
+                FetchWindowRecord(deviceID: "d", seq: 4, token: token(1), openedAt: 1),
+                FetchWindowRecord(deviceID: "d", seq: 5, token: token(1), openedAt: 2),
+            ]),
+            .closeFetchWindows(deviceID: "d", seqs: [4]),
+        ])
+        try await source.commit([.enqueue(notification(13, device: "d")), .remove(acceptanceIDs: [13])])
+        let snapshot = try source.load()
+        #expect(snapshot.maxAcceptanceID == 13)
+        await source.close()
+
+        let database = try server.createDatabase()
+        let backend = try PostgresBackend(url: server.url(database: database), logger: quietLogger)
+        try backend.importSnapshot(snapshot)
+        #expect(try backend.load() == snapshot)
+        #expect {
+            try backend.importSnapshot(snapshot)
+        } throws: { ($0 as? StoreError)?.message.contains("not empty") == true }
+        #expect(try backend.load() == snapshot)
+        try backend.close()
+    }
+}
