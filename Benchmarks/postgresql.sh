@@ -102,6 +102,8 @@ import json; r = json.loads('''$out''')
 print(r['acceptedPerSecond'], r['serverCPUPer100k'], ($after - $before) / $ticks / 2, '$shape')"
 }
 
+median() { python3 -c "import statistics, sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
+column() { local n=$1; shift; for line in "$@"; do echo "$line" | awk -v n="$n" '{print $n}'; done; }
 if [ -z "${GROUP:-}" ]; then
     echo "== flat out: 1,000 devices acking at once, 200,000 pushes; $RUNS runs each, alternating"
     sqlite_runs=()
@@ -115,8 +117,6 @@ if [ -z "${GROUP:-}" ]; then
         echo "postgresql run $run: $result"
     done
     echo "(columns: durable pushes/s, gateway CPU-s per 100k pushes, PostgreSQL CPU-s per 100k pushes, pushes per commit, batches per commit)"
-    median() { python3 -c "import statistics, sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
-    column() { local n=$1; shift; for line in "$@"; do echo "$line" | awk -v n="$n" '{print $n}'; done; }
     sqlite_rate=$(median $(column 1 "${sqlite_runs[@]}"))
     sqlite_cpu=$(median $(column 2 "${sqlite_runs[@]}"))
     pg_rate=$(median $(column 1 "${pg_runs[@]}"))

@@ -160,6 +160,9 @@ private final class Session {
     private var raisedSynchronousCommit = false
     /// Another gateway took the database while the connection was lost.
     private var superseded = false
+    /// The server process of a connection the gateway gave up on (no answer in time, a broken
+    /// socket): it may still run, holding the single-gateway lock, until it notices.
+    private var abandonedBackend: Int32?
 
     static let maxBackoffNanoseconds: UInt64 = 4_000_000_000
 
@@ -228,6 +231,28 @@ private final class Session {
         if taken != "t" { throw PGError(message: Self.anotherGateway, connectionBroken: true) }
     }
 
+    /// Ends the session of the connection given up on, if the server still runs it, and waits
+    /// until it is gone: its lock is this gateway's own, not another gateway's.
+    private func endAbandonedBackend(_ connection: PGConnection) throws(PGError) {
+        guard let pid = abandonedBackend else { return }
+        let deadline = self.deadline()
+        var params = PGParams()
+        params.int32(pid)
+        try connection.execute("SELECT pg_terminate_backend($1::integer)", params, deadline: deadline)
+        while try connection.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::integer",
+            params,
+            deadline: deadline
+        )?
+        .value() != "0" {
+            if monotonicNanoseconds() >= deadline {
+                throw PGError(message: "the previous session (process \(pid)) does not end", connectionBroken: true)
+            }
+            usleep(20_000)
+        }
+        abandonedBackend = nil
+    }
+
     static let anotherGateway = """
         another gateway (or pushgate store copy) is using this database: one gateway per database, as \
         one per SQLite data directory; stop the other one first (pg_stat_activity shows its connection, \
@@ -283,6 +308,7 @@ private final class Session {
         do throws(PGError) {
             let connection = try connect()
             do throws(PGError) {
+                try endAbandonedBackend(connection)
                 try claim(connection)
                 try prepare(connection)
             } catch {
@@ -320,6 +346,7 @@ private final class Session {
     /// Drops a connection that failed, and says what the failure means for the store.
     private func lost(_ error: PGError, kind: DatabaseConnectionStatus.ErrorKind) -> StoreError {
         status.errors.add(kind)
+        if let connection { abandonedBackend = connection.backendPID }
         disconnect()
         lastError = error.message
         return StoreError(
@@ -429,6 +456,12 @@ private final class Session {
                 sent.append(.control)
             }
             params.removeAll()
+            // A commit that waits for a synchronous standby, cancelled by the statement timeout,
+            // would commit locally and answer COMMIT (with a warning): the 200 would not wait
+            // for the standby. Without the timeout the writer's own deadline ends the wait, and
+            // `resolve` gives the group its answer.
+            try connection.sendQuery("SET LOCAL statement_timeout = 0", params)
+            sent.append(.control)
             try connection.sendQuery("COMMIT", params)
             sent.append(.commit)
             try connection.sync()
@@ -477,7 +510,7 @@ private final class Session {
                     "transaction": "\(transactionID)", "batches": "\(sending.count)", "error": "\(error.message)",
                 ]
             )
-            switch resolve(transactionID, pid: connection.backendPID, until: self.deadline()) {
+            switch resolve(transactionID, pid: connection.backendPID, batches: sending.count, until: self.deadline()) {
             case .some(true):
                 logger.notice("it had committed", metadata: ["transaction": "\(transactionID)"])
                 return .committed
@@ -523,9 +556,17 @@ private final class Session {
     }
 
     /// Whether transaction `txid`, whose connection (server process `pid`) broke while it
-    /// committed, committed: asked on a new connection, after ending the old session if the
-    /// server still runs it. Nil when the server cannot be asked before `until`.
-    private func resolve(_ txid: Int64, pid: Int32, until: UInt64) -> Bool? {
+    /// committed, committed: asked on a new connection. Nil when the server cannot be asked
+    /// before `until`.
+    ///
+    /// Committed means its commit ended on its own, the answer alone lost. A transaction still
+    /// in progress (its session still runs: a commit waiting for a synchronous standby, a slow
+    /// flush) has its session ended and counts as not committed: ending it while it waits for a
+    /// standby commits it locally without the standby, and a 200 must not stand for less than
+    /// the server's synchronous_commit promises. That it committed locally is logged; it is in
+    /// the database, answered 503, as described in `PostgresBackend`.
+    private func resolve(_ txid: Int64, pid: Int32, batches: Int, until: UInt64) -> Bool? {
+        var ended = false
         while monotonicNanoseconds() < until {
             do throws(PGError) {
                 let probe = try connect()
@@ -535,12 +576,19 @@ private final class Session {
                     params.int64(txid)
                     let answer = try probe.execute("SELECT txid_status($1::bigint)", params, deadline: until)?.value()
                     switch answer {
-                    case "committed": return true
                     case "in progress":
                         var pidParam = PGParams()
                         pidParam.int32(pid)
                         try probe.execute("SELECT pg_terminate_backend($1::integer)", pidParam, deadline: until)
+                        ended = true
                         usleep(50_000)
+                    case "committed" where !ended:
+                        return true
+                    case "committed":
+                        logger.error(
+                            "a commit still waiting when its connection broke was ended by the gateway and committed locally (without the synchronous standby, if one is configured): its \(batches) batch(es) were refused (503) but are in the database, and take effect at the next restart"
+                        )
+                        return false
                     default:
                         // Aborted, or unknown to the server (never begun there).
                         return false

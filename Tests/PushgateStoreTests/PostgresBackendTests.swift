@@ -96,6 +96,45 @@ struct PostgresBackendTests {
         await store.close()
     }
 
+    @Test(
+        "a commit waiting for a synchronous standby that never answers fails as unavailable, not committed; the store goes on once the standby requirement is lifted"
+    )
+    func synchronousStandbyAway() async throws {
+        let server = try PostgresServer()
+        defer { server.destroy() }
+        let url = server.url(database: try server.createDatabase())
+        var options = PostgresOptions()
+        options.statementTimeoutMilliseconds = 300
+        let store = GroupCommitStore(
+            backend: try PostgresBackend(url: url, options: options, logger: quietLogger),
+            logger: quietLogger
+        )
+        try await store.commit([.createDevice(device("before"))])
+        // Every commit now waits for a standby that does not exist.
+        try server.psql("ALTER SYSTEM SET synchronous_standby_names = 'absent'")
+        try server.psql("SELECT pg_reload_conf()")
+        // A new session sees it once the postmaster has reloaded, which signals every session
+        // in the same step: the store's applies it before its next statement.
+        while try server.psql("SHOW synchronous_standby_names") != "absent" {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        await #expect {
+            try await store.commit([.createDevice(device("waiting"))])
+        } throws: { ($0 as? StoreError)?.kind == .unavailable }
+        #expect(store.backend.connectionStatus.errors[.commitUnknown] == 1)
+
+        try server.psql("ALTER SYSTEM RESET synchronous_standby_names")
+        try server.psql("SELECT pg_reload_conf()")
+        while try server.psql("SHOW synchronous_standby_names") != "" {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await store.commit([.createDevice(device("after"))])
+        // Committed locally when its session was ended: answered 503, yet in the database (as
+        // documented), where the next start finds it.
+        #expect(try store.load().devices.map(\.id) == ["after", "before", "waiting"])
+        await store.close()
+    }
+
     @Test("a statement held past the statement timeout fails its group as unavailable; the next commit succeeds")
     func statementTimeout() async throws {
         let server = try PostgresServer.shared()
