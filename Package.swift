@@ -110,7 +110,7 @@ let package = Package(
         .target(name: "PushgateModel"),
         // Several nodes on one database: who owns a device (leases, epochs, claims, fencing), as
         // pure state machines; the database's side is the PostgreSQL store's SQL.
-        .target(name: "PushgateCluster"),
+        .target(name: "PushgateCluster", dependencies: ["PushgateStore"]),
         // This gateway as a node of a cluster: its lease kept, its devices claimed, and what
         // arrives for a device another node owns handed to that node.
         .target(
@@ -162,6 +162,7 @@ let package = Package(
         .target(
             name: "PushgateStorePostgres",
             dependencies: [
+                "PushgateCluster",
                 "CLibPQ",
                 "PushgateStore",
                 "PushgateModel",
@@ -243,6 +244,8 @@ let package = Package(
         .target(
             name: "PushgateGateway",
             dependencies: [
+                "PushgateCluster",
+                "PushgateClusterNode",
                 "PushgateDelivery",
                 "PushgateDeviceAPI",
                 "PushgateHTTP",

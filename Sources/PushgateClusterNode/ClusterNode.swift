@@ -25,9 +25,6 @@ import PushgateStore
 ///
 /// The database calls block: they run on a thread pool of their own, never on an event loop.
 public final class ClusterNode: Sendable {
-    public let name: String
-    /// Where the other nodes reach this one (`http://HOST:PORT`).
-    public let address: String
     let store: any ClusterStore
     let core: DeliveryCore
     let peers: PeerConnections
@@ -44,6 +41,10 @@ public final class ClusterNode: Sendable {
         var lease = NodeLease()
         /// Devices this node holds, with its claim.
         var held: [String: DeviceOwner] = [:]
+        /// Set at `start`: as configured, or from the first listener.
+        var name = ""
+        var address = ""
+        var keeper: Task<Void, Never>?
         /// Which device a token is (never changes), bounded.
         var tokens: [String: String] = [:]
         /// The address of the live node that owns a device, as last heard, bounded; forgotten
@@ -52,18 +53,23 @@ public final class ClusterNode: Sendable {
         var stopping = false
     }
 
+    private let configuredName: String?
+    private let configuredAddress: String?
+
     /// `secret`: the cluster's (`ClusterStore.clusterSecret`), which forwarded requests carry.
+    /// `name` and `address`: nil for `HOST:PORT` and `http://HOST:PORT` of the first listener
+    /// (`start`).
     public init(
-        name: String,
-        address: String,
+        name: String?,
+        address: String?,
         store: any ClusterStore,
         core: DeliveryCore,
         secret: String,
         group: any EventLoopGroup,
         logger: Logger
     ) {
-        self.name = name
-        self.address = address
+        configuredName = name
+        configuredAddress = address
         self.store = store
         self.core = core
         self.logger = logger
@@ -114,11 +120,33 @@ public final class ClusterNode: Sendable {
         Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000)
     }
 
+    /// This node's name in the cluster.
+    public var name: String { state.withLockedValue { $0.name } }
+    /// Where the other nodes reach this one (`http://HOST:PORT`).
+    public var address: String { state.withLockedValue { $0.address } }
+
     // MARK: Membership
+
+    /// Joins the cluster once the listeners are bound (`main`: their addresses, the first
+    /// cleartext one naming the node unless configured), and keeps the lease from then on.
+    public func start(listeningOn main: [SocketAddress]) throws {
+        guard let first = main.first else { throw ClusterAddressError(reason: "the gateway has no listener") }
+        let port = first.port ?? 0
+        let host = first.ipAddress ?? "127.0.0.1"
+        let reachable = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
+        let hostPort = reachable.contains(":") ? "[\(reachable)]:\(port)" : "\(reachable):\(port)"
+        let name = configuredName ?? hostPort
+        let address = configuredAddress ?? "http://\(hostPort)"
+        state.withLockedValue { state in
+            state.name = name
+            state.address = address
+            state.keeper = Task { await self.run() }
+        }
+    }
 
     /// Keeps the lease and checks the devices it holds, until cancelled: the lease every tick
     /// (renewed each `renewEveryMillis`), the devices every `sweepMillis`.
-    public func run(tickMillis: Int64 = 250, sweepMillis: Int64 = 2_000) async {
+    func run(tickMillis: Int64 = 250, sweepMillis: Int64 = 2_000) async {
         var lastSweep = Self.monotonicMillis()
         while !Task.isCancelled {
             await tick()
@@ -207,10 +235,12 @@ public final class ClusterNode: Sendable {
     /// Leaves the cluster at once, so that other nodes take this one's devices over without
     /// waiting for its lease to expire (the end of a drain).
     public func leave() async {
-        let lease = state.withLockedValue { state in
+        let (lease, keeper) = state.withLockedValue { state in
             state.stopping = true
-            return state.lease.leaseID
+            return (state.lease.leaseID, state.keeper)
         }
+        keeper?.cancel()
+        await keeper?.value
         guard let lease else { return }
         let store = store
         try? await blocking { try store.leave(lease: lease) }
@@ -273,4 +303,9 @@ final class ClaimQueue: Sendable {
         }
         return try await task.value
     }
+}
+
+struct ClusterAddressError: Error, CustomStringConvertible {
+    var reason: String
+    var description: String { "cannot tell the other nodes where this one is: \(reason); give --node-address" }
 }

@@ -1,6 +1,8 @@
 import Logging
 import NIOCore
 import NIOPosix
+import PushgateCluster
+import PushgateClusterNode
 import PushgateDelivery
 import PushgateDeviceAPI
 import PushgateHTTP
@@ -47,8 +49,9 @@ public enum Gateway {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads)
         let metrics = GatewayMetrics(version: PushgateVersion.current)
         let store: any NotificationStore
+        let cluster: PostgresCluster?
         do {
-            store = try openStore(configuration, metrics: metrics, logger: logger)
+            (store, cluster) = try openStore(configuration, metrics: metrics, logger: logger)
         } catch {
             try? await group.shutdownGracefully()
             throw error
@@ -59,6 +62,7 @@ public enum Gateway {
                 configuration,
                 listeners: listeners,
                 store: store,
+                cluster: cluster,
                 group: group,
                 metrics: metrics,
                 reread: reread ?? { given },
@@ -101,21 +105,25 @@ public enum Gateway {
     }
 
     /// The store the configuration names: PostgreSQL with `databaseURL` (and nothing in
-    /// `dataDirectory`, which is then not even created), SQLite in `dataDirectory` otherwise.
+    /// `dataDirectory`, which is then not even created), with the cluster's side of it (every
+    /// gateway on a database is a node of its cluster, alone or not); SQLite in `dataDirectory`
+    /// otherwise.
     static func openStore(
         _ configuration: GatewayConfiguration,
         metrics: GatewayMetrics,
         logger: Logger
-    ) throws(StoreError) -> any NotificationStore {
+    ) throws(StoreError) -> (any NotificationStore, PostgresCluster?) {
         let pacing = CommitPacing(
             lingerNanos: UInt64(configuration.commitLingerMicroseconds) * 1000,
             deferNanos: CommitPacing.default.deferNanos
         )
         let store: any NotificationStore
+        var cluster: PostgresCluster?
         if let url = configuration.databaseURL {
             var options = PostgresOptions()
             options.statementTimeoutMilliseconds = configuration.databaseStatementTimeoutMilliseconds
             options.requireSynchronousCommit = configuration.durability == .fsync
+            options.cluster = true
             let postgres = try PostgresStore(
                 url: url,
                 options: options,
@@ -132,6 +140,12 @@ public enum Gateway {
                 )
             }
             store = postgres
+            cluster = PostgresCluster(
+                url: url,
+                options: options,
+                leaseMillis: NodeLease.Configuration().leaseMillis,
+                logger: logger
+            )
         } else {
             store = try SQLiteStore(
                 directory: configuration.dataDirectory,
@@ -146,7 +160,7 @@ public enum Gateway {
                 "durability: interval; a crash loses what was accepted in the last \(nanoseconds / 1_000_000) ms"
             )
         }
-        return store
+        return (store, cluster)
     }
 
     /// What `run` bound.
@@ -162,6 +176,7 @@ public enum Gateway {
         _ configuration: GatewayConfiguration,
         listeners: [ListenerConfiguration],
         store: any NotificationStore,
+        cluster clusterStore: (any ClusterStore)? = nil,
         group: any EventLoopGroup,
         clock: any DeliveryClock = SystemClock(),
         metrics: GatewayMetrics = GatewayMetrics(version: PushgateVersion.current),
@@ -179,6 +194,18 @@ public enum Gateway {
             observer: events,
             logger: logger
         )
+        let cluster = try clusterStore.map { store in
+            ClusterNode(
+                name: configuration.nodeName,
+                address: configuration.nodeAddress,
+                store: store,
+                core: core,
+                secret: try store.clusterSecret(),
+                group: group,
+                logger: logger
+            )
+        }
+        let acceptor: any PushAcceptor = cluster ?? core
         let provider = ProviderCounters()
         metrics.follow(delivery: core.counters, provider: provider)
         metrics.watch(store.health)
@@ -223,7 +250,7 @@ public enum Gateway {
         )
         ProviderRoute.register(
             on: &mainRoutes,
-            acceptor: core,
+            acceptor: acceptor,
             validator: ProviderRequestValidator(),
             gate: gate,
             logger: logger
@@ -241,11 +268,13 @@ public enum Gateway {
             core: core,
             registrationSecret: configuration.access.registrationSecret,
             creationLimit: creationLimit,
-            webPushOrigin: configuration.webpushOrigin
+            webPushOrigin: configuration.webpushOrigin,
+            placement: cluster
         )
+        cluster?.registerRoutes(on: &mainRoutes)
         WebPushRoute.register(
             on: &mainRoutes,
-            acceptor: core,
+            acceptor: acceptor,
             validator: WebPushRequestValidator(
                 maxTTLSeconds: min(
                     Int64(configuration.webpushMaxTTLSeconds),
@@ -291,7 +320,8 @@ public enum Gateway {
             core: core,
             console: console,
             readiness: readiness,
-            reloader: reloader
+            reloader: reloader,
+            cluster: cluster
         )
     }
 }
@@ -307,6 +337,8 @@ public struct AssembledGateway: Sendable {
     public let readiness: Readiness
     /// SIGHUP and `POST /v1/admin/reload`.
     public let reloader: ConfigurationReloader
+    /// This gateway as a node of its database's cluster; nil on SQLite.
+    public let cluster: ClusterNode?
 
     public struct Addresses: Sendable {
         public var main: [SocketAddress]
@@ -328,6 +360,7 @@ public struct AssembledGateway: Sendable {
                 await server.shutdownGracefully(deadline: .zero)
                 throw error
             }
+            try cluster?.start(listeningOn: main)
             readiness.set(true)
             return Addresses(main: main, admin: admin)
         } catch {
@@ -350,6 +383,8 @@ public struct AssembledGateway: Sendable {
         async let main: Void = server.shutdownGracefully(deadline: deadline)
         if let adminServer { await adminServer.shutdownGracefully(deadline: deadline) }
         await main
+        // Every stream has ended: the other nodes may take this one's devices over at once.
+        await cluster?.leave()
         await core.stopMaintenance()
         await console.stop()
     }

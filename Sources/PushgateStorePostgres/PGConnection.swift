@@ -341,6 +341,10 @@ final class PGResult {
         Array(bytes(row, column))
     }
 
+    func optionalByteArray(_ row: Int, _ column: Int) -> [UInt8]? {
+        isNull(row, column) ? nil : byteArray(row, column)
+    }
+
     /// A text-format value (outside binary results), for one-off queries.
     func value(_ row: Int = 0, _ column: Int = 0) -> String? {
         isNull(row, column) ? nil : String(cString: PQgetvalue(handle, Int32(row), Int32(column)))
@@ -412,6 +416,10 @@ struct PGParams: ~Copyable {
         end()
     }
 
+    mutating func optionalBytes(_ value: [UInt8]?) {
+        if let value { bytes(value) } else { null() }
+    }
+
     /// A `bigint[]` in text form.
     mutating func int64Array(_ values: some Sequence<Int64>) {
         begin(format: 0)
@@ -421,6 +429,25 @@ struct PGParams: ~Copyable {
             if !first { storage.append(UInt8(ascii: ",")) }
             first = false
             appendDecimal(value)
+        }
+        storage.append(UInt8(ascii: "}"))
+        end()
+    }
+
+    /// A `text[]` in text form.
+    mutating func textArray(_ values: some Sequence<String>) {
+        begin(format: 0)
+        storage.append(UInt8(ascii: "{"))
+        var first = true
+        for value in values {
+            if !first { storage.append(UInt8(ascii: ",")) }
+            first = false
+            storage.append(UInt8(ascii: "\""))
+            for byte in value.utf8 {
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { storage.append(UInt8(ascii: "\\")) }
+                storage.append(byte)
+            }
+            storage.append(UInt8(ascii: "\""))
         }
         storage.append(UInt8(ascii: "}"))
         end()

@@ -23,6 +23,11 @@ public struct PostgresOptions: Sendable {
     /// Answers wait for the WAL flush: a session whose `synchronous_commit` is `off` is raised
     /// to `on` (other values, which wait for as much or more, are kept).
     public var requireSynchronousCommit = true
+    /// A node of a cluster (`pushgate serve`): it shares the database with other nodes, reads no
+    /// device at start (it takes each over when it must act for it: `PostgresCluster`), and
+    /// gives acceptance ids from a block of its own. Off: one user of the database at a time,
+    /// which reads everything (`pushgate store copy`, the tests of the store itself).
+    public var cluster = false
 
     public init() {}
 }
@@ -221,14 +226,17 @@ private final class Session {
         }
     }
 
-    /// Takes the single-gateway lock (`PostgresSchema.singleGatewayLockKey`) for the session;
-    /// fails when another gateway holds it.
+    /// Takes the database lock (`PostgresSchema.singleGatewayLockKey`) for the session: shared
+    /// by the nodes of a cluster, alone by anything else (a copy into the database); fails when
+    /// it cannot be had.
     func claim(_ connection: PGConnection) throws(PGError) {
         var params = PGParams()
         params.int64(PostgresSchema.singleGatewayLockKey)
-        let taken = try connection.execute("SELECT pg_try_advisory_lock($1::bigint)", params, deadline: deadline())?
-            .value()
-        if taken != "t" { throw PGError(message: Self.anotherGateway, connectionBroken: true) }
+        let function = options.cluster ? "pg_try_advisory_lock_shared" : "pg_try_advisory_lock"
+        let taken = try connection.execute("SELECT \(function)($1::bigint)", params, deadline: deadline())?.value()
+        if taken != "t" {
+            throw PGError(message: options.cluster ? Self.copyRunning : Self.anotherGateway, connectionBroken: true)
+        }
     }
 
     /// Ends the session of the connection given up on, if the server still runs it, and waits
@@ -254,9 +262,12 @@ private final class Session {
     }
 
     static let anotherGateway = """
-        another gateway (or pushgate store copy) is using this database: one gateway per database, as \
-        one per SQLite data directory; stop the other one first (pg_stat_activity shows its connection, \
-        application_name pushgate)
+        a gateway (or another pushgate store copy) is using this database: stop it first \
+        (pg_stat_activity shows its connections, application_name pushgate)
+        """
+
+    static let copyRunning = """
+        pushgate store copy is writing into this database: start the gateway once it has finished
         """
 
     /// Prepares every statement of `PostgresCommands`, in one round trip.
@@ -362,6 +373,7 @@ private final class Session {
     func load() throws(StoreError) -> StoreSnapshot {
         let connection = try connected()
         do {
+            if options.cluster { return try PostgresSnapshot.nodeStart(connection, deadline: deadline) }
             return try PostgresSnapshot.read(connection, deadline: deadline)
         } catch {
             if error.connectionBroken { throw lost(error, kind: error.timedOut ? .timeout : .connectionLost) }
@@ -499,7 +511,7 @@ private final class Session {
             status.errors.add(.commitUnknown)
             guard let transactionID else {
                 logger.error(
-                    "the connection to PostgreSQL broke while a commit was on its way, before its transaction id was known: whether its batches committed cannot be learned; they were refused (503), and any that did commit take effect at the next restart",
+                    "the connection to PostgreSQL broke while a commit was on its way, before its transaction id was known: whether its batches committed cannot be learned; they were refused (503), and any that did commit take effect when their devices are read again (a restart, or a node taking them over)",
                     metadata: ["batches": "\(sending.count)", "error": "\(error.message)"]
                 )
                 throw failure
@@ -529,12 +541,14 @@ private final class Session {
         guard let (query, error) = firstError else {
             throw StoreError(.unavailable, "PostgreSQL (\(target)) did not commit the transaction and gave no reason")
         }
-        if case .command(let batch, let command) = query, error.sqlClass == "23" || error.sqlClass == "22" {
+        if case .command(let batch, let command) = query,
+            error.sqlClass == "23" || error.sqlClass == "22" || error.sqlState == PostgresSchema.fencedState
+        {
             let commands = group[batch]
             return .refused(
                 batch: batch,
                 StoreError(
-                    .database,
+                    error.sqlState == PostgresSchema.fencedState ? .fenced : .database,
                     "batch of \(commands.count) command(s) refused: \(commands[command].summary): PostgreSQL error \(error.sqlState ?? "?"): \(error.message)"
                 )
             )
@@ -613,7 +627,7 @@ private final class Session {
         unresolved = nil
         if answer == "committed" {
             logger.error(
-                "a transaction whose commit's answer was lost with the connection had committed: its \(batches) batch(es) were refused (503) but are in the database, and take effect at the next restart (pushes among them are delivered then, possibly beside a provider's retry)"
+                "a transaction whose commit's answer was lost with the connection had committed: its \(batches) batch(es) were refused (503) but are in the database, and take effect when their devices are read again (a restart, or a node taking them over: pushes among them are delivered then, possibly beside a provider's retry)"
             )
         } else {
             logger.notice(

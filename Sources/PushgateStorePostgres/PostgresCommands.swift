@@ -34,8 +34,8 @@ enum PostgresCommands {
         (
             "register",
             """
-            INSERT INTO registrations (token, device_id, topic, created_at, unregistered_at) \
-            VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::bigint)
+            INSERT INTO registrations (token, device_id, topic, created_at, unregistered_at, kind, \
+            application_server_key) VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::bigint, $6::text, $7::bytea)
             """
         ),
         (
@@ -90,11 +90,13 @@ enum PostgresCommands {
             "enqueue",
             """
             INSERT INTO notifications (acceptance_id, device_id, token, topic, apns_id, push_type, priority, \
-            collapse_id, payload, accepted_at, expires_at, seq) VALUES ($1::bigint, $2::text, $3::text, $4::text, \
-            $5::text, $6::text, $7::smallint, $8::text, $9::bytea, $10::bigint, $11::bigint, $12::bigint)
+            collapse_id, payload, accepted_at, expires_at, seq, urgency) VALUES ($1::bigint, $2::text, $3::text, \
+            $4::text, $5::text, $6::text, $7::smallint, $8::text, $9::bytea, $10::bigint, $11::bigint, $12::bigint, \
+            $13::text)
             """
         ),
         ("assign_seq", "UPDATE notifications SET seq = $1::bigint WHERE acceptance_id = $2::bigint"),
+        ("fence", "SELECT pushgate_fence($1::text, $2::bigint, $3::bigint)"),
         (
             // A row leaving without an ack hands its seq to `last_seq` (see the SQLite backend's
             // `remove`): per device, the highest of the rows named.
@@ -183,6 +185,8 @@ enum PostgresCommands {
                 $0.text(registration.topic)
                 $0.int64(registration.createdAt)
                 $0.optionalInt64(registration.unregisteredAt)
+                $0.text(registration.kind.rawValue)
+                $0.optionalBytes(registration.applicationServerKey)
             }
             return 1
 
@@ -279,6 +283,7 @@ enum PostgresCommands {
                 $0.int64(n.acceptedAt)
                 $0.int64(n.expiresAt)
                 $0.optionalInt64(n.seq.map { Int64($0) })
+                $0.optionalText(push.urgency?.rawValue)
             }
             return 1
 
@@ -302,6 +307,14 @@ enum PostgresCommands {
             try run("reserve_seqs") {
                 $0.int64(Int64(through))
                 $0.text(deviceID)
+            }
+            return 1
+
+        case .fence(let deviceID, let lease, let epoch):
+            try run("fence") {
+                $0.text(deviceID)
+                $0.int64(Int64(clamping: lease))
+                $0.int64(Int64(clamping: epoch))
             }
             return 1
         }

@@ -18,10 +18,10 @@
 ///   RETURNING value` and give ids from it, so no two nodes ever give the same id, and ids
 ///   continue above everything a single node gave before. Delivery order is per device, by seq,
 ///   so ids from different blocks need not be in acceptance order across nodes.
-/// - A device's stream is held by one node at a time: `owner_node` names it (NULL: no node
-///   holds it, and always NULL for a single gateway) and `owner_epoch` fences it (every write
-///   an owner makes for the device will carry `AND owner_epoch = $epoch`, and a claim raises it,
-///   so a node that lost the device changes nothing).
+/// - A device is owned by one node's lease at a time (v2: `owner_lease`, NULL when no node
+///   has claimed it) and `owner_epoch` fences it: every batch a node commits for its devices
+///   starts with `pushgate_fence`, and a claim raises the epoch, so a node that lost the device
+///   changes nothing.
 /// - "Pending pushes of these devices" (an owner woken for a list of device ids, or taking a
 ///   device over) is `WHERE device_id = ANY($1)` on `notifications_device`.
 enum PostgresSchema {
@@ -39,7 +39,10 @@ enum PostgresSchema {
     static let maxAcceptanceIDKey = "max_acceptance_id"
 
     /// Version N is `migrations[N - 1]`.
-    static let migrations: [String] = [v1]
+    static let migrations: [String] = [v1, v2]
+
+    /// The SQLSTATE `pushgate_fence` raises when a device is not owned as the node says.
+    static let fencedState = "PGF01"
 
     static var latestVersion: Int { migrations.count }
 
@@ -130,6 +133,52 @@ enum PostgresSchema {
             value bigint NOT NULL
         );
         INSERT INTO pushgate_meta (key, value) VALUES ('\(maxAcceptanceIDKey)', 0);
+        """
+
+    /// Web Push (the SQLite store's v7), and several gateway nodes on one database:
+    /// - registrations have a kind (`apns`, `webpush`) and, for a restricted Web Push
+    ///   subscription, its application server key; notifications their Web Push urgency.
+    /// - `node_leases`: one row per node's joining (`PushgateCluster.OwnershipRules`), alive
+    ///   while `expires_at` (the database's clock) is ahead; a node that lets its lease lapse
+    ///   joins again under a new id, so nothing done under the old one survives the gap.
+    /// - A device is owned by a lease (`owner_lease`) at an epoch; `pushgate_fence` is the check
+    ///   every owner's batch starts with: it holds the device's row (FOR SHARE) until the
+    ///   transaction ends, so that a claim by another node waits for it, and raises
+    ///   `fencedState` when the device is not owned so.
+    /// - `pushgate_cluster`'s secret: what nodes prove to one another (random, made here).
+    private static let v2 = """
+        ALTER TABLE registrations
+            ADD COLUMN kind text NOT NULL DEFAULT 'apns' CHECK (kind IN ('apns', 'webpush')),
+            ADD COLUMN application_server_key bytea;
+        ALTER TABLE notifications
+            ADD COLUMN urgency text CHECK (urgency IN ('very-low', 'low', 'normal', 'high'));
+
+        CREATE TABLE node_leases (
+            lease_id   bigserial PRIMARY KEY,
+            node_name  text NOT NULL,
+            address    text NOT NULL,
+            started_at timestamptz NOT NULL DEFAULT now(),
+            expires_at timestamptz NOT NULL
+        );
+        ALTER TABLE devices DROP COLUMN owner_node;
+        ALTER TABLE devices ADD COLUMN owner_lease bigint;
+
+        CREATE FUNCTION pushgate_fence(p_device text, p_lease bigint, p_epoch bigint) RETURNS void
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM 1 FROM devices d JOIN node_leases l ON l.lease_id = d.owner_lease
+                WHERE d.id = p_device AND d.owner_lease = p_lease AND d.owner_epoch = p_epoch
+                AND l.expires_at > clock_timestamp()
+                FOR SHARE OF d;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'device % is not owned by lease % at epoch %', p_device, p_lease, p_epoch
+                    USING ERRCODE = '\(fencedState)';
+            END IF;
+        END $$;
+
+        CREATE TABLE pushgate_cluster (secret text NOT NULL);
+        INSERT INTO pushgate_cluster (secret)
+            VALUES (replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
         """
 
     /// The tables a store holds, for `store copy`'s emptiness check and its counts.

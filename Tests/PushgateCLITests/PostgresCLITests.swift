@@ -223,8 +223,21 @@ struct PostgresCLITests {
         let delivered = Set(drained.events.compactMap(\.apnsId))
         let lost = Set(burst.ok).subtracting(delivered)
         #expect(lost.isEmpty, "\(lost.count) of \(burst.ok.count) pushes answered 200 were not delivered")
+        // A commit whose answer the outage took and whose outcome could not be learned before its
+        // 503 may have committed: its pushes are delivered once the device is read again (the
+        // node lets its devices go when its lease lapses in the outage). The gateway logs how
+        // many such batches there were; no other 503 may be delivered.
         let refusedDelivered = delivered.intersection(unavailable.map(\.apnsId))
-        #expect(refusedDelivered.isEmpty, "pushes answered 503 were delivered: \(refusedDelivered.prefix(3))")
+        let committedAfterAll = gateway.logged.split(separator: "\n")
+            .filter { $0.contains("commit's answer was lost with the connection had committed") }
+            .compactMap { line in
+                line.split(separator: " ").firstIndex(of: "its").map { line.split(separator: " ")[$0 + 1] }
+            }
+            .compactMap { Int($0) }.reduce(0, +)
+        #expect(
+            refusedDelivered.count <= committedAfterAll,
+            "pushes answered 503 were delivered: \(refusedDelivered.prefix(3)), beyond the \(committedAfterAll) in commits found committed later"
+        )
         #expect(gateway.stop() == 0)
         // One line as the store stops committing, one as it commits again, per outage.
         let lines = gateway.logged.split(separator: "\n")

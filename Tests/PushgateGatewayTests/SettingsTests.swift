@@ -377,7 +377,7 @@ struct SettingsTests {
                 "--tls-ca: unknown flag; did you mean --tls-client-ca?",
                 "--port: unknown flag; did you mean --listen HOST:PORT, --tls-listen HOST:PORT or --admin-listen HOST:PORT?",
                 "--cert: unknown flag; did you mean --tls-cert or --tls-require-client-cert?",
-                "--timeout: unknown flag; did you mean --idle-timeout, --unauthenticated-idle-timeout, --connection-setup-timeout or another of serve --help?",
+                "--timeout: unknown flag; did you mean --database-statement-timeout-ms, --idle-timeout, --unauthenticated-idle-timeout or another of serve --help?",
                 "--xyz: unknown flag",
             ]
         )

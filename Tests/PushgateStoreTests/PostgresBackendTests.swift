@@ -20,7 +20,7 @@ struct PostgresBackendTests {
             try PostgresBackend(url: server.url(database: database), logger: quietLogger)
         } throws: { error in
             let message = (error as? StoreError)?.message ?? ""
-            return message.contains("schema version 99") && message.contains("versions 1 to 1")
+            return message.contains("schema version 99") && message.contains("versions 1 to 2")
         }
     }
 
@@ -44,11 +44,49 @@ struct PostgresBackendTests {
         let failed = failures.withLockedValue { $0 }
         let backends = opened.withLockedValue { $0 }
         #expect(backends.count == 1 && failed.count == 3, "\(failed)")
-        #expect(failed.allSatisfy { $0.contains("another gateway") }, "\(failed)")
-        #expect(try server.psql("SELECT count(*) FROM pushgate_migrations", database: database) == "1")
+        #expect(failed.allSatisfy { $0.contains("is using this database") }, "\(failed)")
+        #expect(try server.psql("SELECT count(*) FROM pushgate_migrations", database: database) == "2")
         // Once the first lets go, the next may open it.
         for backend in backends { try backend.close() }
         try PostgresBackend(url: url, logger: quietLogger).close()
+    }
+
+    @Test(
+        "a fence holds for the device's owner at its epoch only: a device claimed since, or owned under a lapsed lease, fails its batch alone as fenced"
+    )
+    func fences() async throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase()
+        let url = server.url(database: database)
+        let store = GroupCommitStore(backend: try PostgresBackend(url: url, logger: quietLogger), logger: quietLogger)
+        defer { Task { await store.close() } }
+        let cluster = PostgresCluster(url: url, leaseMillis: 60_000, logger: quietLogger)
+        try await store.commit([.createDevice(DeviceRecord(id: "d", secretHash: [1], createdAt: 1))])
+        let first = try cluster.join(node: "a", address: "http://127.0.0.1:1")
+        let second = try cluster.join(node: "b", address: "http://127.0.0.1:2")
+        #expect(try cluster.claim(device: "d", lease: first, reason: .takeover) == .claimed(epoch: 1, previous: nil))
+        let enqueue = StoreCommand.enqueue(notification(1, device: "d"))
+        try await store.commit([.fence(deviceID: "d", lease: first, epoch: 1), enqueue])
+
+        // Another node's stream claims it: the first node's next batch is refused, alone.
+        guard case .claimed(2, let previous) = try cluster.claim(device: "d", lease: second, reason: .stream) else {
+            Issue.record("the stream did not claim the device")
+            return
+        }
+        #expect(previous?.name == "a")
+        await #expect {
+            try await store.commit([.fence(deviceID: "d", lease: first, epoch: 1), .remove(acceptanceIDs: [1])])
+        } throws: { ($0 as? StoreError)?.kind == .fenced }
+        #expect(try store.load().notifications.map(\.acceptanceID) == [1])
+        try await store.commit([.fence(deviceID: "d", lease: second, epoch: 2), .remove(acceptanceIDs: [1])])
+        #expect(try store.load().notifications.isEmpty)
+
+        // A lapsed lease fences its owner even before anyone claims the device.
+        try cluster.leave(lease: second)
+        await #expect {
+            try await store.commit([.fence(deviceID: "d", lease: second, epoch: 2), enqueue])
+        } throws: { ($0 as? StoreError)?.kind == .fenced }
+        #expect(try cluster.claim(device: "d", lease: first, reason: .takeover) == .claimed(epoch: 3, previous: nil))
     }
 
     @Test("a URL libpq cannot read is refused without the fragment it quotes (it may be the password)")

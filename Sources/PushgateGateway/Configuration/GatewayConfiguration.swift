@@ -32,6 +32,12 @@ public struct GatewayConfiguration: Sendable {
     /// With `databaseURL`: PostgreSQL's `statement_timeout` for the store's connection, and,
     /// with a second more, the longest a commit waits for an answer.
     public var databaseStatementTimeoutMilliseconds = 5000
+    /// With `databaseURL`: this node's name in its cluster; nil: `HOST:PORT` of its first
+    /// listener.
+    public var nodeName: String?
+    /// With `databaseURL`: where the other nodes reach this one; nil: `http://` and its first
+    /// cleartext listener's address.
+    public var nodeAddress: String?
     /// Seconds a connection with no open stream is kept.
     public var idleTimeoutSeconds = 300
     /// The longest either idle timeout may be: a year, "never" for any connection. A value

@@ -100,7 +100,7 @@ public enum Settings {
                 default: "none",
                 secret: true,
                 help:
-                    "Keep every record in this PostgreSQL database instead of SQLite in dataDir (which is then not used): libpq's URL (postgresql://USER:PASSWORD@HOST:PORT/DB?sslmode=verify-full, postgresql:///DB?host=/run/postgresql) or key=value string, with PG* variables and ~/.pgpass as for psql. Prefer the file forms: it may hold a password."
+                    "Keep every record in this PostgreSQL database instead of SQLite in dataDir (which is then not used): libpq's URL (postgresql://USER:PASSWORD@HOST:PORT/DB, with ?sslmode=verify-full for TLS, or postgresql:///DB?host=/run/postgresql) or key=value string, with PG* variables and ~/.pgpass as for psql. Gateways given one database form a cluster. Prefer the file forms: it may hold a password."
             ) { configuration, value throws(SettingError) in configuration.databaseURL = try value.databaseURL() },
             Setting(
                 "databaseStatementTimeoutMs",
@@ -111,6 +111,28 @@ public enum Settings {
                     "With databaseURL: the longest a statement may run (PostgreSQL's statement_timeout), and, a second more, the longest a commit waits for the database's answer; then the requests in it get 503 and the connection is made again."
             ) { configuration, value throws(SettingError) in
                 configuration.databaseStatementTimeoutMilliseconds = try value.integer(in: 100...600_000)
+            },
+            Setting(
+                "nodeName",
+                .text,
+                "NAME",
+                default: "HOST:PORT of the first listener",
+                help:
+                    "With databaseURL, where gateways sharing the database form a cluster: this node's name in logs, metrics and the admin API (GET /v1/admin/nodes)."
+            ) { configuration, value throws(SettingError) in configuration.nodeName = try value.text() },
+            Setting(
+                "nodeAddress",
+                .text,
+                "URL",
+                default: "http:// and the first cleartext listener",
+                help:
+                    "With databaseURL: where the other nodes reach this one (http://HOST:PORT, a cleartext listener), to hand it the requests for the devices it holds. Give it when the first listener's address does not reach this machine from the others (0.0.0.0, a container's address)."
+            ) { configuration, value throws(SettingError) in
+                let address = try value.text()
+                guard address.hasPrefix("http://"), !address.dropFirst("http://".count).contains("/") else {
+                    throw value.problem("\"\(address)\" is not http://HOST:PORT")
+                }
+                configuration.nodeAddress = address
             },
             Setting(
                 "idleTimeout",

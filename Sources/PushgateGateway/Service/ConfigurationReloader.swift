@@ -140,6 +140,7 @@ public final class ConfigurationReloader: Sendable {
             ("allowInsecureCleartext", "\(c.allowInsecureCleartext)"), ("dataDir", c.dataDirectory),
             ("databaseURL", c.databaseURL ?? ""),
             ("databaseStatementTimeoutMs", "\(c.databaseStatementTimeoutMilliseconds)"),
+            ("nodeName", c.nodeName ?? ""), ("nodeAddress", c.nodeAddress ?? ""),
             ("idleTimeout", "\(c.idleTimeoutSeconds)"),
             ("unauthenticatedIdleTimeout", "\(c.unauthenticatedIdleTimeoutSeconds)"),
             ("connectionSetupTimeout", "\(c.connectionSetupTimeoutSeconds)"),

@@ -1,4 +1,3 @@
-import PushgateCluster
 import PushgateStore
 
 /// What a node needs of the database beyond the store's commits: the cluster's membership and

@@ -1,0 +1,274 @@
+import Logging
+import PushgateCluster
+import PushgateStore
+import Synchronization
+
+/// The cluster's side of the PostgreSQL store (`ClusterStore`): node leases, device ownership,
+/// one device's records, on a connection of its own (never the writer's, which commits groups),
+/// so that a claim or a renewal never waits behind a commit. The SQL follows
+/// `PushgateCluster.OwnershipRules`; times are the database's (`clock_timestamp()`), so that the
+/// nodes' clocks never decide who owns what.
+public final class PostgresCluster: ClusterStore {
+    /// How long a lease lasts after each renewal (`NodeLease`'s `leaseMillis`).
+    public let leaseMillis: Int64
+    private let url: String
+    private let options: PostgresOptions
+    private let logger: Logger
+    private let held = Mutex(Held())
+
+    /// The connection, when one is open: used under the lock only, which is what makes it safe
+    /// to share (a libpq connection serves one thread at a time).
+    private final class Held: @unchecked Sendable {
+        var connection: PGConnection?
+    }
+
+    public init(url: String, options: PostgresOptions = PostgresOptions(), leaseMillis: Int64, logger: Logger) {
+        self.url = url
+        self.options = options
+        self.leaseMillis = leaseMillis
+        self.logger = logger
+    }
+
+    public func join(node: String, address: String) throws -> UInt64 {
+        try run { connection, deadline throws(PGError) in
+            var params = PGParams()
+            params.text(node)
+            params.text(address)
+            params.int64(leaseMillis)
+            let result = try connection.execute(
+                """
+                INSERT INTO node_leases (node_name, address, expires_at) \
+                VALUES ($1::text, $2::text, clock_timestamp() + $3::bigint * interval '1 millisecond') \
+                RETURNING lease_id
+                """,
+                params,
+                deadline: deadline
+            )
+            return UInt64(result?.value().flatMap { UInt64($0) } ?? 0)
+        }
+    }
+
+    public func renew(lease: UInt64) throws -> Bool {
+        try run { connection, deadline throws(PGError) in
+            var params = PGParams()
+            params.int64(Int64(clamping: lease))
+            params.int64(leaseMillis)
+            let result = try connection.execute(
+                """
+                UPDATE node_leases SET expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond' \
+                WHERE lease_id = $1::bigint AND expires_at > clock_timestamp() RETURNING lease_id
+                """,
+                params,
+                deadline: deadline
+            )
+            return (result?.rows ?? 0) == 1
+        }
+    }
+
+    public func leave(lease: UInt64) throws {
+        try run { connection, deadline throws(PGError) in
+            var params = PGParams()
+            params.int64(Int64(clamping: lease))
+            try connection.execute(
+                "UPDATE node_leases SET expires_at = clock_timestamp() WHERE lease_id = $1::bigint",
+                params,
+                deadline: deadline
+            )
+        }
+    }
+
+    public func claim(device: String, lease: UInt64, reason: OwnershipRules.ClaimReason) throws -> ClaimOutcome {
+        try run { connection, deadline throws(PGError) in
+            try connection.execute("BEGIN", deadline: deadline)
+            do throws(PGError) {
+                let outcome = try claim(device, lease, reason, connection, deadline)
+                try connection.execute("COMMIT", deadline: deadline)
+                return outcome
+            } catch {
+                if !error.connectionBroken { _ = try? connection.execute("ROLLBACK", deadline: deadline) }
+                throw error
+            }
+        }
+    }
+
+    /// The claim, in its transaction: the device's row locked (FOR UPDATE) so that claims of one
+    /// device, and an owner's fenced commits (FOR SHARE), take turns.
+    private func claim(
+        _ device: String,
+        _ lease: UInt64,
+        _ reason: OwnershipRules.ClaimReason,
+        _ connection: PGConnection,
+        _ deadline: UInt64
+    ) throws(PGError) -> ClaimOutcome {
+        var params = PGParams()
+        params.text(device)
+        let current = try connection.execute(
+            """
+            SELECT d.owner_lease, d.owner_epoch, \(Self.nodeColumns("l")), l.expires_at > clock_timestamp() \
+            FROM devices d LEFT JOIN node_leases l ON l.lease_id = d.owner_lease WHERE d.id = $1::text FOR UPDATE OF d
+            """,
+            params,
+            binaryResults: true,
+            deadline: deadline
+        )
+        guard let current, current.rows == 1 else { return .unknownDevice }
+        var mine = PGParams()
+        mine.int64(Int64(clamping: lease))
+        let alive = try connection.execute(
+            "SELECT 1 FROM node_leases WHERE lease_id = $1::bigint AND expires_at > clock_timestamp()",
+            mine,
+            deadline: deadline
+        )
+        guard (alive?.rows ?? 0) == 1 else { return .leaseNotAlive }
+        let ownerLease = current.optionalInteger(0, 0).map { UInt64($0) }
+        let epoch = UInt64(max(current.integer(0, 1), 0))
+        let ownerAlive = !current.isNull(0, 7) && current.boolean(0, 7)
+        let owner = ownerLease != nil && !current.isNull(0, 2) ? Self.node(current, 0, from: 2) : nil
+        if ownerLease == lease { return .claimed(epoch: epoch, previous: nil) }
+        if reason == .takeover, ownerAlive, let owner { return .ownedElsewhere(owner) }
+        var update = PGParams()
+        update.int64(Int64(clamping: lease))
+        update.text(device)
+        let claimed = try connection.execute(
+            "UPDATE devices SET owner_lease = $1::bigint, owner_epoch = owner_epoch + 1 WHERE id = $2::text RETURNING owner_epoch",
+            update,
+            deadline: deadline
+        )
+        let newEpoch = claimed?.value().flatMap { UInt64($0) } ?? epoch + 1
+        return .claimed(epoch: newEpoch, previous: ownerAlive ? owner : nil)
+    }
+
+    public func locate(token: String) throws -> DeviceLocation? {
+        try locate("r.token = $1::text", token, from: "registrations r JOIN devices d ON d.id = r.device_id")
+    }
+
+    public func locate(device: String) throws -> DeviceLocation? {
+        try locate("d.id = $1::text", device, from: "devices d")
+    }
+
+    private func locate(_ condition: String, _ key: String, from tables: String) throws -> DeviceLocation? {
+        try run { connection, deadline throws(PGError) in
+            var params = PGParams()
+            params.text(key)
+            let result = try connection.execute(
+                """
+                SELECT d.id, d.owner_epoch, \(Self.nodeColumns("l")) FROM \(tables) \
+                LEFT JOIN node_leases l ON l.lease_id = d.owner_lease AND l.expires_at > clock_timestamp() \
+                WHERE \(condition)
+                """,
+                params,
+                binaryResults: true,
+                deadline: deadline
+            )
+            guard let result, result.rows == 1 else { return nil }
+            return DeviceLocation(
+                deviceID: result.text(0, 0),
+                owner: result.isNull(0, 2) ? nil : Self.node(result, 0, from: 2),
+                epoch: UInt64(max(result.integer(0, 1), 0))
+            )
+        }
+    }
+
+    public func lost(_ devices: [(device: String, epoch: UInt64)], lease: UInt64) throws -> [String] {
+        try run { connection, deadline throws(PGError) in
+            var params = PGParams()
+            params.textArray(devices.map(\.device))
+            params.int64Array(devices.map { Int64(clamping: $0.epoch) })
+            params.int64(Int64(clamping: lease))
+            let result = try connection.execute(
+                """
+                SELECT x.id FROM unnest($1::text[], $2::bigint[]) AS x(id, epoch) \
+                LEFT JOIN devices d ON d.id = x.id \
+                WHERE d.id IS NULL OR d.owner_lease IS DISTINCT FROM $3::bigint OR d.owner_epoch <> x.epoch
+                """,
+                params,
+                binaryResults: true,
+                deadline: deadline
+            )
+            return (0..<(result?.rows ?? 0)).map { result!.text($0, 0) }
+        }
+    }
+
+    public func nodes() throws -> [NodeInfo] {
+        try run { connection, deadline throws(PGError) in
+            let result = try connection.execute(
+                """
+                SELECT \(Self.nodeColumns("l")) FROM node_leases l WHERE l.expires_at > clock_timestamp() \
+                ORDER BY l.node_name, l.lease_id
+                """,
+                binaryResults: true,
+                deadline: deadline
+            )
+            return (0..<(result?.rows ?? 0)).map { Self.node(result!, $0, from: 0) }
+        }
+    }
+
+    public func records(ofDevice id: String) throws -> StoreSnapshot {
+        try run { connection, deadline throws(PGError) in
+            try PostgresSnapshot.read(connection, device: id) { deadline }
+        }
+    }
+
+    public func clusterSecret() throws -> String {
+        try run { connection, deadline throws(PGError) in
+            guard
+                let secret = try connection.execute("SELECT secret FROM pushgate_cluster LIMIT 1", deadline: deadline)?
+                    .value()
+            else { throw PGError(message: "the database has no cluster secret", connectionBroken: false) }
+            return secret
+        }
+    }
+
+    // MARK: -
+
+    /// A node's columns, `lease_id, node_name, address, started_at, expires_at` (times in epoch
+    /// milliseconds), of the table aliased `alias`.
+    private static func nodeColumns(_ alias: String) -> String {
+        """
+        \(alias).lease_id, \(alias).node_name, \(alias).address, \
+        (extract(epoch FROM \(alias).started_at) * 1000)::bigint, \
+        (extract(epoch FROM \(alias).expires_at) * 1000)::bigint
+        """
+    }
+
+    private static func node(_ result: PGResult, _ row: Int, from column: Int) -> NodeInfo {
+        NodeInfo(
+            lease: UInt64(max(result.integer(row, column), 0)),
+            name: result.text(row, column + 1),
+            address: result.text(row, column + 2),
+            startedAt: result.integer(row, column + 3),
+            expiresAt: result.integer(row, column + 4)
+        )
+    }
+
+    /// `body` on the connection, made if need be; a broken connection is dropped, for the next
+    /// call to make again.
+    private func run<T>(_ body: (PGConnection, UInt64) throws(PGError) -> T) throws -> T {
+        try held.withLock { held throws -> T in
+            let deadline = monotonicNanoseconds() + UInt64(options.statementTimeoutMilliseconds + 1000) * 1_000_000
+            do throws(PGError) {
+                let connection: PGConnection
+                if let existing = held.connection {
+                    connection = existing
+                } else {
+                    connection = try PGConnection(
+                        url: url,
+                        defaults: [
+                            ("client_encoding", "UTF8"), ("connect_timeout", "\(options.connectTimeoutSeconds)"),
+                            ("application_name", "pushgate-cluster"),
+                        ]
+                    )
+                    try connection.execute(
+                        "SET statement_timeout = \(options.statementTimeoutMilliseconds)",
+                        deadline: deadline
+                    )
+                    held.connection = connection
+                }
+                return try body(connection, deadline)
+            } catch {
+                if error.connectionBroken || error.timedOut { held.connection = nil }
+                throw StoreError(.unavailable, "PostgreSQL (cluster): \(error.message)")
+            }
+        }
+    }
+}
