@@ -57,7 +57,7 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
                 headers: headers,
                 body: request.body.readableBytes > 0 ? request.body : nil
             )
-            let response = try await peers.send(forwarded, to: address)
+            let response = try await reaching(address) { try await self.peers.send(forwarded, to: address) }
             var answer = HTTPHeaders()
             for name in ["content-type", "retry-after", "allow"] {
                 if let value = response.headers.first(name: name) { answer.add(name: name, value: value) }
@@ -144,7 +144,7 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
             headers: ["content-type": "application/json"],
             body: ByteBuffer(bytes: body)
         )
-        let response = try await peers.send(request, to: address)
+        let response = try await reaching(address) { try await self.peers.send(request, to: address) }
         guard response.status == 200 else {
             throw Refusal(
                 .serviceUnavailable,
@@ -177,6 +177,22 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
         guard let deviceID = try await device(ofToken: token) else { return }
         if case .node(let address) = try await place(deviceID, .takeover) {
             throw Self.misdirected(deviceID, owner: address)
+        }
+    }
+
+    /// `body`'s answer from another node; a node that cannot be reached is a 503 to retry (by
+    /// then its lease may have expired, and the device be another's).
+    private func reaching<T>(_ address: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let refusal as Refusal {
+            throw refusal
+        } catch {
+            throw Refusal(
+                .serviceUnavailable,
+                "the device's node at \(address) cannot be reached (\(error)); retry",
+                retryAfterSeconds: 1
+            )
         }
     }
 
