@@ -122,6 +122,7 @@ let package = Package(
                 "PushgateDeviceAPI",
                 "PushgateHTTP",
                 "PushgateModel",
+                "PushgateOperator",
                 "PushgateStore",
                 "PushgateTransport",
                 .product(name: "Logging", package: "swift-log"),
@@ -273,6 +274,7 @@ let package = Package(
         .target(
             name: "PushgateOperator",
             dependencies: [
+                "PushgateCluster",
                 "PushgateCrypto",
                 "PushgateDelivery",
                 "PushgateHTTP",

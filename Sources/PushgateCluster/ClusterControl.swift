@@ -8,8 +8,9 @@
 public protocol ClusterControl: Sendable {
     /// A new lease for this node, which other nodes reach at `address` (`http://HOST:PORT`).
     func join(node: String, address: String) throws -> UInt64
-    /// Extends `lease`; false when it had expired (the node must join again).
-    func renew(lease: UInt64) throws -> Bool
+    /// Extends `lease`, recording how many devices the node holds; false when it had expired
+    /// (the node must join again).
+    func renew(lease: UInt64, devicesHeld: Int) throws -> Bool
     /// Ends `lease` at once, so that other nodes may take its devices over without waiting for
     /// it to expire (a drained node leaving).
     func leave(lease: UInt64) throws
@@ -60,12 +61,16 @@ public struct NodeInfo: Sendable, Equatable {
     /// Milliseconds since the epoch, the database's clock.
     public var startedAt: Int64
     public var expiresAt: Int64
+    /// As of its last renewal.
+    public var devicesHeld: Int
 
-    public init(lease: UInt64, name: String, address: String, startedAt: Int64, expiresAt: Int64) {
+    public init(lease: UInt64, name: String, address: String, startedAt: Int64, expiresAt: Int64, devicesHeld: Int = 0)
+    {
         self.lease = lease
         self.name = name
         self.address = address
         self.startedAt = startedAt
         self.expiresAt = expiresAt
+        self.devicesHeld = devicesHeld
     }
 }

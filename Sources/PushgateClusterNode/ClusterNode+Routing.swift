@@ -57,6 +57,7 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
                 headers: headers,
                 body: request.body.readableBytes > 0 ? request.body : nil
             )
+            count { $0.forwardedDeviceRequests += 1 }
             let response = try await reaching(address) { try await self.peers.send(forwarded, to: address) }
             var answer = HTTPHeaders()
             for name in ["content-type", "retry-after", "allow"] {
@@ -117,6 +118,7 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
                     forgetHeld(deviceID)
                 }
             case .node(let address):
+                count { $0.forwardedPushes += 1 }
                 do {
                     let answer = try await send(work, to: address)
                     if answer.refusal?.reason == Refusal.Reason.misdirectedRequest.rawValue, attempt == 0 {
@@ -182,7 +184,7 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
 
     /// `body`'s answer from another node; a node that cannot be reached is a 503 to retry (by
     /// then its lease may have expired, and the device be another's).
-    private func reaching<T>(_ address: String, _ body: () async throws -> T) async throws -> T {
+    func reaching<T>(_ address: String, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let refusal as Refusal {

@@ -51,6 +51,9 @@ public final class ClusterNode: Sendable {
         /// when that node cannot be reached or says the device moved.
         var remoteOwners: [String: String] = [:]
         var stopping = false
+        var activity = ClusterActivity()
+        /// Live nodes at the last sweep.
+        var liveNodes = 0
     }
 
     private let configuredName: String?
@@ -98,6 +101,12 @@ public final class ClusterNode: Sendable {
 
     func forgetHeld(_ deviceID: String) { state.withLockedValue { _ = $0.held.removeValue(forKey: deviceID) } }
 
+    func count(_ change: @Sendable (inout ClusterActivity) -> Void) { state.withLockedValue { change(&$0.activity) } }
+
+    var activitySoFar: ClusterActivity { state.withLockedValue { $0.activity } }
+
+    var liveNodesSeen: Int { state.withLockedValue { $0.liveNodes } }
+
     /// The lease this node acts under, if it may act now.
     var actingLease: UInt64? {
         state.withLockedValue { state in
@@ -127,21 +136,34 @@ public final class ClusterNode: Sendable {
 
     // MARK: Membership
 
-    /// Joins the cluster once the listeners are bound (`main`: their addresses, the first
-    /// cleartext one naming the node unless configured), and keeps the lease from then on.
-    public func start(listeningOn main: [SocketAddress]) throws {
-        guard let first = main.first else { throw ClusterAddressError(reason: "the gateway has no listener") }
-        let port = first.port ?? 0
-        let host = first.ipAddress ?? "127.0.0.1"
-        let reachable = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
-        let hostPort = reachable.contains(":") ? "[\(reachable)]:\(port)" : "\(reachable):\(port)"
-        let name = configuredName ?? hostPort
-        let address = configuredAddress ?? "http://\(hostPort)"
+    /// Joins the cluster once the listeners are bound (`listeners`: their addresses, in order,
+    /// and whether each is cleartext), and keeps the lease from then on. Unless configured, the
+    /// first listener names the node and the first cleartext one is its address: the other
+    /// nodes speak HTTP/2 without TLS to it.
+    public func start(listeners: [(address: SocketAddress, cleartext: Bool)]) throws {
+        guard let first = listeners.first else { throw ClusterAddressError(reason: "the gateway has no listener") }
+        let name = configuredName ?? Self.hostPort(first.address)
+        let address: String
+        if let configuredAddress {
+            address = configuredAddress
+        } else if let cleartext = listeners.first(where: \.cleartext) {
+            address = "http://\(Self.hostPort(cleartext.address))"
+        } else {
+            throw ClusterAddressError(reason: "every listener is TLS, and the other nodes reach this one in cleartext")
+        }
         state.withLockedValue { state in
             state.name = name
             state.address = address
             state.keeper = Task { await self.run() }
         }
+    }
+
+    /// `HOST:PORT` as another process on this machine reaches it (a wildcard is loopback).
+    private static func hostPort(_ address: SocketAddress) -> String {
+        let port = address.port ?? 0
+        let host = address.ipAddress ?? "127.0.0.1"
+        let reachable = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
+        return reachable.contains(":") ? "[\(reachable)]:\(port)" : "\(reachable):\(port)"
     }
 
     /// Keeps the lease and checks the devices it holds, until cancelled: the lease every tick
@@ -169,14 +191,15 @@ public final class ClusterNode: Sendable {
                     let id = try await blocking { try store.join(node: name, address: address) }
                     state.withLockedValue { $0.lease.joined(id: id, request: request) }
                     logger.info("cluster lease taken", metadata: ["cluster.lease": "\(id)", "cluster.node": "\(name)"])
+                    await countNodes()
                 } catch {
                     state.withLockedValue { $0.lease.requestFailed(request: request) }
                     logger.warning("cluster join failed", metadata: ["error": "\(error)"])
                 }
             case .renew(let id, let request):
                 do {
-                    let store = store
-                    let renewed = try await blocking { try store.renew(lease: id) }
+                    let (store, held) = (store, heldCount)
+                    let renewed = try await blocking { try store.renew(lease: id, devicesHeld: held) }
                     if renewed {
                         state.withLockedValue { $0.lease.renewed(id: id, request: request) }
                     } else {
@@ -196,6 +219,7 @@ public final class ClusterNode: Sendable {
     private func giveUpDevices(lease: UInt64, why: String) async {
         let held = state.withLockedValue { state in
             defer { state.held = [:] }
+            state.activity.leaseLosses += 1
             return Array(state.held.keys)
         }
         logger.warning(
@@ -206,14 +230,22 @@ public final class ClusterNode: Sendable {
     }
 
     /// Devices the database says another node owns now (their stream opened there while this
-    /// node did not hear of it) are let go.
+    /// node did not hear of it) are let go; the live nodes are counted.
     private func sweep() async {
         guard let lease = actingLease else { return }
+        await countNodes()
+        let store = store
         let held = state.withLockedValue { $0.held.map { (device: $0.key, epoch: $0.value.epoch) } }
         guard !held.isEmpty else { return }
-        let store = store
         guard let lost = try? await blocking({ try store.lost(held, lease: lease) }) else { return }
         for id in lost { await release(id) }
+    }
+
+    private func countNodes() async {
+        let store = store
+        if let nodes = try? await blocking({ try store.nodes() }) {
+            state.withLockedValue { $0.liveNodes = nodes.count }
+        }
     }
 
     /// Lets a device go (another node took it over).
@@ -262,7 +294,13 @@ public final class ClusterNode: Sendable {
             if state.withLockedValue({ $0.held[id] }) != owner {
                 let records = try await blocking { try store.records(ofDevice: id) }
                 try await core.adopt(records, owner: owner)
-                state.withLockedValue { $0.held[id] = owner }
+                state.withLockedValue { state in
+                    state.held[id] = owner
+                    switch reason {
+                    case .stream: state.activity.streamClaims += 1
+                    case .takeover: state.activity.takeovers += 1
+                    }
+                }
             }
             if let previous, previous.lease != lease {
                 // Best effort: the old owner is fenced anyway, and its sweep finds out.
@@ -307,5 +345,7 @@ final class ClaimQueue: Sendable {
 
 struct ClusterAddressError: Error, CustomStringConvertible {
     var reason: String
-    var description: String { "cannot tell the other nodes where this one is: \(reason); give --node-address" }
+    var description: String {
+        "cannot tell the other nodes where this one is: \(reason); give --node-address http://HOST:PORT of a cleartext --listen"
+    }
 }

@@ -8,7 +8,11 @@ import PushgateTransport
 /// must carry the cluster's secret (`pushgate-cluster`), else it is refused like an unknown
 /// route, so that a stranger learns nothing of them.
 extension ClusterNode {
-    public func registerRoutes(on router: inout Router) {
+    /// `deviceView`: the admin view of a device this node holds, as its admin API answers it.
+    public func registerRoutes(
+        on router: inout Router,
+        deviceView: @escaping @Sendable (String) async -> HTTPServerResponse
+    ) {
         let secret = secret
         let admission = RouteAdmission(admits: { head, responder in
             guard PeerConnections.proves(head.headers, secret: secret) else {
@@ -36,6 +40,16 @@ extension ClusterNode {
                     )
                 )
             }
+        }
+        // The admin view of a device held here, which another node was asked for.
+        router.addPrefix("GET", Self.deviceViewPath, protocols: .http2Only, role: .operator, admission: admission) {
+            [self] request, responder in
+            let id = String(request.path.dropFirst(Self.deviceViewPath.count))
+            guard holds(id) else {
+                responder.respond(.refusal(Self.misdirected(id, owner: "another node")))
+                return
+            }
+            Task { responder.respond(await deviceView(id)) }
         }
         // The device's stream opened on another node, which claimed it at `epoch`.
         router.add("POST", "/internal/v1/release", protocols: .http2Only, role: .device, admission: admission) {

@@ -30,18 +30,44 @@ final class PeerConnections: Sendable {
         return constantTimeEquals(Array(given.utf8), Array(secret.utf8))
     }
 
-    /// `request` sent to the node at `address` (`http://HOST:PORT`), with the secret; its answer.
-    func send(_ request: HTTPClientRequest, to address: String) async throws -> HTTPClientResponse {
+    /// `request` sent to the node at `address` (`http://HOST:PORT`), with the secret; its answer
+    /// within `timeout`, or `PeerTimeout` (the connection is then dropped: a node paused or cut
+    /// off answers nothing, and the caller asks the database again).
+    func send(
+        _ request: HTTPClientRequest,
+        to address: String,
+        timeout: TimeAmount = PeerConnections.timeout
+    ) async throws -> HTTPClientResponse {
         var request = request
         request.headers.replaceOrAdd(name: Self.secretHeader, value: secret)
-        let connection = try await connection(to: address)
+        let loop = group.next()
+        let answer = loop.makePromise(of: HTTPClientResponse.self)
+        let attempt = Task {
+            do {
+                let connection = try await connection(to: address)
+                answer.succeed(try await connection.send(request))
+            } catch {
+                answer.fail(error)
+            }
+        }
+        // Whichever comes first completes the promise; the other's completion is ignored.
+        let timer = loop.scheduleTask(in: timeout) {
+            answer.fail(PeerTimeout(address: address, timeout: timeout))
+            attempt.cancel()
+        }
+        defer { timer.cancel() }
         do {
-            return try await connection.send(request)
+            return try await answer.futureResult.get()
         } catch {
             forget(address)
             throw error
         }
     }
+
+    /// The longest a node waits for another's answer. A forwarded push is committed by its
+    /// owner in milliseconds; twice this is what a provider waits at most before a 503 when the
+    /// owner is paused and its lease not yet expired.
+    static let timeout: TimeAmount = .seconds(2)
 
     /// Tells the node at `address` that the device is claimed at `epoch` elsewhere now.
     func release(_ deviceID: String, epoch: UInt64, at address: String) async {
@@ -98,6 +124,12 @@ final class PeerConnections: Sendable {
         guard address.hasPrefix("http://") else { return nil }
         return ListenAddress(String(address.dropFirst("http://".count))).map { ($0.host, $0.port) }
     }
+}
+
+struct PeerTimeout: Error, CustomStringConvertible {
+    var address: String
+    var timeout: TimeAmount
+    var description: String { "no answer from \(address) within \(timeout.nanoseconds / 1_000_000) ms" }
 }
 
 struct PeerAddressError: Error, CustomStringConvertible {

@@ -183,7 +183,6 @@ public enum Gateway {
         reread: (@Sendable () throws -> GatewayConfiguration)? = nil,
         logger: Logger
     ) throws -> AssembledGateway {
-        let readiness = Readiness(store: store.health)
         let events = EventHub()
         let core = try DeliveryCore(
             group: group,
@@ -205,10 +204,12 @@ public enum Gateway {
                 logger: logger
             )
         }
+        let readiness = Readiness(store: store.health, cluster: cluster)
         let acceptor: any PushAcceptor = cluster ?? core
         let provider = ProviderCounters()
         metrics.follow(delivery: core.counters, provider: provider)
         metrics.watch(store.health)
+        if let cluster { metrics.watch(cluster: cluster) }
         var settings = AdminConsole.Settings(access: AdminAccess(token: configuration.adminToken))
         settings.metricsTopicLabels = configuration.metricsTopicLabels
         let console = AdminConsole(
@@ -218,6 +219,7 @@ public enum Gateway {
             core: core,
             provider: provider,
             store: store,
+            cluster: cluster,
             clock: clock,
             group: group,
             logger: logger
@@ -271,7 +273,7 @@ public enum Gateway {
             webPushOrigin: configuration.webpushOrigin,
             placement: cluster
         )
-        cluster?.registerRoutes(on: &mainRoutes)
+        cluster?.registerRoutes(on: &mainRoutes, deviceView: console.localDeviceResponse)
         WebPushRoute.register(
             on: &mainRoutes,
             acceptor: acceptor,
@@ -360,7 +362,7 @@ public struct AssembledGateway: Sendable {
                 await server.shutdownGracefully(deadline: .zero)
                 throw error
             }
-            try cluster?.start(listeningOn: main)
+            try cluster?.start(listeners: zip(main, server.listeners).map { ($0, $1.tls == nil) })
             readiness.set(true)
             return Addresses(main: main, admin: admin)
         } catch {

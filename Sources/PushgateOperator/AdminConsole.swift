@@ -37,6 +37,8 @@ public final class AdminConsole: Sendable {
     private let clock: any DeliveryClock
     private let group: any EventLoopGroup
     private let startedAt: Int64
+    /// The cluster this gateway is a node of; nil alone.
+    private let cluster: (any ClusterView)?
     private let tasks = NIOLockedValueBox<[RepeatedTask]>([])
 
     public init(
@@ -46,10 +48,12 @@ public final class AdminConsole: Sendable {
         core: DeliveryCore,
         provider: ProviderCounters,
         store: any NotificationStore,
+        cluster: (any ClusterView)? = nil,
         clock: any DeliveryClock,
         group: any EventLoopGroup,
         logger: Logger
     ) {
+        self.cluster = cluster
         self.settings = settings
         self.metrics = metrics
         self.events = events
@@ -104,7 +108,8 @@ public final class AdminConsole: Sendable {
 
     // MARK: Routes
 
-    /// `/metrics`, `/v1/admin/stats`, `/v1/admin/devices/{id}`, `/v1/admin/events`, `/admin`.
+    /// `/metrics`, `/v1/admin/stats`, `/v1/admin/nodes`, `/v1/admin/devices/{id}`,
+    /// `/v1/admin/events`, `/admin`.
     public func register(on router: inout Router) {
         let access = settings.access
         router.add("GET", "/metrics", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) {
@@ -116,6 +121,11 @@ public final class AdminConsole: Sendable {
             [self] request, responder in
             guard Self.admitted(request, responder, access) else { return }
             Task { responder.respond(await self.statsResponse()) }
+        }
+        router.add("GET", "/v1/admin/nodes", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) {
+            [self] request, responder in
+            guard Self.admitted(request, responder, access) else { return }
+            Task { responder.respond(await self.nodesResponse()) }
         }
         router.addPrefix("GET", "/v1/admin/devices/", protocols: .http1AndHTTP2, role: .operator, answersHEAD: true) {
             [self] request, responder in
@@ -183,20 +193,60 @@ public final class AdminConsole: Sendable {
         do {
             let statistics = try await core.statistics()
             let overview = try await core.overview(topicLimit: settings.topicLimit, deviceLimit: 20)
-            let stats = AdminStats(
+            var stats = AdminStats(
                 startedAt: startedAt,
                 totals: currentTotals,
                 durableTotals: await durableTotals(),
                 statistics: statistics,
                 overview: overview
             )
+            if let cluster {
+                stats.scope = "node"
+                stats.node = cluster.nodeName
+                stats.nodes = try await Self.nodes(cluster)
+            }
             return .json(AdminJSON.encode(stats))
         } catch {
             return .refusal(for: error)
         }
     }
 
+    private func nodesResponse() async -> HTTPServerResponse {
+        guard let cluster else {
+            return .refusal(
+                Refusal(
+                    .notFound,
+                    "this gateway is not a node of a cluster: only gateways on a database (--database-url) are"
+                )
+            )
+        }
+        do {
+            return .json(AdminJSON.encode(AdminNodes(nodes: try await Self.nodes(cluster))))
+        } catch {
+            return .refusal(for: error)
+        }
+    }
+
+    private static func nodes(_ cluster: any ClusterView) async throws -> [AdminNode] {
+        let lease = cluster.memberLease
+        return try await cluster.members().map { AdminNode($0, this: $0.lease == lease) }
+    }
+
+    /// The device's view, from the node that holds it in a cluster.
     private func deviceResponse(_ deviceID: String) async -> HTTPServerResponse {
+        if let cluster {
+            do {
+                if let owners = try await cluster.ownersView(ofDevice: deviceID) { return owners }
+            } catch {
+                return .refusal(for: error)
+            }
+        }
+        return await localDeviceResponse(deviceID)
+    }
+
+    /// The view of a device this gateway holds (in a cluster, what the node that holds it
+    /// answers the others).
+    public func localDeviceResponse(_ deviceID: String) async -> HTTPServerResponse {
         do {
             guard let device = try await core.inspect(deviceID: deviceID) else {
                 // Echoed as far as an id goes (32 hex digits): a path of any length is not repeated whole.
@@ -206,7 +256,7 @@ public final class AdminConsole: Sendable {
                     : deviceID.count > 40 ? "\"\(deviceID.prefix(40))...\" (\(deviceID.utf8.count) bytes)" : deviceID
                 return .refusal(Refusal(.notFound, "no device \(shown) on this gateway"))
             }
-            return .json(AdminJSON.encode(AdminDevice(device, now: clock.nowMillis())))
+            return .json(AdminJSON.encode(AdminDevice(device, owner: cluster?.nodeName, now: clock.nowMillis())))
         } catch {
             return .refusal(for: error)
         }

@@ -48,15 +48,16 @@ public final class PostgresCluster: ClusterStore {
         }
     }
 
-    public func renew(lease: UInt64) throws -> Bool {
+    public func renew(lease: UInt64, devicesHeld: Int) throws -> Bool {
         try run { connection, deadline throws(PGError) in
             var params = PGParams()
             params.int64(Int64(clamping: lease))
             params.int64(leaseMillis)
+            params.int64(Int64(devicesHeld))
             let result = try connection.execute(
                 """
-                UPDATE node_leases SET expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond' \
-                WHERE lease_id = $1::bigint AND expires_at > clock_timestamp() RETURNING lease_id
+                UPDATE node_leases SET expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond', \
+                devices_held = $3::bigint WHERE lease_id = $1::bigint AND expires_at > clock_timestamp() RETURNING lease_id
                 """,
                 params,
                 deadline: deadline
@@ -122,7 +123,7 @@ public final class PostgresCluster: ClusterStore {
         guard (alive?.rows ?? 0) == 1 else { return .leaseNotAlive }
         let ownerLease = current.optionalInteger(0, 0).map { UInt64($0) }
         let epoch = UInt64(max(current.integer(0, 1), 0))
-        let ownerAlive = !current.isNull(0, 7) && current.boolean(0, 7)
+        let ownerAlive = !current.isNull(0, 8) && current.boolean(0, 8)
         let owner = ownerLease != nil && !current.isNull(0, 2) ? Self.node(current, 0, from: 2) : nil
         if ownerLease == lease { return .claimed(epoch: epoch, previous: nil) }
         if reason == .takeover, ownerAlive, let owner { return .ownedElsewhere(owner) }
@@ -221,13 +222,13 @@ public final class PostgresCluster: ClusterStore {
 
     // MARK: -
 
-    /// A node's columns, `lease_id, node_name, address, started_at, expires_at` (times in epoch
-    /// milliseconds), of the table aliased `alias`.
+    /// A node's columns, `lease_id, node_name, address, started_at, expires_at, devices_held`
+    /// (times in epoch milliseconds), of the table aliased `alias`.
     private static func nodeColumns(_ alias: String) -> String {
         """
         \(alias).lease_id, \(alias).node_name, \(alias).address, \
         (extract(epoch FROM \(alias).started_at) * 1000)::bigint, \
-        (extract(epoch FROM \(alias).expires_at) * 1000)::bigint
+        (extract(epoch FROM \(alias).expires_at) * 1000)::bigint, \(alias).devices_held::bigint
         """
     }
 
@@ -237,7 +238,8 @@ public final class PostgresCluster: ClusterStore {
             name: result.text(row, column + 1),
             address: result.text(row, column + 2),
             startedAt: result.integer(row, column + 3),
-            expiresAt: result.integer(row, column + 4)
+            expiresAt: result.integer(row, column + 4),
+            devicesHeld: result.isNull(row, column + 5) ? 0 : Int(result.integer(row, column + 5))
         )
     }
 

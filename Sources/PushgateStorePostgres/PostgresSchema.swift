@@ -140,7 +140,8 @@ enum PostgresSchema {
     ///   subscription, its application server key; notifications their Web Push urgency.
     /// - `node_leases`: one row per node's joining (`PushgateCluster.OwnershipRules`), alive
     ///   while `expires_at` (the database's clock) is ahead; a node that lets its lease lapse
-    ///   joins again under a new id, so nothing done under the old one survives the gap.
+    ///   joins again under a new id, so nothing done under the old one survives the gap. Each
+    ///   renewal records how many devices the node holds, for the admin API's node list.
     /// - A device is owned by a lease (`owner_lease`) at an epoch; `pushgate_fence` is the check
     ///   every owner's batch starts with: it holds the device's row (FOR SHARE) until the
     ///   transaction ends, so that a claim by another node waits for it, and raises
@@ -158,7 +159,8 @@ enum PostgresSchema {
             node_name  text NOT NULL,
             address    text NOT NULL,
             started_at timestamptz NOT NULL DEFAULT now(),
-            expires_at timestamptz NOT NULL
+            expires_at timestamptz NOT NULL,
+            devices_held integer NOT NULL DEFAULT 0
         );
         ALTER TABLE devices DROP COLUMN owner_node;
         ALTER TABLE devices ADD COLUMN owner_lease bigint;

@@ -1,5 +1,6 @@
 import Foundation
 import PushgateStoreTestKit
+import PushgateTestKit
 import Testing
 
 /// Three gateways on one PostgreSQL database, as three hosts would run them (here on one host:
@@ -168,5 +169,209 @@ struct ClusterCLITests {
             if let id = event["apnsId"] as? String { received.insert(id) }
         }
         #expect(answered.isSubset(of: received))
+    }
+
+    @Test(
+        "operators: every node lists the live nodes and names a device's owner; a node killed -9 leaves every list"
+    )
+    func operatorsSeeTheCluster() throws {
+        let nodes = try cluster()
+        defer { for node in nodes { _ = node.stop() } }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let agent = try AgentProcess(server: nodes[0].urls[0], identity: directory + "/device.json", topic: Self.topic)
+        _ = try agent.next()  // registered
+        #expect(try agent.next()["type"] as? String == "connected")
+        let identity = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: directory + "/device.json"))
+        )
+        let deviceID = try #require((identity as? [String: Any])?["deviceId"] as? String)
+
+        // Each node lists all three, itself marked; n1's renewals (every second) count the device.
+        for (index, node) in nodes.enumerated() {
+            try waitUntil("n\(index + 1) lists three nodes, n1 holding the device") {
+                let listed = try Self.nodes(node)
+                return listed.map(\.name) == ["n1", "n2", "n3"] && listed.first?.devicesHeld == 1
+            }
+            let listed = try Self.nodes(node)
+            #expect(listed.filter(\.this).map(\.name) == ["n\(index + 1)"])
+            #expect(listed.allSatisfy { $0.leaseExpiresAt > $0.startedAt && $0.address.hasPrefix("http://127.0.0.1:") })
+            #expect(try Self.get(node, "/readyz").status == 200)
+        }
+
+        // The device's view from a node that does not hold it is its owner's, naming it.
+        let view = try Self.get(nodes[2], "/v1/admin/devices/\(deviceID)")
+        #expect(view.status == 200, "\(view.body)")
+        let device = try JSONSerialization.jsonObject(with: Data(view.body.utf8)) as? [String: Any]
+        #expect(device?["owner"] as? String == "n1")
+        #expect(device?["connected"] as? Bool == true)
+
+        // Stats say whose figures they are.
+        let stats =
+            try JSONSerialization.jsonObject(with: Data(try Self.get(nodes[1], "/v1/admin/stats").body.utf8))
+            as? [String: Any]
+        #expect(stats?["scope"] as? String == "node" && stats?["node"] as? String == "n2")
+        #expect((stats?["nodes"] as? [Any])?.count == 3)
+
+        // Metrics carry the node's name.
+        // (The live nodes are counted at joining and every 2 s.)
+        var metrics = ""
+        try waitUntil("n1 counts three live nodes") {
+            metrics = try Self.get(nodes[0], "/metrics").body
+            return metrics.contains(#"pushgate_cluster_nodes{node="n1"} 3"#)
+        }
+        func value(_ series: String) -> Double? {
+            metrics.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
+                Double($0.split(separator: " ")[1])
+            }
+        }
+        #expect(value(#"pushgate_cluster_member{node="n1"}"#) == 1)
+        #expect(value(#"pushgate_cluster_devices_held{node="n1"}"#) == 1)
+        #expect(value(#"pushgate_cluster_nodes{node="n1"}"#) == 3)
+        // Claimed once, by its registration (a takeover) or its stream, whichever came first.
+        let claims = [
+            value(#"pushgate_cluster_claims_total{node="n1",reason="stream"}"#),
+            value(#"pushgate_cluster_claims_total{node="n1",reason="takeover"}"#),
+        ]
+        #expect(claims.compactMap { $0 }.reduce(0, +) == 1, "\(claims)")
+
+        // Killed -9, n3 leaves the others' lists once its lease has expired (5 s).
+        kill(nodes[2].process.processIdentifier, SIGKILL)
+        for node in nodes.prefix(2) {
+            try waitUntil("n3 gone from the list", seconds: 30) { try Self.nodes(node).map(\.name) == ["n1", "n2"] }
+        }
+    }
+
+    @Test(
+        "the owner paused (SIGSTOP) past its lease: the device moves, pushes reach it without the paused node, which takes nothing back when resumed"
+    )
+    func ownerPaused() throws {
+        let nodes = try cluster(["--heartbeat-interval", "2"])
+        defer {
+            kill(nodes[0].process.processIdentifier, SIGCONT)
+            for node in nodes { _ = node.stop() }
+        }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let agent = try AgentProcess(
+            server: nodes[0].urls[0],
+            identity: directory + "/device.json",
+            topic: Self.topic,
+            arguments: ["--server", nodes[1].urls[0]]
+        )
+        let token = try #require(try agent.next()["token"] as? String)
+        #expect(try agent.next()["type"] as? String == "connected")
+        var received: [String] = []
+        func push(_ node: GatewayProcess, _ text: String) throws -> CurlResponse {
+            try curlPush(
+                node.urls[0],
+                token: token,
+                topic: Self.topic,
+                apnsID: nil,
+                pushType: "alert",
+                body: #"{"aps":{"alert":"\#(text)"}}"#
+            )
+        }
+        func receive(_ text: String) throws {
+            while true {
+                let event = try agent.next(timeout: .seconds(30))
+                guard let payload = event["payload"] else { continue }
+                let said = "\(payload)"
+                received.append(said)
+                if said.contains(text) { return }
+            }
+        }
+        let before = try push(nodes[2], "before")
+        #expect(before.headers["pushgate-disposition"] == "delivered", "\(before.raw)")
+        try receive("before")
+
+        kill(nodes[0].process.processIdentifier, SIGSTOP)
+        // The agent hears nothing for twice the heartbeat and moves to n2, which claims the device.
+        #expect(try agent.next(timeout: .seconds(30))["type"] as? String == "connected")
+        for index in 1...5 {
+            let answer = try push(nodes[2], "paused \(index)")
+            #expect(answer.status == 200, "\(answer.raw)")
+            try receive("paused \(index)")
+        }
+
+        kill(nodes[0].process.processIdentifier, SIGCONT)
+        try waitUntil("n1 a member again", seconds: 30) { try Self.get(nodes[0], "/readyz").status == 200 }
+        let after = try push(nodes[0], "after")
+        #expect(after.headers["pushgate-disposition"] == "delivered", "\(after.raw)")
+        try receive("after")
+        #expect(nodes[0].logged.contains("cluster lease lost"), "n1 never said it let its devices go")
+        // Each push once: nothing acknowledged came again, from n1 or n2.
+        #expect(Set(received).count == received.count, "\(received)")
+        #expect(received.count == 7, "\(received)")
+    }
+
+    @Test(
+        "drain under load: the owner's SIGTERM ends its streams, the agent moves to another node, every push answered 200 arrives"
+    )
+    func drainUnderLoad() throws {
+        let nodes = try cluster(["--drain-grace-seconds", "1"])
+        defer { for node in nodes { _ = node.stop() } }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let agent = try AgentProcess(
+            server: nodes[0].urls[0],
+            identity: directory + "/device.json",
+            topic: Self.topic,
+            arguments: ["--server", nodes[1].urls[0]]
+        )
+        let token = try #require(try agent.next()["token"] as? String)
+        #expect(try agent.next()["type"] as? String == "connected")
+
+        let burst = try PythonClient.json(
+            BurstResult.self,
+            "provider_burst.py",
+            [
+                "--url", nodes[2].urls[0], "--token", token, "--topic", Self.topic, "--count", "400",
+                "--concurrency", "8", "--run-after", "100",
+                "--run", #"["kill", "-TERM", "\#(nodes[0].process.processIdentifier)"]"#,
+            ]
+        )
+        nodes[0].process.waitUntilExit()
+        #expect(nodes[0].process.terminationStatus == 0, "\(nodes[0].logged.suffix(2000))")
+        #expect(burst.ok.count >= 100)
+        #expect(burst.unknown.isEmpty, "\(burst.unknown.prefix(3))")
+        #expect(burst.rejected.allSatisfy { $0.status == 503 }, "\(burst.rejected.prefix(3))")
+        let answered = Set(burst.ok)
+        var received = Set<String>()
+        var reconnected = false
+        while !answered.isSubset(of: received) {
+            let event = try agent.next(timeout: .seconds(30))
+            if let id = event["apnsId"] as? String { received.insert(id) }
+            if event["type"] as? String == "connected" { reconnected = true }
+        }
+        while !reconnected { reconnected = try agent.next(timeout: .seconds(30))["type"] as? String == "connected" }
+        let later = try send(nodes[2], token, #"{"aps":{"alert":"after the drain"}}"#)
+        #expect(later.headers["pushgate-disposition"] == "delivered", "\(later.raw)")
+        // The drained node left the cluster at once.
+        #expect(try Self.nodes(nodes[1]).map(\.name) == ["n2", "n3"])
+    }
+
+    struct Node: Decodable {
+        var name: String
+        var address: String
+        var startedAt: Int64
+        var leaseExpiresAt: Int64
+        var devicesHeld: Int
+        var this: Bool
+    }
+
+    /// The node's list; empty while it answers other than 200 (joining).
+    static func nodes(_ node: GatewayProcess) throws -> [Node] {
+        struct Nodes: Decodable { var nodes: [Node] }
+        let answer = try get(node, "/v1/admin/nodes")
+        guard answer.status == 200 else { return [] }
+        return try JSONDecoder().decode(Nodes.self, from: Data(answer.body.utf8)).nodes
+    }
+
+    /// An operator's GET (no admin token: loopback is trusted), over HTTP/1.1.
+    static func get(_ node: GatewayProcess, _ path: String) throws -> (status: Int, body: String) {
+        let result = try run("curl", ["-sS", "--max-time", "10", "-w", "\n%{http_code}", node.urls[0] + path])
+        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        return (Int(lines.last ?? "") ?? -1, lines.dropLast().joined(separator: "\n"))
     }
 }

@@ -26,6 +26,9 @@ struct PrometheusAssetTests {
         "pushgate_connections_refused_total", "pushgate_device_creations_refused_total",
         "pushgate_http2_flood_closures_total",
         "pushgate_timeouts_total",
+        // A gateway on PostgreSQL only.
+        "pushgate_store_database_errors_total", "pushgate_cluster_forwarded_total", "pushgate_cluster_claims_total",
+        "pushgate_cluster_lease_losses_total",
     ]
     static let gauges = [
         "pushgate_held_notifications", "pushgate_stored_notifications", "pushgate_unacked_notifications",
@@ -33,6 +36,9 @@ struct PrometheusAssetTests {
         "pushgate_silent_refill_scaled", "pushgate_http2_connections",
         "pushgate_http2_streams", "pushgate_build_info", "pushgate_store_healthy", "pushgate_request_body_bytes",
         "pushgate_queued_notification_bytes",
+        // A gateway on PostgreSQL only.
+        "pushgate_store_database_connected", "pushgate_store_database_connections", "pushgate_cluster_member",
+        "pushgate_cluster_devices_held", "pushgate_cluster_nodes",
     ]
     static let histograms = [
         "pushgate_delivery_latency_seconds", "pushgate_hold_duration_seconds",

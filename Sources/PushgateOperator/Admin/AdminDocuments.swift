@@ -1,4 +1,5 @@
 import Foundation
+import PushgateCluster
 import PushgateDelivery
 import PushgateModel
 
@@ -7,6 +8,13 @@ import PushgateModel
 
 /// `AdminStats`.
 struct AdminStats: Encodable {
+    /// `gateway` alone; `node`, one node of a cluster: every figure is this node's (its devices,
+    /// its counts since start), but `durableTotals`, the cluster's when the node started plus
+    /// the node's since.
+    var scope = "gateway"
+    /// The node's name and the live nodes, in a cluster.
+    var node: String?
+    var nodes: [AdminNode]?
     var startedAt: Int64
     var totals: Totals
     var durableTotals: Totals
@@ -66,9 +74,37 @@ struct AdminStats: Encodable {
     }
 }
 
+/// `AdminNodes`.
+struct AdminNodes: Encodable {
+    var nodes: [AdminNode]
+}
+
+/// `AdminNode`: a live node of the cluster.
+struct AdminNode: Encodable {
+    var name: String
+    /// Where the other nodes reach it.
+    var address: String
+    var startedAt: Int64
+    var leaseExpiresAt: Int64
+    var devicesHeld: Int
+    /// The node that answered.
+    var this: Bool
+
+    init(_ node: NodeInfo, this: Bool) {
+        name = node.name
+        address = node.address
+        startedAt = node.startedAt
+        leaseExpiresAt = node.expiresAt
+        devicesHeld = node.devicesHeld
+        self.this = this
+    }
+}
+
 /// `AdminDevice`.
 struct AdminDevice: Encodable {
     var deviceId: String
+    /// The node that holds the device, in a cluster.
+    var owner: String?
     var connected: Bool
     var offlineSince: Int64?
     var power: String
@@ -205,8 +241,9 @@ struct AdminDevice: Encodable {
         var waitsUntil: Int64?
     }
 
-    init(_ device: DeviceInspection, now: Int64) {
+    init(_ device: DeviceInspection, owner: String?, now: Int64) {
         deviceId = device.deviceID
+        self.owner = owner
         connected = device.connected
         offlineSince = device.connected ? nil : device.offlineSince
         power = device.power.rawValue

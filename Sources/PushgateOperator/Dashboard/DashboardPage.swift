@@ -74,6 +74,8 @@ enum DashboardPage {
         <div class="panel" id="p-held"><h2>Top held devices</h2>
         <table><thead><tr><th>device</th><th class="n">held</th><th>oldest held</th></tr></thead><tbody id="top-held"></tbody></table>
         <p id="held-truncated" class="note" hidden>More devices hold notifications than are listed.</p></div>
+        <div class="panel" id="p-nodes" hidden><h2>Cluster nodes <span id="nodes-scope" class="muted"></span></h2>
+        <table><thead><tr><th>node</th><th class="n">devices</th><th>started</th><th>lease until</th></tr></thead><tbody id="nodes"></tbody></table></div>
         </section>
         </div>
         </main>

@@ -299,6 +299,13 @@ enum DashboardScript {
             el("td", { class: "n" }, fmt(d.held)), el("td", { title: iso(d.oldestHeldAt), "data-since": d.oldestHeldAt }, age(now() - d.oldestHeldAt) + " ago")))
             : [el("tr", null, el("td", { colspan: 3, class: "muted" }, "nothing held"))]));
           $("held-truncated").hidden = !s.truncated;
+          // A node of a cluster: every figure above is this node's.
+          const nodes = s.nodes || [];
+          $("p-nodes").hidden = s.scope !== "node";
+          setText("nodes-scope", s.scope === "node" ? "figures above are node " + s.node + "'s" : "");
+          $("nodes").replaceChildren(...nodes.map(n => el("tr", null,
+            el("td", { class: "mono", title: n.address }, n.name + (n.this ? " (this)" : "")),
+            el("td", { class: "n" }, fmt(n.devicesHeld)), el("td", null, iso(n.startedAt)), el("td", null, hms(n.leaseExpiresAt)))));
         }
 
         // ---- one device, and why each of its notifications waits
@@ -333,6 +340,7 @@ enum DashboardScript {
             el("div", { class: "dev-head" }, el("code", null, d.deviceId),
               el("span", { class: "chip " + (d.connected ? "k-released" : "muted") }, d.connected ? "connected" : "offline"),
               el("span", { class: "chip" + (d.power === "lowPower" ? " k-held" : "") }, "power: " + d.power),
+              ...(d.owner ? [el("span", { class: "chip" }, "node: " + d.owner)] : []),
               el("span", { class: "muted" }, count("held") + " held · " + count("stored") + " stored · " + count("unacked") + " unacked"),
               el("button", { type: "button", onclick: () => inspect(d.deviceId, false) }, "refresh")),
             el("p", null, el("span", { class: "muted" }, "device bucket: "), bucket(d.bucket)),

@@ -1,6 +1,7 @@
 import CoreMetrics
 import NIOConcurrencyHelpers
 import Prometheus
+import PushgateCluster
 import PushgateDelivery
 import PushgateModel
 import PushgateStore
@@ -60,6 +61,10 @@ public final class GatewayMetrics: Sendable {
     private let queuedBudget = NIOLockedValueBox<QueuedNotificationBudget?>(nil)
     /// Device creations refused by the per-address limit (`watchDeviceCreationRefusals`).
     private let creationRefusals = NIOLockedValueBox<(@Sendable () -> Int)?>(nil)
+    /// The cluster this gateway is a node of (`watch(cluster:)`).
+    private let clusterView = NIOLockedValueBox<(any ClusterView)?>(nil)
+    /// Its gauges, made by the first scrape once the node has a name.
+    private let clusterGauges = NIOLockedValueBox<(member: Gauge, devices: Gauge, nodes: Gauge)?>(nil)
     /// Per-topic gauges (`--metrics-topic-labels`), by topic; only the topics of the last scrape.
     private let topicGauges = NIOLockedValueBox<[String: TopicGauges]>([:])
 
@@ -383,6 +388,13 @@ public final class GatewayMetrics: Sendable {
         databaseStatus.withLockedValue { $0 = status }
     }
 
+    /// Exports this node's membership of its cluster, the devices it holds, the live nodes, and
+    /// its cluster work, each labelled with the node's name (`node`), so that a cluster's series
+    /// sum and compare across nodes whatever the scrape's own labels.
+    public func watch(cluster: any ClusterView) {
+        clusterView.withLockedValue { $0 = cluster }
+    }
+
     /// The exposition, with the gauges set from `statistics` (read from the shards just before)
     /// and every counter brought up to its total; per-topic gauges for `topics` when given. One
     /// scrape at a time.
@@ -393,6 +405,7 @@ public final class GatewayMetrics: Sendable {
     ) -> [UInt8] {
         scrape.withLock {
             if let topics { setTopicGauges(topics) }
+            if let cluster = clusterView.withLockedValue({ $0 }) { setClusterMetrics(cluster) }
             counters.sync()
             gauges.held.set(Int64(statistics.held))
             gauges.stored.set(Int64(statistics.stored))
@@ -449,6 +462,70 @@ public final class GatewayMetrics: Sendable {
         }
         gauges.connected.set(Int64(status.isConnected ? 1 : 0))
         gauges.connections.set(Int64(status.connections))
+    }
+
+    private func setClusterMetrics(_ cluster: any ClusterView) {
+        let node = cluster.nodeName
+        // Named once the listeners are bound: scrapes before that export no cluster series.
+        guard !node.isEmpty else { return }
+        let (registry, following) = (self.registry, counters)
+        let gauges = clusterGauges.withLockedValue { gauges in
+            if let gauges { return gauges }
+            func name(_ name: String, _ help: String) -> MetricNameDescriptor {
+                MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+            }
+            let labels = [("node", node)]
+            func counter(
+                _ metric: String,
+                _ help: String,
+                _ extra: [(String, String)],
+                _ read: @escaping @Sendable (ClusterActivity) -> Int
+            ) {
+                following.follow(registry.makeCounter(descriptor: name(metric, help), labels: labels + extra)) {
+                    Double(read(cluster.activity))
+                }
+            }
+            let forwarded = "pushgate_cluster_forwarded_total"
+            let forwardedHelp =
+                "Requests this node took for a device another node holds and handed to that node, by request: push (APNs or Web Push), device (the device API's requests other than the event stream)."
+            counter(forwarded, forwardedHelp, [("request", "push")]) { $0.forwardedPushes }
+            counter(forwarded, forwardedHelp, [("request", "device")]) { $0.forwardedDeviceRequests }
+            let claims = "pushgate_cluster_claims_total"
+            let claimsHelp =
+                "Devices this node claimed, by reason: stream (the device's event stream opened here, taking it from any node), takeover (this node had to act for a device no live node held)."
+            counter(claims, claimsHelp, [("reason", "stream")]) { $0.streamClaims }
+            counter(claims, claimsHelp, [("reason", "takeover")]) { $0.takeovers }
+            counter(
+                "pushgate_cluster_lease_losses_total",
+                "Times this node's lease lapsed (no renewal reached the database in time) or was refused, and it let every device go; it joins again at once.",
+                []
+            ) { $0.leaseLosses }
+            let made = (
+                member: registry.makeGauge(
+                    descriptor: name(
+                        "pushgate_cluster_member",
+                        "1 while this node is a member of its cluster (its lease alive: it serves its devices), 0 while it joins or after its lease lapsed."
+                    ),
+                    labels: labels
+                ),
+                devices: registry.makeGauge(
+                    descriptor: name("pushgate_cluster_devices_held", "Devices this node holds (serves) now."),
+                    labels: labels
+                ),
+                nodes: registry.makeGauge(
+                    descriptor: name(
+                        "pushgate_cluster_nodes",
+                        "Live nodes of the cluster, this one included, as this node last counted them (every 2 s)."
+                    ),
+                    labels: labels
+                )
+            )
+            gauges = made
+            return made
+        }
+        gauges.member.set(Int64(cluster.memberLease == nil ? 0 : 1))
+        gauges.devices.set(Int64(cluster.devicesHeld))
+        gauges.nodes.set(Int64(cluster.liveNodeCount))
     }
 
     /// Series for these topics only: a topic that left the list leaves the exposition.

@@ -83,7 +83,8 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    private let listeners: [ListenerConfiguration]
+    /// In the order `start` returns their addresses.
+    public let listeners: [ListenerConfiguration]
     private let configuration: HTTPServerConfiguration
     private let application: any HTTPServerHandler
     private let group: any EventLoopGroup
