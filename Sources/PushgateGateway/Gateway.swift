@@ -293,6 +293,12 @@ public enum Gateway {
         let budget = RequestBodyBudget(limit: configuration.requestBodyBudgetBytes)
         metrics.watch(budget)
         metrics.watch(core.queuedBudget)
+        var listeners = listeners
+        if cluster != nil, configuration.nodeAddress == nil, listeners.allSatisfy({ $0.tls != nil }) {
+            // The other nodes speak cleartext HTTP/2 to a node: with TLS listeners only and no
+            // --node-address, one on loopback serves them, which is enough on one host.
+            listeners.append(ListenerConfiguration(host: "127.0.0.1", port: 0, name: "the cluster's loopback listener"))
+        }
         let server = HTTPServer(
             listeners: listeners,
             configuration: configuration.server(budget: budget),

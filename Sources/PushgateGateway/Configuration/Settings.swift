@@ -126,7 +126,7 @@ public enum Settings {
                 "URL",
                 default: "http:// and the first cleartext listener",
                 help:
-                    "With databaseURL: where the other nodes reach this one (http://HOST:PORT, a cleartext listener), to hand it the requests for the devices it holds. Give it when the first listener's address does not reach this machine from the others (0.0.0.0, a container's address)."
+                    "With databaseURL: where the other nodes reach this one (http://HOST:PORT, a cleartext listener), to hand it the requests for the devices it holds. Give it when the first cleartext listener's address does not reach this machine from the others (0.0.0.0, a container's address). Without it and without a cleartext listener, the gateway adds one on 127.0.0.1 at a free port: enough for nodes on one host. Node-to-node traffic is not encrypted: keep that listener on a private network."
             ) { configuration, value throws(SettingError) in
                 let address = try value.text()
                 guard address.hasPrefix("http://"), !address.dropFirst("http://".count).contains("/") else {
