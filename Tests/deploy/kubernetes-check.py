@@ -1,15 +1,18 @@
 """Cross-reference checks of Deploy/kubernetes and its PostgreSQL overlay that no schema can
 make: each one is a way the manifests can be individually valid and still not run together.
 
-Usage: python3 kubernetes-check.py DIR [--rendered FILE]
+Usage: python3 kubernetes-check.py DIR [--component NAME] [--rendered FILE]
+  --component NAME  render DIR with the component that its kustomization.yaml names in a
+                    commented-out `components:` entry, uncommented as a user would
   --rendered FILE   write the objects as rendered, for kubernetes-validate
 Exit 1 with one line per problem.
 
-The rendering is this script's model of kustomize (resources, labels, images,
+The rendering is this script's model of kustomize (resources, components, labels, images,
 `$patch: delete` and map-only strategic merge patches). When kubectl is installed, its own
 `kubectl kustomize` must give the same objects, so the model cannot drift from kustomize.
 """
 import argparse
+import base64
 import copy
 import json
 import os
@@ -17,11 +20,14 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import urllib.parse
 
 import yaml
 
 parser = argparse.ArgumentParser()
 parser.add_argument("directory")
+parser.add_argument("--component")
 parser.add_argument("--rendered")
 options = parser.parse_args()
 directory = os.path.abspath(options.directory)
@@ -58,7 +64,8 @@ def pod_specs(doc):
 def render(path):
     """The objects `kubectl apply -k path` would apply, by (kind, name), in kustomize's order:
     its resources (files, or another kustomization's directory, rendered first), then its
-    patches, labels (metadata only, as `labels` without includeSelectors) and images."""
+    components (their resources, then their patches), then its own patches, labels (metadata
+    only, as `labels` without includeSelectors) and images."""
     kustomization = load_yaml(os.path.join(path, "kustomization.yaml"))[0]
     listed = kustomization.get("resources", [])
     present = sorted(f for f in os.listdir(path) if f.endswith(".yaml") and f != "kustomization.yaml")
@@ -79,6 +86,17 @@ def render(path):
     for name in listed:
         resource = os.path.join(path, name)
         add(list(render(resource).values()) if os.path.isdir(resource) else load_yaml(resource), resource)
+    for name in kustomization.get("components") or []:
+        component_path = os.path.join(path, name)
+        component = load_yaml(os.path.join(component_path, "kustomization.yaml"))[0]
+        if component.get("kind") != "Component":
+            problems.append(f"{component_path}: a component's kustomization.yaml must be kind: Component")
+        for resource in component.get("resources", []):
+            add(load_yaml(os.path.join(component_path, resource)), component_path)
+        for file in sorted(f for f in os.listdir(component_path) if f.endswith(".yaml") and f != "kustomization.yaml"):
+            if file not in component.get("resources", []):
+                problems.append(f"{component_path}/{file} is not in the component's resources")
+        apply_patches(rendered, component, component_path)
     apply_patches(rendered, kustomization, path)
     labels = {}
     for entry in kustomization.get("labels", []):
@@ -106,19 +124,43 @@ def apply_patches(rendered, kustomization, where):
             merge(target, {k: v for k, v in doc.items() if k not in ("apiVersion", "kind")}, where)
 
 
-objects = render(directory)
-if shutil.which("kubectl"):
-    run = subprocess.run(["kubectl", "kustomize", directory], capture_output=True, text=True)
-    if run.returncode != 0:
-        problems.append(f"kubectl kustomize {directory} failed: {run.stderr.strip()}")
+def with_component_uncommented(work):
+    """A copy of DIR's parent in `work`, with DIR's kustomization.yaml's commented-out
+    `components:` entry for the component uncommented, exactly as its comment tells users to."""
+    copy_root = os.path.join(work, "Deploy")
+    shutil.copytree(os.path.dirname(directory), copy_root)
+    copied = os.path.join(copy_root, os.path.basename(directory))
+    path = os.path.join(copied, "kustomization.yaml")
+    with open(path) as f:
+        text = f.read()
+    lines = ["# components:", f"#   - {options.component}"]
+    if not all(re.search(rf"^{re.escape(line)}$", text, re.M) for line in lines):
+        sys.exit(
+            f"kubernetes-check: FAIL: {directory}/kustomization.yaml has no commented-out entry for"
+            f" component {options.component} ({' / '.join(lines)}), as its documentation says"
+        )
+    for line in lines:
+        text = re.sub(rf"^{re.escape(line)}$", line[2:], text, flags=re.M)
+    with open(path, "w") as f:
+        f.write(text)
+    return copied
+
+
+with tempfile.TemporaryDirectory() as work:
+    source = with_component_uncommented(work) if options.component else directory
+    objects = render(source)
+    if shutil.which("kubectl"):
+        run = subprocess.run(["kubectl", "kustomize", source], capture_output=True, text=True)
+        if run.returncode != 0:
+            problems.append(f"kubectl kustomize {directory} failed: {run.stderr.strip()}")
+        else:
+            theirs = {key(d): d for d in yaml.safe_load_all(run.stdout) if d}
+            for k in sorted(set(theirs) | set(objects)):
+                if theirs.get(k) != objects.get(k):
+                    problems.append(f"kubectl kustomize renders {k} differently from this script's model of it")
     else:
-        theirs = {key(d): d for d in yaml.safe_load_all(run.stdout) if d}
-        for k in sorted(set(theirs) | set(objects)):
-            if theirs.get(k) != objects.get(k):
-                problems.append(f"kubectl kustomize renders {k} differently from this script's model of it")
-else:
-    print("kubernetes-check: kubectl not installed: the rendering is this script's model of kustomize alone")
-variant = os.path.basename(directory)
+        print("kubernetes-check: kubectl not installed: the rendering is this script's model of kustomize alone")
+variant = os.path.basename(directory) + (f" with {options.component}" if options.component else "")
 if options.rendered:
     with open(options.rendered, "w") as f:
         yaml.safe_dump_all(list(objects.values()), f, sort_keys=False)
@@ -147,6 +189,13 @@ def secret_keys(name):
     return None if secret is None else set(secret.get("stringData", {})) | set(secret.get("data", {}))
 
 
+def secret_value(name, item):
+    secret = objects.get(("Secret", name)) or {}
+    if item in secret.get("stringData", {}):
+        return secret["stringData"][item]
+    return base64.b64decode(secret["data"][item]).decode() if item in secret.get("data", {}) else None
+
+
 def flags(container):
     """--name=value arguments, each name with every value given (some flags repeat)."""
     found = {}
@@ -166,15 +215,14 @@ def port_of(host_port):
 
 
 # The gateway: the one workload with a container named pushgate (a StatefulSet with its SQLite
-# volume, or the PostgreSQL cluster's Deployment).
+# volume, or the PostgreSQL cluster's Deployment). Anything else is the example database.
 workloads = [o for (k, _), o in objects.items() if k in ("StatefulSet", "Deployment")]
 gateways = [w for w in workloads if any(c["name"] == "pushgate" for c in pod_specs(w)[0]["containers"])]
 if len(gateways) != 1:
     problems.append(f"expected one gateway StatefulSet or Deployment, found {len(gateways)}")
     gateways = gateways or workloads[:1]
 gateway = gateways[0]
-if len(workloads) != 1:
-    problems.append(f"expected no workload but the gateway, found {len(workloads)}")
+others = [w for w in workloads if w is not gateway]
 kind = gateway["kind"]
 spec = gateway["spec"]
 replicas = spec.get("replicas", 1)
@@ -433,6 +481,59 @@ else:
         problems.append(f"no NetworkPolicy rule admits the node port {node_port} from the gateway pods: nodes cannot forward to each other")
     if policies and not tls_open:
         problems.append(f"no NetworkPolicy rule admits the TLS port {tls_port} from anywhere: devices and providers are shut out")
+
+    # What the gateway's selectors pick must be its own pods only (the example database is beside them).
+    for other in others:
+        labels = other["spec"]["template"]["metadata"]["labels"]
+        for selecting in gateway_services + pdbs + policies:
+            selector = selecting["spec"].get("selector", selecting["spec"].get("podSelector", {}))
+            if matches(selector, labels):
+                problems.append(f"{selecting['kind']} {selecting['metadata']['name']} also selects the pods of {other['kind']} {other['metadata']['name']}")
+
+# The example database: its Service finds it, and the gateways' URL names its Service, port,
+# user, password and database.
+for other in others:
+    postgres = next((c for c in pod_specs(other)[0]["containers"] if c["image"].split(":")[0] == "postgres"), None)
+    if postgres is None:
+        problems.append(f"{other['kind']} {other['metadata']['name']} is neither the gateway nor the example database")
+        continue
+    labels = other["spec"]["template"]["metadata"]["labels"]
+    postgres_ports = {p["name"]: p["containerPort"] for p in postgres.get("ports", [])}
+    get("Service", other["spec"].get("serviceName"))
+    postgres_env = {e["name"]: e for e in postgres.get("env", [])}
+
+    def env_value(name):
+        ref = postgres_env.get(name, {}).get("valueFrom", {}).get("secretKeyRef")
+        if ref and ref["key"] not in (secret_keys(ref["name"]) or set()):
+            problems.append(f"env {name} of the database: Secret {ref['name']} has no key {ref['key']}")
+        return secret_value(ref["name"], ref["key"]) if ref else postgres_env.get(name, {}).get("value")
+
+    database_mounts = {m["mountPath"]: m["name"] for m in postgres.get("volumeMounts", [])}
+    database_claims = {c["metadata"]["name"] for c in other["spec"].get("volumeClaimTemplates", [])}
+    data = env_value("PGDATA") or "/var/lib/postgresql/data"
+    data_mount = next((m for m in database_mounts if data.startswith(m + "/")), None)
+    if data_mount is None or database_mounts[data_mount] not in database_claims:
+        problems.append(f"PGDATA {data} is not a directory below the database's volume claim (initdb refuses a mount's root)")
+    url_secret = volumes.get(mounts.get(os.path.dirname(arg.get("--database-url-file", ""))), {}).get("secret", {})
+    url = urllib.parse.urlsplit(secret_value(url_secret.get("secretName"), os.path.basename(arg.get("--database-url-file", ""))) or "")
+    query = urllib.parse.parse_qs(url.query)
+    service = objects.get(("Service", url.hostname))
+    if service is None or not matches(service["spec"].get("selector"), labels):
+        problems.append(f"the gateways' URL names host {url.hostname}, which is no Service of the example database")
+    elif not any(
+        p["port"] == (url.port or 5432) and resolve(p.get("targetPort", p["port"]), postgres_ports) == 5432
+        for p in service["spec"]["ports"]
+    ):
+        problems.append(f"the gateways' URL port {url.port or 5432} does not reach the database's 5432 through Service {url.hostname}")
+    expected = {"user": env_value("POSTGRES_USER"), "password": env_value("POSTGRES_PASSWORD")}
+    given = {"user": urllib.parse.unquote(url.username or ""), "password": urllib.parse.unquote(url.password or "")}
+    for part in ("user", "password"):
+        if given[part] != expected[part]:
+            problems.append(f"the gateways' URL {part} is not the example database's")
+    if url.path.lstrip("/") != (env_value("POSTGRES_DB") or expected["user"]):
+        problems.append(f"the gateways' URL database {url.path.lstrip('/')} is not the example database's")
+    if query.get("sslmode") != ["disable"]:
+        problems.append("the example database serves no TLS: its URL needs sslmode=disable")
 
 for problem in problems:
     print(f"kubernetes-check: FAIL ({variant}): {problem}", file=sys.stderr)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Validates the Kubernetes manifests offline: Deploy/kubernetes (SQLite on a volume),
-# and Deploy/kubernetes-postgresql (the cluster on PostgreSQL: the first less its StatefulSet,
-# plus its own files).
+# Deploy/kubernetes-postgresql (the cluster on PostgreSQL: the first less its StatefulSet, plus
+# its own files) and that with its example-database component.
 #  1. kubernetes-validate --strict against Kubernetes 1.31's schemas: every built-in kind, in
 #     each file as written and in the objects as kustomize renders them (patches applied).
 #  2. kubernetes-validate has no schema for custom resources (the ServiceMonitor) nor for
@@ -27,7 +27,7 @@ validate() {
     out=$(kubernetes-validate --strict -k "$version" "$@" 2>&1) || status=$?
     echo "$out"
     unexpected=$(grep -v -E '^INFO .* passed for resource ' <<<"$out" \
-        | grep -v -E "^WARN [^ ]*(kustomization\.yaml Couldn't find schema for kind Kustomization|(servicemonitor|rendered[^ ]*)\.yaml Couldn't find schema for kind ServiceMonitor) " || true)
+        | grep -v -E "^WARN [^ ]*(kustomization\.yaml Couldn't find schema for kind (Kustomization|Component)|(servicemonitor|rendered[^ ]*)\.yaml Couldn't find schema for kind ServiceMonitor) " || true)
     if [[ $status -ne 0 || -n $unexpected ]]; then
         echo "kubernetes-check: FAIL: kubernetes-validate in $PWD (exit $status) reported:" >&2
         echo "$unexpected" >&2
@@ -35,13 +35,14 @@ validate() {
     fi
 }
 
-for dir in Deploy/kubernetes Deploy/kubernetes-postgresql; do
+for dir in Deploy/kubernetes Deploy/kubernetes-postgresql Deploy/kubernetes-postgresql/example-database; do
     (cd "$repo/$dir" && validate ./*.yaml)
 done
-# The objects `kubectl apply -k` applies.
-for dir in Deploy/kubernetes Deploy/kubernetes-postgresql; do
-    rendered=$work/rendered-$(basename "$dir").yaml
-    python3 "$repo/Tests/deploy/kubernetes-check.py" "$repo/$dir" --rendered "$rendered"
+# DIR and, for a component, its name: the objects `kubectl apply -k` applies.
+for variant in "Deploy/kubernetes" "Deploy/kubernetes-postgresql" "Deploy/kubernetes-postgresql example-database"; do
+    read -r dir component <<<"$variant"
+    rendered=$work/rendered-${component:-$(basename "$dir")}.yaml
+    python3 "$repo/Tests/deploy/kubernetes-check.py" "$repo/$dir" ${component:+--component "$component"} --rendered "$rendered"
     (cd "$work" && validate "$(basename "$rendered")")
 done
-echo "kubernetes-check: passed (kubernetes-validate --strict -k $version, cross-references; SQLite and the PostgreSQL cluster)"
+echo "kubernetes-check: passed (kubernetes-validate --strict -k $version, cross-references; SQLite, PostgreSQL cluster, and with its example database)"
