@@ -62,6 +62,41 @@ struct ClusterCLITests {
         }
     }
 
+    @Test("a node with TLS listeners only is reached by the others on a loopback listener of its own")
+    func tlsOnlyNode() throws {
+        let server = try PostgresServer.shared()
+        let url = server.url(database: try server.createDatabase())
+        let cleartext = try GatewayProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--database-url", url, "--node-name", "n1"],
+            listeners: 1,
+            storeInSQLite: true
+        )
+        defer { _ = cleartext.stop() }
+        let tls = try GatewayProcess(
+            arguments: [
+                "--tls-listen", "127.0.0.1:0", "--tls-cert", Fixtures.tls("server.pem"), "--tls-key",
+                Fixtures.tls("server-key.pem"), "--database-url", url, "--node-name", "n2",
+            ],
+            listeners: 1,
+            storeInSQLite: true
+        )
+        defer { _ = tls.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let agent = try AgentProcess(
+            server: tls.urls[0],
+            identity: directory + "/device.json",
+            topic: Self.topic,
+            arguments: ["--cacert", Fixtures.tls("ca.pem")]
+        )
+        let token = try #require(try agent.next()["token"] as? String)
+        #expect(try agent.next()["type"] as? String == "connected")
+        let answer = try send(cleartext, token, #"{"aps":{"alert":"over loopback"}}"#)
+        #expect(answer.status == 200 && answer.headers["pushgate-disposition"] == "delivered", "\(answer.raw)")
+        #expect((try agent.next()["payload"] as? [String: Any]).map { "\($0)" }?.contains("over loopback") == true)
+        #expect(try Self.nodes(cleartext).first { $0.name == "n2" }?.address.hasPrefix("http://127.0.0.1:") == true)
+    }
+
     @Test(
         "offline: a push taken by one node is stored; the device connecting to another gets it; its stream opened on a third then ends the second's"
     )
