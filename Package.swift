@@ -505,7 +505,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PushgateClusterTests",
-            dependencies: ["PushgateCluster", .product(name: "PropertyBased", package: "swift-property-based")]
+            dependencies: [
+                "PushgateCluster", "PushgateClusterNode",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
         .testTarget(
             name: "PushgateProviderAuthTests",

@@ -158,8 +158,13 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
     }
 
     /// What the owner does with forwarded work: serves it here, claiming the device if no live
-    /// node owns it; a device another node owns now is refused `MisdirectedRequest`.
+    /// node owns it; a device another node owns now is refused `MisdirectedRequest`. Work seen
+    /// before (a second attempt) gets the first attempt's answer, served once.
     func serveForwarded(_ work: ForwardedWork) async -> ForwardedAnswer {
+        await served.answer(work.id) { await self.serve(work) }
+    }
+
+    private func serve(_ work: ForwardedWork) async -> ForwardedAnswer {
         do {
             if let (push, expiration) = work.decodedPush() {
                 try await servedHere(token: push.deviceToken)

@@ -23,7 +23,8 @@ import PushgateStore
 /// - A node stops acting before its lease can have expired in the database (`NodeLease`), and
 ///   lets every device go then.
 ///
-/// The database calls block: they run on a thread pool of their own, never on an event loop.
+/// The database calls block: they run on thread pools of their own, never on an event loop; the
+/// lease's on one to itself, so that no number of claims can delay a renewal.
 public final class ClusterNode: Sendable {
     let store: any ClusterStore
     let core: DeliveryCore
@@ -32,10 +33,13 @@ public final class ClusterNode: Sendable {
     let secret: String
     let logger: Logger
     private let pool: NIOThreadPool
+    private let leasePool: NIOThreadPool
     private let eventLoop: any EventLoop
     private let state = NIOLockedValueBox(State())
-    /// One claim at a time on this node: two pushes for one unowned device must not load it twice.
+    /// One claim at a time per device: two pushes for one unowned device must not load it twice.
     private let claims = ClaimQueue()
+    /// Forwarded work served lately, by id.
+    let served = ServedWork()
 
     struct State {
         var lease = NodeLease()
@@ -79,8 +83,11 @@ public final class ClusterNode: Sendable {
         self.secret = secret
         eventLoop = group.next()
         peers = PeerConnections(secret: secret, group: group, logger: logger)
-        pool = NIOThreadPool(numberOfThreads: 2)
+        // As many threads as the store has ownership connections.
+        pool = NIOThreadPool(numberOfThreads: 4)
         pool.start()
+        leasePool = NIOThreadPool(numberOfThreads: 1)
+        leasePool.start()
         core.releases.observe { [state] id in state.withLockedValue { _ = $0.held.removeValue(forKey: id) } }
     }
 
@@ -120,9 +127,9 @@ public final class ClusterNode: Sendable {
     /// The devices this node holds.
     public var heldCount: Int { state.withLockedValue { $0.held.count } }
 
-    /// A database call, off the event loops.
-    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await pool.runIfActive(eventLoop: eventLoop, body).get()
+    /// A database call, off the event loops; `lease`: one for the lease (or the node list).
+    func blocking<T: Sendable>(lease: Bool = false, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await (lease ? leasePool : pool).runIfActive(eventLoop: eventLoop, body).get()
     }
 
     static func monotonicMillis() -> Int64 {
@@ -188,7 +195,7 @@ public final class ClusterNode: Sendable {
             case .join(let request):
                 do {
                     let (name, address, store) = (name, address, store)
-                    let id = try await blocking { try store.join(node: name, address: address) }
+                    let id = try await blocking(lease: true) { try store.join(node: name, address: address) }
                     state.withLockedValue { $0.lease.joined(id: id, request: request) }
                     logger.info("cluster lease taken", metadata: ["cluster.lease": "\(id)", "cluster.node": "\(name)"])
                     await countNodes()
@@ -199,7 +206,7 @@ public final class ClusterNode: Sendable {
             case .renew(let id, let request):
                 do {
                     let (store, held) = (store, heldCount)
-                    let renewed = try await blocking { try store.renew(lease: id, devicesHeld: held) }
+                    let renewed = try await blocking(lease: true) { try store.renew(lease: id, devicesHeld: held) }
                     if renewed {
                         state.withLockedValue { $0.lease.renewed(id: id, request: request) }
                     } else {
@@ -243,7 +250,7 @@ public final class ClusterNode: Sendable {
 
     private func countNodes() async {
         let store = store
-        if let nodes = try? await blocking({ try store.nodes() }) {
+        if let nodes = try? await blocking(lease: true, { try store.nodes() }) {
             state.withLockedValue { $0.liveNodes = nodes.count }
         }
     }
@@ -275,9 +282,10 @@ public final class ClusterNode: Sendable {
         await keeper?.value
         guard let lease else { return }
         let store = store
-        try? await blocking { try store.leave(lease: lease) }
+        try? await blocking(lease: true) { try store.leave(lease: lease) }
         await peers.close()
         try? await pool.shutdownGracefully()
+        try? await leasePool.shutdownGracefully()
     }
 
     // MARK: Claims
@@ -285,7 +293,7 @@ public final class ClusterNode: Sendable {
     /// Makes this node the device's owner, claimed for `reason`, and holds its state; returns
     /// the owner to forward to when another live node owns it (`takeover` only).
     func claim(_ id: String, _ reason: OwnershipRules.ClaimReason) async throws -> ClaimOutcome {
-        try await claims.serialize { [self] in
+        try await claims.serialize(id) { [self] in
             guard let lease = actingLease else { return .leaseNotAlive }
             let store = store
             let outcome = try await blocking { try store.claim(device: id, lease: lease, reason: reason) }
@@ -311,33 +319,85 @@ public final class ClusterNode: Sendable {
     }
 
     /// The device a token is, from the cache or the database; nil for a token never registered.
+    /// Looked up, the device's live owner is remembered too when it is another node: the first
+    /// push for a device owned elsewhere then costs one query, not a claim's transaction.
     func device(ofToken token: String) async throws -> String? {
         if let id = state.withLockedValue({ $0.tokens[token] }) { return id }
         let store = store
         guard let location = try await blocking({ try store.locate(token: token) }) else { return nil }
+        let lease = actingLease
         state.withLockedValue { state in
             if state.tokens.count >= Self.tokenCacheLimit { state.tokens.removeAll(keepingCapacity: true) }
             state.tokens[token] = location.deviceID
         }
+        if let owner = location.owner, owner.lease != lease { rememberOwner(of: location.deviceID, owner.address) }
         return location.deviceID
     }
 
     static let tokenCacheLimit = 100_000
 }
 
-/// Runs claims one at a time.
-final class ClaimQueue: Sendable {
-    private let tail = NIOLockedValueBox<Task<Void, Never>?>(nil)
+/// The answers to the work other nodes forwarded lately, so that a second attempt at the same
+/// work (its first answer lost or late: the forwarding node timed out) is answered, not served
+/// again: a push is taken once however often it is handed over. The last `limit` only; an
+/// attempt comes within seconds of the first.
+final class ServedWork: Sendable {
+    private struct Entries {
+        var answers: [String: Task<ForwardedAnswer, Never>] = [:]
+        var order: [String] = []
+        var next = 0
+    }
 
-    func serialize<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let task = tail.withLockedValue { tail in
-            let previous = tail
+    private let entries = NIOLockedValueBox(Entries())
+    let limit: Int
+
+    init(limit: Int = 65_536) {
+        self.limit = limit
+    }
+
+    func answer(_ id: String, _ serve: @escaping @Sendable () async -> ForwardedAnswer) async -> ForwardedAnswer {
+        let task = entries.withLockedValue { entries in
+            if let task = entries.answers[id] { return task }
+            let task = Task { await serve() }
+            entries.answers[id] = task
+            // A ring of the ids in arrival order: the oldest is forgotten for each new one.
+            if entries.order.count < limit {
+                entries.order.append(id)
+            } else {
+                entries.answers[entries.order[entries.next]] = nil
+                entries.order[entries.next] = id
+                entries.next = (entries.next + 1) % limit
+            }
+            return task
+        }
+        return await task.value
+    }
+}
+
+/// Runs the claims of one device one at a time (those of different devices run side by side).
+final class ClaimQueue: Sendable {
+    private let tails = NIOLockedValueBox<[String: (number: UInt64, task: Task<Void, Never>)]>([:])
+    private let numbers = NIOLockedValueBox<UInt64>(0)
+
+    func serialize<T: Sendable>(_ key: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let number = numbers.withLockedValue { number in
+            number += 1
+            return number
+        }
+        let task = tails.withLockedValue { tails in
+            let previous = tails[key]?.task
             let task = Task<T, any Error> {
                 await previous?.value
                 return try await body()
             }
-            tail = Task { _ = try? await task.value }
+            tails[key] = (number, Task { _ = try? await task.value })
             return task
+        }
+        defer {
+            // The last claim of the key forgets it: the table holds only keys being claimed.
+            tails.withLockedValue { tails in
+                if tails[key]?.number == number { tails[key] = nil }
+            }
         }
         return try await task.value
     }

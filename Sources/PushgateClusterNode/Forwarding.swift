@@ -6,6 +6,9 @@ import PushgateModel
 /// Push submission, already authenticated and read by the node that took it, and the owner's
 /// answer. JSON, payloads in base64: the hop stays within the cluster, and a push is small.
 struct ForwardedWork: Codable, Sendable {
+    /// The same for each attempt to hand this work over: the owner serves it once, and answers
+    /// a second attempt (the first's answer lost, or late) with the first's answer.
+    var id = UUID().uuidString
     var push: WirePush?
     /// With `push`: `default`, `now`, `at:SECONDS` or `for:SECONDS`.
     var expiration: String?

@@ -4,8 +4,10 @@ import PushgateStore
 import Synchronization
 
 /// The cluster's side of the PostgreSQL store (`ClusterStore`): node leases, device ownership,
-/// one device's records, on a connection of its own (never the writer's, which commits groups),
-/// so that a claim or a renewal never waits behind a commit. The SQL follows
+/// one device's records, on connections of their own (never the writer's, which commits groups),
+/// so that a claim or a renewal never waits behind a commit. The lease has a connection to
+/// itself, so that a renewal never waits behind claims (a reconnect storm makes thousands);
+/// claims and lookups share a few, one device's always the same one. The SQL follows
 /// `PushgateCluster.OwnershipRules`; times are the database's (`clock_timestamp()`), so that the
 /// nodes' clocks never decide who owns what.
 public final class PostgresCluster: ClusterStore {
@@ -14,12 +16,26 @@ public final class PostgresCluster: ClusterStore {
     private let url: String
     private let options: PostgresOptions
     private let logger: Logger
-    private let held = Mutex(Held())
+    /// Joins, renewals, leaving, the node list.
+    private let leaseConnection = Slot()
+    /// Claims, lookups, a device's records, the sweep.
+    private let ownershipConnections = (0..<4).map { _ in Slot() }
 
-    /// The connection, when one is open: used under the lock only, which is what makes it safe
-    /// to share (a libpq connection serves one thread at a time).
+    /// A connection, when one is open: used under the lock only, which is what makes it safe to
+    /// share (a libpq connection serves one thread at a time).
+    private final class Slot: Sendable {
+        let held = Mutex(Held())
+    }
+
     private final class Held: @unchecked Sendable {
         var connection: PGConnection?
+    }
+
+    /// The ownership connection for `key` (a device id or token): one key's calls take turns.
+    private func slot(_ key: String) -> Slot {
+        var hash: UInt32 = 2_166_136_261
+        for byte in key.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        return ownershipConnections[Int(hash % UInt32(ownershipConnections.count))]
     }
 
     public init(url: String, options: PostgresOptions = PostgresOptions(), leaseMillis: Int64, logger: Logger) {
@@ -30,7 +46,7 @@ public final class PostgresCluster: ClusterStore {
     }
 
     public func join(node: String, address: String) throws -> UInt64 {
-        try run { connection, deadline throws(PGError) in
+        try run(leaseConnection) { connection, deadline throws(PGError) in
             var params = PGParams()
             params.text(node)
             params.text(address)
@@ -49,7 +65,7 @@ public final class PostgresCluster: ClusterStore {
     }
 
     public func renew(lease: UInt64, devicesHeld: Int) throws -> Bool {
-        try run { connection, deadline throws(PGError) in
+        try run(leaseConnection) { connection, deadline throws(PGError) in
             var params = PGParams()
             params.int64(Int64(clamping: lease))
             params.int64(leaseMillis)
@@ -67,7 +83,7 @@ public final class PostgresCluster: ClusterStore {
     }
 
     public func leave(lease: UInt64) throws {
-        try run { connection, deadline throws(PGError) in
+        try run(leaseConnection) { connection, deadline throws(PGError) in
             var params = PGParams()
             params.int64(Int64(clamping: lease))
             try connection.execute(
@@ -79,7 +95,7 @@ public final class PostgresCluster: ClusterStore {
     }
 
     public func claim(device: String, lease: UInt64, reason: OwnershipRules.ClaimReason) throws -> ClaimOutcome {
-        try run { connection, deadline throws(PGError) in
+        try run(slot(device)) { connection, deadline throws(PGError) in
             try connection.execute("BEGIN", deadline: deadline)
             do throws(PGError) {
                 let outcome = try claim(device, lease, reason, connection, deadline)
@@ -148,7 +164,7 @@ public final class PostgresCluster: ClusterStore {
     }
 
     private func locate(_ condition: String, _ key: String, from tables: String) throws -> DeviceLocation? {
-        try run { connection, deadline throws(PGError) in
+        try run(slot(key)) { connection, deadline throws(PGError) in
             var params = PGParams()
             params.text(key)
             let result = try connection.execute(
@@ -171,7 +187,7 @@ public final class PostgresCluster: ClusterStore {
     }
 
     public func lost(_ devices: [(device: String, epoch: UInt64)], lease: UInt64) throws -> [String] {
-        try run { connection, deadline throws(PGError) in
+        try run(ownershipConnections[0]) { connection, deadline throws(PGError) in
             var params = PGParams()
             params.textArray(devices.map(\.device))
             params.int64Array(devices.map { Int64(clamping: $0.epoch) })
@@ -191,7 +207,7 @@ public final class PostgresCluster: ClusterStore {
     }
 
     public func nodes() throws -> [NodeInfo] {
-        try run { connection, deadline throws(PGError) in
+        try run(leaseConnection) { connection, deadline throws(PGError) in
             let result = try connection.execute(
                 """
                 SELECT \(Self.nodeColumns("l")) FROM node_leases l WHERE l.expires_at > clock_timestamp() \
@@ -205,13 +221,13 @@ public final class PostgresCluster: ClusterStore {
     }
 
     public func records(ofDevice id: String) throws -> StoreSnapshot {
-        try run { connection, deadline throws(PGError) in
+        try run(slot(id)) { connection, deadline throws(PGError) in
             try PostgresSnapshot.read(connection, device: id) { deadline }
         }
     }
 
     public func clusterSecret() throws -> String {
-        try run { connection, deadline throws(PGError) in
+        try run(leaseConnection) { connection, deadline throws(PGError) in
             guard
                 let secret = try connection.execute("SELECT secret FROM pushgate_cluster LIMIT 1", deadline: deadline)?
                     .value()
@@ -243,10 +259,10 @@ public final class PostgresCluster: ClusterStore {
         )
     }
 
-    /// `body` on the connection, made if need be; a broken connection is dropped, for the next
-    /// call to make again.
-    private func run<T>(_ body: (PGConnection, UInt64) throws(PGError) -> T) throws -> T {
-        try held.withLock { held throws -> T in
+    /// `body` on the slot's connection, made if need be; a broken connection is dropped, for
+    /// the next call to make again.
+    private func run<T>(_ slot: Slot, _ body: (PGConnection, UInt64) throws(PGError) -> T) throws -> T {
+        try slot.held.withLock { held throws -> T in
             let deadline = monotonicNanoseconds() + UInt64(options.statementTimeoutMilliseconds + 1000) * 1_000_000
             do throws(PGError) {
                 let connection: PGConnection

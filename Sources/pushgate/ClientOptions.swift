@@ -10,7 +10,7 @@ struct ClientOptions: ParsableArguments {
     @Option(
         name: .customLong("server"),
         help: ArgumentHelp(
-            "Gateway URL: http://HOST:PORT (h2c) or https://HOST:PORT (TLS), no path (the gateway is reached at its root). The agent takes it more than once (the nodes of a cluster): it connects to the first that answers and moves on to the next when one fails; send and bench take one.",
+            "Gateway URL: http://HOST:PORT (h2c) or https://HOST:PORT (TLS), no path (the gateway is reached at its root). The agent takes it more than once (the nodes of a cluster): it connects to the first that answers and moves on to the next when one fails; bench spreads its devices over them; send takes one.",
             valueName: "URL"
         )
     )
@@ -27,7 +27,9 @@ struct ClientOptions: ParsableArguments {
     /// Refuses a second `--server` where the command talks to one gateway.
     func requireOneServer(_ command: String) throws {
         if servers.count > 1 {
-            throw ValidationError("\(command) talks to one gateway: give --server once (the agent takes several)")
+            throw ValidationError(
+                "\(command) talks to one gateway: give --server once (the agent and bench take several)"
+            )
         }
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NIOCore
 import NIOPosix
+import PushgateDeviceClient
 import PushgateTLS
 import PushgateTransport
 
@@ -16,6 +17,11 @@ struct BenchCommand: AsyncParsableCommand {
             (request to 200) and delivery latency (request to receipt on the device's stream),
             counts lost pushes (accepted, never received) and duplicates. A progress line goes to
             stderr every second; the result is a table and one JSON line on stdout.
+
+            The nodes of a cluster: --server given more than once spreads the devices over them
+            (device i on the i-th in turn); --provider-server, given once or more, is where the
+            providers send (provider j to the j-th in turn; the --server list unless given).
+            Devices on one node and providers on the others measure delivery across nodes.
             """
     )
 
@@ -26,6 +32,12 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Option(help: "Provider connections.")
     var providers: Int = 4
+
+    @Option(
+        name: .customLong("provider-server"),
+        help: ArgumentHelp("A gateway the providers send to, in turn (default: the --server list).", valueName: "URL")
+    )
+    var providerServers: [ServerURL] = []
 
     @Option(help: "Pushes to send.")
     var pushes: Int = 100_000
@@ -94,7 +106,10 @@ struct BenchCommand: AsyncParsableCommand {
     @OptionGroup var certificate: ProviderCertificateOptions
 
     func validate() throws {
-        try client.requireOneServer("bench")
+        let all = client.servers + providerServers
+        if Set(all.map(\.isTLS)).count > 1 {
+            throw ValidationError("--server and --provider-server must all be http:// or all https://")
+        }
         guard devices >= 1, providers >= 1, pushes >= 1, inFlight >= 1 else {
             throw ValidationError("--devices, --providers, --pushes and --in-flight must be at least 1")
         }
@@ -122,8 +137,7 @@ struct BenchCommand: AsyncParsableCommand {
         let deviceTLS = try client.tlsContext()
         let providerTLS =
             certificate.certificateFile == nil ? deviceTLS : try client.tlsContext(presenting: certificate)
-        let server = client.server
-        let connect = { @Sendable (tls: TLSContext?) async throws -> HTTP2ClientConnection in
+        let connect = { @Sendable (server: ServerURL, tls: TLSContext?) async throws -> HTTP2ClientConnection in
             try await HTTP2ClientConnection.connect(host: server.host, port: server.port, tls: tls, group: group)
         }
         var authorization: String?
@@ -133,8 +147,8 @@ struct BenchCommand: AsyncParsableCommand {
         }
         let bench = BenchRun(
             options: self,
-            connect: { try await connect(deviceTLS) },
-            connectProvider: { try await connect(providerTLS) },
+            connect: { try await connect($0, deviceTLS) },
+            connectProvider: { try await connect($0, providerTLS) },
             authorization: authorization,
             registrationSecret: try deviceCreation.registrationSecret()
         )

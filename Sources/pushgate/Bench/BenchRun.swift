@@ -7,10 +7,10 @@ import Synchronization
 
 struct BenchRun: Sendable {
     let options: BenchCommand
-    /// A device's connection.
-    let connect: @Sendable () async throws -> HTTP2ClientConnection
-    /// A provider's connection: with its client certificate, when one was given.
-    let connectProvider: @Sendable () async throws -> HTTP2ClientConnection
+    /// A device's connection to a gateway.
+    let connect: @Sendable (ServerURL) async throws -> HTTP2ClientConnection
+    /// A provider's connection to a gateway: with its client certificate, when one was given.
+    let connectProvider: @Sendable (ServerURL) async throws -> HTTP2ClientConnection
     /// The providers' `authorization` header value, when the gateway authenticates providers.
     let authorization: String?
     let registrationSecret: String?
@@ -19,17 +19,25 @@ struct BenchRun: Sendable {
     /// one stream per new connection until it proves who it is: with the server's SETTINGS in
     /// hand, the client queues the other requests instead of racing them (and being refused).
     private func connectSettled(
-        _ connect: @Sendable () async throws -> HTTP2ClientConnection
+        _ connect: @Sendable (ServerURL) async throws -> HTTP2ClientConnection,
+        to server: ServerURL
     ) async throws -> HTTP2ClientConnection {
-        let connection = try await connect()
+        let connection = try await connect(server)
         try await connection.waitForServerSettings()
         return connection
     }
 
     struct Device: Sendable {
+        /// The gateway its stream opens on.
+        var server: ServerURL
         var requests: DeviceRequests
         var token: String
     }
+
+    /// Where devices open their streams: device `i` on the `i`-th in turn.
+    var deviceServers: [ServerURL] { options.client.servers.isEmpty ? [options.client.server] : options.client.servers }
+    /// Where providers send: provider `j` to the `j`-th in turn.
+    var providerServers: [ServerURL] { options.providerServers.isEmpty ? deviceServers : options.providerServers }
 
     func run() async throws {
         let ledger = BenchLedger(pushes: options.pushes)
@@ -130,16 +138,20 @@ struct BenchRun: Sendable {
     }
 
     private func createDevices() async throws -> [Device] {
-        let connections = try await (0..<4).asyncMap { _ in try await connectSettled(connect) }
-        let devices = try await Array(0..<options.devices).concurrentMap(width: 64) { index in
-            try await createDevice(on: connections[index % connections.count])
+        let servers = deviceServers
+        let connections = try await servers.asyncMap { server in
+            try await (0..<4).asyncMap { _ in try await connectSettled(connect, to: server) }
         }
-        for connection in connections { await connection.close() }
+        let devices = try await Array(0..<options.devices).concurrentMap(width: 64) { index in
+            let node = index % servers.count
+            let onNode = connections[node]
+            return try await createDevice(on: onNode[(index / servers.count) % onNode.count], server: servers[node])
+        }
+        for connection in connections.joined() { await connection.close() }
         return devices
     }
 
-    private func createDevice(on connection: HTTP2ClientConnection) async throws -> Device {
-        let server = options.client.server
+    private func createDevice(on connection: HTTP2ClientConnection, server: ServerURL) async throws -> Device {
         let identity = try await DeviceSetup.createDevice(
             on: connection,
             server: server,
@@ -147,6 +159,7 @@ struct BenchRun: Sendable {
         )
         let requests = DeviceRequests(server: server, identity: identity)
         return Device(
+            server: server,
             requests: requests,
             token: try await DeviceSetup.register(options.topic, requests, on: connection)
         )
@@ -155,7 +168,7 @@ struct BenchRun: Sendable {
     /// One device's connection and event stream, acking on its own from then on (see
     /// `BenchDevice`); returns once the stream is open.
     private func openStream(_ device: Device, ledger: BenchLedger) async throws -> HTTP2ClientConnection {
-        let connection = try await connect()
+        let connection = try await connect(device.server)
         let eventLoop = connection.channel.eventLoop
         let streamRequest = device.requests.events()
         let ackDelay = options.ackDelay
@@ -259,7 +272,10 @@ struct BenchRun: Sendable {
         }
         let started = BenchLedger.now()
         var connections: [HTTP2ClientConnection] = []
-        for _ in 0..<options.providers { connections.append(try await connectSettled(connectProvider)) }
+        let servers = providerServers
+        for index in 0..<options.providers {
+            connections.append(try await connectSettled(connectProvider, to: servers[index % servers.count]))
+        }
         let plan = ProviderPump.Plan(
             pushes: options.pushes,
             inFlight: options.inFlight,
@@ -296,7 +312,7 @@ struct BenchRun: Sendable {
     /// A keep-alive per device (a wake event): what the scheduler still holds comes back in the
     /// responses and counts as received.
     private func wakeAll(_ devices: [Device], ledger: BenchLedger) async throws {
-        let connections = try await (0..<4).asyncMap { _ in try await connectSettled(connect) }
+        let connections = try await (0..<4).asyncMap { _ in try await connectSettled(connect, to: deviceServers[0]) }
         defer { for connection in connections { Task { await connection.close() } } }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, device) in devices.enumerated() {
