@@ -179,6 +179,10 @@ struct ProviderAuthCLITests {
             arguments: [
                 "--listen", "127.0.0.1:0", "--provider-key", "\(Self.teamID):\(Self.keyID):\(key):com.example.app",
                 "--request-body-budget-bytes", "65536",
+                // The connection never proves itself, and between stream 1's reset and stream 3 it
+                // has no open stream: on a loaded machine the short idle limit for unproven
+                // connections must not become what this test sees.
+                "--unauthenticated-idle-timeout", "600",
             ],
             listeners: 1
         )

@@ -26,7 +26,7 @@ extension DeviceShard {
             carryOut(acceptance) { result in
                 switch result {
                 case .success: promise.succeed(acceptance.disposition)
-                case .failure(let error): promise.fail(Refusal.notificationNotStored(error))
+                case .failure(let error): promise.fail(error.notificationNotStored)
                 }
             }
         }
@@ -53,7 +53,7 @@ extension DeviceShard {
                     }
                 )
             case .failure(let error):
-                promise.fail(Refusal.storeFailed(error))
+                promise.fail(error.refusal)
             }
         }
     }
@@ -77,7 +77,7 @@ extension DeviceShard {
             promise.fail(refusal)
         case .success(let (plan, applied)):
             carryOut(plan) { result in
-                promise.completeWith(result.map { applied }.mapError { Refusal.storeFailed($0) as any Error })
+                promise.completeWith(result.map { applied }.mapError { $0.refusal as any Error })
             }
         }
     }
@@ -114,7 +114,7 @@ extension DeviceShard {
                 carryOut(ShardPlan())
                 promise.succeed()
             case .failure(let error):
-                promise.fail(Refusal.storeFailed(error))
+                promise.fail(error.refusal)
             }
         }
     }
@@ -124,7 +124,7 @@ extension DeviceShard {
     func createDevice(id: String, secretHash: [UInt8], promise: EventLoopPromise<Void>) {
         carryOut(state.createDevice(id: id, secretHash: secretHash)) { [state] result in
             if case .success = result { state.logDevice("device created", id) }
-            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+            promise.completeWith(result.mapError { $0.refusal as any Error })
         }
     }
 
@@ -190,7 +190,7 @@ extension DeviceShard {
                 state.logDevice("app registered", deviceID, ["topic": "\(topic)"])
                 promise.succeed(token)
             case .failure(let error):
-                promise.fail(Refusal.storeFailed(error))
+                promise.fail(error.refusal)
             }
         }
     }
@@ -237,7 +237,7 @@ extension DeviceShard {
         }
         carryOut(state.unregister(token, registration, of: device)) { [state, topic = registration.topic] result in
             if case .success = result { state.logDevice("app unregistered", deviceID, ["topic": "\(topic)"]) }
-            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+            promise.completeWith(result.mapError { $0.refusal as any Error })
         }
     }
 
@@ -257,7 +257,7 @@ extension DeviceShard {
             if case .success = result {
                 state.logDevice("device deleted", deviceID, ["notifications.removed": "\(removed)"])
             }
-            promise.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+            promise.completeWith(result.mapError { $0.refusal as any Error })
         }
     }
 }

@@ -97,7 +97,7 @@ extension DeviceShard {
         device.ackCommitsInFlight.append(committed.futureResult)
         carryOut(plan, urgency: .deferrable) { result in
             device.ackCommitsInFlight.removeAll { $0 === committed.futureResult }
-            committed.completeWith(result.mapError { Refusal.storeFailed($0) as any Error })
+            committed.completeWith(result.mapError { $0.refusal as any Error })
         }
         pump(device)
     }

@@ -184,8 +184,16 @@ extension Refusal {
         Refusal(.badDeviceToken, "no device has the token \(token)")
     }
 
-    /// `error` as a refusal: itself when it is one, else `500 InternalServerError` naming it.
+    /// `error` as a refusal: itself when it is one, the refusal it names when it knows one (a
+    /// store's outage is a 503 to retry), else `500 InternalServerError` naming it.
     public init(_ error: any Error) {
-        self = error as? Refusal ?? Refusal(.internalServerError, "\(error)")
+        self =
+            error as? Refusal ?? (error as? any RefusalConvertible)?.refusal
+            ?? Refusal(.internalServerError, "\(error)")
     }
+}
+
+/// An error that knows how a request it failed is answered, wherever it surfaces.
+public protocol RefusalConvertible: Error {
+    var refusal: Refusal { get }
 }
