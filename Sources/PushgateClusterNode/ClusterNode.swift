@@ -55,6 +55,8 @@ public final class ClusterNode: Sendable {
         /// when that node cannot be reached or says the device moved.
         var remoteOwners: [String: String] = [:]
         var stopping = false
+        /// A sweep is running.
+        var sweeping = false
         var activity = ClusterActivity()
         /// Live nodes at the last sweep.
         var liveNodes = 0
@@ -174,51 +176,74 @@ public final class ClusterNode: Sendable {
     }
 
     /// Keeps the lease and checks the devices it holds, until cancelled: the lease every tick
-    /// (renewed each `renewEveryMillis`), the devices every `sweepMillis`.
+    /// (renewed each `renewEveryMillis`), the devices every `sweepMillis`. Requests to the
+    /// database run beside the ticks, never in their way: a database that does not answer (cut
+    /// off, a renewal waiting out its timeout) must not hold up the clock that gives the devices
+    /// up before the lease can have expired.
     func run(tickMillis: Int64 = 250, sweepMillis: Int64 = 2_000) async {
-        var lastSweep = Self.monotonicMillis()
-        while !Task.isCancelled {
-            await tick()
-            let now = Self.monotonicMillis()
-            if now - lastSweep >= sweepMillis {
-                lastSweep = now
-                await sweep()
+        await withDiscardingTaskGroup { group in
+            var lastSweep = Self.monotonicMillis()
+            while !Task.isCancelled {
+                for action in state.withLockedValue({ $0.lease.tick(now: Self.monotonicMillis()) }) {
+                    switch action {
+                    case .giveUpDevices(let id):
+                        await giveUpDevices(
+                            lease: id,
+                            why: "the lease may have run out (no renewal reached the database)"
+                        )
+                    case .join, .renew:
+                        group.addTask { await self.request(action) }
+                    }
+                }
+                let now = Self.monotonicMillis()
+                if now - lastSweep >= sweepMillis, startSweep() {
+                    lastSweep = now
+                    group.addTask {
+                        await self.sweep()
+                        self.state.withLockedValue { $0.sweeping = false }
+                    }
+                }
+                try? await Task.sleep(for: .milliseconds(tickMillis))
             }
-            try? await Task.sleep(for: .milliseconds(tickMillis))
         }
     }
 
-    private func tick() async {
-        let actions = state.withLockedValue { $0.lease.tick(now: Self.monotonicMillis()) }
-        for action in actions {
-            switch action {
-            case .join(let request):
-                do {
-                    let (name, address, store) = (name, address, store)
-                    let id = try await blocking(lease: true) { try store.join(node: name, address: address) }
-                    state.withLockedValue { $0.lease.joined(id: id, request: request) }
-                    logger.info("cluster lease taken", metadata: ["cluster.lease": "\(id)", "cluster.node": "\(name)"])
-                    await countNodes()
-                } catch {
-                    state.withLockedValue { $0.lease.requestFailed(request: request) }
-                    logger.warning("cluster join failed", metadata: ["error": "\(error)"])
-                }
-            case .renew(let id, let request):
-                do {
-                    let (store, held) = (store, heldCount)
-                    let renewed = try await blocking(lease: true) { try store.renew(lease: id, devicesHeld: held) }
-                    if renewed {
-                        state.withLockedValue { $0.lease.renewed(id: id, request: request) }
-                    } else {
-                        let more = state.withLockedValue { $0.lease.renewalRefused(id: id, request: request) }
-                        if !more.isEmpty { await giveUpDevices(lease: id, why: "the database holds the lease expired") }
-                    }
-                } catch {
-                    state.withLockedValue { $0.lease.requestFailed(request: request) }
-                }
-            case .giveUpDevices(let id):
-                await giveUpDevices(lease: id, why: "the lease may have run out (no renewal reached the database)")
+    /// Whether a sweep may start now: one at a time.
+    private func startSweep() -> Bool {
+        state.withLockedValue { state in
+            defer { state.sweeping = true }
+            return !state.sweeping
+        }
+    }
+
+    private func request(_ action: NodeLease.Action) async {
+        switch action {
+        case .join(let request):
+            do {
+                let (name, address, store) = (name, address, store)
+                let id = try await blocking(lease: true) { try store.join(node: name, address: address) }
+                state.withLockedValue { $0.lease.joined(id: id, request: request) }
+                logger.info("cluster lease taken", metadata: ["cluster.lease": "\(id)", "cluster.node": "\(name)"])
+                await countNodes()
+            } catch {
+                state.withLockedValue { $0.lease.requestFailed(request: request) }
+                logger.warning("cluster join failed", metadata: ["error": "\(error)"])
             }
+        case .renew(let id, let request):
+            do {
+                let (store, held) = (store, heldCount)
+                let renewed = try await blocking(lease: true) { try store.renew(lease: id, devicesHeld: held) }
+                if renewed {
+                    state.withLockedValue { $0.lease.renewed(id: id, request: request) }
+                } else {
+                    let more = state.withLockedValue { $0.lease.renewalRefused(id: id, request: request) }
+                    if !more.isEmpty { await giveUpDevices(lease: id, why: "the database holds the lease expired") }
+                }
+            } catch {
+                state.withLockedValue { $0.lease.requestFailed(request: request) }
+            }
+        case .giveUpDevices:
+            break
         }
     }
 
