@@ -29,6 +29,7 @@ start_nodes() {
     local count=$1 database index
     shift
     database=$(new_database)
+    database_name=${database##*/}
     nodes=() urls=()
     for index in $(seq "$count"); do
         "${as_gateway[@]}" "$BIN" serve --listen 127.0.0.1:0 --database-url "$database" --node-name "n$index" \
@@ -58,22 +59,27 @@ nodes_ticks() {
     echo "$total"
 }
 
+wal_lsn() { psql_run -d postgres -c "SELECT pg_current_wal_lsn() - '0/0'"; }
+
 # run_bench BENCH-FLAGS...: one bench against the running nodes; prints "pushes/s nodes-CPU
-# pg-CPU p50 p99 p999" (CPU-seconds per 100k accepted pushes).
+# pg-CPU p50 p99 p999 wal" (CPU-seconds per 100k accepted pushes; WAL bytes per accepted push,
+# device creation included).
 run_bench() {
-    local node_before pg_before node_after pg_after out
+    local node_before pg_before node_after pg_after wal_before wal_after out
     node_before=$(nodes_ticks)
     pg_before=$(pg_ticks)
+    wal_before=$(wal_lsn)
     out=$("$BIN" bench "$@" 2>"$work/bench.err" | tail -1)
     node_after=$(nodes_ticks)
     pg_after=$(pg_ticks)
+    wal_after=$(wal_lsn)
     if [ -z "$out" ]; then echo "bench failed:" >&2; tail -5 "$work/bench.err" >&2; return 1; fi
     bench_clean <<<"$out" || { echo "not clean: $out" >&2; return 1; }
     python3 -c "
 import json; r = json.loads('''$out''')
 per100k = lambda ticks: ticks / $ticks / (r['accepted'] / 100000)
 print(r['acceptedPerSecond'], round(per100k($node_after - $node_before), 3), round(per100k($pg_after - $pg_before), 3),
-      r['deliveryP50Ms'], r['deliveryP99Ms'], r['deliveryP999Ms'])"
+      r['deliveryP50Ms'], r['deliveryP99Ms'], r['deliveryP999Ms'], round(($wal_after - $wal_before) / r['accepted']))"
 }
 
 servers() { local url; for url in "$@"; do printf -- '--server %s ' "$url"; done; }
@@ -84,16 +90,17 @@ column() { local n=$1; shift; for line in "$@"; do echo "$line" | awk -v n="$n" 
 summary() {
     local label=$1
     shift
-    printf '%-34s %8.0f pushes/s  nodes %.2f  PostgreSQL %.2f CPU-s/100k  delivery p50 %.2f p99 %.2f p99.9 %.2f ms  (range pushes/s %s..%s)\n' \
+    printf '%-34s %8.0f pushes/s  nodes %.2f  PostgreSQL %.2f CPU-s/100k  delivery p50 %.2f p99 %.2f p99.9 %.2f ms  WAL %.0f B/push  (range pushes/s %s..%s)\n' \
         "$label" "$(median $(column 1 "$@"))" "$(median $(column 2 "$@"))" "$(median $(column 3 "$@"))" \
         "$(median $(column 4 "$@"))" "$(median $(column 5 "$@"))" "$(median $(column 6 "$@"))" \
+        "$(median $(column 7 "$@"))" \
         "$(column 1 "$@" | sort -n | head -1)" "$(column 1 "$@" | sort -n | tail -1)"
 }
 
 flat=(--devices 1000 --providers 8 --in-flight 256 --pushes 100000)
 paced=(--devices 1000 --providers 2 --rate 2000 --ack-delay 50 --pushes 40000)
 one_flat=() three_flat=() one_paced=() three_paced=() cross_paced=()
-echo "(columns: durable pushes/s, nodes' CPU-s per 100k, PostgreSQL CPU-s per 100k, delivery p50 p99 p99.9 ms)"
+echo "(columns: durable pushes/s, nodes' CPU-s per 100k, PostgreSQL CPU-s per 100k, delivery p50 p99 p99.9 ms, WAL bytes per push)"
 for run in $(seq "$RUNS"); do
     start_nodes 1
     one_flat+=("$(run_bench $(servers "${urls[@]}") "${flat[@]}")")
@@ -123,6 +130,12 @@ nodes=("${nodes[@]:1}")
 stop_nodes
 [ -n "$out" ] || { echo "bench failed:" >&2; tail -5 "$work/bench.err" >&2; exit 1; }
 bench_clean <<<"$out" || { echo "not clean: $out" >&2; exit 1; }
+# The database's size per device once every push is delivered and acked: what a device costs
+# PostgreSQL at rest (its rows and indexes; free space not yet reused included).
+psql_run -d "$database_name" -c "VACUUM" >/dev/null
+size=$(psql_run -d postgres -c "SELECT pg_database_size('$database_name')")
+empty=$(psql_run -d postgres -c "SELECT pg_database_size('postgres')")
 python3 -c "
 import json; r = json.loads('''$out''')
-print(f\"{r['devices']} devices, {r['accepted']} stored pushes: every stream open after {r['streamsOpenSeconds']:.2f} s, every push delivered after {r['backlogDeliveredSeconds']:.2f} s\")"
+print(f\"{r['devices']} devices, {r['accepted']} stored pushes: every stream open after {r['streamsOpenSeconds']:.2f} s, every push delivered after {r['backlogDeliveredSeconds']:.2f} s\")
+print(f\"database size {$size / 1e6:.1f} MB: {($size - $empty) / r['devices']:.0f} bytes per device over an empty database's {$empty / 1e6:.1f} MB\")"

@@ -11,6 +11,18 @@ import PushgateTransport
 /// streams here (claiming the device).
 extension ClusterNode: PushAcceptor, DevicePlacement {
     public func accept(_ push: Push, expiration: Expiration) -> EventLoopFuture<Disposition> {
+        guard holdsDevice(ofToken: push.deviceToken) else { return routed(push, expiration: expiration) }
+        let accepted = core.accept(push, expiration: expiration)
+        return accepted.flatMapError { [self] error in
+            // Let go meanwhile (a fenced commit): placed again.
+            guard (error as? Refusal)?.reason == .badDeviceToken else {
+                return accepted.eventLoop.makeFailedFuture(error)
+            }
+            return routed(push, expiration: expiration)
+        }
+    }
+
+    private func routed(_ push: Push, expiration: Expiration) -> EventLoopFuture<Disposition> {
         promise { [self] in
             let answer = try await route(token: push.deviceToken, ForwardedWork(push: push, expiration: expiration)) {
                 try await self.core.accept(push, expiration: expiration).map { ForwardedAnswer(disposition: $0) }.get()
@@ -20,6 +32,17 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
     }
 
     public func acceptWebPush(_ submission: WebPushSubmission) -> EventLoopFuture<WebPushAcceptance> {
+        guard holdsDevice(ofToken: submission.token) else { return routed(submission) }
+        let accepted = core.acceptWebPush(submission)
+        return accepted.flatMapError { [self] error in
+            guard (error as? Refusal)?.reason == .badDeviceToken else {
+                return accepted.eventLoop.makeFailedFuture(error)
+            }
+            return routed(submission)
+        }
+    }
+
+    private func routed(_ submission: WebPushSubmission) -> EventLoopFuture<WebPushAcceptance> {
         promise { [self] in
             let answer = try await route(token: submission.token, ForwardedWork(webPush: submission)) {
                 try await self.core.acceptWebPush(submission).map { ForwardedAnswer($0) }.get()

@@ -123,6 +123,16 @@ public final class ClusterNode: Sendable {
         }
     }
 
+    /// Whether this node holds the device `token` names and may act for it now: a push for it
+    /// is then taken here at once, with no task and no database lookup on its way.
+    func holdsDevice(ofToken token: String) -> Bool {
+        let now = Self.monotonicMillis()
+        return state.withLockedValue { state in
+            guard state.lease.mayAct(now: now), let id = state.tokens[token] else { return false }
+            return state.held[id] != nil
+        }
+    }
+
     /// Whether this node holds the device now.
     public func holds(_ deviceID: String) -> Bool { state.withLockedValue { $0.held[deviceID] != nil } }
 

@@ -259,34 +259,55 @@ public final class PostgresCluster: ClusterStore {
         )
     }
 
-    /// `body` on the slot's connection, made if need be; a broken connection is dropped, for
-    /// the next call to make again.
-    private func run<T>(_ slot: Slot, _ body: (PGConnection, UInt64) throws(PGError) -> T) throws -> T {
+    /// `body` on the slot's connection, made if need be; a broken connection is dropped. A
+    /// connection kept from before that turns out broken (the server restarted, or ended it,
+    /// since it was last used) is made again and `body` run once more on the new one: only
+    /// a fresh connection's failure is the caller's.
+    private func run<T: Sendable>(_ slot: Slot, _ body: (PGConnection, UInt64) throws(PGError) -> T) throws -> T {
         try slot.held.withLock { held throws -> T in
             let deadline = monotonicNanoseconds() + UInt64(options.statementTimeoutMilliseconds + 1000) * 1_000_000
+            let reused = held.connection != nil
             do throws(PGError) {
-                let connection: PGConnection
-                if let existing = held.connection {
-                    connection = existing
-                } else {
-                    connection = try PGConnection(
-                        url: url,
-                        defaults: [
-                            ("client_encoding", "UTF8"), ("connect_timeout", "\(options.connectTimeoutSeconds)"),
-                            ("application_name", "pushgate-cluster"),
-                        ]
-                    )
-                    try connection.execute(
-                        "SET statement_timeout = \(options.statementTimeoutMilliseconds)",
-                        deadline: deadline
-                    )
-                    held.connection = connection
+                do throws(PGError) {
+                    return try once(held, deadline, body)
+                } catch  where reused && error.connectionBroken {
+                    return try once(held, deadline, body)
                 }
-                return try body(connection, deadline)
             } catch {
-                if error.connectionBroken || error.timedOut { held.connection = nil }
                 throw StoreError(.unavailable, "PostgreSQL (cluster): \(error.message)")
             }
+        }
+    }
+
+    private func once<T>(
+        _ held: Held,
+        _ deadline: UInt64,
+        _ body: (PGConnection, UInt64) throws(PGError) -> T
+    ) throws(PGError) -> T {
+        do throws(PGError) {
+            let connection: PGConnection
+            if let existing = held.connection {
+                connection = existing
+            } else {
+                connection = try PGConnection(
+                    url: url,
+                    defaults: [
+                        ("client_encoding", "UTF8"), ("connect_timeout", "\(options.connectTimeoutSeconds)"),
+                        ("application_name", "pushgate-cluster"),
+                    ]
+                )
+                try connection.execute(
+                    "SET statement_timeout = \(options.statementTimeoutMilliseconds)",
+                    deadline: deadline
+                )
+                // As the store's own connections, for the same reason (`PostgresBackend.setUp`).
+                try connection.execute("SET enable_seqscan = off", deadline: deadline)
+                held.connection = connection
+            }
+            return try body(connection, deadline)
+        } catch {
+            if error.connectionBroken || error.timedOut { held.connection = nil }
+            throw error
         }
     }
 }
