@@ -1,7 +1,7 @@
 // Fuzz target 5: the device API's event stream and keep-alive encoders, against a reference
 // decoder written here from the SSE specification (Tests/Fuzz/run.sh event-stream).
 //
-// Input: one to three notifications field by field (seq, apns-id, token, topic, push type,
+// Input: one to three APNs notifications field by field (seq, apns-id, token, topic, push type,
 // priority, collapse id, payload, acceptedAt, delivery kind, carrier, fetch window), a chunk size,
 // then bytes of any kind. A payload the provider API would refuse (the encoder is only ever
 // given validated payloads) is replaced by `{}`.
@@ -20,6 +20,10 @@ import PushgateTransport
 
 @testable import PushgateDeviceAPI
 @testable import PushgateProviderAPI
+
+/// The APNs push types: a Web Push message is another event (`event: webpush`) with a JSON shape
+/// of its own, which the checks here do not describe.
+private let apnsPushTypes = PushType.allCases.filter { $0 != .webpush }
 
 private struct Notification {
     var record: AcceptedPush
@@ -104,7 +108,7 @@ private func readNotification(_ reader: inout FuzzReader) -> Notification {
     let apnsID = reader.string()
     let token = reader.string()
     let topic = reader.string()
-    let pushType = PushType.allCases[Int(reader.byte()) % PushType.allCases.count]
+    let pushType = apnsPushTypes[Int(reader.byte()) % apnsPushTypes.count]
     let priority: PushPriority = [.low, .normal, .high][Int(reader.byte()) % 3]
     let collapseID: String? = reader.bool() ? reader.string() : nil
     var payload = reader.bytes()

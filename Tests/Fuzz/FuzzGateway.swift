@@ -43,8 +43,7 @@ enum FuzzGateway {
         let device = DeviceRecord(id: deviceID, secretHash: SHA256.hash(deviceSecret.utf8), createdAt: nowMillis)
         let registration = RegistrationRecord(token: token, deviceID: deviceID, topic: topic, createdAt: nowMillis)
         _ = core.shards[0].submit { shard in
-            shard.load(devices: [device])
-            shard.load(registrations: [registration])
+            shard.load(ShardSnapshot(devices: [device], registrations: [registration]))
         }
         loop.run()
         return core

@@ -90,6 +90,9 @@ for line in open(sys.argv[1]):
 PY
 )
 ((${#FLAGS[@]})) || { echo "no compiler flags for PushgateGateway found in $SCRATCH/$CONFIGURATION.yaml" >&2; exit 1; }
+# libpq's include directory (pkg-config's, as SwiftPM reads it for CLibPQ), which the flags above
+# lack: SwiftPM passes it where CLibPQ is imported, and the harnesses reach it through the store.
+for flag in $(pkg-config --cflags-only-I libpq); do FLAGS+=(-Xcc "$flag"); done
 # One path a line, quoted when it has a space.
 mapfile -t OBJECTS < <(grep -v '/pushgate\.build/' "$BUILD/pushgate.product/Objects.LinkFileList" | sed "s/^'\\(.*\\)'\$/\\1/")
 
@@ -99,7 +102,7 @@ for target in "${TARGETS[@]}"; do
     swiftc -sanitize=fuzzer,address -parse-as-library -g "$optimization" -enable-testing -use-ld=lld \
         -I "$BUILD/Modules" "${FLAGS[@]}" \
         "${files[@]/#/$PWD/Tests/Fuzz/}" "$PWD/Tests/Fuzz/FuzzSupport.swift" "${OBJECTS[@]}" \
-        -lnghttp2 -lssl -lcrypto -lsqlite3 \
+        -lnghttp2 -lssl -lcrypto -lsqlite3 -lpq \
         -o "$OUT/bin/$target" >"$OUT/logs/link-$target.log" 2>&1 \
         || { cat "$OUT/logs/link-$target.log"; exit 1; }
 done
