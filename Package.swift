@@ -507,6 +507,7 @@ let package = Package(
             name: "PushgateClusterTests",
             dependencies: [
                 "PushgateCluster", "PushgateClusterNode",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),

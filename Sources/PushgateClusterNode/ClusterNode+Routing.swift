@@ -11,44 +11,75 @@ import PushgateTransport
 /// streams here (claiming the device).
 extension ClusterNode: PushAcceptor, DevicePlacement {
     public func accept(_ push: Push, expiration: Expiration) -> EventLoopFuture<Disposition> {
-        guard holdsDevice(ofToken: push.deviceToken) else { return routed(push, expiration: expiration) }
-        let accepted = core.accept(push, expiration: expiration)
-        return accepted.flatMapError { [self] error in
-            // Let go meanwhile (a fenced commit): placed again.
-            guard (error as? Refusal)?.reason == .badDeviceToken else {
-                return accepted.eventLoop.makeFailedFuture(error)
-            }
-            return routed(push, expiration: expiration)
-        }
-    }
-
-    private func routed(_ push: Push, expiration: Expiration) -> EventLoopFuture<Disposition> {
-        promise { [self] in
-            let answer = try await route(token: push.deviceToken, ForwardedWork(push: push, expiration: expiration)) {
-                try await self.core.accept(push, expiration: expiration).map { ForwardedAnswer(disposition: $0) }.get()
-            }
-            return try answer.decodedDisposition()
-        }
+        serve(token: push.deviceToken, ForwardedWork(push: push, expiration: expiration)) { [core] in
+            core.accept(push, expiration: expiration).map { ForwardedAnswer(disposition: $0) }
+        }.flatMapThrowing { try $0.decodedDisposition() }
     }
 
     public func acceptWebPush(_ submission: WebPushSubmission) -> EventLoopFuture<WebPushAcceptance> {
-        guard holdsDevice(ofToken: submission.token) else { return routed(submission) }
-        let accepted = core.acceptWebPush(submission)
-        return accepted.flatMapError { [self] error in
-            guard (error as? Refusal)?.reason == .badDeviceToken else {
-                return accepted.eventLoop.makeFailedFuture(error)
+        serve(token: submission.token, ForwardedWork(webPush: submission)) { [core] in
+            core.acceptWebPush(submission).map { ForwardedAnswer($0) }
+        }.flatMapThrowing { try $0.webPushAcceptance() }
+    }
+
+    /// Serves `work` for the device `token` names. The common cases need no task and no
+    /// database: a device this node holds is served here at once; one whose owner is known,
+    /// with a connection open to it, is handed to the owner straight from the event loop.
+    /// Anything else, and anything that goes wrong on the way, goes through `route`.
+    private func serve(
+        token: String,
+        _ work: @escaping @Sendable @autoclosure () -> ForwardedWork,
+        here: @escaping @Sendable () -> EventLoopFuture<ForwardedAnswer>
+    ) -> EventLoopFuture<ForwardedAnswer> {
+        switch placeAtOnce(token: token) {
+        case .here:
+            let served = here()
+            return served.flatMapError { [self] error in
+                // Let go meanwhile (a fenced commit): placed again.
+                guard (error as? Refusal)?.reason == .badDeviceToken else {
+                    return served.eventLoop.makeFailedFuture(error)
+                }
+                return routed(token: token, work(), here: here)
             }
-            return routed(submission)
+        case .node(let deviceID, let address):
+            let work = work()
+            guard let sent = handOver(work, to: address) else { return routed(token: token, work, here: here) }
+            return sent.flatMap { [self] answer in
+                if let answer, answer.refusal?.reason != Refusal.Reason.misdirectedRequest.rawValue {
+                    return sent.eventLoop.makeSucceededFuture(answer)
+                }
+                forgetOwner(of: deviceID)
+                return routed(token: token, work, here: here)
+            }
+        case nil:
+            return routed(token: token, work(), here: here)
         }
     }
 
-    private func routed(_ submission: WebPushSubmission) -> EventLoopFuture<WebPushAcceptance> {
-        promise { [self] in
-            let answer = try await route(token: submission.token, ForwardedWork(webPush: submission)) {
-                try await self.core.acceptWebPush(submission).map { ForwardedAnswer($0) }.get()
-            }
-            return try answer.webPushAcceptance()
-        }
+    private func routed(
+        token: String,
+        _ work: ForwardedWork,
+        here: @escaping @Sendable () -> EventLoopFuture<ForwardedAnswer>
+    ) -> EventLoopFuture<ForwardedAnswer> {
+        promise { [self] in try await route(token: token, work) { try await here().get() } }
+    }
+
+    /// `work` on the connection open to its owner: the owner's answer, or nil when it did not
+    /// come (the caller then asks the database). Nil at once when no connection is open.
+    private func handOver(_ work: ForwardedWork, to address: String) -> EventLoopFuture<ForwardedAnswer?>? {
+        guard let body = try? JSONEncoder().encode(work) else { return nil }
+        let request = HTTPClientRequest(
+            method: "POST",
+            path: "/internal/v1/push",
+            headers: ["content-type": "application/json"],
+            body: ByteBuffer(bytes: body)
+        )
+        guard let sent = peers.submit(request, to: address) else { return nil }
+        count { $0.forwardedPushes += 1 }
+        return sent.map { response -> ForwardedAnswer? in
+            guard response.status == 200 else { return nil }
+            return try? JSONDecoder().decode(ForwardedAnswer.self, from: Data(response.body.readableBytesView))
+        }.recover { _ in nil }
     }
 
     public func place(deviceID: String, opensStream: Bool, forwarded: Bool) -> EventLoopFuture<DevicePlace> {
@@ -183,8 +214,30 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
     /// What the owner does with forwarded work: serves it here, claiming the device if no live
     /// node owns it; a device another node owns now is refused `MisdirectedRequest`. Work seen
     /// before (a second attempt) gets the first attempt's answer, served once.
-    func serveForwarded(_ work: ForwardedWork) async -> ForwardedAnswer {
-        await served.answer(work.id) { await self.serve(work) }
+    func serveForwarded(_ work: ForwardedWork) -> EventLoopFuture<ForwardedAnswer> {
+        served.answer(work.id, on: eventLoopForFutures) { [self] in
+            serveAtOnce(work) ?? promise { await self.serve(work) }
+        }
+    }
+
+    /// Forwarded work for a device this node holds and may act for, served without a task; nil
+    /// for anything else.
+    private func serveAtOnce(_ work: ForwardedWork) -> EventLoopFuture<ForwardedAnswer>? {
+        let served: EventLoopFuture<ForwardedAnswer>
+        if let (push, expiration) = work.decodedPush(), case .here = placeAtOnce(token: push.deviceToken) {
+            served = core.accept(push, expiration: expiration).map { ForwardedAnswer(disposition: $0) }
+        } else if let submission = work.webPush?.decoded(), case .here = placeAtOnce(token: submission.token) {
+            served = core.acceptWebPush(submission).map { ForwardedAnswer($0) }
+        } else {
+            return nil
+        }
+        return served.flatMapError { [self] error in
+            // Let go meanwhile (a fenced commit): placed again, as any other work.
+            guard (error as? Refusal)?.reason == .badDeviceToken else {
+                return served.eventLoop.makeSucceededFuture(ForwardedAnswer(refusal: WireRefusal(Refusal(error))))
+            }
+            return promise { await self.serve(work) }
+        }
     }
 
     private func serve(_ work: ForwardedWork) async -> ForwardedAnswer {

@@ -123,13 +123,20 @@ public final class ClusterNode: Sendable {
         }
     }
 
-    /// Whether this node holds the device `token` names and may act for it now: a push for it
-    /// is then taken here at once, with no task and no database lookup on its way.
-    func holdsDevice(ofToken token: String) -> Bool {
+    enum PlaceAtOnce {
+        case here
+        case node(deviceID: String, address: String)
+    }
+
+    /// Where the device `token` names is served, when that is known without asking the
+    /// database: here when this node holds it and may act for it, at its owner as last heard.
+    /// Nil when only the database can say (or this node may not act now).
+    func placeAtOnce(token: String) -> PlaceAtOnce? {
         let now = Self.monotonicMillis()
         return state.withLockedValue { state in
-            guard state.lease.mayAct(now: now), let id = state.tokens[token] else { return false }
-            return state.held[id] != nil
+            guard state.lease.mayAct(now: now), let id = state.tokens[token] else { return nil }
+            if state.held[id] != nil { return .here }
+            return state.remoteOwners[id].map { .node(deviceID: id, address: $0) }
         }
     }
 
@@ -378,7 +385,7 @@ public final class ClusterNode: Sendable {
 /// attempt comes within seconds of the first.
 final class ServedWork: Sendable {
     private struct Entries {
-        var answers: [String: Task<ForwardedAnswer, Never>] = [:]
+        var answers: [String: EventLoopFuture<ForwardedAnswer>] = [:]
         var order: [String] = []
         var next = 0
     }
@@ -390,11 +397,17 @@ final class ServedWork: Sendable {
         self.limit = limit
     }
 
-    func answer(_ id: String, _ serve: @escaping @Sendable () async -> ForwardedAnswer) async -> ForwardedAnswer {
-        let task = entries.withLockedValue { entries in
-            if let task = entries.answers[id] { return task }
-            let task = Task { await serve() }
-            entries.answers[id] = task
+    /// The answer to work `id`: the first attempt's, or `serve`'s when this is the first.
+    func answer(
+        _ id: String,
+        on loop: any EventLoop,
+        _ serve: () -> EventLoopFuture<ForwardedAnswer>
+    ) -> EventLoopFuture<ForwardedAnswer> {
+        let (answer, first) = entries.withLockedValue {
+            entries -> (EventLoopFuture<ForwardedAnswer>, EventLoopPromise<ForwardedAnswer>?) in
+            if let answer = entries.answers[id] { return (answer, nil) }
+            let promise = loop.makePromise(of: ForwardedAnswer.self)
+            entries.answers[id] = promise.futureResult
             // A ring of the ids in arrival order: the oldest is forgotten for each new one.
             if entries.order.count < limit {
                 entries.order.append(id)
@@ -403,9 +416,10 @@ final class ServedWork: Sendable {
                 entries.order[entries.next] = id
                 entries.next = (entries.next + 1) % limit
             }
-            return task
+            return (promise.futureResult, promise)
         }
-        return await task.value
+        first?.completeWith(serve())
+        return answer
     }
 }
 

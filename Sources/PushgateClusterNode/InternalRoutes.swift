@@ -19,6 +19,10 @@ extension ClusterNode {
                 responder.respond(.refusal(Refusal(.notFound, "no route for \(head.path)")))
                 return false
             }
+            // A node proven: its connection gets the full stream limit, as a provider's does
+            // after a valid token. Held to one stream, forwarded pushes would wait on each
+            // other's commits.
+            head.connection.markAuthenticated()
             return true
         })
         // A push another node took for a device this one owns.
@@ -29,8 +33,7 @@ extension ClusterNode {
                 responder.respond(.refusal(Refusal(.badRequest, "not a forwarded push")))
                 return
             }
-            Task {
-                let answer = await serveForwarded(work)
+            serveForwarded(work).whenSuccess { answer in
                 let body = (try? JSONEncoder().encode(answer)) ?? Data()
                 responder.respond(
                     HTTPServerResponse(

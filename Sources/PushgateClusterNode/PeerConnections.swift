@@ -17,6 +17,8 @@ final class PeerConnections: Sendable {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let connections = NIOLockedValueBox<[String: Task<HTTP2ClientConnection, any Error>]>([:])
+    /// The connections made so far, for `submit`, which takes only one that exists.
+    private let open = NIOLockedValueBox<[String: HTTP2ClientConnection]>([:])
 
     init(secret: String, group: any EventLoopGroup, logger: Logger) {
         self.secret = secret
@@ -64,6 +66,32 @@ final class PeerConnections: Sendable {
         }
     }
 
+    /// `request` sent to the node at `address` on the connection already open to it, without a
+    /// task: the future completes on that connection's loop with the answer, or fails with
+    /// `PeerTimeout` after `timeout` (the connection is then dropped). Nil when no connection is
+    /// open yet: `send` makes one.
+    func submit(
+        _ request: HTTPClientRequest,
+        to address: String,
+        timeout: TimeAmount = PeerConnections.timeout
+    ) -> EventLoopFuture<HTTPClientResponse>? {
+        guard let connection = open.withLockedValue({ $0[address] }) else { return nil }
+        var request = request
+        request.headers.replaceOrAdd(name: Self.secretHeader, value: secret)
+        let submitted = connection.submit(request)
+        let loop = submitted.eventLoop
+        let answer = loop.makePromise(of: HTTPClientResponse.self)
+        let timer = loop.scheduleTask(in: timeout) {
+            answer.fail(PeerTimeout(address: address, timeout: timeout))
+        }
+        submitted.whenComplete { result in
+            timer.cancel()
+            answer.completeWith(result)
+        }
+        answer.futureResult.whenFailure { [self] _ in forget(address) }
+        return answer.futureResult
+    }
+
     /// The longest a node waits for another's answer. A forwarded push is committed by its
     /// owner in milliseconds; twice this is what a provider waits at most before a 503 when the
     /// owner is paused and its lease not yet expired.
@@ -86,6 +114,7 @@ final class PeerConnections: Sendable {
     }
 
     func close() async {
+        open.withLockedValue { $0 = [:] }
         let all = connections.withLockedValue { connections in
             defer { connections = [:] }
             return Array(connections.values)
@@ -101,7 +130,9 @@ final class PeerConnections: Sendable {
                 guard let (host, port) = Self.hostAndPort(address) else {
                     throw PeerAddressError(address: address)
                 }
-                return try await HTTP2ClientConnection.connect(host: host, port: port, group: group)
+                let connection = try await HTTP2ClientConnection.connect(host: host, port: port, group: group)
+                self.open.withLockedValue { $0[address] = connection }
+                return connection
             }
             connections[address] = task
             return task
@@ -115,6 +146,7 @@ final class PeerConnections: Sendable {
     }
 
     private func forget(_ address: String) {
+        open.withLockedValue { _ = $0.removeValue(forKey: address) }
         let task = connections.withLockedValue { $0.removeValue(forKey: address) }
         Task { await (try? task?.value)?.close() }
     }
