@@ -116,7 +116,7 @@ deploy_log "/metrics: 401 without the token; received and delivered counted with
 # does), restored on the host by the image's own binary.
 backup=$(podman exec "$name" pushgate backup --data-dir /var/lib/pushgate /var/lib/pushgate/backup.sqlite) \
     || deploy_fail "pushgate backup in the running container failed"
-grep -q ': 1 devices, 1 registrations, ' <<<"$backup" || deploy_fail "the backup does not hold the device: $backup"
+grep -q ': 1 device, 1 registration, ' <<<"$backup" || deploy_fail "the backup does not hold the device: $backup"
 podman cp "$name:/var/lib/pushgate/backup.sqlite" "$work/backup.sqlite"
 restored=$("$pushgate" restore --data-dir "$work/restored" "$work/backup.sqlite") || deploy_fail "pushgate restore of the container's backup failed"
 deploy_log "backup in the running container, restored on the host: ${restored#restored }"
