@@ -11,36 +11,19 @@
 # The reference is the other build in the same rounds: what a change to the forwarding saves.
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/postgres-server.sh"
+source "$(dirname "$0")/cluster-nodes.sh"
 : "${BASELINE_BIN:?BASELINE_BIN=path of the build to compare against}"
 ROUNDS=${ROUNDS:-3}
 RATE=${RATE:-2000}
 
 run() {
-    local bin=$1 label=$2 database index before=0 after=0 pid out
-    database=$(new_database)
-    nodes=() urls=()
-    for index in 1 2 3; do
-        "${as_gateway[@]}" "$bin" serve --listen 127.0.0.1:0 --database-url "$database" --node-name "n$index" \
-            --log-level error > "$work/node$index.out" 2>&1 &
-        nodes+=($!)
-        for _ in $(seq 200); do grep -q listening "$work/node$index.out" 2>/dev/null && break; sleep 0.05; done
-        urls+=("$(sed -n 's/^listening //p' "$work/node$index.out" | head -1)")
-    done
-    # Every node a member, each counting them all.
-    for url in "${urls[@]}"; do
-        for _ in $(seq 200); do
-            [ "$(curl -s "$url/v1/admin/nodes" | python3 -c 'import json,sys
-try: print(len(json.load(sys.stdin)["nodes"]))
-except Exception: print(0)')" = 3 ] && break
-            sleep 0.05
-        done
-    done
-    for pid in "${nodes[@]}"; do before=$((before + $(cpu_ticks "$pid"))); done
+    local bin=$1 label=$2 before after out
+    NODE_BIN=$bin start_nodes 3
+    before=$(nodes_ticks)
     out=$("$bin" bench --server "${urls[0]}" --provider-server "${urls[1]}" --provider-server "${urls[2]}" \
         --devices 1000 --providers 2 --rate "$RATE" --ack-delay 50 --pushes $((RATE * 20)) 2>"$work/bench.err" | tail -1)
-    for pid in "${nodes[@]}"; do after=$((after + $(cpu_ticks "$pid"))); done
-    for pid in "${nodes[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${nodes[@]}"; do wait "$pid" 2>/dev/null || true; done
+    after=$(nodes_ticks)
+    stop_nodes
     [ -n "$out" ] || { echo "bench failed:" >&2; tail -5 "$work/bench.err" >&2; exit 1; }
     python3 -c "
 import json; r = json.loads('''$out''')

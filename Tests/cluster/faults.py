@@ -827,6 +827,18 @@ class Cluster:
             started.append(agent)
         return started
 
+    def agents_on_first_node(self, count):
+        """`count` agents on n1 and one on each other node, connected, warmed up through n2 and
+        settled: the agents on n1, the devices a fault to n1 must move."""
+        n1, n2 = self.nodes[0], self.nodes[1]
+        held = self.start_agents(n1, count)
+        for node in self.nodes[1:]:
+            self.start_agents(node, 1)
+        self.wait_connected(self.agents)
+        self.warm_up(self.agents, n2)
+        self.wait_settled(self.agents)
+        return held
+
     def wait_connected(self, agents, seconds=30):
         def connected():
             for agent in agents:
@@ -1038,12 +1050,7 @@ def case_db_cut(cluster):
     """n1 cut from PostgreSQL (iptables in its namespace) while its devices stay connected."""
     n1, n2, n3 = cluster.nodes
     figures, failures = [], []
-    held = cluster.start_agents(n1, 6)
-    cluster.start_agents(n2, 1)
-    cluster.start_agents(n3, 1)
-    cluster.wait_connected(cluster.agents)
-    cluster.warm_up(cluster.agents, n2)
-    cluster.wait_settled(cluster.agents)
+    held = cluster.agents_on_first_node(6)
     pid = n1.pid
     postgres = cluster.env.postgres
     rules = [
@@ -1096,12 +1103,7 @@ def case_node_cut(cluster):
     """n1's link down (inside n1) with devices on it, then up again."""
     n1, n2, n3 = cluster.nodes
     figures, failures = [], []
-    held = cluster.start_agents(n1, 4)
-    cluster.start_agents(n2, 1)
-    cluster.start_agents(n3, 1)
-    cluster.wait_connected(cluster.agents)
-    cluster.warm_up(cluster.agents, n2)
-    cluster.wait_settled(cluster.agents)
+    held = cluster.agents_on_first_node(4)
     lease = cluster.leases("n1")[0][0]
     Network.inside(n1.namespace, ["ip", "link", "set", n1.link, "down"])
     down = True
@@ -1306,12 +1308,7 @@ def case_pause(cluster):
     """n1, holding devices, stopped (SIGSTOP) past its lease, then continued."""
     n1, n2, n3 = cluster.nodes
     figures, failures = [], []
-    held = cluster.start_agents(n1, 3)
-    cluster.start_agents(n2, 1)
-    cluster.start_agents(n3, 1)
-    cluster.wait_connected(cluster.agents)
-    cluster.warm_up(cluster.agents, n2)
-    cluster.wait_settled(cluster.agents)
+    held = cluster.agents_on_first_node(3)
     lease = cluster.leases("n1")[0][0]
     os.kill(n1.pid, signal.SIGSTOP)
     paused = True
