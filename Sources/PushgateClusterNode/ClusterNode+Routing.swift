@@ -48,8 +48,10 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
                 if let answer, answer.refusal?.reason != Refusal.Reason.misdirectedRequest.rawValue {
                     return sent.eventLoop.makeSucceededFuture(answer)
                 }
+                // That was the first attempt: the database is asked once, as `route` does after
+                // its own first.
                 forgetOwner(of: deviceID)
-                return routed(token: token, work, here: here)
+                return routed(token: token, work, from: 1, here: here)
             }
         case nil:
             return routed(token: token, work(), here: here)
@@ -59,9 +61,10 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
     private func routed(
         token: String,
         _ work: ForwardedWork,
+        from attempt: Int = 0,
         here: @escaping @Sendable () -> EventLoopFuture<ForwardedAnswer>
     ) -> EventLoopFuture<ForwardedAnswer> {
-        promise { [self] in try await route(token: token, work) { try await here().get() } }
+        promise { [self] in try await route(token: token, work, from: attempt) { try await here().get() } }
     }
 
     /// `work` on the connection open to its owner: the owner's answer, or nil when it did not
@@ -158,11 +161,12 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
     func route(
         token: String,
         _ work: ForwardedWork,
+        from firstAttempt: Int = 0,
         here: @escaping @Sendable () async throws -> ForwardedAnswer
     ) async throws -> ForwardedAnswer {
         // A token no device has: this node's core gives the usual answer.
         guard let deviceID = try await device(ofToken: token) else { return try await here() }
-        for attempt in 0..<2 {
+        for attempt in firstAttempt..<2 {
             switch try await place(deviceID, .takeover) {
             case .here:
                 do {

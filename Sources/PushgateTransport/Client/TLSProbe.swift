@@ -66,5 +66,11 @@ enum TLSProbe {
             decide(false)
             context.close(promise: nil)
         }
+
+        /// A connection refused never becomes active, so it has no `channelInactive`: its
+        /// pipeline's teardown still decides, and the promise is never left behind.
+        func handlerRemoved(context: ChannelHandlerContext) {
+            decide(false)
+        }
     }
 }
