@@ -1099,6 +1099,24 @@ def case_db_cut(cluster):
     return figures + [summary], failures + more_failures
 
 
+def n1_back_taking_nothing(cluster, held, lease, t1, called):
+    """Waits until n1 (`called` so in messages) is a member again under a new lease and ready,
+    then checks for 4 s that none of `held`'s streams moves back and n1 holds no device. Returns
+    the seconds from `t1` until it was back."""
+    n1, n2 = cluster.nodes[0], cluster.nodes[1]
+    wait_until(f"{called} joins again under a new lease", 30,
+               lambda: (lambda rows: rows and rows[0][0] != lease and not rows[0][2])(cluster.leases("n1")))
+    wait_until("n1 ready again", 30, n1.ready)
+    back = time.monotonic() - t1
+    losses_before = sum(len(a.losses_since(t1)) for a in held)
+
+    def nothing_taken_back():
+        return sum(len(a.losses_since(t1)) for a in held) == losses_before and n2.nodes()["n1"]["devicesHeld"] == 0
+
+    holds_for(f"{called} takes nothing back (no stream moved, n1 holds no device)", 4, nothing_taken_back)
+    return back
+
+
 def case_node_cut(cluster):
     """n1's link down (inside n1) with devices on it, then up again."""
     n1, n2, n3 = cluster.nodes
@@ -1145,16 +1163,8 @@ def case_node_cut(cluster):
     silent = unanswered(load.pushes)
     if silent:
         failures.append(f"{len(silent)} pushes to n2 got no answer, e.g. {describe(silent[0])}")
-    wait_until("n1 joins again under a new lease", 30,
-               lambda: (lambda rows: rows and rows[0][0] != lease and not rows[0][2])(cluster.leases("n1")))
-    wait_until("n1 ready again", 30, n1.ready)
-    figures.append(f"n1 back under a new lease after {seconds(time.monotonic() - t1)}")
-    losses_before = sum(len(a.losses_since(t1)) for a in held)
-
-    def nothing_taken_back():
-        return sum(len(a.losses_since(t1)) for a in held) == losses_before and n2.nodes()["n1"]["devicesHeld"] == 0
-
-    holds_for("n1 takes nothing back (no stream moved, n1 holds no device)", 4, nothing_taken_back)
+    back = n1_back_taking_nothing(cluster, held, lease, t1, "n1")
+    figures.append(f"n1 back under a new lease after {seconds(back)}")
     for agent in held:
         owner, _ = n2.owner(agent.device_id)
         if owner == "n1":
@@ -1335,16 +1345,8 @@ def case_pause(cluster):
         if paused:
             os.kill(n1.pid, signal.SIGCONT)
         load.stop()
-    wait_until("the resumed n1 joins again under a new lease", 30,
-               lambda: (lambda rows: rows and rows[0][0] != lease and not rows[0][2])(cluster.leases("n1")))
-    wait_until("n1 ready again", 30, n1.ready)
-    figures.append(f"n1 back under a new lease {seconds(time.monotonic() - t1)} after SIGCONT")
-    losses_before = sum(len(a.losses_since(t1)) for a in held)
-
-    def nothing_taken_back():
-        return sum(len(a.losses_since(t1)) for a in held) == losses_before and n2.nodes()["n1"]["devicesHeld"] == 0
-
-    holds_for("the resumed n1 takes nothing back (no stream moved, n1 holds no device)", 4, nothing_taken_back)
+    back = n1_back_taking_nothing(cluster, held, lease, t1, "the resumed n1")
+    figures.append(f"n1 back under a new lease {seconds(back)} after SIGCONT")
     for agent in held:
         push = cluster.provider.push(agent, n1)
         if push.status != 200:
