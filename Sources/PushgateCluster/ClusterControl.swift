@@ -16,8 +16,9 @@ public protocol ClusterControl: Sendable {
     func leave(lease: UInt64) throws
     /// Claims `device` for `lease` (`OwnershipRules.claim`).
     func claim(device: String, lease: UInt64, reason: OwnershipRules.ClaimReason) throws -> ClaimOutcome
-    /// Where a device token's device is, and who owns it; nil for a token never registered.
-    func locate(token: String) throws -> DeviceLocation?
+    /// Where the devices of `tokens` are, and who owns them, by token; a token never
+    /// registered is missing.
+    func locate(tokens: [String]) throws -> [String: DeviceLocation]
     /// Who owns a device; nil for a device that does not exist.
     func locate(device: String) throws -> DeviceLocation?
     /// Of `devices`, those no longer owned by `lease` at the epoch given.

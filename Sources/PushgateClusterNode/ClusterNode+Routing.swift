@@ -24,13 +24,26 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
 
     /// Serves `work` for the device `token` names. The common cases need no task and no
     /// database: a device this node holds is served here at once; one whose owner is known,
-    /// with a connection open to it, is handed to the owner straight from the event loop.
-    /// Anything else, and anything that goes wrong on the way, goes through `route`.
+    /// with a connection open to it, is handed to the owner straight from the event loop; a
+    /// token not seen before is looked up first (in a batch with others). Anything else, and
+    /// anything that goes wrong on the way, goes through `route`.
     private func serve(
         token: String,
         _ work: @escaping @Sendable @autoclosure () -> ForwardedWork,
+        lookedUp: Bool = false,
         here: @escaping @Sendable () -> EventLoopFuture<ForwardedAnswer>
     ) -> EventLoopFuture<ForwardedAnswer> {
+        if !lookedUp, !knows(token: token) {
+            return locate(token: token).map { Optional.some($0) }.recover { _ in nil }.flatMap { [self] found in
+                switch found {
+                case .some(.some): return serve(token: token, work(), lookedUp: true, here: here)
+                // No device has it: this node's core gives the usual answer.
+                case .some(.none): return here()
+                // The lookup failed: `route` asks again, and answers with what it finds.
+                case .none: return routed(token: token, work(), here: here)
+                }
+            }
+        }
         switch placeAtOnce(token: token) {
         case .here:
             let served = here()
@@ -85,8 +98,25 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
         }.recover { _ in nil }
     }
 
-    public func place(deviceID: String, opensStream: Bool, forwarded: Bool) -> EventLoopFuture<DevicePlace> {
-        promise { [self] in
+    public func place(
+        deviceID: String,
+        opensStream: Bool,
+        forwarded: Bool,
+        on loop: any EventLoop
+    ) -> EventLoopFuture<DevicePlace> {
+        // The common case, a device's request (an ack, a keep-alive) where its stream is: no
+        // task and no database. A stream opening claims the device, which only the database
+        // can grant.
+        if !opensStream {
+            switch placeAtOnce(deviceID: deviceID) {
+            case .here: return loop.makeSucceededFuture(.here)
+            case .node(_, let address) where forwarded:
+                return loop.makeSucceededFuture(.refused(Self.misdirected(deviceID, owner: address)))
+            case .node(_, let address): return loop.makeSucceededFuture(.node(address))
+            case nil: break
+            }
+        }
+        return promise { [self] in
             do {
                 switch try await place(deviceID, opensStream ? .stream : .takeover) {
                 case .here: return .here

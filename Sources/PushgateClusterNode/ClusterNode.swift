@@ -38,6 +38,8 @@ public final class ClusterNode: Sendable {
     private let state = NIOLockedValueBox(State())
     /// One claim at a time per device: two pushes for one unowned device must not load it twice.
     private let claims = ClaimQueue()
+    /// Tokens missing from the cache, looked up together.
+    private let tokenLookups: BatchedLookups<String, DeviceLocation>
     /// Forwarded work served lately, by id.
     let served = ServedWork()
 
@@ -90,6 +92,9 @@ public final class ClusterNode: Sendable {
         pool.start()
         leasePool = NIOThreadPool(numberOfThreads: 1)
         leasePool.start()
+        tokenLookups = BatchedLookups { [pool, eventLoop] tokens in
+            pool.runIfActive(eventLoop: eventLoop) { try store.locate(tokens: tokens) }
+        }
         core.releases.observe { [state] id in state.withLockedValue { _ = $0.held.removeValue(forKey: id) } }
     }
 
@@ -135,9 +140,22 @@ public final class ClusterNode: Sendable {
         let now = Self.monotonicMillis()
         return state.withLockedValue { state in
             guard state.lease.mayAct(now: now), let id = state.tokens[token] else { return nil }
-            if state.held[id] != nil { return .here }
-            return state.remoteOwners[id].map { .node(deviceID: id, address: $0) }
+            return Self.placeAtOnce(id, in: state)
         }
+    }
+
+    /// `placeAtOnce(token:)` for a device named by its id.
+    func placeAtOnce(deviceID: String) -> PlaceAtOnce? {
+        let now = Self.monotonicMillis()
+        return state.withLockedValue { state in
+            guard state.lease.mayAct(now: now) else { return nil }
+            return Self.placeAtOnce(deviceID, in: state)
+        }
+    }
+
+    private static func placeAtOnce(_ id: String, in state: State) -> PlaceAtOnce? {
+        if state.held[id] != nil { return .here }
+        return state.remoteOwners[id].map { .node(deviceID: id, address: $0) }
     }
 
     /// Whether this node holds the device now.
@@ -344,6 +362,9 @@ public final class ClusterNode: Sendable {
             if state.withLockedValue({ $0.held[id] }) != owner {
                 let records = try await blocking { try store.records(ofDevice: id) }
                 try await core.adopt(records, owner: owner)
+                // Pushes forwarded to this node name the device by token: known now, the first
+                // of them is served without a query.
+                remember(tokens: records.registrations.map(\.token), of: id)
                 state.withLockedValue { state in
                     state.held[id] = owner
                     switch reason {
@@ -361,19 +382,35 @@ public final class ClusterNode: Sendable {
     }
 
     /// The device a token is, from the cache or the database; nil for a token never registered.
-    /// Looked up, the device's live owner is remembered too when it is another node: the first
-    /// push for a device owned elsewhere then costs one query, not a claim's transaction.
     func device(ofToken token: String) async throws -> String? {
         if let id = state.withLockedValue({ $0.tokens[token] }) { return id }
-        let store = store
-        guard let location = try await blocking({ try store.locate(token: token) }) else { return nil }
-        let lease = actingLease
-        state.withLockedValue { state in
-            if state.tokens.count >= Self.tokenCacheLimit { state.tokens.removeAll(keepingCapacity: true) }
-            state.tokens[token] = location.deviceID
+        return try await locate(token: token).get()
+    }
+
+    /// Whether the device `token` names is known here (without its owner, perhaps).
+    func knows(token: String) -> Bool { state.withLockedValue { $0.tokens[token] != nil } }
+
+    /// The device a token is, from the database; nil for a token never registered. Looked up,
+    /// the device's live owner is remembered too when it is another node: the first push for a
+    /// device owned elsewhere then costs a share of one query, not a claim's transaction.
+    func locate(token: String) -> EventLoopFuture<String?> {
+        tokenLookups.value(of: token, on: eventLoop).map { [self] location in
+            guard let location else { return nil }
+            remember(tokens: [token], of: location.deviceID)
+            if let owner = location.owner, owner.lease != actingLease {
+                rememberOwner(of: location.deviceID, owner.address)
+            }
+            return location.deviceID
         }
-        if let owner = location.owner, owner.lease != lease { rememberOwner(of: location.deviceID, owner.address) }
-        return location.deviceID
+    }
+
+    private func remember(tokens: some Sequence<String>, of deviceID: String) {
+        state.withLockedValue { state in
+            for token in tokens {
+                if state.tokens.count >= Self.tokenCacheLimit { state.tokens.removeAll(keepingCapacity: true) }
+                state.tokens[token] = deviceID
+            }
+        }
     }
 
     static let tokenCacheLimit = 100_000

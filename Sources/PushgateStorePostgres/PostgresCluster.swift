@@ -155,35 +155,58 @@ public final class PostgresCluster: ClusterStore {
         return .claimed(epoch: newEpoch, previous: ownerAlive ? owner : nil)
     }
 
-    public func locate(token: String) throws -> DeviceLocation? {
-        try locate("r.token = $1::text", token, from: "registrations r JOIN devices d ON d.id = r.device_id")
+    public func locate(tokens: [String]) throws -> [String: DeviceLocation] {
+        guard let first = tokens.first else { return [:] }
+        return try run(slot(first)) { connection, deadline throws(PGError) in
+            var params = PGParams()
+            params.textArray(tokens)
+            let result = try connection.execute(
+                """
+                SELECT d.id, d.owner_epoch, \(Self.nodeColumns("l")), r.token \
+                FROM registrations r JOIN devices d ON d.id = r.device_id \
+                LEFT JOIN node_leases l ON l.lease_id = d.owner_lease AND l.expires_at > clock_timestamp() \
+                WHERE r.token = ANY($1::text[])
+                """,
+                params,
+                binaryResults: true,
+                deadline: deadline
+            )
+            guard let result else { return [:] }
+            var found: [String: DeviceLocation] = [:]
+            for row in 0..<result.rows {
+                // The token follows the node's six columns.
+                found[result.text(row, 8)] = Self.location(result, row)
+            }
+            return found
+        }
     }
 
     public func locate(device: String) throws -> DeviceLocation? {
-        try locate("d.id = $1::text", device, from: "devices d")
-    }
-
-    private func locate(_ condition: String, _ key: String, from tables: String) throws -> DeviceLocation? {
-        try run(slot(key)) { connection, deadline throws(PGError) in
+        try run(slot(device)) { connection, deadline throws(PGError) in
             var params = PGParams()
-            params.text(key)
+            params.text(device)
             let result = try connection.execute(
                 """
-                SELECT d.id, d.owner_epoch, \(Self.nodeColumns("l")) FROM \(tables) \
+                SELECT d.id, d.owner_epoch, \(Self.nodeColumns("l")) FROM devices d \
                 LEFT JOIN node_leases l ON l.lease_id = d.owner_lease AND l.expires_at > clock_timestamp() \
-                WHERE \(condition)
+                WHERE d.id = $1::text
                 """,
                 params,
                 binaryResults: true,
                 deadline: deadline
             )
             guard let result, result.rows == 1 else { return nil }
-            return DeviceLocation(
-                deviceID: result.text(0, 0),
-                owner: result.isNull(0, 2) ? nil : Self.node(result, 0, from: 2),
-                epoch: UInt64(max(result.integer(0, 1), 0))
-            )
+            return Self.location(result, 0)
         }
+    }
+
+    /// A device's location from a row of `d.id, d.owner_epoch, <node columns>`.
+    private static func location(_ result: PGResult, _ row: Int) -> DeviceLocation {
+        DeviceLocation(
+            deviceID: result.text(row, 0),
+            owner: result.isNull(row, 2) ? nil : node(result, row, from: 2),
+            epoch: UInt64(max(result.integer(row, 1), 0))
+        )
     }
 
     public func lost(_ devices: [(device: String, epoch: UInt64)], lease: UInt64) throws -> [String] {

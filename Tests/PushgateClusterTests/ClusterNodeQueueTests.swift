@@ -1,12 +1,13 @@
+import NIOCore
 import NIOEmbedded
 import Synchronization
 import Testing
 
 @testable import PushgateClusterNode
 
-/// The node's two small concurrency tools: forwarded work served once however often it comes,
-/// and claims taking turns per device.
-@Suite("Cluster node: forwarded work served once, claims in turn per device")
+/// The node's small concurrency tools: forwarded work served once however often it comes,
+/// claims taking turns per device, and lookups gathered into batches.
+@Suite("Cluster node: forwarded work served once, claims in turn per device, lookups in batches")
 struct ClusterNodeQueueTests {
     @Test("a second attempt at the same work gets the first answer, served once; other work is served")
     func servedOnce() async throws {
@@ -59,5 +60,70 @@ struct ClusterNodeQueueTests {
 
     final class Log: Sendable {
         let entries = Mutex<[String]>([])
+    }
+
+    @Test("keys asked for while a batch runs are fetched together in the next; a missing key is nil")
+    func lookupsInBatches() throws {
+        let loop = EmbeddedEventLoop()
+        let fetches = Fetches(loop)
+        let lookups = BatchedLookups<String, Int>(concurrency: 1, batchLimit: 3) { fetches.fetch($0) }
+        let a = lookups.value(of: "a", on: loop)
+        #expect(fetches.asked() == [["a"]])
+        // Asked meanwhile: waiting for the first batch to end. "b" twice is asked for once.
+        let waiting = ["b", "c", "b", "d", "e"].map { lookups.value(of: $0, on: loop) }
+        #expect(fetches.asked() == [["a"]])
+        fetches.answer(0, ["a": 1])
+        #expect(try a.wait() == 1)
+        // The next batch: up to three keys; the rest wait for the one after.
+        let second = fetches.asked()[1]
+        #expect(second.count == 3)
+        fetches.answer(1, ["b": 2, "c": 3, "d": 4])
+        let third = fetches.asked()[2]
+        #expect(Set(second + third) == ["b", "c", "d", "e"])
+        fetches.answer(2, ["b": 2, "c": 3, "d": 4])  // no "e" in either: never registered
+        #expect(try waiting.map { try $0.wait() } == [2, 3, 2, 4, nil])
+        #expect(fetches.asked().count == 3)
+    }
+
+    @Test("a failed fetch fails its batch's lookups only; the next lookup is fetched again")
+    func failedBatch() throws {
+        let loop = EmbeddedEventLoop()
+        let fetches = Fetches(loop)
+        let lookups = BatchedLookups<String, Int>(concurrency: 2, batchLimit: 10) { fetches.fetch($0) }
+        let a = lookups.value(of: "a", on: loop)
+        let b = lookups.value(of: "b", on: loop)
+        // Two runners: "b" does not wait for "a".
+        #expect(fetches.asked() == [["a"], ["b"]])
+        fetches.fail(0)
+        fetches.answer(1, ["b": 2])
+        #expect(throws: LookupFailed.self) { try a.wait() }
+        #expect(try b.wait() == 2)
+        let again = lookups.value(of: "a", on: loop)
+        fetches.answer(2, ["a": 1])
+        #expect(try again.wait() == 1)
+    }
+
+    struct LookupFailed: Error {}
+
+    /// Fetches the test answers one by one.
+    final class Fetches: Sendable {
+        private let loop: EmbeddedEventLoop
+        private let calls = Mutex<[(keys: [String], promise: EventLoopPromise<[String: Int]>)]>([])
+
+        init(_ loop: EmbeddedEventLoop) { self.loop = loop }
+
+        func fetch(_ keys: [String]) -> EventLoopFuture<[String: Int]> {
+            let promise = loop.makePromise(of: [String: Int].self)
+            calls.withLock { $0.append((keys.sorted(), promise)) }
+            return promise.futureResult
+        }
+
+        func asked() -> [[String]] { calls.withLock { $0.map(\.keys) } }
+
+        func answer(_ call: Int, _ values: [String: Int]) {
+            calls.withLock { $0[call].promise }.succeed(values)
+        }
+
+        func fail(_ call: Int) { calls.withLock { $0[call].promise }.fail(LookupFailed()) }
     }
 }

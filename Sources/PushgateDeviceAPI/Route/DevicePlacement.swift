@@ -9,8 +9,14 @@ public protocol DevicePlacement: Sendable {
     /// Where the request for `deviceID` goes. `opensStream`: the device's event stream opens
     /// here, which claims the device whoever owned it (the newest stream wins). `forwarded`:
     /// another node sent it, having found this node the owner: served here, or refused
-    /// `MisdirectedRequest` if the device moved meanwhile, never forwarded again.
-    func place(deviceID: String, opensStream: Bool, forwarded: Bool) -> EventLoopFuture<DevicePlace>
+    /// `MisdirectedRequest` if the device moved meanwhile, never forwarded again. An answer known
+    /// at once comes on `loop`.
+    func place(
+        deviceID: String,
+        opensStream: Bool,
+        forwarded: Bool,
+        on loop: any EventLoop
+    ) -> EventLoopFuture<DevicePlace>
     /// `request` sent to the node at `address`, and its answer.
     func forward(_ request: HTTPServerRequest, to address: String) -> EventLoopFuture<HTTPServerResponse>
     /// Whether another node of the cluster sent `request`.

@@ -109,7 +109,8 @@ public enum DeviceRoutes {
         let (deviceID, action) = DevicePath.parse(path.dropFirst(devicePrefix.utf8.count))
         let forwarded = placement.isForwarded(request)
         let loop = request.connection.eventLoop
-        placement.place(deviceID: deviceID, opensStream: action == .events, forwarded: forwarded).hop(to: loop)
+        placement.place(deviceID: deviceID, opensStream: action == .events, forwarded: forwarded, on: loop)
+            .hop(to: loop)
             .whenComplete { result in
                 switch result {
                 case .success(.here):
