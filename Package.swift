@@ -506,7 +506,7 @@ let package = Package(
         .testTarget(
             name: "PushgateClusterTests",
             dependencies: [
-                "PushgateCluster", "PushgateClusterNode",
+                "PushgateCluster", "PushgateClusterNode", "PushgateDelivery", "PushgateModel",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]

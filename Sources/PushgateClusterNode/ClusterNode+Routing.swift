@@ -83,18 +83,17 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
     /// `work` on the connection open to its owner: the owner's answer, or nil when it did not
     /// come (the caller then asks the database). Nil at once when no connection is open.
     private func handOver(_ work: ForwardedWork, to address: String) -> EventLoopFuture<ForwardedAnswer?>? {
-        guard let body = try? JSONEncoder().encode(work) else { return nil }
         let request = HTTPClientRequest(
             method: "POST",
             path: "/internal/v1/push",
             headers: ["content-type": "application/json"],
-            body: ByteBuffer(bytes: body)
+            body: work.json
         )
         guard let sent = peers.submit(request, to: address) else { return nil }
         count { $0.forwardedPushes += 1 }
         return sent.map { response -> ForwardedAnswer? in
             guard response.status == 200 else { return nil }
-            return try? JSONDecoder().decode(ForwardedAnswer.self, from: Data(response.body.readableBytesView))
+            return ForwardedAnswer(json: response.body)
         }.recover { _ in nil }
     }
 
@@ -227,12 +226,11 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
     }
 
     private func send(_ work: ForwardedWork, to address: String) async throws -> ForwardedAnswer {
-        let body = try JSONEncoder().encode(work)
         let request = HTTPClientRequest(
             method: "POST",
             path: "/internal/v1/push",
             headers: ["content-type": "application/json"],
-            body: ByteBuffer(bytes: body)
+            body: work.json
         )
         let response = try await reaching(address) { try await self.peers.send(request, to: address) }
         guard response.status == 200 else {
@@ -242,7 +240,10 @@ extension ClusterNode: PushAcceptor, DevicePlacement {
                 retryAfterSeconds: 1
             )
         }
-        return try JSONDecoder().decode(ForwardedAnswer.self, from: Data(response.body.readableBytesView))
+        guard let answer = ForwardedAnswer(json: response.body) else {
+            throw Refusal(.internalServerError, "the device's node answered with what is not a forwarded answer")
+        }
+        return answer
     }
 
     /// What the owner does with forwarded work: serves it here, claiming the device if no live

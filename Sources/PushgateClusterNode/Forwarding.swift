@@ -4,8 +4,9 @@ import PushgateModel
 
 /// What one node hands the device's owner (`POST /internal/v1/push`): a provider push or a Web
 /// Push submission, already authenticated and read by the node that took it, and the owner's
-/// answer. JSON, payloads in base64: the hop stays within the cluster, and a push is small.
-struct ForwardedWork: Codable, Sendable {
+/// answer. JSON, payloads in base64 (`ForwardingJSON.swift`): the hop stays within the cluster,
+/// and a push is small.
+struct ForwardedWork: Sendable {
     /// The same for each attempt to hand this work over: the owner serves it once, and answers
     /// a second attempt (the first's answer lost, or late) with the first's answer.
     var id = UUID().uuidString
@@ -46,7 +47,7 @@ struct ForwardedWork: Codable, Sendable {
     }
 }
 
-struct WirePush: Codable, Sendable {
+struct WirePush: Sendable {
     var token: String
     var apnsID: String
     var topic: String
@@ -89,7 +90,7 @@ struct WirePush: Codable, Sendable {
     }
 }
 
-struct WireWebPush: Codable, Sendable {
+struct WireWebPush: Sendable {
     var token: String
     var message: WirePush?
     var ttlSeconds: Int64?
@@ -143,7 +144,7 @@ struct WireWebPush: Codable, Sendable {
     }
 }
 
-struct WireRefusal: Codable, Sendable {
+struct WireRefusal: Sendable {
     var reason: String
     var detail: String
     var timestamp: Int64?
@@ -164,7 +165,7 @@ struct WireRefusal: Codable, Sendable {
 
 /// The owner's answer: a disposition (and, for Web Push, the message's id and TTL), or the
 /// refusal to relay.
-struct ForwardedAnswer: Codable, Sendable {
+struct ForwardedAnswer: Sendable {
     var disposition: String?
     var messageID: String?
     var ttlSeconds: Int64?

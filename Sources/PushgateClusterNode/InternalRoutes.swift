@@ -28,19 +28,13 @@ extension ClusterNode {
         // A push another node took for a device this one owns.
         router.add("POST", "/internal/v1/push", protocols: .http2Only, role: .provider, admission: admission) {
             [self] request, responder in
-            guard let work = try? JSONDecoder().decode(ForwardedWork.self, from: Data(request.body.readableBytesView))
-            else {
+            guard let work = ForwardedWork(json: request.body) else {
                 responder.respond(.refusal(Refusal(.badRequest, "not a forwarded push")))
                 return
             }
             serveForwarded(work).whenSuccess { answer in
-                let body = (try? JSONEncoder().encode(answer)) ?? Data()
                 responder.respond(
-                    HTTPServerResponse(
-                        status: 200,
-                        headers: ["content-type": "application/json"],
-                        body: ByteBuffer(bytes: body)
-                    )
+                    HTTPServerResponse(status: 200, headers: ["content-type": "application/json"], body: answer.json)
                 )
             }
         }
