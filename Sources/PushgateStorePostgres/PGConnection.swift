@@ -12,6 +12,8 @@ struct PGError: Error {
     var message: String
     /// Five characters (`23505`), when the server sent one.
     var sqlState: String?
+    /// The server's DETAIL, when it sent one (also in `message`).
+    var detail: String?
     /// The connection cannot be used again: it failed, timed out, or was left with results
     /// unread. Whoever holds it must close it and connect again.
     var connectionBroken: Bool
@@ -288,12 +290,11 @@ final class PGResult {
             var message =
                 PQresultErrorField(handle, diagnosticMessage).map { String(cString: $0) }
                 ?? PGConnection.trimmed(PQresultErrorMessage(handle))
-            if let detail = PQresultErrorField(handle, diagnosticDetail).map({ String(cString: $0) }) {
-                message += " (\(detail))"
-            }
+            let detail = PQresultErrorField(handle, diagnosticDetail).map { String(cString: $0) }
+            if let detail { message += " (\(detail))" }
             // Connection failures (class 08) and a server shutting down (57P0x) end the session.
             let broken = state.map { $0.hasPrefix("08") || $0.hasPrefix("57P") } ?? true
-            return PGError(message: message, sqlState: state, connectionBroken: broken)
+            return PGError(message: message, sqlState: state, detail: detail, connectionBroken: broken)
         default:
             return nil
         }

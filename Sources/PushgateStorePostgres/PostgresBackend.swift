@@ -408,6 +408,8 @@ private final class Session {
         case transactionID
         case commit
         case command(batch: Int, command: Int)
+        /// One lease's fences (`Fences.byLease`).
+        case fences(Int)
     }
 
     private enum Attempt {
@@ -441,15 +443,48 @@ private final class Session {
         }
     }
 
-    private struct Fence: Hashable {
-        var device: String
-        var lease: UInt64
-        var epoch: UInt64
+    /// The fences of a transaction's batches, one statement per lease (one, but for batches
+    /// queued just before the node joined again), each device once: once its fence passed, the
+    /// same fence again in a later batch of the group can only pass too.
+    private struct Fences {
+        struct OfLease {
+            var lease: UInt64
+            var devices: [String] = []
+            var epochs: [UInt64] = []
+            /// The batch of each entry, to refuse when the entry fails.
+            var batches: [Int] = []
+            var seen: Set<FenceKey> = []
+        }
+
+        struct FenceKey: Hashable {
+            var device: String
+            var epoch: UInt64
+        }
+
+        var byLease: [OfLease] = []
+
+        init(_ group: [[StoreCommand]], _ sending: [Int]) {
+            for batch in sending {
+                for case .fence(let device, let lease, let epoch) in group[batch] {
+                    let index =
+                        byLease.firstIndex { $0.lease == lease }
+                        ?? {
+                            byLease.append(OfLease(lease: lease))
+                            return byLease.count - 1
+                        }()
+                    guard byLease[index].seen.insert(FenceKey(device: device, epoch: epoch)).inserted else { continue }
+                    byLease[index].devices.append(device)
+                    byLease[index].epochs.append(epoch)
+                    byLease[index].batches.append(batch)
+                }
+            }
+        }
     }
 
     /// One transaction with the batches `sending`, in one pipeline.
     private func attempt(_ group: [[StoreCommand]], _ sending: [Int]) throws(StoreError) -> Attempt {
         let connection = try connected()
+        let fences = Fences(group, sending)
         let deadline = self.deadline()
         var sent: [Sent] = []
         var transactionID: Int64?
@@ -471,16 +506,13 @@ private final class Session {
                 sent.append(.transactionID)
                 try connection.flushRequest()
             }
-            // A device's fence holds its row until the transaction ends: once it passed, the
-            // same fence again in a later batch of the group can only pass too.
-            var fenced = Set<Fence>()
+            // Every fence first: the rows are held before anything changes.
+            for (index, fences) in fences.byLease.enumerated() {
+                try PostgresCommands.sendFences(lease: fences.lease, fences.devices, fences.epochs, connection, &params)
+                sent.append(.fences(index))
+            }
             for batch in sending {
                 for (index, command) in group[batch].enumerated() {
-                    if case .fence(let device, let lease, let epoch) = command,
-                        !fenced.insert(Fence(device: device, lease: lease, epoch: epoch)).inserted
-                    {
-                        continue
-                    }
                     let count = try PostgresCommands.send(command, connection, &params)
                     for _ in 0..<count { sent.append(.command(batch: batch, command: index)) }
                 }
@@ -564,14 +596,24 @@ private final class Session {
         guard let (query, error) = firstError else {
             throw StoreError(.unavailable, "PostgreSQL (\(target)) did not commit the transaction and gave no reason")
         }
-        if case .command(let batch, let command) = query,
-            error.sqlClass == "23" || error.sqlClass == "22" || error.sqlState == PostgresSchema.fencedState
+        if case .fences(let index) = query, error.sqlState == PostgresSchema.fencedState,
+            let entry = error.detail.flatMap(Int.init), fences.byLease[index].batches.indices.contains(entry - 1)
         {
+            let batch = fences.byLease[index].batches[entry - 1]
+            return .refused(
+                batch: batch,
+                StoreError(
+                    .fenced,
+                    "batch of \(group[batch].count) command(s) refused: PostgreSQL error \(error.sqlState ?? "?"): \(error.message)"
+                )
+            )
+        }
+        if case .command(let batch, let command) = query, error.sqlClass == "23" || error.sqlClass == "22" {
             let commands = group[batch]
             return .refused(
                 batch: batch,
                 StoreError(
-                    error.sqlState == PostgresSchema.fencedState ? .fenced : .database,
+                    .database,
                     "batch of \(commands.count) command(s) refused: \(commands[command].summary): PostgreSQL error \(error.sqlState ?? "?"): \(error.message)"
                 )
             )

@@ -96,7 +96,7 @@ enum PostgresCommands {
             """
         ),
         ("assign_seq", "UPDATE notifications SET seq = $1::bigint WHERE acceptance_id = $2::bigint"),
-        ("fence", "SELECT pushgate_fence($1::text, $2::bigint, $3::bigint)"),
+        ("fence_all", "SELECT pushgate_fence_all($1::bigint, $2::text[], $3::bigint[])"),
         (
             // A row leaving without an ack hands its seq to `last_seq` (see the SQLite backend's
             // `remove`): per device, the highest of the rows named.
@@ -310,14 +310,25 @@ enum PostgresCommands {
             }
             return 1
 
-        case .fence(let deviceID, let lease, let epoch):
-            try run("fence") {
-                $0.text(deviceID)
-                $0.int64(Int64(clamping: lease))
-                $0.int64(Int64(clamping: epoch))
-            }
-            return 1
+        case .fence:
+            // A transaction's fences go together, first (`sendFences`).
+            return 0
         }
+    }
+
+    /// Queues one statement fencing `devices` (each at its epoch) for `lease`; one result.
+    static func sendFences(
+        lease: UInt64,
+        _ devices: [String],
+        _ epochs: [UInt64],
+        _ connection: PGConnection,
+        _ p: inout PGParams
+    ) throws(PGError) {
+        p.removeAll()
+        p.int64(Int64(clamping: lease))
+        p.textArray(devices)
+        p.int64Array(epochs.map { Int64(clamping: $0) })
+        try connection.sendPrepared("fence_all", p)
     }
 
     /// Deletes rows by acceptance id: one statement for any number of ids.

@@ -19,9 +19,9 @@
 ///   continue above everything a single node gave before. Delivery order is per device, by seq,
 ///   so ids from different blocks need not be in acceptance order across nodes.
 /// - A device is owned by one node's lease at a time (v2: `owner_lease`, NULL when no node
-///   has claimed it) and `owner_epoch` fences it: every batch a node commits for its devices
-///   starts with `pushgate_fence`, and a claim raises the epoch, so a node that lost the device
-///   changes nothing.
+///   has claimed it) and `owner_epoch` fences it: every transaction a node commits for its
+///   devices starts with `pushgate_fence_all` (v3; v2's `pushgate_fence` checked one device a
+///   call), and a claim raises the epoch, so a node that lost the device changes nothing.
 /// - "Pending pushes of these devices" (an owner woken for a list of device ids, or taking a
 ///   device over) is `WHERE device_id = ANY($1)` on `notifications_device`.
 enum PostgresSchema {
@@ -39,7 +39,7 @@ enum PostgresSchema {
     static let maxAcceptanceIDKey = "max_acceptance_id"
 
     /// Version N is `migrations[N - 1]`.
-    static let migrations: [String] = [v1, v2]
+    static let migrations: [String] = [v1, v2, v3]
 
     /// The SQLSTATE `pushgate_fence` raises when a device is not owned as the node says.
     static let fencedState = "PGF01"
@@ -181,6 +181,37 @@ enum PostgresSchema {
         CREATE TABLE pushgate_cluster (secret text NOT NULL);
         INSERT INTO pushgate_cluster (secret)
             VALUES (replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
+        """
+
+    /// v3: `pushgate_fence_all`, the fence of every device of a transaction in one call (one
+    /// statement per transaction where `pushgate_fence` took one per device). It holds the rows
+    /// (FOR SHARE) until the transaction ends, as `pushgate_fence` does, so a claim by another
+    /// node waits for the commit; then, in a statement of its own (a snapshot taken after the
+    /// locks, so a claim that committed while it waited is seen), it checks each device's owner
+    /// and epoch and the lease's life. A failure raises `fencedState` with the failing entry's
+    /// position (from 1) as its DETAIL, so that the gateway refuses that device's batch alone.
+    /// `pushgate_fence` stays for gateways of the previous version during a rolling update.
+    private static let v3 = """
+        CREATE FUNCTION pushgate_fence_all(p_lease bigint, p_devices text[], p_epochs bigint[]) RETURNS void
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            v_failed bigint;
+        BEGIN
+            PERFORM 1 FROM devices d WHERE d.id = ANY(p_devices) FOR SHARE OF d;
+            IF NOT EXISTS (SELECT 1 FROM node_leases l WHERE l.lease_id = p_lease AND l.expires_at > clock_timestamp()) THEN
+                v_failed := 1;
+            ELSE
+                SELECT min(x.n) INTO v_failed
+                    FROM unnest(p_devices, p_epochs) WITH ORDINALITY AS x(id, epoch, n)
+                    LEFT JOIN devices d ON d.id = x.id
+                    WHERE d.id IS NULL OR d.owner_lease IS DISTINCT FROM p_lease OR d.owner_epoch <> x.epoch;
+            END IF;
+            IF v_failed IS NOT NULL THEN
+                RAISE EXCEPTION 'device % is not owned by lease % at epoch %',
+                    p_devices[v_failed], p_lease, p_epochs[v_failed]
+                    USING ERRCODE = '\(fencedState)', DETAIL = v_failed::text;
+            END IF;
+        END $$;
         """
 
     /// The tables a store holds, for `store copy`'s emptiness check and its counts.

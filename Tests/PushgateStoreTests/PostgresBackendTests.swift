@@ -20,7 +20,7 @@ struct PostgresBackendTests {
             try PostgresBackend(url: server.url(database: database), logger: quietLogger)
         } throws: { error in
             let message = (error as? StoreError)?.message ?? ""
-            return message.contains("schema version 99") && message.contains("versions 1 to 2")
+            return message.contains("schema version 99") && message.contains("versions 1 to 3")
         }
     }
 
@@ -45,7 +45,7 @@ struct PostgresBackendTests {
         let backends = opened.withLockedValue { $0 }
         #expect(backends.count == 1 && failed.count == 3, "\(failed)")
         #expect(failed.allSatisfy { $0.contains("is using this database") }, "\(failed)")
-        #expect(try server.psql("SELECT count(*) FROM pushgate_migrations", database: database) == "2")
+        #expect(try server.psql("SELECT count(*) FROM pushgate_migrations", database: database) == "3")
         // Once the first lets go, the next may open it.
         for backend in backends { try backend.close() }
         try PostgresBackend(url: url, logger: quietLogger).close()
@@ -87,6 +87,43 @@ struct PostgresBackendTests {
             try await store.commit([.fence(deviceID: "d", lease: second, epoch: 2), enqueue])
         } throws: { ($0 as? StoreError)?.kind == .fenced }
         #expect(try cluster.claim(device: "d", lease: first, reason: .takeover) == .claimed(epoch: 3, previous: nil))
+    }
+
+    @Test(
+        "a group's fences go in one statement, yet a device claimed since fails only the batches that fence it"
+    )
+    func fencesOfAGroup() throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase()
+        let url = server.url(database: database)
+        let backend = try PostgresBackend(url: url, logger: quietLogger)
+        defer { try? backend.close() }
+        let cluster = PostgresCluster(url: url, leaseMillis: 60_000, logger: quietLogger)
+        let devices = ["d1", "d2", "d3"]
+        _ = try backend.apply([devices.map { .createDevice(DeviceRecord(id: $0, secretHash: [1], createdAt: 1)) }])
+        let mine = try cluster.join(node: "a", address: "http://127.0.0.1:1")
+        let other = try cluster.join(node: "b", address: "http://127.0.0.1:2")
+        for device in devices {
+            #expect(
+                try cluster.claim(device: device, lease: mine, reason: .takeover) == .claimed(epoch: 1, previous: nil)
+            )
+        }
+        // d2 is another node's now.
+        #expect(try cluster.claim(device: "d2", lease: other, reason: .stream) != .leaseNotAlive)
+        let results = try backend.apply([
+            [.fence(deviceID: "d1", lease: mine, epoch: 1), .enqueue(notification(1, device: "d1"))],
+            [.fence(deviceID: "d2", lease: mine, epoch: 1), .enqueue(notification(2, device: "d2"))],
+            [
+                .fence(deviceID: "d1", lease: mine, epoch: 1), .fence(deviceID: "d3", lease: mine, epoch: 1),
+                .enqueue(notification(3, device: "d3")),
+            ],
+            [.fence(deviceID: "d2", lease: mine, epoch: 1), .enqueue(notification(4, device: "d2"))],
+        ])
+        #expect(results.map { (try? $0.get()) != nil } == [true, false, true, false])
+        for case .failure(let error) in results {
+            #expect(error.kind == .fenced && error.message.contains("device d2 is not owned by lease"))
+        }
+        #expect(try backend.load().notifications.map(\.acceptanceID).sorted() == [1, 3])
     }
 
     @Test("a URL libpq cannot read is refused without the fragment it quotes (it may be the password)")
