@@ -14,6 +14,11 @@ start_nodes() {
             --log-level error "$@" > "$work/node$index.out" 2>&1 &
         nodes+=($!)
         for _ in $(seq 200); do grep -q listening "$work/node$index.out" 2>/dev/null && break; sleep 0.05; done
+        grep -q listening "$work/node$index.out" 2>/dev/null || {
+            echo "node n$index did not start within 10 s:" >&2
+            cat "$work/node$index.out" >&2
+            exit 1
+        }
         urls+=("$(sed -n 's/^listening //p' "$work/node$index.out" | head -1)")
     done
     # Every node a member, each counting them all.
