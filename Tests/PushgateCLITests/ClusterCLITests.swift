@@ -6,8 +6,9 @@ import Testing
 /// Three gateways on one PostgreSQL database, as three hosts would run them (here on one host:
 /// each its own ports): a push taken by any node reaches the device's stream on another, with
 /// its disposition; a device offline on one node gets what another took when it connects to a
-/// third; a stream opened on another node ends the first; silent budgets hold across nodes; and
-/// the node holding a device killed -9 loses nothing answered 200.
+/// third; a stream opened on another node ends the first; silent budgets hold across nodes; Web
+/// Push reaches a subscription through any node; and the node holding a device killed -9 loses
+/// nothing answered 200.
 @Suite("Cluster: three nodes on one PostgreSQL", .serialized, .timeLimit(.minutes(4)))
 struct ClusterCLITests {
     static let topic = "com.example.cluster"
@@ -59,6 +60,53 @@ struct ClusterCLITests {
             #expect(answer.status == 200 && answer.headers["pushgate-disposition"] == "delivered", "\(answer.raw)")
             let event = try agent.next()
             #expect((event["payload"] as? [String: Any]).map { "\($0)" }?.contains("to n\(index + 1)") == true)
+        }
+    }
+
+    @Test(
+        "Web Push through nodes that do not hold the subscription: pywebpush answered 201 and the agent prints it; a restricted subscription's key checked by its owner (403 for another key); 413 as on one node"
+    )
+    func webPushCrossNode() throws {
+        let nodes = try cluster()
+        defer { for node in nodes { _ = node.stop() } }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try #require(try WebPushCLITests.sender(["vapid-key", directory + "/right.pem"])["k"] as? String)
+        _ = try WebPushCLITests.sender(["vapid-key", directory + "/other.pem"])
+        let agent = try AgentProcess(
+            server: nodes[0].urls[0],
+            identity: directory + "/device.json",
+            topic: Self.topic,
+            arguments: ["--webpush", "inbox", "--webpush-vapid-key", key]
+        )
+        #expect(try agent.next()["type"] as? String == "registered")
+        let line = try agent.next()
+        var subscription = try #require(line["subscription"] as? [String: Any])
+        #expect(try agent.next()["type"] as? String == "connected")
+        let endpoint = try #require(subscription["endpoint"] as? String)
+        #expect(endpoint.hasPrefix(nodes[0].urls[0] + "/webpush/"))
+
+        for (index, node) in nodes.enumerated().dropFirst() {
+            // The same subscription, reached through another node.
+            subscription["endpoint"] = node.urls[0] + endpoint.dropFirst(nodes[0].urls[0].count)
+            let json = String(decoding: try JSONSerialization.data(withJSONObject: subscription), as: UTF8.self)
+            let text = "through n\(index + 1) ✓"
+            let sent = try WebPushCLITests.sender(
+                ["send", json, "--data", text, "--ttl", "120", "--vapid", directory + "/right.pem"]
+            )
+            #expect(sent["status"] as? Int == 201, "\(sent)")
+            #expect(sent["ttl"] as? String == "120")
+            #expect((sent["location"] as? String)?.contains("/webpush/messages/") == true, "\(sent)")
+            var message = try agent.next()
+            while message["type"] as? String != "webpush" { message = try agent.next() }
+            #expect(message["name"] as? String == "inbox" && message["data"] as? String == text)
+
+            let other = try WebPushCLITests.sender(["send", json, "--data", "x", "--vapid", directory + "/other.pem"])
+            #expect(other["status"] as? Int == 403 && other["reason"] as? String == "BadJwtToken", "\(other)")
+            let tooLarge = try WebPushCLITests.sender(
+                ["send", json, "--size", "3994", "--vapid", directory + "/right.pem"]
+            )
+            #expect(tooLarge["status"] as? Int == 413 && tooLarge["reason"] as? String == "PayloadTooLarge")
         }
     }
 
