@@ -110,6 +110,43 @@ struct ClusterCLITests {
         }
     }
 
+    @Test(
+        "with provider tokens required, a connection that proves the cluster's secret gets the full stream limit at once: pushes forwarded on it do not wait on one another"
+    )
+    func provenPeerStreams() throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase()
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try ProviderAuthCLITests.makeSigningKey(in: directory)
+        let node = try GatewayProcess(
+            arguments: [
+                "--listen", "127.0.0.1:0", "--database-url", server.url(database: database), "--node-name", "n1",
+                "--provider-key", "\(ProviderAuthCLITests.teamID):\(ProviderAuthCLITests.keyID):\(key):\(Self.topic)",
+            ],
+            listeners: 1,
+            storeInSQLite: true
+        )
+        defer { _ = node.stop() }
+        let secret = try server.psql("SELECT secret FROM pushgate_cluster", database: database)
+        struct Streams: Decodable {
+            var before: Int
+            var after: Int
+            var first: Int
+            var statuses: [Int]
+        }
+        let streams = try PythonClient.json(
+            Streams.self,
+            "peer_streams.py",
+            ["--url", node.urls[0], "--secret", secret]
+        )
+        // One stream until a connection proves something, as APNs allows a provider before its
+        // token.
+        #expect(streams.before == 1)
+        #expect(streams.after > 8)
+        #expect(streams.first == 204 && streams.statuses == Array(repeating: 204, count: 8))
+    }
+
     @Test("a node with TLS listeners only is reached by the others on a loopback listener of its own")
     func tlsOnlyNode() throws {
         let server = try PostgresServer.shared()
