@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Wake-ups and syscalls per push at a moderate rate: context switches, write/read/epoll_wait,
 # futex, fdatasync, pwrite64 and fcntl (SQLite's WAL locks) per accepted push, and per commit
-# (pwrite64 per commit is twice the WAL frames a commit writes); then CPU per push of the event
+# (pwrite64 per commit is twice the WAL frames a commit writes); context switches per push by
+# thread (threads under 0.01 left out); then CPU per push of the event
 # loop and of the other threads (the store's writer), by `perf stat` on the gateway over a
 # 10 s window in the middle of a `pushgate bench` run (1,000 devices acking 50 ms after each
 # event, as ../shared/bench's devices do). The gateway runs on CPU 1 and the bench on CPU 0, as
@@ -31,11 +32,20 @@ n=$((after - before)) commits=$(($(commits) - commits_before))
 awk -F, -v n=$n -v c=$commits 'NF > 3 && $2 ~ /^[0-9.]+$/ {
     name = $4; sub(/^syscalls:sys_enter_/, "", name)
     if (name == "task-clock") { if ($1 ~ /^NIO-ELT/) loop += $2; else other += $2; next }
+    if (name == "context-switches") {
+        # By thread, without its id: the event loops, the store writer, the others.
+        thread = $1; sub(/-[0-9]+$/, "", thread)
+        if (!(thread in switches)) threads[++nthreads] = thread
+        switches[thread] += $2
+    }
     if (!(name in total)) order[++names] = name
     total[name] += $2
 } END {
     for (i = 1; i <= names; i++) printf "%s %.2f  ", order[i], total[order[i]] / n
     printf "(per push, %d pushes)\n", n
+    printf "context switches per push by thread:"
+    for (i = 1; i <= nthreads; i++) if (switches[threads[i]] >= n / 100) printf " %s %.2f", threads[i], switches[threads[i]] / n
+    printf "\n"
     printf "per commit: context-switches %.2f  pwrite64 %.2f  fdatasync %.2f  (%d commits, %.2f pushes each)\n", total["context-switches"] / c, total["pwrite64"] / c, total["fdatasync"] / c, c, n / c
     printf "CPU: event loop %.1f us per push; other threads (the store writer) %.1f us per push, %.1f us per commit\n", loop * 1000 / n, other * 1000 / n, other * 1000 / c
 }' "$work/stat"
