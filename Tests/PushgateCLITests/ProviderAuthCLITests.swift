@@ -182,37 +182,45 @@ struct ProviderAuthCLITests {
                 // The connection never proves itself, and between stream 1's reset and stream 3 it
                 // has no open stream: on a loaded machine the short idle limit for unproven
                 // connections must not become what this test sees.
-                "--unauthenticated-idle-timeout", "600",
+                "--unauthenticated-idle-timeout", "600", "--log-level", "debug",
             ],
             listeners: 1
         )
-        let port = try #require(gateway.urls[0].split(separator: ":").last.flatMap { Int($0) })
-        let client = try await RawHTTP2Client.connect(port: port, group: MultiThreadedEventLoopGroup.singleton)
-        let head = [
-            (":method", "POST"), (":scheme", "http"), (":path", "/3/device/\(String(repeating: "0f", count: 32))"),
-            (":authority", "localhost"), ("apns-topic", "com.example.app"),
-        ]
-        // Not a byte of body yet: the answer must not wait for one.
-        try await client.sendHeaders(streamID: 1, head, endStream: false)
-        let frames = try await client.frames { $0.answered(1) }
-        #expect(frames.body(of: 1).contains(#""reason":"MissingProviderToken""#), "\(frames)")
-        // Body that still comes after the answer is stopped: RST_STREAM NO_ERROR.
-        try await client.sendData(streamID: 1, Array(repeating: 0x20, count: 1000), endStream: false)
-        #expect(
-            try await client.frames { $0.reset(of: 1) != nil }.reset(of: 1) == 0,
-            "RST_STREAM NO_ERROR: stop sending the body"
-        )
-        // A client that sends its body anyway changes nothing; the connection serves on.
-        for _ in 0..<20 {
+        // The connection has been seen closed by the gateway under CI's load, rarely, for a
+        // reason this test could not tell: the gateway's debug log says why, when it happens.
+        do {
+            let port = try #require(gateway.urls[0].split(separator: ":").last.flatMap { Int($0) })
+            let client = try await RawHTTP2Client.connect(port: port, group: MultiThreadedEventLoopGroup.singleton)
+            let head = [
+                (":method", "POST"), (":scheme", "http"), (":path", "/3/device/\(String(repeating: "0f", count: 32))"),
+                (":authority", "localhost"), ("apns-topic", "com.example.app"),
+            ]
+            // Not a byte of body yet: the answer must not wait for one.
+            try await client.sendHeaders(streamID: 1, head, endStream: false)
+            let frames = try await client.frames { $0.answered(1) }
+            #expect(frames.body(of: 1).contains(#""reason":"MissingProviderToken""#), "\(frames)")
+            // Body that still comes after the answer is stopped: RST_STREAM NO_ERROR.
             try await client.sendData(streamID: 1, Array(repeating: 0x20, count: 1000), endStream: false)
+            #expect(
+                try await client.frames { $0.reset(of: 1) != nil }.reset(of: 1) == 0,
+                "RST_STREAM NO_ERROR: stop sending the body"
+            )
+            // A client that sends its body anyway changes nothing; the connection serves on.
+            for _ in 0..<20 {
+                try await client.sendData(streamID: 1, Array(repeating: 0x20, count: 1000), endStream: false)
+            }
+            try await client.sendHeaders(
+                streamID: 3,
+                [(":method", "GET"), (":scheme", "http"), (":path", "/healthz"), (":authority", "localhost")],
+                endStream: true
+            )
+            #expect(try await client.frames { $0.answered(3) }.answered(3))
+            await client.close()
+        } catch {
+            _ = gateway.stop()
+            Issue.record("\(error); the gateway logged:\n\(gateway.logged)")
+            return
         }
-        try await client.sendHeaders(
-            streamID: 3,
-            [(":method", "GET"), (":scheme", "http"), (":path", "/healthz"), (":authority", "localhost")],
-            endStream: true
-        )
-        #expect(try await client.frames { $0.answered(3) }.answered(3))
-        await client.close()
         #expect(gateway.stop() == 0)
     }
 
