@@ -1,5 +1,6 @@
 import Foundation
 import PushgateStoreTestKit
+import PushgateTestKit
 import Testing
 
 /// `pushgate serve --database-url` against a real PostgreSQL server started by the tests: the URL
@@ -47,7 +48,9 @@ struct PostgresCLITests {
             ("the socket form", ["--database-url", socket]),
         ] {
             let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"] + arguments, listeners: 1)
-            #expect(try httpStatus(gateway.urls[0] + "/readyz") == 200, "\(name)")
+            // Listening comes before the node has joined its cluster (a lease taken in the
+            // database): on a loaded machine /readyz may say 503 for a moment.
+            try waitUntil("\(name): /readyz 200", seconds: 30) { try httpStatus(gateway.urls[0] + "/readyz") == 200 }
             let device = try PythonClient.json(
                 DeviceInfo.self,
                 "device_setup.py",

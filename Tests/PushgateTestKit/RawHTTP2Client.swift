@@ -8,6 +8,7 @@ import NIOPosix
 public final class RawHTTP2Client: Sendable {
     private final class Reader: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
 
         private struct State {
             var pending = ByteBuffer()
@@ -16,6 +17,18 @@ public final class RawHTTP2Client: Sendable {
         }
 
         private let state = NIOLockedValueBox(State())
+
+        /// The client preface with empty SETTINGS, written by the event loop as soon as the
+        /// connection is up. Written from the test's task instead, it waited for a thread of the
+        /// cooperative pool, which CI's parallel tests kept busy past the server's 10 s setup
+        /// timeout: the server closed the connection before the preface came.
+        func channelActive(context: ChannelHandlerContext) {
+            let preface =
+                Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+                + WireFrame(type: 4, flags: 0, streamID: 0, payload: []).bytes
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: preface)), promise: nil)
+            context.fireChannelActive()
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             var bytes = unwrapInboundIn(data)
@@ -88,12 +101,7 @@ public final class RawHTTP2Client: Sendable {
             }
             .connect(host: host, port: port)
             .get()
-        let client = RawHTTP2Client(channel: channel, reader: reader)
-        try await client.send(
-            Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
-                + WireFrame(type: 4, flags: 0, streamID: 0, payload: []).bytes
-        )
-        return client
+        return RawHTTP2Client(channel: channel, reader: reader)
     }
 
     /// A header block in one HEADERS frame; pseudo-header fields first, as HTTP/2 wants them.
