@@ -50,4 +50,6 @@ awk -F, -v n=$n -v c=$commits 'NF > 3 && $2 ~ /^[0-9.]+$/ {
     printf "CPU: event loop %.1f us per push; other threads (the store writer) %.1f us per push, %.1f us per commit\n", loop * 1000 / n, other * 1000 / n, other * 1000 / c
 }' "$work/stat"
 wait "$bench" || true
+bench_clean < "$work/bench.out"
+printf "delivery p99 %s ms, p99.9 %s ms (the whole run)\n" "$(bench_json deliveryP99Ms < "$work/bench.out")" "$(bench_json deliveryP999Ms < "$work/bench.out")"
 stop_server

@@ -40,6 +40,10 @@ struct WriterState {
     /// The writer has drained everything after close() and closed the backend, for good.
     var drained = false
     var closeWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Work for the writer thread between drain loops (a read at start-up, a test's barrier).
+    var jobs: [@Sendable () -> Void] = []
+    /// The store is gone: its writer thread ends.
+    var stopped = false
 
     init(pacer: CommitPacer) {
         self.pacer = pacer

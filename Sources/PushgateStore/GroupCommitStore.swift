@@ -8,7 +8,8 @@ import Synchronization
 ///
 /// Threads:
 /// - callers of `commit` only take a short lock to append their batch to the pending queue;
-/// - the writer is a serial dispatch queue: a drain loop that takes what is pending (up to
+/// - the writer is a thread of its own (`WriterThread`), asleep on the store's condition
+///   variable while nothing is pending: a drain loop that takes what is pending (up to
 ///   `maxGroupCommands` commands), has the backend apply it in one transaction, and repeats
 ///   while more is pending. Batches commit in the order they were submitted. When the writer
 ///   would commit only a few batches, the `CommitPacer` may have it wait a little (blocked on
@@ -37,7 +38,6 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     public let health: StoreHealth
 
     private let logger: Logger
-    private let writer = DispatchQueue(label: "pushgate.store.writer")
     private let completionQueue = DispatchQueue(label: "pushgate.store.completions")
     private let state: Locked<WriterState>
 
@@ -52,8 +52,6 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     private let totalTransactionNanos = Atomic<UInt64>(0)
     /// When the writer last heard from the database (a transaction, failed or not, or a probe).
     private let lastActivityNanos = Atomic<UInt64>(0)
-    /// Calls the backend's `probe` on the writer, when it has one.
-    private let probeTimer = Locked<DispatchSourceTimer?>(nil)
     private let metrics: StoreMetrics
 
     public init(
@@ -82,7 +80,17 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
             effective = pacing
         }
         state = Locked(WriterState(pacer: CommitPacer(pacing: effective)))
-        if let interval = backend.probeInterval { startProbing(every: interval) }
+        let state = self.state
+        let probeInterval = backend.probeInterval.map(nanoseconds)
+        // The thread holds the store weakly: a store dropped without close() ends it (deinit).
+        WriterThread.start(name: "pushgate-writer") { [weak self] in
+            Self.runWriter(state: state, probeInterval: probeInterval) { self }
+        }
+    }
+
+    deinit {
+        state.withLock { $0.stopped = true }
+        state.signal()
     }
 
     // MARK: - NotificationStore
@@ -142,7 +150,7 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         if state.withLock({ $0.closing }) {
             throw StoreError(.closed, "the store is closed")
         }
-        let result = writer.sync { Result { () throws(StoreError) in try backend.load() } }
+        let result = onWriter { [backend] in Result { () throws(StoreError) in try backend.load() } }
         if case .failure(let error) = result {
             logger.error("store load failed", metadata: ["error": "\(error.message)"])
         }
@@ -209,8 +217,8 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
             s.generation &+= 1
         }
         state.signal()
-        // Barrier: the writer queue is serial, so this runs after the current drain loop.
-        writer.sync {}
+        // Barrier: jobs run between drain loops, so this returns after the current one.
+        onWriter {}
     }
 
     /// Whether `close()` has begun. Safe to read on the writer (inside the backend).
@@ -231,10 +239,55 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
 
     // MARK: - Writer
 
+    /// `s.writer` was set to running: the writer thread, idle until now, drains.
     private func startWriter() {
-        writer.async { [self] in
-            drain()
+        state.signal()
+    }
+
+    /// The writer thread: idle until there is something to drain, a job, a probe due or the
+    /// store gone. The store is taken (from its weak reference) for one turn at a time.
+    private static func runWriter(
+        state: Locked<WriterState>,
+        probeInterval: UInt64?,
+        store: () -> GroupCommitStore?
+    ) {
+        var nextProbe = probeInterval.map { monotonicNanoseconds() &+ $0 } ?? .max
+        while true {
+            state.wait(until: nextProbe) { s in
+                if case .idle = s.writer { return s.jobs.isEmpty && !s.stopped }
+                return false
+            }
+            let jobs: [@Sendable () -> Void]? = state.withLock { s in
+                if s.stopped { return nil }
+                defer { s.jobs = [] }
+                return s.jobs
+            }
+            guard let jobs, let store = store() else { return }
+            for job in jobs { job() }
+            if let interval = probeInterval, monotonicNanoseconds() >= nextProbe {
+                store.probeIfIdle(interval: interval)
+                nextProbe = monotonicNanoseconds() &+ interval
+            }
+            if state.withLock({ s in if case .idle = s.writer { false } else { true } }) {
+                store.drain()
+            }
         }
+    }
+
+    /// Runs `body` on the writer thread, between drain loops, and returns its result.
+    private func onWriter<T>(_ body: @escaping () -> T) -> T {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: T?
+        nonisolated(unsafe) let body = body
+        state.withLock { s in
+            s.jobs.append {
+                result = body()
+                done.signal()
+            }
+        }
+        state.signal()
+        done.wait()
+        return result!
     }
 
     /// The writer's loop: one group per iteration, until nothing is pending. When the pacer
@@ -429,23 +482,10 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
 
     // MARK: - Probe
 
-    /// Has the writer call `probe` every `interval` in which nothing reached the database, and
-    /// at every interval while the store cannot commit: an outage, and its end, then show in
-    /// `health` (readiness, metrics) with no traffic. On the writer's queue, so never during a
-    /// transaction.
-    private func startProbing(every interval: Duration) {
-        let nanoseconds = nanoseconds(interval)
-        let timer = DispatchSource.makeTimerSource(queue: writer)
-        timer.schedule(
-            deadline: .now() + .nanoseconds(Int(nanoseconds)),
-            repeating: .nanoseconds(Int(nanoseconds)),
-            leeway: .nanoseconds(Int(nanoseconds / 10))
-        )
-        timer.setEventHandler { [weak self] in self?.probeIfIdle(interval: nanoseconds) }
-        probeTimer.withLock { $0 = timer }
-        timer.resume()
-    }
-
+    /// The writer calls `probe` every `interval` in which nothing reached the database, and at
+    /// every interval while the store cannot commit: an outage, and its end, then show in
+    /// `health` (readiness, metrics) with no traffic. Never during a transaction: the writer
+    /// probes from its idle wait.
     private func probeIfIdle(interval: UInt64) {
         // Pending batches are about to be written, which says as much as a probe.
         let busy = state.withLock { s in s.closing || s.paused || !s.pending.isEmpty }
@@ -464,10 +504,6 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     /// Everything submitted is committed and completed: the backend is closed, on the writer
     /// like every other call to it, then whoever waits in close() resumes.
     private func closeBackend() {
-        probeTimer.withLock { timer in
-            timer?.cancel()
-            timer = nil
-        }
         do throws(StoreError) {
             try backend.close()
         } catch {
