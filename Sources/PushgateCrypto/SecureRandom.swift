@@ -65,12 +65,23 @@ final class IdentifierPool: @unchecked Sendable {  // confined to its thread (se
 
 /// SHA-256 on libcrypto.
 public enum SHA256 {
+    /// Fetched once: `EVP_sha256()` makes every digest look the algorithm up in the default
+    /// provider again (a name lookup under a lock), several times the hashing of a device
+    /// secret, which every device request pays. A fetched `EVP_MD` is immutable and may be
+    /// shared by threads.
+    nonisolated(unsafe) private static let algorithm: OpaquePointer = {
+        guard let algorithm = EVP_MD_fetch(nil, "SHA256", nil) else {
+            preconditionFailure("libcrypto has no SHA-256 in its default provider")
+        }
+        return algorithm
+    }()
+
     public static func hash(_ data: some Collection<UInt8>) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         let hashed: Int32? = data.withContiguousStorageIfAvailable { input in
             digest.withUnsafeMutableBufferPointer { out in
-                EVP_Digest(input.baseAddress, input.count, out.baseAddress, &length, EVP_sha256(), nil)
+                EVP_Digest(input.baseAddress, input.count, out.baseAddress, &length, algorithm, nil)
             }
         }
         if hashed == nil {
