@@ -109,6 +109,7 @@ extension ShardState {
     /// buckets and fetch figures), under `owner`: the node just claimed it. Returns the commands
     /// that delete what nothing can deliver.
     func adopt(_ snapshot: ShardSnapshot, owner: DeviceOwner) -> [StoreCommand] {
+        ownsDevices = true
         // Already here (created on this node, or claimed again at a new epoch): only the claim
         // changes; what memory holds of it is newer than the records.
         if let id = snapshot.devices.first?.id, let device = devices[id] {

@@ -122,6 +122,7 @@ extension ShardState {
     /// `fence` commands for the owned devices among those the plan changes (none on a gateway
     /// alone on its store, whose devices have no owner), in device order.
     private func fences(for plan: ShardPlan) -> [StoreCommand] {
+        guard ownsDevices else { return [] }
         var changed = plan.devices
         for entry in plan.entries { changed.insert(entry.deviceID) }
         for command in plan.commands { changed.formUnion(devices(changedBy: command)) }

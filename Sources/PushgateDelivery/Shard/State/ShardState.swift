@@ -36,6 +36,10 @@ final class ShardState {
     /// Devices with queued notifications (for the expiry sweep and the gauges, which walk them
     /// without looking each up).
     var withQueue: [String: DeviceState] = [:]
+    /// A device here has an owner (this shard is part of a node of several, `adopt`): only
+    /// then do commits carry fences. A gateway alone on its store never sets it, and so never
+    /// gathers the devices of each plan to find none of them owned.
+    var ownsDevices = false
     /// One string per topic, shared by its registrations and pushes: comparing two of them is
     /// then a comparison of references, where separate copies cost a cache miss each (the admin
     /// overview compares the topic of every registration and push). Topics are apps' bundle ids,
