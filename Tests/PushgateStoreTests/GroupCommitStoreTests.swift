@@ -1,3 +1,4 @@
+import Foundation
 import InMemoryLogging
 import Logging
 import NIOConcurrencyHelpers
@@ -39,20 +40,36 @@ struct GroupCommitStoreTests {
         }
     }
 
-    /// Reports each pause of the writer (`writerIdle`), after the groups it applied.
+    /// Reports each pause of the writer (`writerIdle`), after the groups it applied, and, given
+    /// an interval, each probe with the thread it came on: its name and, on Linux, its policy.
     final class IdleReportingBackend: StoreBackend {
         let inner = InMemoryBackend()
         let events: AsyncStream<String>
+        let probeInterval: Duration?
         private let continuation: AsyncStream<String>.Continuation
 
-        init() { (events, continuation) = AsyncStream.makeStream(of: String.self) }
+        init(probeInterval: Duration? = nil) {
+            self.probeInterval = probeInterval
+            (events, continuation) = AsyncStream.makeStream(of: String.self)
+        }
         func load() -> StoreSnapshot { inner.load() }
         func apply(_ group: [[StoreCommand]]) throws(StoreError) -> [Result<Void, StoreError>] {
             continuation.yield("apply \(group.count)")
             return inner.apply(group)
         }
         func writerIdle() { continuation.yield("idle") }
+        func probe() throws(StoreError) { continuation.yield("probe on \(Self.thread())") }
         func close() { continuation.finish() }
+
+        static func thread() -> String {
+            #if os(Linux)
+            let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
+            // SCHED_BATCH is 3 in the kernel's ABI.
+            return name.trimmingCharacters(in: .whitespacesAndNewlines) + (sched_getscheduler(0) == 3 ? " (batch)" : "")
+            #else
+            return "?"  // no batch policy to ask for elsewhere: the test fails there
+            #endif
+        }
     }
 
     @Test(
@@ -69,6 +86,27 @@ struct GroupCommitStoreTests {
         try await store.commit([.enqueue(notification(1, device: "d"))])
         #expect(await events.next() == "apply 1")
         #expect(await events.next() == "idle")
+        await store.close()
+    }
+
+    @Test(
+        "the writer, a batch-scheduled thread of its own, applies groups and probes an idle backend at its interval",
+        .timeLimit(.minutes(1))
+    )
+    func writerThreadProbes() async throws {
+        let backend = IdleReportingBackend(probeInterval: .milliseconds(20))
+        let store = GroupCommitStore(backend: backend, logger: quietLogger)
+        var events = backend.events.makeAsyncIterator()
+        let probe = "probe on pushgate-writer (batch)"
+        // Idle from the start: probed with no commit.
+        #expect(await events.next() == probe)
+        try await store.commit([.createDevice(device("d"))])
+        var next = await events.next()
+        while next == probe { next = await events.next() }
+        #expect(next == "apply 1")
+        #expect(await events.next() == "idle")
+        // Idle again: probed again, once the commit is an interval old.
+        #expect(await events.next() == probe)
         await store.close()
     }
 
