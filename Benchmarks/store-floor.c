@@ -6,18 +6,21 @@
 // a transaction that deletes that id's row, which these acks (of the group before) never do. Prints the process's CPU-seconds (user + system, fsyncs
 // included) per 100k pushes.
 //
-//   store-floor DIR PUSHES GROUP ACKS_PER_PUSH
+//   store-floor DIR PUSHES GROUP ACKS_PER_PUSH [RATE]
 //
 // GROUP pushes go into each transaction, with the acks of the pushes of the group before
 // (acks arrive a commit or so after their pushes). ACKS_PER_PUSH is the share of pushes that
 // carry an ack (the bench's devices send about 0.45); each ack deletes the pushes since the
-// device's previous ack in one statement, as the gateway does. 0 means no acks.
+// device's previous ack in one statement, as the gateway does. 0 means no acks. With RATE
+// (pushes per second) each group's transaction begins when its first push is due at that rate,
+// the process sleeping in between, as the gateway's writer does at a moderate rate.
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu-seconds.h"
+#include "pace.h"
 
 static void check(int rc, sqlite3 *db, const char *what) {
     if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
@@ -29,14 +32,15 @@ static void check(int rc, sqlite3 *db, const char *what) {
 static void exec(sqlite3 *db, const char *sql) { check(sqlite3_exec(db, sql, 0, 0, 0), db, sql); }
 
 int main(int argc, char **argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: store-floor DIR PUSHES GROUP ACKS_PER_PUSH\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: store-floor DIR PUSHES GROUP ACKS_PER_PUSH [RATE]\n");
         return 2;
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/floor.sqlite", argv[1]);
     long pushes = atol(argv[2]), group = atol(argv[3]);
     double acksPerPush = atof(argv[4]);
+    double rate = argc == 6 ? atof(argv[5]) : 0;
 
     sqlite3 *db;
     check(sqlite3_open(path, &db), db, "open");
@@ -71,6 +75,7 @@ int main(int argc, char **argv) {
 
     double start = cpu_seconds();
     for (long next = 1; next <= pushes;) {
+        if (rate > 0) pace(next - 1, rate);
         check(sqlite3_step(begin), db, "begin");
         sqlite3_reset(begin);
         // Acks for the previous group: each deletes the pushes since the device's last ack.

@@ -4,7 +4,11 @@
 // (on loopback it also carries the receiving side's TCP processing, as the gateway's writes do).
 // Prints the writer's CPU-seconds (user + system) per 100k writes.
 //
-//   write-floor CONNECTIONS WRITES BYTES
+//   write-floor CONNECTIONS WRITES BYTES [RATE GROUP]
+//
+// With RATE (writes per second) and GROUP, the writes go in bursts of GROUP, each when its first
+// write is due at that rate, the process sleeping in between: the events of one commit, written
+// in the wake-up that brings its completion, as the gateway's loop does at a moderate rate.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -18,6 +22,7 @@
 #include <unistd.h>
 
 #include "cpu-seconds.h"
+#include "pace.h"
 
 static void fail(const char *what) {
     perror(what);
@@ -25,13 +30,15 @@ static void fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: write-floor CONNECTIONS WRITES BYTES\n");
+    if (argc != 4 && argc != 6) {
+        fprintf(stderr, "usage: write-floor CONNECTIONS WRITES BYTES [RATE GROUP]\n");
         return 2;
     }
     int connections = atoi(argv[1]);
     long writes = atol(argv[2]);
     int bytes = atoi(argv[3]);
+    double rate = argc == 6 ? atof(argv[4]) : 0;
+    long group = argc == 6 ? atol(argv[5]) : 1;
 
     int listener = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in address = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -68,8 +75,10 @@ int main(int argc, char **argv) {
     char *frame = malloc(bytes);
     memset(frame, 'x', bytes);
     double start = cpu_seconds();
-    for (long i = 0; i < writes; i++)
+    for (long i = 0; i < writes; i++) {
+        if (rate > 0 && i % group == 0) pace(i, rate);
         if (write(writers[i % connections], frame, bytes) != bytes) fail("write");
+    }
     double used = cpu_seconds() - start;
     kill(reader, SIGKILL);
     waitpid(reader, 0, 0);
