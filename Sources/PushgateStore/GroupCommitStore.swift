@@ -37,22 +37,22 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
     /// Set by each transaction's outcome, before its batches' completions run.
     public let health: StoreHealth
 
-    private let logger: Logger
-    private let completionQueue = DispatchQueue(label: "pushgate.store.completions")
-    private let state: Locked<WriterState>
+    let logger: Logger
+    let completionQueue = DispatchQueue(label: "pushgate.store.completions")
+    let state: Locked<WriterState>
 
-    private let transactionsCounter = Atomic<UInt64>(0)
-    private let commandsCounter = Atomic<UInt64>(0)
-    private let batchesCounter = Atomic<UInt64>(0)
-    private let failedBatchesCounter = Atomic<UInt64>(0)
-    private let overloadedBatchesCounter = Atomic<UInt64>(0)
-    private let lostBatchesCounter = Atomic<UInt64>(0)
-    private let lastTransactionNanos = Atomic<UInt64>(0)
-    private let maxTransactionNanos = Atomic<UInt64>(0)
-    private let totalTransactionNanos = Atomic<UInt64>(0)
+    let transactionsCounter = Atomic<UInt64>(0)
+    let commandsCounter = Atomic<UInt64>(0)
+    let batchesCounter = Atomic<UInt64>(0)
+    let failedBatchesCounter = Atomic<UInt64>(0)
+    let overloadedBatchesCounter = Atomic<UInt64>(0)
+    let lostBatchesCounter = Atomic<UInt64>(0)
+    let lastTransactionNanos = Atomic<UInt64>(0)
+    let maxTransactionNanos = Atomic<UInt64>(0)
+    let totalTransactionNanos = Atomic<UInt64>(0)
     /// When the writer last heard from the database (a transaction, failed or not, or a probe).
-    private let lastActivityNanos = Atomic<UInt64>(0)
-    private let metrics: StoreMetrics
+    let lastActivityNanos = Atomic<UInt64>(0)
+    let metrics: StoreMetrics
 
     public init(
         backend: Backend,
@@ -236,290 +236,9 @@ public final class GroupCommitStore<Backend: StoreBackend>: NotificationStore {
         }
         if start { startWriter() }
     }
-
-    // MARK: - Writer
-
-    /// `s.writer` was set to running: the writer thread, idle until now, drains.
-    private func startWriter() {
-        state.signal()
-    }
-
-    /// The writer thread: idle until there is something to drain, a job, a probe due or the
-    /// store gone. The store is taken (from its weak reference) for one turn at a time.
-    private static func runWriter(
-        state: Locked<WriterState>,
-        probeInterval: UInt64?,
-        store: () -> GroupCommitStore?
-    ) {
-        var nextProbe = probeInterval.map { monotonicNanoseconds() &+ $0 } ?? .max
-        while true {
-            state.wait(until: nextProbe) { s in
-                if case .idle = s.writer { return s.jobs.isEmpty && !s.stopped }
-                return false
-            }
-            let jobs: [@Sendable () -> Void]? = state.withLock { s in
-                if s.stopped { return nil }
-                defer { s.jobs = [] }
-                return s.jobs
-            }
-            guard let jobs, let store = store() else { return }
-            for job in jobs { job() }
-            if let interval = probeInterval, monotonicNanoseconds() >= nextProbe {
-                store.probeIfIdle(interval: interval)
-                nextProbe = monotonicNanoseconds() &+ interval
-            }
-            if state.withLock({ s in if case .idle = s.writer { false } else { true } }) {
-                store.drain()
-            }
-        }
-    }
-
-    /// Runs `body` on the writer thread, between drain loops, and returns its result.
-    private func onWriter<T>(_ body: @escaping () -> T) -> T {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var result: T?
-        nonisolated(unsafe) let body = body
-        state.withLock { s in
-            s.jobs.append {
-                result = body()
-                done.signal()
-            }
-        }
-        state.signal()
-        done.wait()
-        return result!
-    }
-
-    /// The writer's loop: one group per iteration, until nothing is pending. When the pacer
-    /// says to wait for more, the writer blocks until the instant it names or until an arrival
-    /// (or a pause, or close) changes the generation.
-    private func drain() {
-        var group: [Batch] = []
-        var justCommitted = false
-        while true {
-            let step: WriterStep = state.withLock { s in
-                if !s.pending.isEmpty, !s.paused {
-                    if !s.closing, s.pendingCommands < maxGroupCommands {
-                        let decision = s.pacer.decide(
-                            now: monotonicNanoseconds(),
-                            oldestPrompt: s.oldestPrompt,
-                            oldestDeferrable: s.oldestDeferrable,
-                            pendingBatches: s.pending.count,
-                            justCommitted: justCommitted
-                        )
-                        if case .wait(let until) = decision {
-                            s.writer = .waiting(until: until, forPrompt: s.oldestPrompt != nil)
-                            return .wait(until: until, generation: s.generation)
-                        }
-                    }
-                    s.writer = .running
-                    s.take(into: &group, maxCommands: maxGroupCommands)
-                    return .write
-                }
-                // Closing keeps the writer marked running: no second drain loop closes the backend.
-                if s.closing, s.pending.isEmpty {
-                    s.writer = .running
-                    return .closeBackend
-                }
-                s.writer = .idle
-                return .idle
-            }
-            switch step {
-            case .write:
-                writeGroup(group)
-                group = []
-                justCommitted = true
-            case .wait(let until, let generation):
-                state.wait(until: until) { s in s.generation == generation }
-                justCommitted = false
-            case .idle:
-                backend.writerIdle()
-                return
-            case .closeBackend:
-                closeBackend()
-                return
-            }
-        }
-    }
-
-    /// One transaction for the whole group; then the completions, in order.
-    private func writeGroup(_ group: [Batch]) {
-        let start = ContinuousClock.now
-        let results: [Result<Void, StoreError>]
-        defer { lastActivityNanos.store(monotonicNanoseconds(), ordering: .relaxed) }
-        do throws(StoreError) {
-            results = try backend.apply(group.map { $0.commands })
-        } catch {
-            // Interval mode: the group is tried again, not refused (refusals are counted as they come).
-            if error.kind == .unavailable {
-                health.recordFailure(error, batches: durability == .fsync ? group.count : 0)
-            }
-            let closing = state.withLock { $0.closing }
-            // Answered batches are tried again; once close has begun, once more only (a close
-            // that raced a failing transaction lost the group without this, though the next
-            // try would have succeeded).
-            if durability != .fsync, !closing || group.contains(where: { !$0.failedWhileClosing }) {
-                retryLater(
-                    closing
-                        ? group.map {
-                            var batch = $0
-                            batch.failedWhileClosing = true
-                            return batch
-                        } : group,
-                    error
-                )
-            } else {
-                failGroup(group, error)
-            }
-            return
-        }
-        precondition(
-            results.count == group.count,
-            "the store backend returned \(results.count) results for \(group.count) batches"
-        )
-
-        let elapsed = nanoseconds(ContinuousClock.now - start)
-        var commands = 0
-        var pushes = 0
-        var failed = 0
-        var storageFailure: StoreError?
-        for (batch, result) in zip(group, results) {
-            switch result {
-            case .success:
-                commands += batch.commands.count
-                for case .enqueue in batch.commands { pushes += 1 }
-            case .failure(let error):
-                failed += 1
-                if error.kind == .unavailable {
-                    // The storage failed a statement without undoing the transaction.
-                    storageFailure = error
-                }
-                if batch.completion == nil {
-                    lostBatchesCounter.wrappingAdd(1, ordering: .relaxed)
-                    metrics.lostBatches.increment()
-                    logger.error(
-                        "store batch lost: it was answered before its commit, which refused it",
-                        metadata: ["error": "\(error.message)"]
-                    )
-                } else if error.kind != .unavailable {  // `health` logs those, once
-                    logger.error("store batch failed", metadata: ["error": "\(error.message)"])
-                }
-            }
-        }
-        if let storageFailure {
-            health.recordFailure(storageFailure, batches: failed)
-        } else {
-            health.recordCommit()
-        }
-        transactionsCounter.wrappingAdd(1, ordering: .relaxed)
-        commandsCounter.wrappingAdd(UInt64(commands), ordering: .relaxed)
-        batchesCounter.wrappingAdd(UInt64(group.count - failed), ordering: .relaxed)
-        if failed > 0 { failedBatchesCounter.wrappingAdd(UInt64(failed), ordering: .relaxed) }
-        lastTransactionNanos.store(elapsed, ordering: .relaxed)
-        totalTransactionNanos.wrappingAdd(elapsed, ordering: .relaxed)
-        if elapsed > maxTransactionNanos.load(ordering: .relaxed) {
-            maxTransactionNanos.store(elapsed, ordering: .relaxed)  // only the writer stores it
-        }
-        metrics.commitDuration.recordNanoseconds(Int64(clamping: elapsed))
-        metrics.commitPushes.record(pushes)
-        metrics.commitBatches.record(group.count)
-        logger.trace(
-            "store transaction committed",
-            metadata: [
-                "batches": "\(group.count)", "failed": "\(failed)", "commands": "\(commands)",
-                "microseconds": "\(elapsed / 1000)",
-            ]
-        )
-
-        // Completions run right here, on the writer, before it takes the next group: they are
-        // quick (a hop to an event loop), and a handoff to another thread would add a wake-up
-        // to every commit's latency on a busy machine.
-        for (batch, result) in zip(group, results) {
-            batch.completion?(result)
-        }
-    }
-
-    private func failGroup(_ group: [Batch], _ error: StoreError) {
-        if error.kind != .unavailable {  // a storage failure is logged by `health`, once
-            logger.error(
-                "store transaction failed",
-                metadata: ["batches": "\(group.count)", "error": "\(error.message)"]
-            )
-        }
-        failedBatchesCounter.wrappingAdd(UInt64(group.count), ordering: .relaxed)
-        let lost = group.filter { $0.completion == nil }.count
-        if lost > 0 {
-            lostBatchesCounter.wrappingAdd(UInt64(lost), ordering: .relaxed)
-            metrics.lostBatches.increment(by: lost)
-        }
-        for batch in group { batch.completion?(.failure(error)) }
-    }
-
-    /// Interval mode: the group was answered already, so a failed transaction (a full disk, an
-    /// I/O error) is tried again, ahead of what came since, after an interval. The pending limit
-    /// still bounds the backlog: once full, new pushes are refused as overloaded.
-    private func retryLater(_ group: [Batch], _ error: StoreError) {
-        if error.kind != .unavailable {
-            logger.error(
-                "store transaction failed; retried after the commit interval",
-                metadata: ["batches": "\(group.count)", "error": "\(error.message)"]
-            )
-        }
-        let now = monotonicNanoseconds()
-        state.withLock { s in
-            s.pending.insert(
-                contentsOf: group.map { batch in
-                    var again = batch
-                    again.arrivedAt = now
-                    return again
-                },
-                at: 0
-            )
-            s.pendingCommands += group.reduce(0) { $0 + $1.commands.count }
-            s.oldestDeferrable = now
-        }
-    }
-
-    // MARK: - Probe
-
-    /// The writer calls `probe` every `interval` in which nothing reached the database, and at
-    /// every interval while the store cannot commit: an outage, and its end, then show in
-    /// `health` (readiness, metrics) with no traffic. Never during a transaction: the writer
-    /// probes from its idle wait.
-    private func probeIfIdle(interval: UInt64) {
-        // Pending batches are about to be written, which says as much as a probe.
-        let busy = state.withLock { s in s.closing || s.paused || !s.pending.isEmpty }
-        if busy { return }
-        let now = monotonicNanoseconds()
-        if health.canCommit, now &- lastActivityNanos.load(ordering: .relaxed) < interval { return }
-        do throws(StoreError) {
-            try backend.probe()
-            lastActivityNanos.store(monotonicNanoseconds(), ordering: .relaxed)
-            health.recordCommit()
-        } catch {
-            if error.kind == .unavailable { health.recordFailure(error, batches: 0, transaction: false) }
-        }
-    }
-
-    /// Everything submitted is committed and completed: the backend is closed, on the writer
-    /// like every other call to it, then whoever waits in close() resumes.
-    private func closeBackend() {
-        do throws(StoreError) {
-            try backend.close()
-        } catch {
-            logger.error("store close failed", metadata: ["error": "\(error.message)"])
-        }
-        let waiters: [CheckedContinuation<Void, Never>] = state.withLock { s in
-            s.drained = true
-            s.writer = .idle
-            defer { s.closeWaiters = [] }
-            return s.closeWaiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
 }
 
-private func nanoseconds(_ duration: Duration) -> UInt64 {
+func nanoseconds(_ duration: Duration) -> UInt64 {
     let (seconds, attoseconds) = duration.components
     return UInt64(max(seconds, 0)) &* 1_000_000_000 &+ UInt64(max(attoseconds, 0) / 1_000_000_000)
 }

@@ -122,3 +122,31 @@ extension StoreCommand {
         }
     }
 }
+
+extension StoreCommand {
+    /// The highest acceptance id committed once `batches` are (`committed` before them), and
+    /// whether those batches delete the row that holds it. Acceptance ids are never reused, so a
+    /// backend records that id apart from the rows only in a transaction that deletes its row.
+    public static func highestAcceptanceID(
+        committing batches: some Collection<[StoreCommand]>,
+        above committed: UInt64
+    ) -> (id: UInt64, deleted: Bool) {
+        var highest = committed
+        for batch in batches {
+            for case .enqueue(let notification) in batch where notification.acceptanceID > highest {
+                highest = notification.acceptanceID
+            }
+        }
+        for batch in batches {
+            for command in batch {
+                switch command {
+                case .ack(_, let ids), .remove(let ids), .deleteDevice(_, _, let ids):
+                    if ids.contains(highest) { return (highest, true) }
+                default:
+                    continue
+                }
+            }
+        }
+        return (highest, false)
+    }
+}

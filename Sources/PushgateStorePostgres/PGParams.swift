@@ -21,19 +21,12 @@ struct PGParams: ~Copyable {
         formats.removeAll(keepingCapacity: true)
     }
 
-    mutating func int64(_ value: Int64) {
-        begin(format: 1)
-        withUnsafeBytes(of: value.bigEndian) { storage.append(contentsOf: $0) }
-        end()
-    }
+    mutating func int64(_ value: Int64) { integer(value) }
+    mutating func int32(_ value: Int32) { integer(value) }
+    mutating func int16(_ value: Int16) { integer(value) }
 
-    mutating func int32(_ value: Int32) {
-        begin(format: 1)
-        withUnsafeBytes(of: value.bigEndian) { storage.append(contentsOf: $0) }
-        end()
-    }
-
-    mutating func int16(_ value: Int16) {
+    /// Binary format: the value big-endian, as wide as its type (int8, int4, int2).
+    private mutating func integer(_ value: some FixedWidthInteger) {
         begin(format: 1)
         withUnsafeBytes(of: value.bigEndian) { storage.append(contentsOf: $0) }
         end()

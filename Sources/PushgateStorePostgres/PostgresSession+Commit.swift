@@ -42,7 +42,10 @@ extension PostgresSession {
             case .committed:
                 for index in results.indices where results[index] == nil { results[index] = .success(()) }
                 committedMaxAcceptanceID =
-                    Self.highestAcceptanceID(in: group, sending, above: committedMaxAcceptanceID)
+                    StoreCommand.highestAcceptanceID(
+                        committing: sending.lazy.map { group[$0] },
+                        above: committedMaxAcceptanceID
+                    )
                     .id
                 return results.map { $0! }
             case .refused(let batch, let error):
@@ -126,7 +129,10 @@ extension PostgresSession {
                     for _ in 0..<count { sent.append(.command(batch: batch, command: index)) }
                 }
             }
-            let highest = Self.highestAcceptanceID(in: group, sending, above: committedMaxAcceptanceID)
+            let highest = StoreCommand.highestAcceptanceID(
+                committing: sending.lazy.map { group[$0] },
+                above: committedMaxAcceptanceID
+            )
             if highest.deleted {
                 try PostgresCommands.sendRaiseMaxAcceptanceID(highest.id, connection, &params)
                 sent.append(.control)
@@ -308,30 +314,5 @@ extension PostgresSession {
                 "a transaction whose commit's answer was lost with the connection did not commit, as answered"
             )
         }
-    }
-
-    /// See the SQLite backend's `highestAcceptanceID`.
-    static func highestAcceptanceID(
-        in group: [[StoreCommand]],
-        _ applied: [Int],
-        above committed: UInt64
-    ) -> (id: UInt64, deleted: Bool) {
-        var highest = committed
-        for batch in applied {
-            for case .enqueue(let notification) in group[batch] where notification.acceptanceID > highest {
-                highest = notification.acceptanceID
-            }
-        }
-        for batch in applied {
-            for command in group[batch] {
-                switch command {
-                case .ack(_, let ids), .remove(let ids), .deleteDevice(_, _, let ids):
-                    if ids.contains(highest) { return (highest, true) }
-                default:
-                    continue
-                }
-            }
-        }
-        return (highest, false)
     }
 }

@@ -242,9 +242,10 @@ public final class SQLiteBackend: StoreBackend {
         // record it only in a transaction that deletes it. Written on every commit, its page
         // would add a WAL frame to every commit, a large share of a small commit's frames, while
         // acks delete rows only a few hundred behind the newest.
-        let highest = Self.highestAcceptanceID(
-            in: group,
-            results,
+        let highest = StoreCommand.highestAcceptanceID(
+            committing: group.indices.lazy.filter { if case .success = results[$0] { true } else { false } }.map {
+                group[$0]
+            },
             above: committedMaxAcceptanceID.load(ordering: .relaxed)
         )
         do {
@@ -258,34 +259,6 @@ public final class SQLiteBackend: StoreBackend {
         }
         committedMaxAcceptanceID.store(highest.id, ordering: .relaxed)
         return results
-    }
-
-    /// The highest acceptance id committed once the group's applied batches are, and whether
-    /// those batches delete the row that holds it.
-    private static func highestAcceptanceID(
-        in group: [[StoreCommand]],
-        _ results: [Result<Void, StoreError>],
-        above committed: UInt64
-    ) -> (id: UInt64, deleted: Bool) {
-        var highest = committed
-        for (commands, result) in zip(group, results) {
-            guard case .success = result else { continue }
-            for case .enqueue(let notification) in commands where notification.acceptanceID > highest {
-                highest = notification.acceptanceID
-            }
-        }
-        for (commands, result) in zip(group, results) {
-            guard case .success = result else { continue }
-            for command in commands {
-                switch command {
-                case .ack(_, let ids), .remove(let ids), .deleteDevice(_, _, let ids):
-                    if ids.contains(highest) { return (highest, true) }
-                default:
-                    continue
-                }
-            }
-        }
-        return (highest, false)
     }
 
     /// Applies one batch atomically: either all its commands or none.
