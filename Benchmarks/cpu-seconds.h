@@ -7,3 +7,11 @@ static double cpu_seconds(void) {
     getrusage(RUSAGE_SELF, &u);
     return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec + u.ru_stime.tv_usec / 1e6;
 }
+
+// Times this process has given up its core, willing (a sleep) or not (preempted): what a
+// gateway doing the same work at the same rate pays in wake-ups at the least.
+static long context_switches(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_nvcsw + u.ru_nivcsw;
+}

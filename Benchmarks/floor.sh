@@ -50,39 +50,47 @@ count=200000
 if [ -n "$RATE" ]; then paced=("$RATE") count=$((RATE * 20)); fi
 store() {
     rm -rf "$work/sf" && mkdir "$work/sf"
-    "$work/store-floor" "$work/sf" "$count" "$GROUP" "$1" "${paced[@]}" | awk '{print $1}'
+    "$work/store-floor" "$work/sf" "$count" "$GROUP" "$1" "${paced[@]}" | cpu_and_switches
 }
-store_acked=$(store "$ACKS")
-store_unacked=$(store 0)
+# "CPU-s per 100k, context switches per push" from a floor program's line.
+cpu_and_switches() { awk '{for (i = 2; i <= NF; i++) if ($i == "context") print $1, $(i - 1)}'; }
+read -r store_acked store_acked_sw <<<"$(store "$ACKS")"
+read -r store_unacked store_unacked_sw <<<"$(store 0)"
 cc -O2 -o "$work/write-floor" Benchmarks/write-floor.c
-event_write=$("$work/write-floor" 1000 "$count" 452 ${RATE:+"$RATE" "$GROUP"} | awk '{print $1}')
+read -r event_write event_write_sw <<<"$("$work/write-floor" 1000 "$count" 452 ${RATE:+"$RATE" "$GROUP"} | cpu_and_switches)"
 
 write_alert_payload "$work/payload"
 start_nghttpd
-# nghttpd's CPU-seconds per 100k requests for one h2load run with the given flags (a count of
-# requests, or a duration at a rate).
+# nghttpd's context switches so far, all its threads.
+nghttpd_switches() { cat /proc/"$ng"/task/*/status | awk '/ctxt_switches/ {n += $2} END {print n}'; }
+# nghttpd's CPU-seconds per 100k requests and context switches per request, for one h2load run
+# with the given flags (a count of requests, or a duration at a rate).
 nghttpd_cpu() {
-    local before after out completed
+    local before after switched out completed
     before=$(cpu_ticks "$ng")
+    switched=$(nghttpd_switches)
     out=$(h2load_checked -t 1 "$@" "http://127.0.0.1:$ng_port/static")
     after=$(cpu_ticks "$ng")
+    switched=$(($(nghttpd_switches) - switched))
     completed=$(sed -n 's/^requests: .* \([0-9]*\) done,.*/\1/p' <<<"$out")
-    python3 -c "print(($after - $before) / $(getconf CLK_TCK) / ($completed / 100000))"
+    python3 -c "print(($after - $before) / $(getconf CLK_TCK) / ($completed / 100000), $switched / $completed)"
 }
 if [ -n "$RATE" ]; then
-    pipelined=$(nghttpd_cpu -D 20 -c 1 -m 64 --rps "$RATE" -d "$work/payload")
-    lone=0
-    [ "$per_device" = 0 ] || lone=$(nghttpd_cpu -D 20 -c 1000 -m 1 --rps "$per_device" -d "$work/payload")
+    read -r pipelined pipelined_sw <<<"$(nghttpd_cpu -D 20 -c 1 -m 64 --rps "$RATE" -d "$work/payload")"
+    lone=0 lone_sw=0
+    [ "$per_device" = 0 ] || read -r lone lone_sw <<<"$(nghttpd_cpu -D 20 -c 1000 -m 1 --rps "$per_device" -d "$work/payload")"
 else
-    pipelined=$(nghttpd_cpu -n 200000 -c 8 -m 256 -d "$work/payload")
-    lone=$(nghttpd_cpu -n 200000 -c 1000 -m 1 -d "$work/payload")
+    read -r pipelined pipelined_sw <<<"$(nghttpd_cpu -n 200000 -c 8 -m 256 -d "$work/payload")"
+    read -r lone lone_sw <<<"$(nghttpd_cpu -n 200000 -c 1000 -m 1 -d "$work/payload")"
 fi
 kill "$ng"; wait "$ng" 2>/dev/null || true
 
-python3 - "$pipelined" "$lone" "$ACKS" "$store_acked" "$store_unacked" "$event_write" "$GROUP" "${RATE:-}" <<'EOF'
+python3 - "$pipelined" "$lone" "$ACKS" "$store_acked" "$store_unacked" "$event_write" "$GROUP" "${RATE:-}" \
+    "$pipelined_sw" "$lone_sw" "$store_acked_sw" "$store_unacked_sw" "$event_write_sw" <<'EOF'
 import sys
 pipelined, lone, acks, store_acked, store_unacked, event_write = map(float, sys.argv[1:7])
 group, rate = sys.argv[7], sys.argv[8]
+pipelined_sw, lone_sw, store_acked_sw, store_unacked_sw, event_write_sw = map(float, sys.argv[9:14])
 if rate:
     print(f"at {rate} pushes/s:")
     provider = f"provider request (nghttpd, 1 connection, {rate}/s)"
@@ -91,13 +99,18 @@ else:
     provider = "provider request (nghttpd, 8 connections x 256 in flight)"
     acking = f"acks, {acks} per push (nghttpd, 1,000 connections x 1)"
 rows = [
-    (provider, pipelined, ""),
-    (acking, acks * lone, f"{lone:.2f} per 100k requests"),
-    (f"store (SQLite from C, {group} pushes per commit{', paced' if rate else ''}, acked)", store_acked, f"{store_unacked:.2f} without acks"),
-    (f"event write to the device (write(2), 1,000 connections{f', {group} at a time, paced' if rate else ''})", event_write, ""),
-    ("lower bound, devices acking", pipelined + acks * lone + store_acked + event_write, ""),
-    ("lower bound, no acks", pipelined + store_unacked + event_write, ""),
+    (provider, pipelined, pipelined_sw, ""),
+    (acking, acks * lone, acks * lone_sw, f"{lone:.2f} per 100k requests"),
+    (f"store (SQLite from C, {group} pushes per commit{', paced' if rate else ''}, acked)", store_acked, store_acked_sw,
+     f"{store_unacked:.2f} and {store_unacked_sw:.2f} without acks"),
+    (f"event write to the device (write(2), 1,000 connections{f', {group} at a time, paced' if rate else ''})", event_write,
+     event_write_sw, ""),
+    ("lower bound, devices acking", pipelined + acks * lone + store_acked + event_write,
+     pipelined_sw + acks * lone_sw + store_acked_sw + event_write_sw, ""),
+    ("lower bound, no acks", pipelined + store_unacked + event_write, pipelined_sw + store_unacked_sw + event_write_sw, ""),
 ]
-for name, value, note in rows:
-    print(f"{name:<60} {value:5.2f} CPU-s per 100k" + (f" ({note})" if note else ""))
+# Context switches per push, each part's own: the parts run one at a time as separate programs, so
+# their sum is what such programs pay; one process doing them all could share some wake-ups.
+for name, value, switches, note in rows:
+    print(f"{name:<60} {value:5.2f} CPU-s per 100k, {switches:5.2f} context switches per push" + (f" ({note})" if note else ""))
 EOF

@@ -74,6 +74,7 @@ int main(int argc, char **argv) {
     double ackCredit = 0;
 
     double start = cpu_seconds();
+    long switches = context_switches();
     for (long next = 1; next <= pushes;) {
         if (rate > 0) pace(next - 1, rate);
         check(sqlite3_step(begin), db, "begin");
@@ -129,7 +130,8 @@ int main(int argc, char **argv) {
         sqlite3_reset(commit);
     }
     double used = cpu_seconds() - start;
-    printf("%.3f CPU-s per 100k pushes (group %ld, %ld acks for %ld pushes)\n", used / (pushes / 1e5), group,
-           acksOwed, pushes);
+    switches = context_switches() - switches;
+    printf("%.3f CPU-s per 100k pushes (group %ld, %ld acks for %ld pushes), %.3f context switches per push\n",
+           used / (pushes / 1e5), group, acksOwed, pushes, (double)switches / pushes);
     return 0;
 }

@@ -75,13 +75,16 @@ int main(int argc, char **argv) {
     char *frame = malloc(bytes);
     memset(frame, 'x', bytes);
     double start = cpu_seconds();
+    long switches = context_switches();
     for (long i = 0; i < writes; i++) {
         if (rate > 0 && i % group == 0) pace(i, rate);
         if (write(writers[i % connections], frame, bytes) != bytes) fail("write");
     }
     double used = cpu_seconds() - start;
+    switches = context_switches() - switches;
     kill(reader, SIGKILL);
     waitpid(reader, 0, 0);
-    printf("%.3f CPU-s per 100k writes (%d connections, %d bytes each)\n", used / (writes / 1e5), connections, bytes);
+    printf("%.3f CPU-s per 100k writes (%d connections, %d bytes each), %.3f context switches per write\n",
+           used / (writes / 1e5), connections, bytes, (double)switches / writes);
     return 0;
 }
