@@ -1,5 +1,6 @@
 import CNGHTTP2
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
@@ -33,6 +34,36 @@ struct HTTP2ServerHandlerEmbeddedTests {
         #expect(connection.client.responses[stream] == .init(status: 200, body: "hello", complete: true))
         #expect(connection.application.paths == ["/hello"])
         #expect(connection.channel.isActive)
+    }
+
+    @Test("behind protocol selection, the server's SETTINGS and its ack of the client's go out in one write")
+    func firstFlight() throws {
+        let loop = EmbeddedEventLoop()
+        let channel = EmbeddedChannel(loop: loop)
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
+        var logger = Logger(label: "embedded-http2")
+        logger.logLevel = .critical
+        let configuration = HTTPServerConfiguration()
+        try ServerConnectionPipeline(
+            id: 1,
+            tls: nil,
+            configuration: configuration,
+            http2: SharedHTTP2ServerConfiguration(configuration.http2),
+            application: HoldingApplication(),
+            statistics: ConnectionStatistics(),
+            logger: logger
+        ).configure(channel.pipeline.syncOperations, channel: channel)
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 8443)).wait()
+        let client = try InMemoryHTTP2Peer(limits: HTTP2SessionLimits())
+
+        try channel.writeInbound(try client.drain())
+        // One segment each way opens the connection: no write of the SETTINGS alone before.
+        let first = try #require(try channel.readOutbound(as: ByteBuffer.self))
+        let frames = WireFrame.parse(first)
+        #expect(frames.first?.kind == .settings && frames.first?.ack == false, "\(frames)")
+        #expect(frames.contains { $0.kind == .settings && $0.ack }, "\(frames)")
+        loop.run()
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
     }
 
     @Test("idle for the idle timeout: GOAWAY IdleTimeout naming the last stream, then the channel closes")

@@ -108,7 +108,10 @@ final class HTTP2ServerHandler: ChannelDuplexHandler, HTTPResponseSink, Connecti
         )
         connection.install(control: self)
         perform(policy.sessionStarted())
-        if context.channel.isActive { output?.flush() }
+        // The handler is added while the client's first bytes wait to be read: the read's flush
+        // sends these SETTINGS with the answer to them, in one write and one segment. The
+        // scheduled flush is for a session started with nothing to read (TLS that chose h2).
+        if context.channel.isActive { output?.scheduleFlush() }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
