@@ -5,7 +5,10 @@
 # again on the same port and data directory, as its own user), then opens every event stream,
 # WIDTH at a time, and reports how long until every stream is open and every stored push
 # delivered (each device acks what it gets), and lost/duplicated. Also the restarted gateway's
-# CPU-seconds from its start to the end (recovery and the storm). Release build, one machine.
+# CPU-seconds from its start to the end (recovery, the storm and the streams' closing), and over
+# the storm alone, per connection (`--server-pid-file`: from the first stream opened until every
+# stored push is delivered), the figure to set beside Nchan's CPU per new subscriber. Release
+# build, one machine.
 #
 #   bash Benchmarks/reconnect.sh [DEVICES [PER [WIDTH]]]     (10,000, 5 and 1,000 by default)
 source "$(dirname "$0")/common.sh"
@@ -34,7 +37,8 @@ for _ in \$(seq 500); do grep -q listening "$work/serve2.out" 2>/dev/null && exi
 echo "the restarted gateway did not listen" >&2; exit 1
 EOF
 "$BIN" bench --server "http://127.0.0.1:$port" --devices "$devices" --pushes $((devices * per)) --providers 4 \
-    --backlog --then-run "bash $work/restart.sh" --concurrent-connects "$width" --drain-seconds 60 > "$work/bench.out"
+    --backlog --then-run "bash $work/restart.sh" --server-pid-file "$work/server.pid" --concurrent-connects "$width" \
+    --drain-seconds 60 > "$work/bench.out"
 server=$(cat "$work/server.pid")
 ticks=$(cpu_ticks "$server")
 cat "$work/bench.out"

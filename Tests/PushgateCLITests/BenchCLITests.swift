@@ -59,7 +59,7 @@ struct BenchCLITests {
     }
 
     @Test(
-        "--backlog: the pushes are stored while no device is connected, --then-run runs before the streams open, each device gets its backlog once; a failing command ends the bench"
+        "--backlog: the pushes are stored while no device is connected, --then-run runs before the streams open, each device gets its backlog once, the gateway's CPU over the storm is read from --server-pid-file; a failing command or an unreadable pid file ends the bench"
     )
     func backlog() throws {
         let gateway = try GatewayProcess(arguments: ["--listen", "127.0.0.1:0"], listeners: 1)
@@ -71,8 +71,16 @@ struct BenchCLITests {
             "bench", "--server", gateway.urls[0], "--devices", "20", "--providers", "2", "--pushes", "100", "--backlog",
             "--drain-seconds", "30",
         ]
+        // The restart a storm benchmark runs would write a new process id here.
+        let pidFile = directory + "/gateway.pid"
         let summary = try benchSummary(
-            runPushgate(base + ["--then-run", "curl -s \(gateway.urls[0])/metrics > \(seen)"])
+            runPushgate(
+                base + [
+                    "--then-run",
+                    "curl -s \(gateway.urls[0])/metrics > \(seen) && echo \(gateway.process.processIdentifier) > \(pidFile)",
+                    "--server-pid-file", pidFile,
+                ]
+            )
         )
         // When the command ran every push was stored and none delivered: no stream was open.
         let metrics = try String(contentsOfFile: seen, encoding: .utf8)
@@ -86,6 +94,12 @@ struct BenchCLITests {
         let open = try #require((summary["streamsOpenSeconds"] as? NSNumber)?.doubleValue, "\(summary)")
         let delivered = try #require((summary["backlogDeliveredSeconds"] as? NSNumber)?.doubleValue)
         #expect(open > 0 && delivered >= open)
+        let stormCPU = try #require((summary["stormServerCPUSeconds"] as? NSNumber)?.doubleValue, "\(summary)")
+        #expect(stormCPU >= 0)
+
+        let noPID = try runPushgate(base + ["--server-pid-file", directory + "/absent.pid"])
+        #expect(noPID.status != 0)
+        #expect(noPID.stderr.contains("does not hold a process id"), "\(noPID.stderr)")
 
         let failed = try runPushgate(base + ["--then-run", "exit 3"])
         #expect(failed.status != 0)

@@ -101,6 +101,13 @@ struct BenchCommand: AsyncParsableCommand {
     )
     var serverPID: Int32?
 
+    @Option(
+        name: .customLong("server-pid-file"),
+        help:
+            "With --backlog: a file holding the gateway's process id, read once --then-run has run (a restart writes the new one there); the bench then reports the gateway's CPU-seconds over the storm, from the first stream opened until every stored push is delivered, and per connection (read from /proc)."
+    )
+    var serverPIDFile: String?
+
     @OptionGroup var signing: ProviderSigningOptions
 
     @OptionGroup var certificate: ProviderCertificateOptions
@@ -116,6 +123,7 @@ struct BenchCommand: AsyncParsableCommand {
         if let rate, rate < 1 { throw ValidationError("--rate must be at least 1") }
         if concurrentConnects < 1 { throw ValidationError("--concurrent-connects must be at least 1") }
         if thenRun != nil, !backlog { throw ValidationError("--then-run needs --backlog") }
+        if serverPIDFile != nil, !backlog { throw ValidationError("--server-pid-file needs --backlog") }
         if backlog, silentPercent > 0 || idleSeconds > 0 || serverPID != nil {
             throw ValidationError(
                 "--backlog measures delivery of stored alerts: not with --silent-percent, --idle-seconds or --server-pid"

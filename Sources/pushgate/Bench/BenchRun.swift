@@ -100,7 +100,10 @@ struct BenchRun: Sendable {
                 throw ClientFailure(description: "--then-run ended with status \(status): \(command)")
             }
         }
+        // Read after the command: a restart has a new process id.
+        let serverPID = try options.serverPIDFile.map { path in try Self.processID(in: path) }
         log("opening \(counted(devices.count, "event stream")), \(options.concurrentConnects) at a time")
+        let cpuBefore = try serverPID.map { pid throws(ProcessCPU.Unreadable) in try ProcessCPU.sample(pid: pid) }
         let stormStarted = BenchLedger.now()
         let streams = try await devices.concurrentMap(width: options.concurrentConnects) { device in
             try await openStream(device, ledger: ledger)
@@ -113,11 +116,28 @@ struct BenchRun: Sendable {
             try await Task.sleep(for: .milliseconds(5))
         }
         let deliveredSeconds = Double(BenchLedger.now() - stormStarted) / 1e9
+        // Before the streams close: closing them is not the storm's cost.
+        var stormCPU: ProcessCPU?
+        if let serverPID, let cpuBefore { stormCPU = try ProcessCPU.sample(pid: serverPID).since(cpuBefore) }
         ledger.stopped.store(true, ordering: .relaxed)
-        report(ledger, sendSeconds: sendSeconds, serverCPU: nil, storm: (openSeconds, deliveredSeconds))
+        report(
+            ledger,
+            sendSeconds: sendSeconds,
+            serverCPU: nil,
+            storm: StormFigures(open: openSeconds, delivered: deliveredSeconds, serverCPU: stormCPU)
+        )
         await withTaskGroup(of: Void.self) { group in
             for connection in streams { group.addTask { await connection.close() } }
         }
+    }
+
+    /// The process id a --server-pid-file holds.
+    private static func processID(in path: String) throws -> Int32 {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        guard let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0 else {
+            throw ClientFailure(description: "--server-pid-file \(path) does not hold a process id")
+        }
+        return pid
     }
 
     /// `sh -c command`, waited for with waitpid: Foundation's `Process.waitUntilExit` never
@@ -350,14 +370,20 @@ struct BenchRun: Sendable {
         }
     }
 
+    /// With --backlog: seconds from the first stream opened to the last open, and to the last
+    /// stored push delivered; and what the gateway used over that, when --server-pid-file was given.
+    private struct StormFigures {
+        var open: Double
+        var delivered: Double
+        var serverCPU: ProcessCPU?
+    }
+
     /// `serverCPU`: what the gateway used over the pushes, when --server-pid was given.
-    /// `storm`: with --backlog, seconds from the first stream opened to the last open, and to
-    /// the last stored push delivered.
     private func report(
         _ ledger: BenchLedger,
         sendSeconds: Double,
         serverCPU: ProcessCPU?,
-        storm: (open: Double, delivered: Double)? = nil
+        storm: StormFigures? = nil
     ) {
         let state = ledger.state.withLockedValue { $0 }
         let acks = ledger.acksSent.load(ordering: .relaxed)
@@ -406,6 +432,18 @@ struct BenchRun: Sendable {
         if let storm {
             rows.append(("every stream open after (s)", String(format: "%.3f", storm.open)))
             rows.append(("every stored push delivered after (s)", String(format: "%.3f", storm.delivered)))
+            if let used = storm.serverCPU {
+                rows.append(
+                    (
+                        "server CPU over the storm",
+                        String(
+                            format: "%.2f s, %.0f us per connection",
+                            used.totalSeconds,
+                            used.totalSeconds * 1e6 / Double(max(options.devices, 1))
+                        )
+                    )
+                )
+            }
         }
         if let (total, loops) = cpu {
             rows.append(
@@ -442,6 +480,8 @@ struct BenchRun: Sendable {
             ) + cpuJSON
             + (storm.map {
                 String(format: ",\"streamsOpenSeconds\":%.3f,\"backlogDeliveredSeconds\":%.3f", $0.open, $0.delivered)
+                    + ($0.serverCPU.map { String(format: ",\"stormServerCPUSeconds\":%.3f", $0.totalSeconds) }
+                        ?? ",\"stormServerCPUSeconds\":null")
             } ?? "") + "}"
         print(json)
     }
