@@ -23,12 +23,7 @@ extension DeviceShard {
             promise.succeed(disposition)
             carryOut(plan)
         case .planned(let acceptance):
-            carryOut(acceptance) { result in
-                switch result {
-                case .success: promise.succeed(acceptance.disposition)
-                case .failure(let error): promise.fail(error.notificationNotStored)
-                }
-            }
+            carryOut(acceptance, promise: promise)
         }
     }
 

@@ -63,33 +63,48 @@ final class DeviceShard {
         urgency: CommitUrgency = .prompt,
         then: @escaping (Result<Void, StoreError>) -> Void = { _ in }
     ) {
-        carryOut(plan, urgency: urgency, confirm: { [state] in state.confirm($0) }, then: then)
+        carryOut(plan, urgency: urgency, followUp: .then(then))
     }
 
     /// A provider push's plan: confirmed, it has more to do (`ShardState.confirm(_:)` of an
-    /// acceptance).
-    func carryOut(_ acceptance: AcceptancePlan, then: @escaping (Result<Void, StoreError>) -> Void) {
-        carryOut(acceptance.plan, urgency: .prompt, confirm: { [state] _ in state.confirm(acceptance) }, then: then)
+    /// acceptance); then `promise` has the push's disposition, or the error that kept it off disk.
+    func carryOut(_ acceptance: AcceptancePlan, promise: EventLoopPromise<Disposition>) {
+        carryOut(acceptance.plan, urgency: .prompt, followUp: .acceptance(acceptance, promise))
     }
 
-    private func carryOut(
-        _ plan: ShardPlan,
-        urgency: CommitUrgency,
-        confirm: @escaping (ShardPlan) -> [DeviceState],
-        then: @escaping (Result<Void, StoreError>) -> Void
-    ) {
+    /// What a plan's commit is followed by, back on this loop. A provider push's is a case of its
+    /// own rather than closures, as it comes with every push.
+    private enum FollowUp {
+        case then((Result<Void, StoreError>) -> Void)
+        case acceptance(AcceptancePlan, EventLoopPromise<Disposition>)
+
+        func finish(_ result: Result<Void, StoreError>) {
+            switch (self, result) {
+            case (.then(let then), _): then(result)
+            case (.acceptance(let acceptance, let promise), .success): promise.succeed(acceptance.disposition)
+            case (.acceptance(_, let promise), .failure(let error)): promise.fail(error.notificationNotStored)
+            }
+        }
+    }
+
+    private func carryOut(_ plan: ShardPlan, urgency: CommitUrgency, followUp: FollowUp) {
         var plan = plan
         state.seal(&plan)
         armSchedulerTimer()
         guard !plan.commands.isEmpty else {
-            then(.success(()))
+            followUp.finish(.success(()))
             return
         }
         commit(plan.commands, urgency: urgency) { [self] result in
             switch result {
             case .success:
+                let confirmed =
+                    switch followUp {
+                    case .then: state.confirm(plan)
+                    case .acceptance(let acceptance, _): state.confirm(acceptance)
+                    }
                 // Once all are marked, so that a device's entries go out in one write.
-                for device in confirm(plan) { pump(device) }
+                for device in confirmed { pump(device) }
             case .failure(let error):
                 state.restore(plan)
                 // Another node owns one of the plan's devices now: what is held here of them is
@@ -99,7 +114,7 @@ final class DeviceShard {
                 }
                 armSchedulerTimer()
             }
-            then(result)
+            followUp.finish(result)
         }
     }
 
